@@ -1,0 +1,76 @@
+#pragma once
+// Compute capabilities, the precision matrix (what each NVIDIA architecture supports in hardware)
+// and the check of a GPU against the architectures a LibTorch build carries kernels for.
+// Pure and offline: nothing here touches a driver. The table and its sources:
+// docs/precision-matrix.md.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "precision_probe/modes.hpp"
+
+namespace precision_probe {
+
+struct ComputeCapability {
+  int major = 0;
+  int minor = 0;
+
+  int as_int() const { return major * 10 + minor; }  // 8.9 -> 89
+  std::string to_string() const;                     // "8.9"
+  friend bool operator==(ComputeCapability a, ComputeCapability b) {
+    return a.major == b.major && a.minor == b.minor;
+  }
+  friend bool operator<(ComputeCapability a, ComputeCapability b) {
+    return a.as_int() < b.as_int();
+  }
+  friend bool operator>=(ComputeCapability a, ComputeCapability b) { return !(a < b); }
+};
+
+// Accepts "8.9", "sm_89", "sm89", "89", "compute_90" and "9.0a"-style suffixes are refused.
+// Major 1..15, minor 0..9. nullopt on anything else.
+std::optional<ComputeCapability> parse_compute_capability(std::string_view text);
+
+// The marketing name of the architecture ("Hopper"), or "unknown".
+std::string architecture_name(ComputeCapability cc);
+
+struct HardwareVerdict {
+  Hardware hardware = Hardware::unsupported;
+  std::string reason;  // empty when native
+};
+
+// What the GPU of this compute capability offers for a matmul precision or AMP mode.
+HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode);
+
+// One row of the precision matrix: the lowest compute capability with native support.
+struct MatrixRule {
+  Mode mode;
+  ComputeCapability native_from;
+  Hardware below;  // what older architectures get: emulated or unsupported
+  std::string_view why_below;
+};
+const std::vector<MatrixRule>& precision_matrix();
+
+// The GPU code a LibTorch build carries: sm_XY binaries (cubins) and compute_XY PTX.
+struct ArchTarget {
+  ComputeCapability cc;
+  bool ptx = false;     // compute_XY: PTX the driver can JIT-compile for cc >= XY
+  char variant = '\0';  // 'a' (arch-specific: exactly XY) or 'f' (family: same major, minor >= Y)
+  std::string to_string() const;  // "sm_90a", "compute_80"
+};
+
+// Parses "sm_80 sm_90 compute_90" (torch.cuda.get_arch_list style, separated by spaces, commas or
+// semicolons) and nvcc gencode flags ("-gencode;arch=compute_90,code=sm_90"). Unknown tokens are
+// ignored. Duplicates removed, order kept.
+std::vector<ArchTarget> parse_arch_list(std::string_view text);
+
+struct KernelCoverage {
+  bool covered = false;
+  std::string via;     // "sm_90" or "compute_80 (PTX, JIT-compiled by the driver at first use)"
+  std::string reason;  // why not covered; empty when covered
+};
+// Whether a GPU of capability `cc` can run a build carrying `targets`.
+KernelCoverage kernel_coverage(ComputeCapability cc, const std::vector<ArchTarget>& targets);
+
+}  // namespace precision_probe

@@ -1,0 +1,130 @@
+#pragma once
+// The NVIDIA driver, queried without LibTorch: NVML (fast, no CUDA context) and the CUDA driver
+// API (authoritative for what CUDA_VISIBLE_DEVICES leaves visible). Both libraries are loaded at
+// run time, never linked, so the probe starts where no driver is present.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precision_probe/arch.hpp"
+
+namespace precision_probe {
+
+class System;
+
+// --- What the two driver libraries report, as raw snapshots -----------------------------------
+
+struct NvmlDevice {
+  std::string name;
+  std::string uuid;        // "GPU-..."
+  std::string pci_bus_id;  // "0000:17:00.0"
+  std::optional<ComputeCapability> cc;
+  std::optional<std::uint64_t> memory_total, memory_free, memory_used;
+  std::optional<bool> mig_enabled;  // nullopt: the GPU has no MIG
+  std::optional<int> compute_mode;  // 0 default, 2 prohibited, 3 exclusive process
+};
+
+struct NvmlSnapshot {
+  bool loaded = false;              // libnvidia-ml could be opened
+  std::string load_error;           // dlerror() text
+  int init_result = -1;             // nvmlInit_v2's return (0 success)
+  std::string init_error;           // nvmlErrorString
+  std::string driver_version;       // "580.159.04"
+  std::optional<int> cuda_version;  // 13000
+  std::vector<NvmlDevice> devices;  // every GPU of the machine, in NVML (PCI) order
+};
+
+struct CudaDevice {
+  std::string name;
+  std::string uuid;  // "GPU-..." or "MIG-..."
+  std::string pci_bus_id;
+  std::optional<ComputeCapability> cc;
+  std::optional<int> sm_count;
+  std::optional<std::uint64_t> memory_total;
+  std::optional<int> compute_mode;
+};
+
+struct CudaSnapshot {
+  bool loaded = false;  // libcuda could be opened
+  std::string library;  // the path that was loaded
+  std::string load_error;
+  int init_result = -1;  // cuInit's CUresult (0 success, 100 no device, 35 insufficient driver)
+  std::string init_error_name;             // "CUDA_ERROR_NO_DEVICE"
+  std::string init_error_string;           // "no CUDA-capable device is detected"
+  std::optional<int> driver_cuda_version;  // cuDriverGetVersion: 13000
+  std::vector<CudaDevice> devices;         // the visible devices, in CUDA's order
+};
+
+// The driver behind a small interface: the real one loads the libraries, tests use a fake.
+class DriverApi {
+ public:
+  virtual ~DriverApi() = default;
+  virtual NvmlSnapshot query_nvml() = 0;
+  virtual CudaSnapshot query_cuda() = 0;
+};
+
+// The real driver. Library names come from PRECISION_PROBE_LIBNVML / PRECISION_PROBE_LIBCUDA
+// when set (a test hook, documented in docs/diagnostics.md), else libnvidia-ml.so.1 / libcuda.so.1.
+std::unique_ptr<DriverApi> make_system_driver(const System& system);
+
+// --- The merged view the report uses -----------------------------------------------------------
+
+enum class DriverStatus { ok, not_found, init_failed, no_devices };
+std::string_view to_string(DriverStatus status);
+
+struct DriverInfo {
+  DriverStatus status = DriverStatus::not_found;
+  std::string version;              // "580.159.04" (NVML, else /proc/driver/nvidia/version)
+  std::optional<int> cuda_version;  // highest CUDA version the driver supports, 13000
+  std::string message;              // one line: what was found or what went wrong
+  std::string libcuda_path;
+  bool nvml_loaded = false;
+  bool cuda_queried = false;  // cuInit ran (false under --quick when NVML answered)
+  std::optional<int> cu_init_result;
+  std::string cu_init_error_name;
+};
+
+struct GpuInfo {
+  int index = -1;  // the visible index, what --device takes
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::optional<ComputeCapability> cc;
+  std::optional<int> sm_count;
+  std::optional<std::uint64_t> memory_total, memory_free, memory_used;
+  std::optional<bool> mig_enabled;
+  bool mig_instance = false;
+  std::optional<int> compute_mode;
+  std::string source;  // "cuda+nvml", "cuda", "nvml"
+};
+std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"
+
+// CUDA_VISIBLE_DEVICES as CUDA reads it: entries up to the first invalid one.
+struct VisibleDevicesSpec {
+  bool set = false;                  // the variable exists
+  std::vector<std::string> entries;  // kept entries: "0", "GPU-8f3a...", "MIG-..."
+  std::string invalid_entry;         // the first entry CUDA would stop at, if any
+  std::string raw;
+};
+VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& value);
+
+struct GpuFacts {
+  DriverInfo driver;
+  std::vector<GpuInfo> gpus;      // visible GPUs, indexed as the user sees them
+  bool order_is_reliable = true;  // false when only NVML answered and CUDA could order them
+                                  // differently (MIG, mixed models): ask CUDA before trusting
+                                  // explicit indices
+};
+
+// Merges the snapshots. Without a CUDA snapshot, CUDA_VISIBLE_DEVICES is applied to NVML's list.
+GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnapshot>& cuda,
+                         const VisibleDevicesSpec& visible,
+                         const std::optional<std::string>& proc_driver_version_text);
+
+// "GPU-8f3a2b1c-...": the canonical text form of a 16-byte CUDA UUID.
+std::string format_uuid(const unsigned char (&bytes)[16], bool mig);
+
+}  // namespace precision_probe

@@ -1,0 +1,64 @@
+#pragma once
+// The kernel engine, seen from the probe: a worker process per device runs LibTorch checks and
+// answers in JSON lines (protocol.hpp). Behind an interface so tests can use a fake engine.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precision_probe/modes.hpp"
+#include "precision_probe/results.hpp"
+
+namespace precision_probe {
+
+class System;
+
+enum class DeviceKind { cpu, cuda };
+std::string_view to_string(DeviceKind kind);
+
+// What one worker is asked to do.
+struct WorkerPlan {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;                    // the visible GPU index in the report; -1 for the CPU
+  std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID)
+  std::vector<Mode> smoke;           // matmul precisions to smoke-test
+  std::uint64_t seed = 0;            // random inputs are drawn from this seed
+};
+
+// What one worker answered. A worker that died or ran out of time still yields a result: the
+// checks it did not finish are absent from `smoke` and `problem` says why.
+struct WorkerResult {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;
+  std::optional<StackInfo> stack;
+  std::string device_name;  // the device as LibTorch names it
+  std::map<Mode, SmokeOutcome> smoke;
+  bool finished = false;                // the worker said "done"
+  ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
+  std::string problem_message;
+  double wall_ms = 0.0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Runs every plan, in parallel, within `timeout`; one result per plan, in the same order.
+  virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
+                                        std::chrono::milliseconds timeout) = 0;
+  // The LibTorch stack without touching a device: the build-time cache next to the engine, else
+  // (when `allow_spawn`) a `--describe` run of the engine.
+  virtual StackInfo describe(bool allow_spawn) = 0;
+};
+
+// The real engine: spawns the precision-probe-engine executable. It is looked for in
+// $PRECISION_PROBE_ENGINE, next to `self_exe`, then in ../libexec/precision-probe/.
+std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe);
+
+// Where the engine executable is, or "" when it is not installed.
+std::string find_engine_executable(const System& system, const std::string& self_exe);
+
+}  // namespace precision_probe

@@ -1,0 +1,49 @@
+#pragma once
+// What the user asked for, as a plain struct. Filled by the CLI layer (cli.hpp), read by the rest.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precision_probe/modes.hpp"
+
+namespace precision_probe {
+
+enum class Format { text, json };
+std::string_view to_string(Format format);
+
+enum class ColorMode { automatic, never };
+
+// --device: which devices the gate checks. The CPU is always reported.
+struct DeviceSelection {
+  bool all_gpus = true;          // every visible GPU
+  bool cpu = false;              // the CPU is gated too
+  std::vector<int> gpu_indices;  // explicit visible indices (all_gpus false)
+  bool explicit_choice = false;  // --device was given
+};
+
+struct DeviceSelectionParse {
+  DeviceSelection selection;
+  std::string error;  // empty on success
+};
+// "all", "gpu", "cpu", or a comma list of GPU indices and "cpu" ("0,1", "cpu,0").
+DeviceSelectionParse parse_device_selection(std::string_view text);
+
+enum class Command { probe, arch };
+
+struct Options {
+  Command command = Command::probe;
+  Format format = Format::text;
+  std::string output;  // -o FILE; "" or "-" means stdout
+  DeviceSelection devices;
+  std::vector<Mode> require;
+  ColorMode color = ColorMode::automatic;
+  bool quiet = false;
+  bool quick = false;                 // facts and architecture verdicts only: no kernels
+  std::optional<std::uint64_t> seed;  // random inputs; a fresh seed per run by default
+  double timeout_s = 60.0;            // bound on the whole run
+  std::string arch_cc;                // `arch CC`
+};
+
+}  // namespace precision_probe

@@ -1,0 +1,27 @@
+#pragma once
+// One printer per format, each taking the finished report. Printers never collect anything.
+
+#include <iosfwd>
+#include <memory>
+
+#include "precision_probe/options.hpp"
+#include "precision_probe/report.hpp"
+
+namespace precision_probe {
+
+struct PrintStyle {
+  bool color = false;  // ANSI colour (text only)
+};
+
+class Printer {
+ public:
+  virtual ~Printer() = default;
+  void print(const Report& report, std::ostream& out) const { do_print(report, out); }
+
+ private:
+  virtual void do_print(const Report& report, std::ostream& out) const = 0;
+};
+
+std::unique_ptr<Printer> make_printer(Format format, PrintStyle style);
+
+}  // namespace precision_probe

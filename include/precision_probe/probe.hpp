@@ -1,0 +1,31 @@
+#pragma once
+// The probe: options -> facts -> verdicts -> (kernels, when asked) -> report, with the gate's
+// exit code. Nothing here prints.
+
+#include "precision_probe/driver.hpp"
+#include "precision_probe/engine.hpp"
+#include "precision_probe/options.hpp"
+#include "precision_probe/report.hpp"
+#include "precision_probe/system.hpp"
+
+namespace precision_probe {
+
+struct ProbeDeps {
+  const System& system;
+  DriverApi& driver;
+  Engine& engine;
+};
+
+// The full probe (or --quick). Never throws for hardware or engine trouble: it ends up in the
+// report. A --device index that does not exist gives a report with `error` set (exit 2).
+Report run_probe(const Options& options, ProbeDeps deps);
+
+// `precision-probe arch CC`: the matrix for a compute capability, offline.
+Report run_arch(const Options& options, ProbeDeps deps);
+
+// A report that carries only a usage error (exit 2), for the JSON form of bad input.
+Report usage_error_report(const std::string& message, const System& system);
+
+HostInfo collect_host(const System& system);
+
+}  // namespace precision_probe

@@ -1,0 +1,79 @@
+#pragma once
+// Child processes: spawn with pipes, read with a deadline, kill a whole process group.
+// Used by the engine client (one worker per device) and by the tests that run the binary.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace precision_probe {
+
+// A spawned child. Its stdin receives `input` and is then closed; stdout and stderr are pipes.
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ChildProcess(ChildProcess&&) = delete;
+  ChildProcess& operator=(ChildProcess&&) = delete;
+  ~ChildProcess();  // kills and reaps a child still running
+
+  // Starts `argv[0]` (a path) with `env` (KEY=VALUE entries) in its own process group.
+  // Returns false and sets `error` when it cannot be started.
+  bool start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+             const std::string& input, std::string& error);
+
+  pid_t pid() const { return pid_; }
+  int stdout_fd() const { return out_fd_; }
+  int stderr_fd() const { return err_fd_; }
+  void close_stdout();
+  void close_stderr();
+
+  // Sends SIGKILL to the child's process group.
+  void kill_group();
+  // Waits for the child to exit; returns the raw wait status (see exit_code/term_signal).
+  int wait();
+  bool running() const { return pid_ > 0 && !reaped_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+struct ProcessOutput {
+  int exit_code = -1;   // -1 when killed by a signal or timed out
+  int term_signal = 0;  // the signal that ended it, 0 otherwise
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  std::string start_error;  // set when it could not be started
+};
+
+// Runs a command to completion (or `timeout`), collecting stdout and stderr.
+ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& input, std::chrono::milliseconds timeout);
+
+// The current environment as KEY=VALUE entries, with `overrides` applied (an override with an
+// empty value after '=' sets the variable to "", "KEY" alone removes it).
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
+
+// The path of the running executable (/proc/self/exe), or "" when unknown.
+std::string self_executable_path();
+
+// SIGINT/SIGTERM handling: after install_interrupt_handlers(), a signal sets a flag that the
+// engine's wait loop sees; it then stops its workers and the probe reports what it has (exit 5).
+void install_interrupt_handlers();
+bool interrupt_requested();
+int interrupt_signal();  // the signal received, 0 if none
+void request_interrupt_for_test(int signal);
+
+// "SIGSEGV" for 11.
+std::string signal_name(int signal);
+
+}  // namespace precision_probe

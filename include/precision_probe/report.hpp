@@ -1,0 +1,116 @@
+#pragma once
+// The report: everything the probe found, as plain data. Collectors fill it, printers read it.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "precision_probe/arch.hpp"
+#include "precision_probe/cpu.hpp"
+#include "precision_probe/driver.hpp"
+#include "precision_probe/engine.hpp"
+#include "precision_probe/modes.hpp"
+#include "precision_probe/results.hpp"
+
+namespace precision_probe {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct PrecisionResult {
+  Hardware hardware = Hardware::unsupported;
+  std::string hardware_reason;
+  Status status = Status::not_tested;
+  std::string reason;                   // why it is not native (empty when native)
+  ErrorKind failure = ErrorKind::none;  // for failed: what kind of failure
+  SmokeOutcome smoke;
+};
+
+struct Recommendation {
+  std::string dtype;  // "bf16", "fp16", "fp32"
+  bool loss_scaling = false;
+  std::string reason;
+};
+
+struct DeviceReport {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;  // visible GPU index; -1 for the CPU (and for `arch`)
+  std::string name;
+  bool selected = false;  // gated by --require
+  std::optional<GpuInfo> gpu;
+  std::optional<CpuInfo> cpu;
+  std::optional<KernelCoverage> kernels;  // GPUs: whether the LibTorch build runs here
+  std::vector<std::pair<Mode, PrecisionResult>> precisions;
+  Recommendation recommendation;
+
+  std::string label() const;  // "GPU 0", "CPU"
+  const PrecisionResult* find(Mode mode) const;
+  PrecisionResult* find(Mode mode);
+};
+
+enum class Severity { error, warning, info };
+std::string_view to_string(Severity severity);
+
+struct Diagnostic {
+  std::string code;  // stable, kebab-case: docs/diagnostics.md
+  Severity severity = Severity::info;
+  std::string message;
+  std::string hint;
+};
+
+struct RequirementResult {
+  Mode mode = Mode::fp32;
+  std::string device;  // "GPU 0", "CPU", or "none" when nothing was selected
+  bool met = false;
+  Status status = Status::not_tested;
+  std::string reason;
+};
+
+struct ToolInfo {
+  std::string name = "precision-probe";
+  std::string version;
+  std::string built_with_libtorch;
+  std::string built_with_cuda;
+};
+
+struct HostInfo {
+  std::string hostname;
+  std::string os;  // PRETTY_NAME of /etc/os-release
+  std::string kernel;
+  std::string machine;
+  bool container = false;
+};
+
+struct RunInfo {
+  std::string command = "probe";  // "probe" or "arch"
+  bool quick = false;
+  std::uint64_t seed = 0;
+  double timeout_s = 0.0;
+  std::vector<std::string> required;
+  // Set when --device named GPUs but none is visible: an environment problem (exit 3).
+  std::string unavailable_selection;
+};
+
+struct UsageFailure {
+  std::string message;
+};
+
+struct Report {
+  int schema_version = kSchemaVersion;
+  ToolInfo tool;
+  HostInfo host;
+  RunInfo run;
+  StackInfo stack;
+  DriverInfo driver;
+  std::vector<DeviceReport> devices;
+  std::vector<Diagnostic> diagnostics;
+  std::vector<RequirementResult> requirements;
+  std::optional<UsageFailure> error;  // set on bad input: the rest may be empty
+  int exit_code = 0;
+  std::string exit_reason;
+  double duration_ms = 0.0;
+};
+
+ToolInfo this_tool();
+
+}  // namespace precision_probe

@@ -1,0 +1,57 @@
+#pragma once
+// What the kernel engine measures, as plain values. Shared by the engine (which fills them) and
+// the probe (which reads them off the wire).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace precision_probe {
+
+// Why a check did not succeed.
+enum class ErrorKind {
+  none,
+  not_run,        // deliberately skipped (the reason says why): status not_tested
+  not_supported,  // LibTorch or the hardware refused the operation: status unsupported
+  wrong_result,   // ran, but the numbers are wrong or not finite: status failed
+  runtime,        // an unexpected runtime error: status failed
+  environment,    // the stack cannot run on this device (no kernel image, driver too old): failed
+  timed_out,      // the worker did not answer in time: failed, exit 5
+  crashed,        // the worker died (signal or bad output): failed
+};
+std::string_view to_string(ErrorKind kind);
+std::optional<ErrorKind> parse_error_kind(std::string_view text);
+
+// Sorts a LibTorch/CUDA error message into a kind: "not implemented for 'Half'" is not_supported,
+// "no kernel image is available" is environment, anything else is runtime.
+ErrorKind classify_error(std::string_view message);
+
+// One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
+struct SmokeOutcome {
+  bool ran = false;
+  bool ok = false;
+  std::optional<double> rel_error;  // relative Frobenius error against the float64 reference
+  double tolerance = 0.0;
+  std::optional<double> ms;  // wall time of the low-precision matmul, synchronised
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string method;  // "at::mm", "at::_scaled_mm e4m3 x e4m3 -> bf16"
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;  // exception text, or why it did not run
+};
+
+// The LibTorch stack as the engine sees it.
+struct StackInfo {
+  bool available = false;  // false: no engine could be asked (see error)
+  std::string source;      // "engine", "build cache", "none"
+  std::string libtorch_version;
+  bool cuda_built = false;
+  std::string cuda_version;            // "13.0" ("" without CUDA)
+  std::string cudnn_version;           // "9.13.0" ("" when absent)
+  std::vector<std::string> arch_list;  // "sm_80", "compute_90", as the build names them
+  int cpu_threads = 0;                 // LibTorch's intra-op threads
+  std::string error;                   // why it is unavailable
+};
+
+}  // namespace precision_probe

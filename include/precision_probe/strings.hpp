@@ -1,0 +1,30 @@
+#pragma once
+// Small string helpers shared by the parsers. Pure functions, no allocation surprises.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace precision_probe {
+
+std::string trim(std::string_view text);
+std::string to_lower(std::string_view text);
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+bool starts_with(std::string_view text, std::string_view prefix);
+
+// A strict decimal integer: optional sign, digits only, no overflow. nullopt otherwise.
+std::optional<std::int64_t> parse_int(std::string_view text);
+// A strict finite decimal number (no hex, no inf/nan). nullopt otherwise.
+std::optional<double> parse_double(std::string_view text);
+
+// Makes user input safe to quote in a one-line error: control characters escaped, at most
+// `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
+std::string printable(std::string_view text, std::size_t max_chars = 80);
+
+// strerror, thread-safe.
+std::string error_string(int errnum);
+
+}  // namespace precision_probe

@@ -1,0 +1,32 @@
+#pragma once
+// The operating system as the probe uses it: environment, small files, device nodes. Behind an
+// interface so that every diagnostic can be triggered from a test with a fake.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace precision_probe {
+
+class System {
+ public:
+  virtual ~System() = default;
+  virtual std::optional<std::string> getenv(const std::string& name) const = 0;
+  // The whole file (capped at a few MiB), nullopt when it cannot be read.
+  virtual std::optional<std::string> read_file(const std::string& path) const = 0;
+  virtual bool exists(const std::string& path) const = 0;
+  // Whether this process may open the path for reading and writing (device nodes).
+  virtual bool accessible(const std::string& path) const = 0;
+  // Names in a directory matching a prefix ("nvidia" in /dev), sorted.
+  virtual std::vector<std::string> list_dir(const std::string& dir,
+                                            const std::string& prefix) const = 0;
+  virtual std::string hostname() const = 0;
+  virtual std::string machine() const = 0;         // uname -m
+  virtual std::string kernel_release() const = 0;  // uname -r
+  virtual bool stdout_is_terminal() const = 0;
+};
+
+std::unique_ptr<System> make_real_system();
+
+}  // namespace precision_probe

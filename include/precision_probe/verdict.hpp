@@ -1,0 +1,24 @@
+#pragma once
+// From hardware support and smoke outcome to a status with its reason; the recommendation.
+
+#include <optional>
+#include <string>
+
+#include "precision_probe/report.hpp"
+
+namespace precision_probe {
+
+// Combines what the hardware offers with what the smoke test showed:
+//   ran correctly:        native (hardware native) or emulated (otherwise, with the reason)
+//   refused as unsupported: unsupported, with LibTorch's message
+//   wrong numbers, errors: failed
+//   not run:               unsupported when the hardware has no support, else not_tested
+PrecisionResult combine_verdict(const HardwareVerdict& hardware,
+                                const std::optional<SmokeOutcome>& smoke,
+                                const std::string& not_run_reason);
+
+// The usual practice: bf16 autocast without loss scaling where BF16 is native, fp16 autocast with
+// dynamic loss scaling where only FP16 is, fp32 otherwise.
+Recommendation recommend(const DeviceReport& device);
+
+}  // namespace precision_probe

@@ -1,0 +1,104 @@
+#include "precision_probe/cpu.hpp"
+
+#include <algorithm>
+
+#include "precision_probe/strings.hpp"
+
+namespace precision_probe {
+
+const std::vector<std::string>& relevant_cpu_features() {
+  static const std::vector<std::string> features = {
+      // x86
+      "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+      "amx_fp16",
+      // Arm
+      "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2", "svebf16", "sme", "sme2"};
+  return features;
+}
+
+namespace {
+
+bool is_arm(std::string_view machine) {
+  return machine == "aarch64" || machine == "arm64" || starts_with(machine, "armv");
+}
+
+}  // namespace
+
+CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
+  CpuInfo cpu;
+  cpu.architecture = std::string(machine);
+  std::vector<std::string> flags;
+  std::string implementer;
+  std::string part;
+  for (const std::string& line : split(cpuinfo_text, '\n')) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = to_lower(trim(std::string_view(line).substr(0, colon)));
+    const std::string value = trim(std::string_view(line).substr(colon + 1));
+    if (key == "processor") {
+      ++cpu.logical_cores;
+    } else if ((key == "model name" || key == "hardware" || key == "model") && cpu.model.empty() &&
+               !value.empty() && !parse_int(value)) {
+      cpu.model = value;
+    } else if ((key == "flags" || key == "features") && flags.empty()) {
+      for (const std::string& flag : split(value, ' ')) {
+        if (!flag.empty()) flags.push_back(to_lower(flag));
+      }
+    } else if (key == "cpu implementer" && implementer.empty()) {
+      implementer = value;
+    } else if (key == "cpu part" && part.empty()) {
+      part = value;
+    }
+  }
+  if (cpu.model.empty() && !implementer.empty()) {
+    cpu.model = "Arm CPU (implementer " + implementer + ", part " + part + ")";
+  }
+  if (cpu.model.empty()) cpu.model = "unknown CPU";
+  for (const std::string& wanted : relevant_cpu_features()) {
+    if (std::find(flags.begin(), flags.end(), wanted) != flags.end()) {
+      cpu.features.push_back(wanted);
+    }
+  }
+  return cpu;
+}
+
+bool has_feature(const CpuInfo& cpu, std::string_view feature) {
+  return std::find(cpu.features.begin(), cpu.features.end(), feature) != cpu.features.end();
+}
+
+HardwareVerdict cpu_hardware_support(const CpuInfo& cpu, Mode mode) {
+  const bool arm = is_arm(cpu.architecture);
+  const bool fp16_isa = arm ? (has_feature(cpu, "asimdhp") || has_feature(cpu, "fphp"))
+                            : (has_feature(cpu, "avx512_fp16") || has_feature(cpu, "amx_fp16"));
+  const bool bf16_isa = arm ? has_feature(cpu, "bf16")
+                            : (has_feature(cpu, "avx512_bf16") || has_feature(cpu, "amx_bf16"));
+  const std::string fp16_names = arm ? "FP16 arithmetic (asimdhp)" : "AVX512-FP16 or AMX-FP16";
+  const std::string bf16_names = arm ? "BF16 instructions (bf16)" : "AVX512-BF16 or AMX-BF16";
+  switch (mode) {
+    case Mode::fp32: return {Hardware::native, ""};
+    case Mode::tf32:
+      return {Hardware::unsupported,
+              "TF32 is an NVIDIA tensor-core format; CPUs have no TF32 arithmetic"};
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+      return {Hardware::unsupported,
+              "no FP8 matrix instructions on this CPU, and LibTorch has no "
+              "FP8 matmul on CPUs"};
+    case Mode::fp4: return {Hardware::unsupported, "no FP4 matrix instructions on CPUs"};
+    case Mode::fp16:
+    case Mode::amp_fp16:
+      if (fp16_isa) return {Hardware::native, ""};
+      return {Hardware::emulated, "no " + fp16_names +
+                                      ": LibTorch converts FP16 to FP32 for the arithmetic, "
+                                      "slower than FP32"};
+    case Mode::bf16:
+    case Mode::amp_bf16:
+      if (bf16_isa) return {Hardware::native, ""};
+      return {Hardware::emulated, "no " + bf16_names +
+                                      ": LibTorch converts BF16 to FP32 for the arithmetic, "
+                                      "slower than FP32"};
+  }
+  return {Hardware::unsupported, "unknown mode"};
+}
+
+}  // namespace precision_probe

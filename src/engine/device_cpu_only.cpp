@@ -1,0 +1,16 @@
+// Device helpers for a CPU-only LibTorch: a GPU target cannot run anything.
+
+#include "engine.hpp"
+
+namespace precision_probe::engine {
+
+std::string unusable_reason(const Target& target) {
+  if (!target.cuda) return "";
+  return "this LibTorch (" TORCH_VERSION ") was built without CUDA: no GPU kernel can run";
+}
+
+std::string device_name(const Target& target) { return target.cuda ? "CUDA device" : "CPU"; }
+
+void synchronize(const Target& /*target*/) {}
+
+}  // namespace precision_probe::engine

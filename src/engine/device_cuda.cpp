@@ -1,0 +1,33 @@
+// Device helpers for a CUDA build of LibTorch. Compiled only when LibTorch carries CUDA (and, on
+// CPU-only machines, by a compile-only target so that this path always builds).
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <ATen/cuda/CUDAContext.h>
+
+#include <fmt/format.h>
+
+#include "engine.hpp"
+
+namespace precision_probe::engine {
+
+std::string unusable_reason(const Target& target) {
+  if (!target.cuda) return "";
+  if (!at::hasCUDA()) {
+    return "LibTorch sees no CUDA device (the driver or the device is unavailable to it)";
+  }
+  return "";
+}
+
+std::string device_name(const Target& target) {
+  if (!target.cuda) return "CPU";
+  const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
+  return fmt::format("{} (cc {}.{}, {} SMs)", props->name, props->major, props->minor,
+                     props->multiProcessorCount);
+}
+
+void synchronize(const Target& target) {
+  if (target.cuda) c10::cuda::device_synchronize();
+}
+
+}  // namespace precision_probe::engine

@@ -1,0 +1,254 @@
+// Matmul smoke tests: does this precision compute the right numbers on this device?
+//
+// Inputs are drawn in float64 on the CPU from the run's seed, quantised to the precision under
+// test, and the reference is the float64 product of the *quantised* inputs, computed on the CPU
+// (never by the device under test). So the error measured is the device's: accumulation and
+// output rounding. The tolerance is that rounding's budget with margin; NaN never passes.
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "engine.hpp"
+#include "error_text.hpp"
+
+namespace precision_probe::engine {
+
+double smoke_tolerance(Mode mode) {
+  switch (mode) {
+    case Mode::fp32: return 1e-5;  // fp32 accumulation over K=256: ~1e-7
+    case Mode::tf32: return 5e-3;  // inputs rounded to 10 mantissa bits: ~3e-4
+    case Mode::fp16: return 1e-3;  // fp16 output rounding: <= 2^-11 ~ 4.9e-4
+    case Mode::bf16: return 1e-2;  // bf16 output rounding: <= 2^-8 ~ 3.9e-3
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+    case Mode::fp4: return 1e-2;  // exact low-precision inputs, bf16 output rounding
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: return 0.0;
+  }
+  return 0.0;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The matmul under test, and the inputs the reference is computed from (on the CPU, float64).
+struct Prepared {
+  at::Tensor a;  // on the device, in the precision under test
+  at::Tensor b;
+  at::Tensor a_ref;  // the same values, float64, CPU
+  at::Tensor b_ref;
+  std::string method;
+};
+
+#if PP_TORCH_AT_LEAST(2, 8)
+// FP4 e2m1 codes 0..7 (bit 3 is the sign); every 4-bit pattern is a finite number.
+at::Tensor decode_e2m1(const at::Tensor& packed_rows) {
+  static const double kValues[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const at::Tensor bytes = packed_rows.to(at::kLong);
+  const at::Tensor lo = bytes.bitwise_and(0xF);
+  const at::Tensor hi = bytes.bitwise_right_shift(4).bitwise_and(0xF);
+  const at::Tensor table = at::tensor(std::vector<double>(kValues, kValues + 8), at::kDouble);
+  auto decode = [&table](const at::Tensor& code) {
+    const at::Tensor magnitude =
+        table.index_select(0, code.bitwise_and(7).flatten()).view(code.sizes());
+    return at::where(code.bitwise_and(8).ne(0), magnitude.neg(), magnitude);
+  };
+  // Element 2i is the low nibble, 2i+1 the high one.
+  return at::stack({decode(lo), decode(hi)}, /*dim=*/-1).flatten(-2);
+}
+#endif
+
+Prepared prepare(Mode mode, const Target& target, std::int64_t m, std::int64_t n, std::int64_t k,
+                 std::uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor a64 = at::randn({m, k}, gen, f64);
+  const at::Tensor b64 = at::randn({k, n}, gen, f64);
+  Prepared p;
+  auto quantise = [&](at::ScalarType dtype) {
+    const at::Tensor a = a64.to(dtype);
+    const at::Tensor b = b64.to(dtype);
+    p.a_ref = a.to(at::kDouble);
+    p.b_ref = b.to(at::kDouble);
+    p.a = a.to(target.device);
+    p.b = b.to(target.device);
+  };
+  switch (mode) {
+    case Mode::fp32:
+      quantise(at::kFloat);
+      p.method = "at::mm float32, TF32 off";
+      break;
+    case Mode::tf32:
+      quantise(at::kFloat);
+      p.method = "at::mm float32, TF32 on (float32 matmul precision 'high')";
+      break;
+    case Mode::fp16:
+      quantise(at::kHalf);
+      p.method = "at::mm float16";
+      break;
+    case Mode::bf16:
+      quantise(at::kBFloat16);
+      p.method = "at::mm bfloat16";
+      break;
+#if PP_TORCH_AT_LEAST(2, 4)
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: {
+      // e5m2 x e5m2 is not allowed: e5m2 (the gradient format) takes A, e4m3 takes B.
+      const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+      const at::Tensor a = a64.to(a_type);
+      const at::Tensor b_col = b64.t().contiguous().to(at::kFloat8_e4m3fn);  // [n, k] row-major
+      p.a_ref = a.to(at::kDouble);
+      p.b_ref = b_col.to(at::kDouble).t();
+      p.a = a.to(target.device);
+      p.b = b_col.to(target.device).t();  // [k, n] column-major, as _scaled_mm wants
+      p.method = mode == Mode::fp8_e4m3 ? "at::_scaled_mm e4m3 x e4m3 -> bf16"
+                                        : "at::_scaled_mm e5m2 x e4m3 -> bf16";
+      break;
+    }
+#endif
+#if PP_TORCH_AT_LEAST(2, 8)
+    case Mode::fp4: {
+      // NVFP4: random e2m1 codes (every code is finite), block-16 e4m3 scales all 1.0, so the
+      // reference is the plain product of the decoded values.
+      const auto u8 = at::TensorOptions().dtype(at::kByte);
+      const at::Tensor a_bytes = at::randint(0, 256, {m, k / 2}, gen, u8);
+      const at::Tensor b_bytes = at::randint(0, 256, {n, k / 2}, gen, u8);
+      p.a_ref = decode_e2m1(a_bytes);
+      p.b_ref = decode_e2m1(b_bytes).t();
+      p.a = a_bytes.to(target.device).view(at::kFloat4_e2m1fn_x2);
+      p.b = b_bytes.to(target.device).view(at::kFloat4_e2m1fn_x2).t();
+      p.method = "at::_scaled_mm nvfp4 (e2m1, block-16 e4m3 scales) -> bf16";
+      break;
+    }
+#endif
+    default: throw std::logic_error("no smoke test for this mode in this LibTorch");
+  }
+  return p;
+}
+
+at::Tensor multiply(Mode mode, const Prepared& p, [[maybe_unused]] const Target& target) {
+  switch (mode) {
+#if PP_TORCH_AT_LEAST(2, 4)
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: {
+      const at::Tensor one =
+          at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
+      return at::_scaled_mm(p.a, p.b, one, one, {}, {}, at::kBFloat16);
+    }
+#endif
+#if PP_TORCH_AT_LEAST(2, 8)
+    case Mode::fp4: {
+      auto round_up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
+      const std::int64_t k = p.a.size(1) * 2;
+      auto scales = [&](std::int64_t rows) {
+        // 0x38 is 1.0 in e4m3; with every scale equal, the swizzled layout does not matter.
+        return at::full({round_up(rows, 128) * round_up(k / 16, 4)}, 0x38,
+                        at::TensorOptions().dtype(at::kByte).device(target.device))
+            .view(at::kFloat8_e4m3fn);
+      };
+      return at::_scaled_mm(p.a, p.b, scales(p.a.size(0)), scales(p.b.size(1)), {}, {},
+                            at::kBFloat16);
+    }
+#endif
+    default: return at::mm(p.a, p.b);
+  }
+}
+
+// Sets the float32 matmul precision for one smoke test and restores it afterwards.
+class Float32PrecisionScope {
+ public:
+  explicit Float32PrecisionScope(bool tf32) : saved_(at::globalContext().float32MatmulPrecision()) {
+    at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
+  }
+  Float32PrecisionScope(const Float32PrecisionScope&) = delete;
+  Float32PrecisionScope& operator=(const Float32PrecisionScope&) = delete;
+  ~Float32PrecisionScope() { at::globalContext().setFloat32MatmulPrecision(saved_); }
+
+ private:
+  at::Float32MatmulPrecision saved_;
+};
+
+bool available_in_this_libtorch(Mode mode, std::string& why) {
+  switch (mode) {
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+#if !PP_TORCH_AT_LEAST(2, 4)
+      why = "this LibTorch (" TORCH_VERSION ") has no FP8 _scaled_mm with the 2.4+ signature";
+      return false;
+#else
+      return true;
+#endif
+    case Mode::fp4:
+#if !PP_TORCH_AT_LEAST(2, 8)
+      why = "this LibTorch (" TORCH_VERSION ") has no FP4 (float4_e2m1fn_x2) matmul; it needs 2.8+";
+      return false;
+#else
+      return true;
+#endif
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: why = "not a matmul precision"; return false;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed) {
+  SmokeOutcome o;
+  o.m = o.n = o.k = target.cuda ? 256 : 128;
+  o.tolerance = smoke_tolerance(mode);
+  std::string why;
+  if (!available_in_this_libtorch(mode, why)) {
+    o.error_kind = ErrorKind::not_run;
+    o.error = why;
+    return o;
+  }
+  if (const std::string reason = unusable_reason(target); !reason.empty()) {
+    o.error_kind =
+        classify_error(reason) == ErrorKind::runtime ? ErrorKind::not_run : classify_error(reason);
+    o.error = reason;
+    return o;
+  }
+  try {
+    const Float32PrecisionScope precision(mode == Mode::tf32);
+    const Prepared p = prepare(mode, target, o.m, o.n, o.k, seed);
+    o.method = p.method;
+    // One untimed run pays for library start-up (cuBLAS handles, workspaces); the timed one is
+    // the one checked.
+    multiply(mode, p, target);
+    synchronize(target);
+    const auto start = Clock::now();
+    const at::Tensor c = multiply(mode, p, target);
+    synchronize(target);
+    o.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    o.ran = true;
+
+    const at::Tensor c64 = c.to(at::kCPU).to(at::kDouble);
+    const at::Tensor reference = at::mm(p.a_ref, p.b_ref);
+    if (!at::isfinite(c64).all().item<bool>()) {
+      o.error_kind = ErrorKind::wrong_result;
+      o.error = "wrong result: the output contains NaN or Inf";
+      return o;
+    }
+    const double rel = (c64 - reference).norm().item<double>() / reference.norm().item<double>();
+    o.rel_error = rel;
+    o.ok = std::isfinite(rel) && rel <= o.tolerance;
+    if (!o.ok) {
+      o.error_kind = ErrorKind::wrong_result;
+      o.error = fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}", rel,
+                            o.tolerance);
+    }
+  } catch (const std::exception& e) {
+    o.error = error_text(e);
+    o.error_kind = classify_error(o.error);
+  }
+  return o;
+}
+
+}  // namespace precision_probe::engine

@@ -1,0 +1,101 @@
+#include "precision_probe/gate.hpp"
+
+#include <fmt/format.h>
+
+#include "precision_probe/exit_codes.hpp"
+
+namespace precision_probe {
+
+std::vector<RequirementResult> evaluate_requirements(const Report& report,
+                                                     const std::vector<Mode>& required,
+                                                     bool quick) {
+  std::vector<RequirementResult> results;
+  for (Mode mode : required) {
+    bool any_selected = false;
+    for (const DeviceReport& device : report.devices) {
+      if (!device.selected) continue;
+      any_selected = true;
+      RequirementResult r;
+      r.mode = mode;
+      r.device = device.label();
+      const PrecisionResult* p = device.find(mode);
+      if (p == nullptr) {
+        r.status = Status::not_tested;
+        r.reason = "not checked on this device";
+      } else {
+        r.status = p->status;
+        r.met = p->status == Status::native ||
+                (quick && p->status == Status::not_tested && p->hardware == Hardware::native);
+        r.reason = r.met && p->status == Status::not_tested
+                       ? "hardware support only (--quick: no kernel ran)"
+                       : p->reason;
+      }
+      results.push_back(std::move(r));
+    }
+    if (!any_selected) {
+      RequirementResult r;
+      r.mode = mode;
+      r.device = "none";
+      r.status = Status::not_tested;
+      r.reason = report.driver.status == DriverStatus::ok
+                     ? "no device selected"
+                     : "no usable GPU: " + report.driver.message;
+      results.push_back(std::move(r));
+    }
+  }
+  return results;
+}
+
+ExitDecision decide_exit(const Report& report) {
+  if (report.error) return {exit_code::kUsage, report.error->message};
+  const PrecisionResult* environment = nullptr;
+  const DeviceReport* environment_device = nullptr;
+  const PrecisionResult* failed = nullptr;
+  const DeviceReport* failed_device = nullptr;
+  Mode failed_mode = Mode::fp32;
+  for (const DeviceReport& device : report.devices) {
+    if (!device.selected) continue;
+    for (const auto& [mode, p] : device.precisions) {
+      if (p.status != Status::failed) continue;
+      if (p.failure == ErrorKind::timed_out) {
+        return {exit_code::kTimedOut,
+                fmt::format("{} {}: {}", device.label(), mode_key(mode), p.reason)};
+      }
+      if (p.failure == ErrorKind::environment && environment == nullptr) {
+        environment = &p;
+        environment_device = &device;
+      } else if (failed == nullptr) {
+        failed = &p;
+        failed_device = &device;
+        failed_mode = mode;
+      }
+    }
+  }
+  if (!report.run.unavailable_selection.empty()) {
+    return {exit_code::kEnvironment, report.run.unavailable_selection};
+  }
+  for (const RequirementResult& r : report.requirements) {
+    if (r.device == "none") {
+      return {exit_code::kEnvironment, fmt::format("--require {}: {}", mode_key(r.mode), r.reason)};
+    }
+  }
+  if (environment != nullptr) {
+    return {exit_code::kEnvironment, fmt::format("{} cannot run this stack: {}",
+                                                 environment_device->label(), environment->reason)};
+  }
+  if (failed != nullptr) {
+    return {exit_code::kCheckFailed, fmt::format("{} {} failed: {}", failed_device->label(),
+                                                 mode_key(failed_mode), failed->reason)};
+  }
+  for (const RequirementResult& r : report.requirements) {
+    if (!r.met) {
+      return {exit_code::kRequirementNotMet,
+              fmt::format("{} on {} is {}{}", mode_key(r.mode), r.device, to_string(r.status),
+                          r.reason.empty() ? "" : ": " + r.reason)};
+    }
+  }
+  if (report.requirements.empty()) return {exit_code::kOk, "no requirement given; nothing failed"};
+  return {exit_code::kOk, "every requirement met natively; nothing failed"};
+}
+
+}  // namespace precision_probe

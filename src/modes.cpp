@@ -1,0 +1,89 @@
+#include "precision_probe/modes.hpp"
+
+#include <algorithm>
+
+#include "precision_probe/strings.hpp"
+
+namespace precision_probe {
+
+std::string_view mode_key(Mode mode) {
+  switch (mode) {
+    case Mode::fp32: return "fp32";
+    case Mode::tf32: return "tf32";
+    case Mode::fp16: return "fp16";
+    case Mode::bf16: return "bf16";
+    case Mode::fp8_e4m3: return "fp8_e4m3";
+    case Mode::fp8_e5m2: return "fp8_e5m2";
+    case Mode::fp4: return "fp4";
+    case Mode::amp_fp16: return "amp_fp16";
+    case Mode::amp_bf16: return "amp_bf16";
+  }
+  return "?";
+}
+
+std::optional<Mode> parse_mode(std::string_view key) {
+  for (Mode mode : kAllModes) {
+    if (mode_key(mode) == key) return mode;
+  }
+  return std::nullopt;
+}
+
+bool is_amp_mode(Mode mode) { return mode == Mode::amp_fp16 || mode == Mode::amp_bf16; }
+
+ModeListParse parse_mode_list(std::string_view text) {
+  ModeListParse result;
+  auto add = [&result](Mode mode) {
+    if (std::find(result.modes.begin(), result.modes.end(), mode) == result.modes.end()) {
+      result.modes.push_back(mode);
+    }
+  };
+  if (trim(text).empty()) {
+    result.error = "empty mode list";
+    return result;
+  }
+  for (const std::string& raw : split(text, ',')) {
+    const std::string key = to_lower(trim(raw));
+    if (key.empty()) {
+      result.error = "empty entry in mode list '" + printable(text) + "'";
+      return result;
+    }
+    if (key == "fp8") {
+      add(Mode::fp8_e4m3);
+      add(Mode::fp8_e5m2);
+    } else if (key == "amp") {
+      add(Mode::amp_fp16);
+      add(Mode::amp_bf16);
+    } else if (auto mode = parse_mode(key)) {
+      add(*mode);
+    } else {
+      result.error =
+          "unknown mode '" + printable(raw) +
+          "' (known: fp32, tf32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, fp4, amp, amp_fp16, "
+          "amp_bf16)";
+      return result;
+    }
+  }
+  return result;
+}
+
+std::string_view to_string(Hardware hardware) {
+  switch (hardware) {
+    case Hardware::native: return "native";
+    case Hardware::emulated: return "emulated";
+    case Hardware::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::native: return "native";
+    case Status::emulated: return "emulated";
+    case Status::unsupported: return "unsupported";
+    case Status::failed: return "failed";
+    case Status::not_tested: return "not_tested";
+  }
+  return "?";
+}
+
+}  // namespace precision_probe

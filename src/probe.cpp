@@ -1,0 +1,319 @@
+#include "precision_probe/probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "precision_probe/diagnostics.hpp"
+#include "precision_probe/exit_codes.hpp"
+#include "precision_probe/gate.hpp"
+#include "precision_probe/strings.hpp"
+#include "precision_probe/verdict.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  const std::uint64_t value = (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
+  return value & ((std::uint64_t{1} << 48U) - 1);  // exact in every JSON reader
+}
+
+std::string os_pretty_name(const System& system) {
+  const auto text = system.read_file("/etc/os-release");
+  if (!text) return "";
+  for (const std::string& line : split(*text, '\n')) {
+    if (starts_with(line, "PRETTY_NAME=")) {
+      std::string value = line.substr(12);
+      value.erase(std::remove(value.begin(), value.end(), '"'), value.end());
+      return value;
+    }
+  }
+  return "";
+}
+
+bool in_container(const System& system) {
+  if (system.exists("/.dockerenv") || system.exists("/run/.containerenv")) return true;
+  if (system.getenv("KUBERNETES_SERVICE_HOST") || system.getenv("container")) return true;
+  const auto cgroup = system.read_file("/proc/1/cgroup").value_or("");
+  for (const char* marker : {"docker", "kubepods", "containerd", "libpod", "lxc"}) {
+    if (cgroup.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+CpuInfo collect_cpu(const System& system) {
+  return parse_cpuinfo(system.read_file("/proc/cpuinfo").value_or(""), system.machine());
+}
+
+bool gpu_selected(const Options& o, int index) {
+  if (o.devices.all_gpus) return true;
+  return std::find(o.devices.gpu_indices.begin(), o.devices.gpu_indices.end(), index) !=
+         o.devices.gpu_indices.end();
+}
+
+// The modes worth running a kernel for: everything the hardware does not rule out.
+template <typename SupportFn>
+std::vector<Mode> runnable_modes(SupportFn support) {
+  std::vector<Mode> modes;
+  for (Mode m : kPrecisionModes) {
+    if (support(m).hardware != Hardware::unsupported) modes.push_back(m);
+  }
+  return modes;
+}
+
+struct PlannedWorker {
+  WorkerPlan plan;
+  std::string uuid;  // the GPU it runs on ("" for the CPU)
+};
+
+// The smoke outcome for one mode of one device: the worker's answer, or what stopped it.
+std::optional<SmokeOutcome> outcome_for(Mode mode, const PlannedWorker* planned,
+                                        const WorkerResult* result) {
+  if (planned == nullptr || result == nullptr) return std::nullopt;
+  if (std::find(planned->plan.smoke.begin(), planned->plan.smoke.end(), mode) ==
+      planned->plan.smoke.end()) {
+    return std::nullopt;
+  }
+  if (auto it = result->smoke.find(mode); it != result->smoke.end()) return it->second;
+  SmokeOutcome o;
+  if (result->problem != ErrorKind::none) {
+    o.error_kind = result->problem;
+    o.error = result->problem_message;
+  } else {
+    o.error_kind = ErrorKind::crashed;
+    o.error = "the engine finished without reporting this check";
+  }
+  return o;
+}
+
+template <typename SupportFn>
+void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
+                     const WorkerResult* result, const std::string& not_run_reason) {
+  for (Mode mode : kPrecisionModes) {
+    d.precisions.emplace_back(
+        mode, combine_verdict(support(mode), outcome_for(mode, planned, result), not_run_reason));
+  }
+  d.recommendation = recommend(d);
+}
+
+std::string not_run_reason(const Options& o, bool selected) {
+  if (o.quick) return "--quick: no kernels run";
+  if (!selected) return "not selected (--device)";
+  return "not run";
+}
+
+void finish_report(Report& report, const Options& options, const DiagnosticContext& context,
+                   Clock::time_point started) {
+  report.requirements = evaluate_requirements(report, options.require, options.quick);
+  report.diagnostics = diagnose(report, context);
+  const ExitDecision exit = decide_exit(report);
+  report.exit_code = exit.code;
+  report.exit_reason = exit.reason;
+  report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+}
+
+}  // namespace
+
+HostInfo collect_host(const System& system) {
+  HostInfo host;
+  host.hostname = system.hostname();
+  host.os = os_pretty_name(system);
+  host.kernel = system.kernel_release();
+  host.machine = system.machine();
+  host.container = in_container(system);
+  return host;
+}
+
+Report usage_error_report(const std::string& message, const System& system) {
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(system);
+  report.error = UsageFailure{message};
+  report.exit_code = exit_code::kUsage;
+  report.exit_reason = message;
+  return report;
+}
+
+Report run_probe(const Options& options, ProbeDeps deps) {
+  const auto started = Clock::now();
+  const System& sys = deps.system;
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(sys);
+  report.run.command = "probe";
+  report.run.quick = options.quick;
+  report.run.seed = options.seed.value_or(fresh_seed());
+  report.run.timeout_s = options.timeout_s;
+  for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
+
+  // --- Driver facts: NVML first (fast); cuInit alongside the workers unless needed now. ---
+  const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
+  const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
+  const NvmlSnapshot nvml = deps.driver.query_nvml();
+  const bool nvml_ok = nvml.loaded && nvml.init_result == 0;
+  GpuFacts facts = merge_gpu_facts(nvml, std::nullopt, visible, proc_version);
+  std::optional<CudaSnapshot> cuda;
+  std::future<CudaSnapshot> pending_cuda;
+  if (!nvml_ok || !facts.order_is_reliable) {
+    cuda = deps.driver.query_cuda();
+    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
+  } else if (!options.quick) {
+    pending_cuda = std::async(std::launch::async, [&deps] { return deps.driver.query_cuda(); });
+  }
+
+  // --- Selection ---
+  for (int index : options.devices.gpu_indices) {
+    if (index < static_cast<int>(facts.gpus.size())) continue;
+    if (facts.gpus.empty()) {
+      report.run.unavailable_selection =
+          fmt::format("--device {}: no GPU is visible ({})", index, facts.driver.message);
+      break;
+    }
+    return usage_error_report(fmt::format("--device: GPU {} does not exist ({} visible: 0-{})",
+                                          index, facts.gpus.size(), facts.gpus.size() - 1),
+                              sys);
+  }
+
+  // --- Kernels: one worker per selected GPU, plus the CPU ---
+  const CpuInfo cpu = collect_cpu(sys);
+  auto cpu_support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
+  std::vector<PlannedWorker> planned;
+  if (!options.quick) {
+    PlannedWorker cpu_worker;
+    cpu_worker.plan.kind = DeviceKind::cpu;
+    cpu_worker.plan.smoke = runnable_modes(cpu_support);
+    cpu_worker.plan.seed = report.run.seed;
+    planned.push_back(cpu_worker);
+    for (const GpuInfo& gpu : facts.gpus) {
+      if (!gpu_selected(options, gpu.index) || !gpu.cc) continue;
+      PlannedWorker w;
+      w.uuid = gpu.uuid;
+      w.plan.kind = DeviceKind::cuda;
+      w.plan.index = gpu.index;
+      w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
+      w.plan.smoke = runnable_modes([&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); });
+      w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
+      planned.push_back(w);
+    }
+  }
+  std::vector<WorkerPlan> plans;
+  plans.reserve(planned.size());
+  for (const PlannedWorker& p : planned) plans.push_back(p.plan);
+  const auto budget =
+      std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  const std::vector<WorkerResult> results =
+      plans.empty() ? std::vector<WorkerResult>{}
+                    : deps.engine.run(plans, std::max(budget, std::chrono::milliseconds(1)));
+
+  if (pending_cuda.valid()) {
+    cuda = pending_cuda.get();
+    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
+  }
+  report.driver = facts.driver;
+
+  // --- The stack: from a worker, else the build cache ---
+  bool engine_installed = true;
+  for (const WorkerResult& r : results) {
+    if (r.stack && !report.stack.available) report.stack = *r.stack;
+    if (r.problem == ErrorKind::not_run) engine_installed = false;
+  }
+  if (!report.stack.available) report.stack = deps.engine.describe(false);
+  if (plans.empty() && !report.stack.available &&
+      report.stack.error.find("not installed") != std::string::npos) {
+    engine_installed = false;
+  }
+  const std::vector<ArchTarget> targets = parse_arch_list(join(report.stack.arch_list, " "));
+
+  // --- Device reports ---
+  for (const GpuInfo& gpu : facts.gpus) {
+    DeviceReport d;
+    d.kind = DeviceKind::cuda;
+    d.index = gpu.index;
+    d.name = gpu.name;
+    d.selected = gpu_selected(options, gpu.index);
+    d.gpu = gpu;
+    if (gpu.cc && report.stack.available && report.stack.cuda_built && !targets.empty()) {
+      d.kernels = kernel_coverage(*gpu.cc, targets);
+    }
+    const PlannedWorker* p = nullptr;
+    const WorkerResult* r = nullptr;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      if (planned[i].plan.kind == DeviceKind::cuda && planned[i].uuid == gpu.uuid) {
+        p = &planned[i];
+        r = i < results.size() ? &results[i] : nullptr;
+      }
+    }
+    auto support = [&gpu](Mode m) {
+      return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
+                    : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
+    };
+    std::string reason = not_run_reason(options, d.selected);
+    if (r != nullptr && r->problem == ErrorKind::not_run) reason = r->problem_message;
+    fill_precisions(d, support, p, r, reason);
+    report.devices.push_back(std::move(d));
+  }
+  DeviceReport cpu_report;
+  cpu_report.kind = DeviceKind::cpu;
+  cpu_report.name = cpu.model;
+  cpu_report.selected = options.devices.cpu;
+  cpu_report.cpu = cpu;
+  const PlannedWorker* cpu_plan = planned.empty() ? nullptr : &planned.front();
+  const WorkerResult* cpu_result = results.empty() ? nullptr : &results.front();
+  std::string cpu_reason = not_run_reason(options, true);
+  if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
+    cpu_reason = cpu_result->problem_message;
+  }
+  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_reason);
+  report.devices.push_back(std::move(cpu_report));
+
+  const bool gpu_wanted = (!options.require.empty() &&
+                           (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
+                          !options.devices.gpu_indices.empty();
+  const DiagnosticContext context{sys, nvml, cuda, visible, engine_installed, gpu_wanted};
+  finish_report(report, options, context, started);
+  return report;
+}
+
+Report run_arch(const Options& options, ProbeDeps deps) {
+  const auto started = Clock::now();
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(deps.system);
+  report.run.command = "arch";
+  report.stack = deps.engine.describe(true);
+  const ComputeCapability cc =
+      parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});
+
+  DeviceReport d;
+  d.kind = DeviceKind::cuda;
+  d.name = fmt::format("compute capability {} ({})", cc.to_string(), architecture_name(cc));
+  GpuInfo gpu;
+  gpu.cc = cc;
+  gpu.source = "arch";
+  d.gpu = gpu;
+  if (report.stack.available) {
+    if (!report.stack.cuda_built) {
+      d.kernels = KernelCoverage{false, "", "this LibTorch build has no CUDA support at all"};
+    } else {
+      d.kernels = kernel_coverage(cc, parse_arch_list(join(report.stack.arch_list, " ")));
+    }
+  }
+  fill_precisions(
+      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr,
+      "offline (arch): no kernels run");
+  report.devices.push_back(std::move(d));
+  report.exit_code = exit_code::kOk;
+  report.exit_reason = "arch report";
+  report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  return report;
+}
+
+}  // namespace precision_probe

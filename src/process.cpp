@@ -1,0 +1,235 @@
+#include "precision_probe/process.hpp"
+#include "precision_probe/strings.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <map>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace precision_probe {
+
+namespace {
+
+volatile sig_atomic_t g_interrupt_signal = 0;
+
+void on_interrupt(int signal) { g_interrupt_signal = signal; }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+ChildProcess::~ChildProcess() {
+  if (running()) {
+    kill_group();
+    wait();
+  }
+  close_fd(out_fd_);
+  close_fd(err_fd_);
+}
+
+bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& input, std::string& error) {
+  if (argv.empty()) {
+    error = "no command";
+    return false;
+  }
+  int in_pipe[2] = {-1, -1};
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    error = "pipe: " + error_string(errno);
+    for (int* p : {in_pipe, out_pipe, err_pipe}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+    return false;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGINT);
+  sigaddset(&default_signals, SIGTERM);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  const int rc = ::posix_spawn(&pid_, argv[0].c_str(), &actions, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close_fd(in_pipe[0]);
+  close_fd(out_pipe[1]);
+  close_fd(err_pipe[1]);
+  if (rc != 0) {
+    error = "cannot start " + argv[0] + ": " + error_string(rc);
+    pid_ = -1;
+    close_fd(in_pipe[1]);
+    close_fd(out_pipe[0]);
+    close_fd(err_pipe[0]);
+    return false;
+  }
+  reaped_ = false;
+  out_fd_ = out_pipe[0];
+  err_fd_ = err_pipe[0];
+  // The input is small (a plan of a few hundred bytes): it fits the pipe buffer. A child that
+  // exits without reading it gives EPIPE, which is not an error here.
+  const sighandler_t previous = ::signal(SIGPIPE, SIG_IGN);
+  std::size_t written = 0;
+  while (written < input.size()) {
+    const ssize_t n = ::write(in_pipe[1], input.data() + written, input.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  ::signal(SIGPIPE, previous);
+  close_fd(in_pipe[1]);
+  return true;
+}
+
+void ChildProcess::close_stdout() { close_fd(out_fd_); }
+void ChildProcess::close_stderr() { close_fd(err_fd_); }
+
+void ChildProcess::kill_group() {
+  if (running()) ::kill(-pid_, SIGKILL);
+}
+
+int ChildProcess::wait() {
+  if (pid_ <= 0 || reaped_) return status_;
+  while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  return status_;
+}
+
+ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& input, std::chrono::milliseconds timeout) {
+  ProcessOutput result;
+  ChildProcess child;
+  if (!child.start(argv, env, input, result.start_error)) return result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<int, std::string*> sinks = {{child.stdout_fd(), &result.out},
+                                       {child.stderr_fd(), &result.err}};
+  while (!sinks.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      child.kill_group();
+      break;
+    }
+    std::vector<pollfd> fds;
+    fds.reserve(sinks.size());
+    for (const auto& [fd, sink] : sinks) fds.push_back({fd, POLLIN, 0});
+    const int ready = ::poll(fds.data(), fds.size(),
+                             static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
+    if (ready < 0 && errno != EINTR) break;
+    for (const pollfd& p : fds) {
+      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char buffer[8192];
+      const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[p.fd]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        sinks.erase(p.fd);
+      }
+    }
+  }
+  const int status = child.wait();
+  if (WIFEXITED(status) && !result.timed_out) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  return result;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const std::string& o : overrides) {
+    const std::size_t eq = o.find('=');
+    if (eq == std::string::npos) {
+      vars.erase(o);
+    } else {
+      vars[o.substr(0, eq)] = o.substr(eq + 1);
+    }
+  }
+  std::vector<std::string> env;
+  env.reserve(vars.size());
+  for (const auto& [key, value] : vars) {
+    std::string entry = key;
+    entry += '=';
+    entry += value;
+    env.push_back(std::move(entry));
+  }
+  return env;
+}
+
+std::string self_executable_path() {
+  char buffer[PATH_MAX + 1] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, PATH_MAX);
+  if (n <= 0) return "";
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+void install_interrupt_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+bool interrupt_requested() { return g_interrupt_signal != 0; }
+int interrupt_signal() { return g_interrupt_signal; }
+void request_interrupt_for_test(int signal) { g_interrupt_signal = signal; }
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    default: {
+      const char* text = ::sigabbrev_np(signal);
+      return text != nullptr ? "SIG" + std::string(text) : "signal " + std::to_string(signal);
+    }
+  }
+}
+
+}  // namespace precision_probe

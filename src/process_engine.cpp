@@ -1,0 +1,262 @@
+// The real engine client: one precision-probe-engine worker per device, all in parallel, each
+// pinned to its GPU through CUDA_VISIBLE_DEVICES. The parent owns the clock: a worker past the
+// deadline is killed and its unfinished checks are reported as timed out.
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "precision_probe/engine.hpp"
+#include "precision_probe/process.hpp"
+#include "precision_probe/protocol.hpp"
+#include "precision_probe/system.hpp"
+
+namespace precision_probe {
+namespace {
+
+constexpr const char* kEngineName = "precision-probe-engine";
+constexpr const char* kStackCacheName = "precision-probe-stack.json";
+constexpr std::size_t kStderrTail = 2048;
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == '\r')) trimmed.pop_back();
+  const std::size_t nl = trimmed.rfind('\n');
+  return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
+}
+
+struct Worker {
+  std::unique_ptr<ChildProcess> child;
+  std::string pending;  // stdout bytes after the last newline
+  std::string err_tail;
+  bool out_open = false;
+  bool err_open = false;
+  std::chrono::steady_clock::time_point started;
+};
+
+class ProcessEngine final : public Engine {
+ public:
+  ProcessEngine(const System& system, std::string engine_path)
+      : system_(system), engine_path_(std::move(engine_path)) {}
+
+  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
+                                std::chrono::milliseconds timeout) override {
+    std::vector<WorkerResult> results(plans.size());
+    std::vector<Worker> workers(plans.size());
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      results[i].kind = plans[i].kind;
+      results[i].index = plans[i].index;
+      if (engine_path_.empty()) {
+        results[i].problem = ErrorKind::not_run;
+        results[i].problem_message =
+            "the kernel engine (precision-probe-engine) is not installed next to the probe, so "
+            "no kernel ran; build with LibTorch or set PRECISION_PROBE_ENGINE";
+        continue;
+      }
+      const std::string visible = plans[i].kind == DeviceKind::cuda
+                                      ? "CUDA_VISIBLE_DEVICES=" + plans[i].cuda_visible_devices
+                                      : "CUDA_VISIBLE_DEVICES=";
+      auto child = std::make_unique<ChildProcess>();
+      std::string error;
+      if (!child->start({engine_path_, "--worker"}, environment_with({visible}),
+                        encode_plan(plans[i]) + "\n", error)) {
+        results[i].problem = ErrorKind::runtime;
+        results[i].problem_message = error;
+        continue;
+      }
+      workers[i].child = std::move(child);
+      workers[i].out_open = true;
+      workers[i].err_open = true;
+      workers[i].started = std::chrono::steady_clock::now();
+    }
+    pump(workers, results, deadline, timeout);
+    for (std::size_t i = 0; i < plans.size(); ++i) finish(workers[i], results[i]);
+    return results;
+  }
+
+  StackInfo describe(bool allow_spawn) override {
+    StackInfo stack;
+    stack.source = "none";
+    if (engine_path_.empty()) {
+      stack.error = "the kernel engine (precision-probe-engine) is not installed";
+      return stack;
+    }
+    const std::string cache = directory_of(engine_path_) + "/" + kStackCacheName;
+    if (auto text = system_.read_file(cache)) {
+      std::string error;
+      if (decode_stack(*text, stack, error) && stack.available) {
+        stack.source = "build cache";
+        return stack;
+      }
+    }
+    if (!allow_spawn) {
+      stack = StackInfo{};
+      stack.source = "none";
+      stack.error = "LibTorch not loaded under --quick and no build cache at " + cache;
+      return stack;
+    }
+    const ProcessOutput out =
+        run_process({engine_path_, "--describe"}, environment_with({"CUDA_VISIBLE_DEVICES="}), "",
+                    std::chrono::seconds(60));
+    std::string error;
+    if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
+      stack.source = "engine";
+      return stack;
+    }
+    stack = StackInfo{};
+    stack.source = "none";
+    stack.error = out.start_error.empty()
+                      ? fmt::format("the engine could not describe the stack: {}",
+                                    last_line(out.err.empty() ? error : out.err))
+                      : out.start_error;
+    return stack;
+  }
+
+ private:
+  // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
+  void pump(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
+            std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds timeout) {
+    while (true) {
+      std::vector<pollfd> fds;
+      std::vector<std::pair<std::size_t, bool>> owners;  // worker, is_stdout
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        if (workers[i].out_open) {
+          fds.push_back({workers[i].child->stdout_fd(), POLLIN, 0});
+          owners.emplace_back(i, true);
+        }
+        if (workers[i].err_open) {
+          fds.push_back({workers[i].child->stderr_fd(), POLLIN, 0});
+          owners.emplace_back(i, false);
+        }
+      }
+      if (fds.empty()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (interrupt_requested() || now >= deadline) {
+        const std::string why =
+            interrupt_requested()
+                ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
+                : fmt::format("timed out after {:.0f} s (--timeout)",
+                              static_cast<double>(timeout.count()) / 1000.0);
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+          if (!workers[i].out_open && !workers[i].err_open) continue;
+          workers[i].child->kill_group();
+          if (!results[i].finished && results[i].problem == ErrorKind::none) {
+            results[i].problem = ErrorKind::timed_out;
+            results[i].problem_message = why;
+          }
+          close_streams(workers[i]);
+        }
+        return;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      // Short slices so that a signal arriving just before poll() is seen promptly.
+      const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
+      const int ready = ::poll(fds.data(), fds.size(), std::max(wait_ms, 1));
+      if (ready <= 0) continue;
+      for (std::size_t f = 0; f < fds.size(); ++f) {
+        if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const auto [i, is_stdout] = owners[f];
+        read_from(workers[i], results[i], is_stdout);
+      }
+    }
+  }
+
+  void read_from(Worker& w, WorkerResult& result, bool is_stdout) {
+    char buffer[16384];
+    const int fd = is_stdout ? w.child->stdout_fd() : w.child->stderr_fd();
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) {
+      if (is_stdout) {
+        w.child->close_stdout();
+        w.out_open = false;
+      } else {
+        w.child->close_stderr();
+        w.err_open = false;
+      }
+      return;
+    }
+    if (!is_stdout) {
+      w.err_tail.append(buffer, static_cast<std::size_t>(n));
+      if (w.err_tail.size() > kStderrTail) w.err_tail.erase(0, w.err_tail.size() - kStderrTail);
+      return;
+    }
+    w.pending.append(buffer, static_cast<std::size_t>(n));
+    std::size_t nl = 0;
+    while ((nl = w.pending.find('\n')) != std::string::npos) {
+      const std::string line = w.pending.substr(0, nl);
+      w.pending.erase(0, nl + 1);
+      if (line.empty()) continue;
+      std::string error;
+      if (!apply_result_line(line, result, error) && result.problem == ErrorKind::none) {
+        result.problem = ErrorKind::crashed;
+        result.problem_message = "the engine sent a malformed line (" + error + ")";
+        w.child->kill_group();
+        close_streams(w);
+        return;
+      }
+    }
+  }
+
+  static void close_streams(Worker& w) {
+    w.child->close_stdout();
+    w.child->close_stderr();
+    w.out_open = false;
+    w.err_open = false;
+  }
+
+  static void finish(Worker& w, WorkerResult& result) {
+    if (!w.child) return;
+    const int status = w.child->wait();
+    result.wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w.started)
+            .count();
+    if (result.finished || result.problem != ErrorKind::none) return;
+    result.problem = ErrorKind::crashed;
+    if (WIFSIGNALED(status)) {
+      result.problem_message =
+          fmt::format("the engine worker crashed ({})", signal_name(WTERMSIG(status)));
+    } else {
+      result.problem_message = fmt::format("the engine worker exited with code {} before finishing",
+                                           WEXITSTATUS(status));
+    }
+    const std::string detail = last_line(w.err_tail);
+    if (!detail.empty()) result.problem_message += ": " + detail;
+  }
+
+  const System& system_;
+  std::string engine_path_;
+};
+
+}  // namespace
+
+std::string find_engine_executable(const System& system, const std::string& self_exe) {
+  if (auto configured = system.getenv("PRECISION_PROBE_ENGINE")) {
+    return system.exists(*configured) ? *configured : "";
+  }
+  if (self_exe.empty()) return "";
+  const std::string dir = directory_of(self_exe);
+  for (const std::string& candidate :
+       {dir + "/" + kEngineName, dir + "/../libexec/precision-probe/" + kEngineName}) {
+    if (system.exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {
+  return std::make_unique<ProcessEngine>(system, find_engine_executable(system, self_exe));
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,45 @@
+#include "precision_probe/report.hpp"
+
+#include <fmt/format.h>
+
+#include "precision_probe/build_info.hpp"
+
+namespace precision_probe {
+
+std::string DeviceReport::label() const {
+  if (kind == DeviceKind::cpu) return "CPU";
+  return index >= 0 ? fmt::format("GPU {}", index) : std::string("GPU");
+}
+
+const PrecisionResult* DeviceReport::find(Mode mode) const {
+  for (const auto& [m, p] : precisions) {
+    if (m == mode) return &p;
+  }
+  return nullptr;
+}
+
+PrecisionResult* DeviceReport::find(Mode mode) {
+  for (auto& [m, p] : precisions) {
+    if (m == mode) return &p;
+  }
+  return nullptr;
+}
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::error: return "error";
+    case Severity::warning: return "warning";
+    case Severity::info: return "info";
+  }
+  return "?";
+}
+
+ToolInfo this_tool() {
+  ToolInfo tool;
+  tool.version = build_info::kVersion;
+  tool.built_with_libtorch = build_info::kLibTorchVersion;
+  tool.built_with_cuda = build_info::kCudaVersion;
+  return tool;
+}
+
+}  // namespace precision_probe

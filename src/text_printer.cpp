@@ -1,0 +1,182 @@
+// The human report: a header, one table per device, diagnostics, requirements and the verdict.
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "precision_probe/printers.hpp"
+
+namespace precision_probe {
+
+std::unique_ptr<Printer> make_json_printer();  // report_json.cpp
+
+namespace {
+
+class Paint {
+ public:
+  explicit Paint(bool enabled) : enabled_(enabled) {}
+  std::string operator()(std::string_view text, std::string_view code) const {
+    if (!enabled_ || code.empty()) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+  std::string status(Status s, int width) const {
+    std::string padded = fmt::format("{:<{}}", to_string(s), width);
+    switch (s) {
+      case Status::native: return (*this)(padded, "32");
+      case Status::emulated: return (*this)(padded, "33");
+      case Status::failed: return (*this)(padded, "1;31");
+      case Status::unsupported:
+      case Status::not_tested: return (*this)(padded, "2");
+    }
+    return padded;
+  }
+  std::string bold(std::string_view text) const { return (*this)(text, "1"); }
+
+ private:
+  bool enabled_;
+};
+
+std::string bytes_gib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string cuda_version_text(const std::optional<int>& v) {
+  return v ? fmt::format("{}.{}", *v / 1000, (*v % 1000) / 10) : "?";
+}
+
+std::string device_heading(const DeviceReport& d) {
+  std::vector<std::string> parts;
+  if (d.gpu) {
+    const GpuInfo& g = *d.gpu;
+    if (g.cc) parts.push_back(fmt::format("cc {} {}", g.cc->to_string(), architecture_name(*g.cc)));
+    if (g.sm_count) parts.push_back(fmt::format("{} SMs", *g.sm_count));
+    if (g.memory_total) {
+      parts.push_back(g.memory_free ? fmt::format("{} ({} free)", bytes_gib(*g.memory_total),
+                                                  bytes_gib(*g.memory_free))
+                                    : bytes_gib(*g.memory_total));
+    }
+    if (g.mig_instance) parts.emplace_back("MIG instance");
+    if (!g.pci_bus_id.empty()) parts.push_back(g.pci_bus_id);
+  }
+  if (d.cpu) {
+    parts.push_back(d.cpu->architecture);
+    parts.push_back(fmt::format("{} threads", d.cpu->logical_cores));
+  }
+  if (d.index >= 0 || d.kind == DeviceKind::cpu) {
+    parts.emplace_back(d.selected ? "selected" : "reported, not gated");
+  }
+  std::string out = d.name;
+  for (const std::string& p : parts) out += " · " + p;
+  return out;
+}
+
+std::string number_cell(const std::optional<double>& v, const char* spec_text) {
+  if (!v) return "-";
+  return fmt::format(fmt::runtime(spec_text), *v);
+}
+
+void print_device(const DeviceReport& d, const Paint& paint, std::ostream& out) {
+  const std::string label = d.index < 0 && d.kind == DeviceKind::cuda ? "ARCH" : d.label();
+  out << paint.bold(fmt::format("{:<6}", label)) << device_heading(d) << '\n';
+  if (d.cpu) {
+    out << fmt::format("      ISA: {}\n", d.cpu->features.empty()
+                                              ? std::string("(none of note)")
+                                              : fmt::format("{}", fmt::join(d.cpu->features, " ")));
+  }
+  if (d.kernels) {
+    out << fmt::format("      kernels: {}\n", d.kernels->covered
+                                                  ? d.kernels->via + " in this LibTorch build"
+                                                  : paint("none in this LibTorch build", "1;31") +
+                                                        " (" + d.kernels->reason + ")");
+  }
+  out << fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}\n", "mode", "hardware",
+                     "status", "rel.error", "tolerance", "time", "note");
+  for (const auto& [mode, p] : d.precisions) {
+    const std::string rel = p.smoke.ran ? number_cell(p.smoke.rel_error, "{:.2e}") : "-";
+    const std::string tol = p.smoke.ran ? fmt::format("{:.1e}", p.smoke.tolerance) : "-";
+    const std::string ms = p.smoke.ran ? number_cell(p.smoke.ms, "{:.1f} ms") : "-";
+    out << fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware))
+        << paint.status(p.status, 12)
+        << fmt::format(" {:>10} {:>10} {:>9}  {}\n", rel, tol, ms, p.reason);
+  }
+  if (!d.recommendation.dtype.empty()) {
+    out << fmt::format("  recommendation: {}{} ({})\n", paint.bold(d.recommendation.dtype),
+                       d.recommendation.loss_scaling ? " with dynamic loss scaling" : "",
+                       d.recommendation.reason);
+  }
+  out << '\n';
+}
+
+class TextPrinter final : public Printer {
+ public:
+  explicit TextPrinter(PrintStyle style) : style_(style) {}
+
+ private:
+  void do_print(const Report& r, std::ostream& out) const override {
+    if (r.error) return;  // usage errors go to stderr as one line
+    const Paint paint(style_.color);
+    out << paint.bold(fmt::format("{} {}", r.tool.name, r.tool.version)) << " on "
+        << r.host.hostname << " (" << (r.host.os.empty() ? r.host.machine : r.host.os)
+        << (r.host.container ? ", container" : "") << ")";
+    if (r.run.command == "probe") out << fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
+    out << '\n';
+    if (r.stack.available) {
+      out << fmt::format(
+          "LibTorch {} ({}{}{})\n", r.stack.libtorch_version,
+          r.stack.cuda_built ? "CUDA " + r.stack.cuda_version : "CPU only",
+          r.stack.cudnn_version.empty() ? "" : ", cuDNN " + r.stack.cudnn_version,
+          r.stack.arch_list.empty()
+              ? ""
+              : ", kernels: " + fmt::format("{}", fmt::join(r.stack.arch_list, " ")));
+    } else {
+      out << "LibTorch: " << (r.stack.error.empty() ? "unknown" : r.stack.error) << '\n';
+    }
+    if (r.run.command == "probe") {
+      if (r.driver.status == DriverStatus::ok) {
+        out << fmt::format("driver {} (supports CUDA {}) · {}\n", r.driver.version,
+                           cuda_version_text(r.driver.cuda_version), r.driver.message);
+      } else {
+        out << fmt::format("driver: {} · {}\n", to_string(r.driver.status), r.driver.message);
+      }
+    }
+    out << '\n';
+    for (const DeviceReport& d : r.devices) print_device(d, paint, out);
+
+    if (!r.diagnostics.empty()) {
+      out << paint.bold("diagnostics") << '\n';
+      for (const Diagnostic& d : r.diagnostics) {
+        const char* color = d.severity == Severity::error     ? "1;31"
+                            : d.severity == Severity::warning ? "33"
+                                                              : "36";
+        out << "  " << paint(fmt::format("{:<8}", to_string(d.severity)), color) << d.code << ": "
+            << d.message << '\n';
+        if (!d.hint.empty()) out << "           fix: " << d.hint << '\n';
+      }
+      out << '\n';
+    }
+    if (!r.requirements.empty()) {
+      out << paint.bold("requirements") << '\n';
+      for (const RequirementResult& q : r.requirements) {
+        out << fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device)
+            << paint(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31")
+            << fmt::format(" ({}){}\n", to_string(q.status),
+                           q.reason.empty() ? "" : ": " + q.reason);
+      }
+      out << '\n';
+    }
+    if (r.run.command == "probe") {
+      out << paint.bold(fmt::format("exit {}", r.exit_code)) << ": " << r.exit_reason << '\n';
+    }
+  }
+
+  PrintStyle style_;
+};
+
+}  // namespace
+
+std::unique_ptr<Printer> make_printer(Format format, PrintStyle style) {
+  if (format == Format::json) return make_json_printer();
+  return std::make_unique<TextPrinter>(style);
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,114 @@
+#include "precision_probe/verdict.hpp"
+
+#include <fmt/format.h>
+
+namespace precision_probe {
+
+PrecisionResult combine_verdict(const HardwareVerdict& hardware,
+                                const std::optional<SmokeOutcome>& smoke,
+                                const std::string& not_run_reason) {
+  PrecisionResult r;
+  r.hardware = hardware.hardware;
+  r.hardware_reason = hardware.reason;
+  if (smoke) r.smoke = *smoke;
+
+  if (!smoke || !smoke->ran) {
+    const bool skipped =
+        !smoke || smoke->error_kind == ErrorKind::not_run || smoke->error_kind == ErrorKind::none;
+    if (hardware.hardware == Hardware::unsupported && skipped) {
+      r.status = Status::unsupported;
+      r.reason = hardware.reason;
+      return r;
+    }
+    const ErrorKind kind = smoke ? smoke->error_kind : ErrorKind::not_run;
+    const std::string why = smoke && !smoke->error.empty() ? smoke->error : not_run_reason;
+    switch (kind) {
+      case ErrorKind::not_supported:
+        r.status = Status::unsupported;
+        r.reason = why;
+        return r;
+      case ErrorKind::wrong_result:
+      case ErrorKind::runtime:
+      case ErrorKind::environment:
+      case ErrorKind::timed_out:
+      case ErrorKind::crashed:
+        r.status = Status::failed;
+        r.failure = kind;
+        r.reason = why;
+        return r;
+      case ErrorKind::none:
+      case ErrorKind::not_run:
+        r.status = Status::not_tested;
+        r.reason = why.empty() ? "not tested" : why;
+        return r;
+    }
+  }
+  if (!smoke->ok) {
+    r.status = Status::failed;
+    r.failure = smoke->error_kind == ErrorKind::none ? ErrorKind::wrong_result : smoke->error_kind;
+    if (!smoke->error.empty()) {
+      r.reason = smoke->error;
+    } else if (smoke->rel_error) {
+      r.reason = fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}",
+                             *smoke->rel_error, smoke->tolerance);
+    } else {
+      r.reason = "wrong result: the output contains NaN or Inf";
+    }
+    return r;
+  }
+  switch (hardware.hardware) {
+    case Hardware::native: r.status = Status::native; return r;
+    case Hardware::emulated:
+      r.status = Status::emulated;
+      r.reason = hardware.reason;
+      return r;
+    case Hardware::unsupported:
+      r.status = Status::emulated;
+      r.reason =
+          "ran correctly although the hardware has no support for it (" + hardware.reason + ")";
+      return r;
+  }
+  return r;
+}
+
+namespace {
+
+// A mode counts as usable when it is native, or when its hardware is native and it was simply
+// not tested (--quick). Anything failed rules it out.
+bool usable(const DeviceReport& device, Mode mode) {
+  const PrecisionResult* p = device.find(mode);
+  if (p == nullptr) return false;
+  return p->status == Status::native ||
+         (p->status == Status::not_tested && p->hardware == Hardware::native);
+}
+
+}  // namespace
+
+Recommendation recommend(const DeviceReport& device) {
+  const bool bf16 = usable(device, Mode::bf16) &&
+                    (device.find(Mode::amp_bf16) == nullptr || usable(device, Mode::amp_bf16));
+  const bool fp16 = usable(device, Mode::fp16) &&
+                    (device.find(Mode::amp_fp16) == nullptr || usable(device, Mode::amp_fp16));
+  const std::string where = device.kind == DeviceKind::cuda && device.gpu && device.gpu->cc
+                                ? fmt::format("cc {} ({})", device.gpu->cc->to_string(),
+                                              architecture_name(*device.gpu->cc))
+                            : device.kind == DeviceKind::cuda ? std::string("this GPU")
+                                                              : std::string("this CPU");
+  if (bf16) {
+    return {"bf16", false,
+            fmt::format("{} runs BF16 natively: autocast to bf16; BF16 keeps FP32's exponent "
+                        "range, so no loss scaling is needed",
+                        where)};
+  }
+  if (fp16) {
+    return {"fp16", true,
+            fmt::format("{} runs FP16 natively but not BF16: autocast to fp16 with dynamic loss "
+                        "scaling (a gradient scaler)",
+                        where)};
+  }
+  return {"fp32", false,
+          fmt::format("{} has no native BF16 or FP16: train in fp32{}", where,
+                      usable(device, Mode::tf32) ? " (TF32 matmuls are native: enable them)" : "")};
+}
+
+}  // namespace precision_probe

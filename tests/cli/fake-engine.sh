@@ -1,0 +1,49 @@
+#!/bin/sh
+# A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch.
+#   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
+#                      unsupported:MODE | noimage | slow
+#   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
+#   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
+#   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100 sm_120)
+set -u
+archs=${FAKE_ENGINE_ARCHS:-"sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"}
+arch_json=$(printf '%s\n' $archs | sed 's/.*/"&"/' | paste -sd, -)
+if [ "${FAKE_ENGINE_STACK:-cuda}" = cpu ]; then
+  stack='{"arch_list":[],"available":true,"cpu_threads":2,"cuda_built":false,"cuda_version":"","cudnn_version":"","error":"","libtorch_version":"1.13.0","source":"engine"}'
+else
+  stack="{\"arch_list\":[${arch_json}],\"available\":true,\"cpu_threads\":8,\"cuda_built\":true,\"cuda_version\":\"13.0\",\"cudnn_version\":\"91300\",\"error\":\"\",\"libtorch_version\":\"2.11.0\",\"source\":\"engine\"}"
+fi
+case "${1:-}" in
+  --describe) echo "$stack"; exit 0 ;;
+  --worker) ;;
+  *) echo "usage: fake-engine --worker | --describe" >&2; exit 2 ;;
+esac
+plan=$(cat)
+kind=$(printf '%s' "$plan" | sed -n 's/.*"kind":"\([a-z]*\)".*/\1/p')
+modes=$(printf '%s' "$plan" | sed -n 's/.*"smoke":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
+behaviour=${FAKE_ENGINE:-ok}
+case "${FAKE_ENGINE_ON:-any}" in any|"$kind") ;; *) behaviour=ok ;; esac
+
+echo "{\"type\":\"hello\",\"protocol\":1,\"stack\":$stack}"
+[ "$behaviour" = garbage ] && { echo "this is not json"; exit 0; }
+[ "$behaviour" = hang ] && { sleep 1000; exit 0; }
+echo "{\"type\":\"device\",\"name\":\"fake $kind\"}"
+n=0
+for mode in $modes; do
+  n=$((n + 1))
+  [ "$behaviour" = slow ] && sleep 1
+  case "$behaviour" in
+    "wrong:$mode")
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"rel_error\":0.5,\"tolerance\":0.01,\"ms\":0.1,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"wrong_result\",\"error\":\"wrong result: relative error 0.5 exceeds the tolerance 0.01\"}" ;;
+    "nan:$mode")
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"rel_error\":null,\"tolerance\":0.01,\"ms\":0.1,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the output contains NaN or Inf\"}" ;;
+    "unsupported:$mode")
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"rel_error\":null,\"tolerance\":0.001,\"ms\":null,\"m\":128,\"n\":128,\"k\":128,\"method\":\"\",\"error_kind\":\"not_supported\",\"error\":\"\\\"addmm_impl_cpu_\\\" not implemented for 'Half'\"}" ;;
+    noimage)
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"rel_error\":null,\"tolerance\":0.01,\"ms\":null,\"m\":256,\"n\":256,\"k\":256,\"method\":\"\",\"error_kind\":\"environment\",\"error\":\"CUDA error: no kernel image is available for execution on the device\"}" ;;
+    *)
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"rel_error\":0.000001,\"tolerance\":0.01,\"ms\":0.25,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"none\",\"error\":\"\"}" ;;
+  esac
+  if [ "$behaviour" = crash ] && [ $n -eq 1 ]; then kill -SEGV $$; fi
+done
+echo '{"type":"done"}'

@@ -1,0 +1,264 @@
+// A fake NVIDIA driver: the NVML and CUDA driver entry points precision-probe loads, answering
+// from environment variables. Point PRECISION_PROBE_LIBCUDA and PRECISION_PROBE_LIBNVML at this
+// library to run the real binary against GPUs that are not there.
+//
+//   FAKE_NVIDIA_GPUS      "NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" (name:cc:SMs:GiB)
+//   FAKE_CUINIT_RESULT    cuInit's CUresult (default 0; 100 when there is no GPU)
+//   FAKE_NVML_INIT_RESULT nvmlInit's result (default 0)
+//   FAKE_DRIVER_VERSION   "580.159.04";  FAKE_CUDA_VERSION 13000
+//   FAKE_MEMORY_USED_PCT  percent of each GPU's memory in use (default 1)
+//   FAKE_COMPUTE_MODE     0 default, 2 prohibited, 3 exclusive process
+//   FAKE_MIG              "1": GPU 0 has MIG enabled
+// CUDA_VISIBLE_DEVICES is honoured by the CUDA part, as the real driver does.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Gpu {
+  std::string name;
+  int major = 0;
+  int minor = 0;
+  int sms = 0;
+  unsigned long long bytes = 0;
+  int nvml_index = 0;
+};
+
+std::string env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : fallback;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::vector<Gpu> all_gpus() {
+  std::vector<Gpu> gpus;
+  const std::string spec = env("FAKE_NVIDIA_GPUS", "");
+  if (spec.empty()) return gpus;
+  for (const std::string& entry : split(spec, ';')) {
+    const auto f = split(entry, ':');
+    if (f.size() != 4) continue;
+    Gpu g;
+    g.name = f[0];
+    const auto cc = split(f[1], '.');
+    g.major = std::atoi(cc[0].c_str());
+    g.minor = cc.size() > 1 ? std::atoi(cc[1].c_str()) : 0;
+    g.sms = std::atoi(f[2].c_str());
+    g.bytes = static_cast<unsigned long long>(std::atoll(f[3].c_str())) << 30U;
+    g.nvml_index = static_cast<int>(gpus.size());
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
+std::string uuid_of(int nvml_index) {
+  char text[64];
+  std::snprintf(text, sizeof text, "GPU-%08x-1111-2222-3333-4444%08x", 0xfa0 + nvml_index,
+                nvml_index);
+  return text;
+}
+
+// The GPUs CUDA shows, after CUDA_VISIBLE_DEVICES (stopping at the first invalid entry).
+std::vector<Gpu> visible_gpus() {
+  const std::vector<Gpu> gpus = all_gpus();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) return gpus;
+  std::vector<Gpu> out;
+  if (*visible == '\0') return out;
+  for (const std::string& entry : split(visible, ',')) {
+    int found = -1;
+    if (entry.rfind("GPU-", 0) == 0) {
+      for (const Gpu& g : gpus) {
+        if (uuid_of(g.nvml_index).rfind(entry, 0) == 0) found = g.nvml_index;
+      }
+    } else if (!entry.empty() && entry.find_first_not_of("0123456789") == std::string::npos) {
+      const int i = std::atoi(entry.c_str());
+      if (i < static_cast<int>(gpus.size())) found = i;
+    }
+    if (found < 0) break;
+    out.push_back(gpus[static_cast<std::size_t>(found)]);
+  }
+  return out;
+}
+
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+Memory memory_of(const Gpu& g) {
+  const unsigned long long used =
+      g.bytes / 100ULL * static_cast<unsigned long long>(env_int("FAKE_MEMORY_USED_PCT", 1));
+  return {g.bytes, g.bytes - used, used};
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- NVML
+int nvmlInit_v2() { return env_int("FAKE_NVML_INIT_RESULT", 0); }
+int nvmlShutdown() { return 0; }
+const char* nvmlErrorString(int result) { return result == 0 ? "Success" : "Driver Not Loaded"; }
+int nvmlSystemGetDriverVersion(char* out, unsigned int size) {
+  std::snprintf(out, size, "%s", env("FAKE_DRIVER_VERSION", "580.159.04").c_str());
+  return 0;
+}
+int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  *version = env_int("FAKE_CUDA_VERSION", 13000);
+  return 0;
+}
+int nvmlDeviceGetCount_v2(unsigned int* count) {
+  *count = static_cast<unsigned int>(all_gpus().size());
+  return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
+  if (index >= all_gpus().size()) return 2;
+  *device = reinterpret_cast<void*>(static_cast<std::uintptr_t>(index + 1));
+  return 0;
+}
+static int nvml_index(void* device) {
+  return static_cast<int>(reinterpret_cast<std::uintptr_t>(device)) - 1;
+}
+int nvmlDeviceGetName(void* device, char* out, unsigned int size) {
+  std::snprintf(out, size, "%s",
+                all_gpus().at(static_cast<std::size_t>(nvml_index(device))).name.c_str());
+  return 0;
+}
+int nvmlDeviceGetUUID(void* device, char* out, unsigned int size) {
+  std::snprintf(out, size, "%s", uuid_of(nvml_index(device)).c_str());
+  return 0;
+}
+struct PciInfo {
+  char bus_id_legacy[16];
+  unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* pci) {
+  std::memset(pci, 0, sizeof *pci);
+  std::snprintf(pci->bus_id, sizeof pci->bus_id, "00000000:%02X:00.0", 0x17 + nvml_index(device));
+  return 0;
+}
+int nvmlDeviceGetCudaComputeCapability(void* device, int* major, int* minor) {
+  const Gpu g = all_gpus().at(static_cast<std::size_t>(nvml_index(device)));
+  *major = g.major;
+  *minor = g.minor;
+  return 0;
+}
+int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
+  *memory = memory_of(all_gpus().at(static_cast<std::size_t>(nvml_index(device))));
+  return 0;
+}
+int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pending) {
+  if (env("FAKE_MIG", "0") != "1") return 3;  // NVML_ERROR_NOT_SUPPORTED
+  *current = *pending = nvml_index(device) == 0 ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetComputeMode(void* /*device*/, int* mode) {
+  *mode = env_int("FAKE_COMPUTE_MODE", 0);
+  return 0;
+}
+
+// ---------------------------------------------------------------- CUDA driver API
+// Like the real driver, cuInit fails with CUDA_ERROR_NO_DEVICE when nothing is visible.
+static int cuinit_result() {
+  return env_int("FAKE_CUINIT_RESULT", visible_gpus().empty() ? 100 : 0);
+}
+int cuInit(unsigned int /*flags*/) { return cuinit_result(); }
+int cuDriverGetVersion(int* version) {
+  *version = env_int("FAKE_CUDA_VERSION", 13000);
+  return 0;
+}
+int cuGetErrorName(int result, const char** name) {
+  switch (result) {
+    case 0: *name = "CUDA_SUCCESS"; return 0;
+    case 3: *name = "CUDA_ERROR_NOT_INITIALIZED"; return 0;
+    case 35: *name = "CUDA_ERROR_INSUFFICIENT_DRIVER"; return 0;
+    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 802: *name = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
+    case 803: *name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return 0;
+    case 804: *name = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return 0;
+    case 999: *name = "CUDA_ERROR_UNKNOWN"; return 0;
+    default: return 1;
+  }
+}
+int cuGetErrorString(int result, const char** text) {
+  switch (result) {
+    case 35: *text = "CUDA driver version is insufficient for CUDA runtime version"; return 0;
+    case 100: *text = "no CUDA-capable device is detected"; return 0;
+    case 802: *text = "system not yet initialized"; return 0;
+    case 999: *text = "unknown error"; return 0;
+    default: *text = "fake error"; return 0;
+  }
+}
+int cuDeviceGetCount(int* count) {
+  if (cuinit_result() != 0) return 3;
+  *count = static_cast<int>(visible_gpus().size());
+  return 0;
+}
+int cuDeviceGet(int* device, int ordinal) {
+  if (ordinal < 0 || ordinal >= static_cast<int>(visible_gpus().size())) return 101;
+  *device = ordinal;
+  return 0;
+}
+int cuDeviceGetName(char* out, int size, int device) {
+  std::snprintf(out, static_cast<std::size_t>(size), "%s",
+                visible_gpus().at(static_cast<std::size_t>(device)).name.c_str());
+  return 0;
+}
+int cuDeviceGetUuid_v2(unsigned char* bytes, int device) {
+  // Produces the bytes whose text form is uuid_of(nvml_index).
+  const std::string text =
+      uuid_of(visible_gpus().at(static_cast<std::size_t>(device)).nvml_index).substr(4);
+  std::string hex;
+  for (char c : text) {
+    if (c != '-') hex += c;
+  }
+  for (int i = 0; i < 16; ++i)
+    bytes[i] = static_cast<unsigned char>(
+        std::stoi(hex.substr(static_cast<std::size_t>(i) * 2, 2), nullptr, 16));
+  return 0;
+}
+int cuDeviceGetAttribute(int* value, int attribute, int device) {
+  const Gpu g = visible_gpus().at(static_cast<std::size_t>(device));
+  switch (attribute) {
+    case 16: *value = g.sms; return 0;
+    case 20: *value = env_int("FAKE_COMPUTE_MODE", 0); return 0;
+    case 75: *value = g.major; return 0;
+    case 76: *value = g.minor; return 0;
+    default: return 1;
+  }
+}
+int cuDeviceTotalMem_v2(std::size_t* bytes, int device) {
+  *bytes = visible_gpus().at(static_cast<std::size_t>(device)).bytes;
+  return 0;
+}
+int cuDeviceGetPCIBusId(char* out, int size, int device) {
+  std::snprintf(out, static_cast<std::size_t>(size), "0000:%02x:00.0",
+                0x17 + visible_gpus().at(static_cast<std::size_t>(device)).nvml_index);
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,213 @@
+// End-to-end tests of the binary: exit codes, bad input, output files. The engine is the fake
+// one (fake-engine.sh) and the NVIDIA libraries are unloadable unless a test says otherwise.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "binary.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::testing::run_probe_binary;
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void expect_schema_valid(const std::string& text) {
+  bool available = false;
+  const std::string problem = pp::testing::validate_against_schema(text, available);
+  if (available) {
+    EXPECT_EQ(problem, "") << text;
+  }
+}
+
+int count_lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+}  // namespace
+
+TEST(Binary, HelpAndVersionExitZero) {
+  const auto help = run_probe_binary({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--require"), std::string::npos);
+  EXPECT_NE(help.out.find("arch"), std::string::npos);
+  const auto version = run_probe_binary({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("precision-probe 0."), std::string::npos);
+}
+
+TEST(Binary, WithoutGpusTheCpuReportExitsZero) {
+  const auto r = run_probe_binary({});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("CPU "), std::string::npos);
+  EXPECT_NE(r.out.find("driver-library-not-found"), std::string::npos);
+  EXPECT_NE(r.out.find("exit 0"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Binary, JsonReportIsOneValidDocument) {
+  const auto r = run_probe_binary({"--format", "json", "--seed", "11"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("exit_code"), 0);
+  EXPECT_EQ(j.at("run").at("seed"), 11);
+  EXPECT_EQ(j.at("driver").at("status"), "not_found");
+  const json& cpu = j.at("devices").back();
+  EXPECT_EQ(cpu.at("kind"), "cpu");
+  EXPECT_EQ(cpu.at("precisions").at("fp32").at("status"), "native");
+  EXPECT_EQ(cpu.at("precisions").at("tf32").at("status"), "unsupported");
+  expect_schema_valid(r.out);
+}
+
+TEST(Binary, RequiringAGpuModeWithoutGpusExitsThree) {
+  const auto r = run_probe_binary({"--require", "bf16"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.out.find("NOT MET"), std::string::npos);
+  EXPECT_NE(r.out.find("no usable GPU"), std::string::npos);
+  const auto gpu0 = run_probe_binary({"--device", "0"});
+  EXPECT_EQ(gpu0.exit_code, 3);
+}
+
+TEST(Binary, CpuGateExitsZeroOrOne) {
+  EXPECT_EQ(run_probe_binary({"--device", "cpu", "--require", "fp32"}).exit_code, 0);
+  const auto tf32 = run_probe_binary({"--device", "cpu", "--require", "tf32"});
+  EXPECT_EQ(tf32.exit_code, 1);
+  EXPECT_NE(tf32.out.find("tf32       on CPU     NOT MET (unsupported)"), std::string::npos)
+      << tf32.out;
+}
+
+TEST(Binary, WrongNumbersOrNaNExitFour) {
+  const auto wrong = run_probe_binary({"--device", "cpu"}, {"FAKE_ENGINE=wrong:fp32"});
+  EXPECT_EQ(wrong.exit_code, 4);
+  EXPECT_NE(wrong.out.find("relative error 0.5 exceeds the tolerance"), std::string::npos);
+  const auto nan =
+      run_probe_binary({"--device", "cpu", "--format", "json"}, {"FAKE_ENGINE=nan:bf16"});
+  EXPECT_EQ(nan.exit_code, 4);
+  const json j = json::parse(nan.out);
+  EXPECT_EQ(j.at("devices").back().at("precisions").at("bf16").at("status"), "failed");
+  EXPECT_NE(nan.err.find("precision-probe: exit 4"), std::string::npos);
+}
+
+TEST(Binary, UnsupportedOperationIsReportedWithLibTorchsMessage) {
+  const auto r =
+      run_probe_binary({"--device", "cpu", "--format", "json"}, {"FAKE_ENGINE=unsupported:fp16"});
+  EXPECT_EQ(r.exit_code, 0);
+  const json fp16 = json::parse(r.out).at("devices").back().at("precisions").at("fp16");
+  EXPECT_EQ(fp16.at("status"), "unsupported");
+  EXPECT_EQ(fp16.at("reason"), "\"addmm_impl_cpu_\" not implemented for 'Half'");
+}
+
+TEST(Binary, AHungWorkerIsKilledAtTheTimeoutAndExitsFive) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--device", "cpu", "--timeout", "1", "--format", "json"},
+                                  {"FAKE_ENGINE=hang"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_LT(took, std::chrono::seconds(10));
+  const json j = json::parse(r.out);
+  const json& fp32 = j.at("devices").back().at("precisions").at("fp32");
+  EXPECT_EQ(fp32.at("status"), "failed");
+  EXPECT_EQ(fp32.at("failure"), "timed_out");
+  EXPECT_NE(fp32.at("reason").get<std::string>().find("timed out after 1 s"), std::string::npos);
+  expect_schema_valid(r.out);
+}
+
+TEST(Binary, ACrashingOrGarbledWorkerFailsItsChecks) {
+  const auto crash = run_probe_binary({"--device", "cpu"}, {"FAKE_ENGINE=crash"});
+  EXPECT_EQ(crash.exit_code, 4);
+  EXPECT_NE(crash.out.find("crashed (SIGSEGV)"), std::string::npos) << crash.out;
+  const auto garbage = run_probe_binary({"--device", "cpu"}, {"FAKE_ENGINE=garbage"});
+  EXPECT_EQ(garbage.exit_code, 4);
+  EXPECT_NE(garbage.out.find("malformed line"), std::string::npos) << garbage.out;
+}
+
+TEST(Binary, MissingEngineIsSaidNotHidden) {
+  const auto r =
+      run_probe_binary({"--format", "json"}, {"PRECISION_PROBE_ENGINE=/nonexistent/engine"});
+  EXPECT_EQ(r.exit_code, 0);
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "not_tested");
+  bool found = false;
+  for (const auto& d : j.at("diagnostics")) found = found || d.at("code") == "engine-not-installed";
+  EXPECT_TRUE(found);
+}
+
+TEST(Binary, BadInputIsOneLineOnStderrAndExitTwo) {
+  const std::vector<std::vector<std::string>> cases = {{"--format", "xml"},
+                                                       {"--require", "fp7"},
+                                                       {"--device", "zero"},
+                                                       {"--bogus"},
+                                                       {"--timeout", "-1"},
+                                                       {"arch", "banana"},
+                                                       {"-o", "/nonexistent-dir/report.json"}};
+  for (const auto& args : cases) {
+    const auto r = run_probe_binary(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1 % args.size()];
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("precision-probe: error: ", 0), 0U) << r.err;
+  }
+}
+
+TEST(Binary, BadInputWithJsonStillPrintsAValidDocument) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--format", "json", "--require", "fp7"},
+        std::vector<std::string>{"--format=json", "--device", "x"},
+        std::vector<std::string>{"--format", "json", "--timeout", "0"},
+        std::vector<std::string>{"--format", "json", "-o", "/nonexistent-dir/r.json"}}) {
+    const auto r = run_probe_binary(args);
+    EXPECT_EQ(r.exit_code, 2);
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j.at("exit_code"), 2);
+    EXPECT_FALSE(j.at("error").at("message").get<std::string>().empty());
+    expect_schema_valid(r.out);
+  }
+}
+
+TEST(Binary, OutputFileIsWrittenAndAFailedRunLeavesItUntouched) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string path = dir + "/report.json";
+  const auto ok = run_probe_binary({"--format", "json", "-o", path});
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_EQ(ok.out, "");
+  const std::string first = read_all(path);
+  EXPECT_NO_THROW(json::parse(first));
+  const auto bad = run_probe_binary({"--format", "json", "-o", path, "--require", "fp7"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(read_all(path), first);
+  const auto quiet = run_probe_binary({"-q"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.out, "");
+}
+
+TEST(Binary, ArchAnswersWithoutAGpu) {
+  const auto text = run_probe_binary({"arch", "8.9"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("compute capability 8.9 (Ada Lovelace)"), std::string::npos);
+  EXPECT_NE(text.out.find("fp8_e4m3   native"), std::string::npos) << text.out;
+  const auto t4 = run_probe_binary({"arch", "sm_75", "--format", "json"});
+  EXPECT_EQ(t4.exit_code, 0);
+  const json j = json::parse(t4.out);
+  const json& d = j.at("devices").at(0);
+  EXPECT_TRUE(d.at("index").is_null());
+  EXPECT_EQ(d.at("precisions").at("bf16").at("hardware"), "emulated");
+  EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "not_tested");
+  EXPECT_EQ(d.at("precisions").at("fp8_e4m3").at("status"), "unsupported");
+  EXPECT_EQ(d.at("kernels").at("covered"), true);
+  expect_schema_valid(t4.out);
+  // A build without sm_75: "would this image work on a T4?" -- no.
+  const auto narrow =
+      run_probe_binary({"arch", "7.5", "--format", "json"}, {"FAKE_ENGINE_ARCHS=sm_80 sm_90"});
+  EXPECT_EQ(json::parse(narrow.out).at("devices").at(0).at("kernels").at("covered"), false);
+}

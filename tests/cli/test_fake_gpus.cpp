@@ -1,0 +1,107 @@
+// The binary end to end against a fake NVIDIA driver (fake_driver.cpp) and the fake engine:
+// device facts, selection, CUDA_VISIBLE_DEVICES, verdicts and exit codes for GPUs that are not
+// there, on a machine without a GPU.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "binary.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::testing::fake_driver_env;
+using pp::testing::run_probe_binary;
+
+namespace {
+
+const char* kH200 = "NVIDIA H200:9.0:132:141";
+const char* kT4 = "Tesla T4:7.5:40:15";
+
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+}  // namespace
+
+TEST(FakeGpus, H200ReportsFactsAndNativeBf16AndFp8) {
+  const auto r =
+      run_probe_binary({"--format", "json", "--require", "bf16,fp8"}, fake_driver_env(kH200));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("status"), "ok");
+  EXPECT_EQ(j.at("driver").at("version"), "580.159.04");
+  EXPECT_EQ(j.at("driver").at("cuda_version"), "13.0");
+  const json& gpu = j.at("devices").at(0);
+  EXPECT_EQ(gpu.at("name"), "NVIDIA H200");
+  EXPECT_EQ(gpu.at("gpu").at("compute_capability"), "9.0");
+  EXPECT_EQ(gpu.at("gpu").at("sm_count"), 132);
+  EXPECT_EQ(gpu.at("gpu").at("memory_total_bytes"), 141ULL << 30U);
+  EXPECT_EQ(gpu.at("gpu").at("uuid").get<std::string>().rfind("GPU-", 0), 0U);
+  EXPECT_EQ(gpu.at("precisions").at("bf16").at("status"), "native");
+  EXPECT_EQ(gpu.at("precisions").at("fp8_e5m2").at("status"), "native");
+  EXPECT_EQ(gpu.at("precisions").at("fp4").at("status"), "unsupported");
+  EXPECT_EQ(gpu.at("recommendation").at("dtype"), "bf16");
+  EXPECT_EQ(j.at("requirements").size(), 3U);
+}
+
+TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
+  const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("bf16       emulated     emulated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recommendation: fp16 with dynamic loss scaling"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(run_probe_binary({"--require", "fp16"}, fake_driver_env(kT4)).exit_code, 0);
+}
+
+TEST(FakeGpus, EmptyCudaVisibleDevicesHidesEveryGpu) {
+  const auto r = run_probe_binary({"--require", "bf16", "--format", "json"},
+                                  with(fake_driver_env(kH200), {"CUDA_VISIBLE_DEVICES="}));
+  EXPECT_EQ(r.exit_code, 3);
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("status"), "no_devices");
+  EXPECT_EQ(j.at("driver").at("cu_init").at("name"), "CUDA_ERROR_NO_DEVICE");
+}
+
+TEST(FakeGpus, DeviceSelectionUsesVisibleIndices) {
+  const std::string two = std::string(kH200) + ";" + kT4;
+  const auto r = run_probe_binary({"--device", "1", "--require", "fp16", "--format", "json"},
+                                  fake_driver_env(two));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("devices").at(0).at("selected"), false);
+  EXPECT_EQ(j.at("devices").at(0).at("precisions").at("fp16").at("status"), "not_tested");
+  EXPECT_EQ(j.at("devices").at(1).at("selected"), true);
+  EXPECT_EQ(j.at("devices").at(1).at("name"), "Tesla T4");
+  // CUDA_VISIBLE_DEVICES=1 renumbers: the T4 becomes GPU 0.
+  const auto renumbered = run_probe_binary({"--device", "0", "--format", "json"},
+                                           with(fake_driver_env(two), {"CUDA_VISIBLE_DEVICES=1"}));
+  EXPECT_EQ(json::parse(renumbered.out).at("devices").at(0).at("name"), "Tesla T4");
+  const auto missing = run_probe_binary({"--device", "2"}, fake_driver_env(two));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("GPU 2 does not exist (2 visible: 0-1)"), std::string::npos)
+      << missing.err;
+}
+
+TEST(FakeGpus, QuickLaunchesNoKernel) {
+  // The engine would hang: --quick must not start it.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--quick", "--require", "bf16", "--format", "json"},
+                                  with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("run").at("quick"), true);
+  EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
+  EXPECT_EQ(j.at("driver").at("cuda_queried"), false);  // NVML answered: no cuInit
+}
+
+TEST(FakeGpus, NoKernelImageIsAnEnvironmentFailure) {
+  const auto r =
+      run_probe_binary({"--require", "bf16"},
+                       with(fake_driver_env(kT4), {"FAKE_ENGINE=noimage", "FAKE_ENGINE_ON=cuda"}));
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("no kernel image is available"), std::string::npos);
+}

@@ -1,0 +1,72 @@
+// The engine for real, on the CPU, with whatever LibTorch the build found.
+
+#include <gtest/gtest.h>
+
+#include "engine.hpp"
+
+namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
+using pp::Mode;
+
+namespace {
+const eng::Target kCpu{};
+}
+
+TEST(EngineCpu, Fp32MatchesTheFloat64ReferenceWithinTolerance) {
+  const auto o = eng::run_smoke(Mode::fp32, kCpu, 1);
+  ASSERT_TRUE(o.ran) << o.error;
+  EXPECT_TRUE(o.ok) << o.error;
+  ASSERT_TRUE(o.rel_error.has_value());
+  EXPECT_LT(*o.rel_error, o.tolerance);
+  // Random inputs, not zeros: fp32 accumulation leaves a small, non-zero error.
+  EXPECT_GT(*o.rel_error, 0.0);
+  EXPECT_EQ(o.m, 128);
+  EXPECT_TRUE(o.ms.has_value());
+}
+
+TEST(EngineCpu, Bf16RunsWithinItsToleranceAndIsLessPreciseThanFp32) {
+  const auto bf16 = eng::run_smoke(Mode::bf16, kCpu, 2);
+  const auto fp32 = eng::run_smoke(Mode::fp32, kCpu, 2);
+  ASSERT_TRUE(bf16.ok) << bf16.error;
+  EXPECT_GT(*bf16.rel_error, *fp32.rel_error);
+  EXPECT_LT(*bf16.rel_error, eng::smoke_tolerance(Mode::bf16));
+}
+
+TEST(EngineCpu, Fp16OnTheCpuDependsOnTheLibTorchVersion) {
+  const auto o = eng::run_smoke(Mode::fp16, kCpu, 3);
+#if PP_TORCH_AT_LEAST(2, 0)
+  EXPECT_TRUE(o.ok) << o.error;
+#else
+  // LibTorch 1.13 has no CPU fp16 matmul: refused, reported as not supported with its message.
+  EXPECT_FALSE(o.ran);
+  EXPECT_EQ(o.error_kind, pp::ErrorKind::not_supported);
+  EXPECT_NE(o.error.find("not implemented for 'Half'"), std::string::npos) << o.error;
+#endif
+}
+
+TEST(EngineCpu, FreshSeedsGiveFreshInputs) {
+  const auto a = eng::run_smoke(Mode::bf16, kCpu, 100);
+  const auto b = eng::run_smoke(Mode::bf16, kCpu, 101);
+  const auto a_again = eng::run_smoke(Mode::bf16, kCpu, 100);
+  ASSERT_TRUE(a.ok && b.ok && a_again.ok);
+  EXPECT_NE(*a.rel_error, *b.rel_error);
+  EXPECT_DOUBLE_EQ(*a.rel_error, *a_again.rel_error);  // a seed reproduces its run
+}
+
+TEST(EngineCpu, ModesThisLibTorchLacksAreNotRunWithAReason) {
+  const auto fp4 = eng::run_smoke(Mode::fp4, kCpu, 4);
+#if !PP_TORCH_AT_LEAST(2, 8)
+  EXPECT_EQ(fp4.error_kind, pp::ErrorKind::not_run);
+  EXPECT_NE(fp4.error.find("2.8"), std::string::npos);
+#else
+  EXPECT_FALSE(fp4.ok);  // no FP4 matmul on a CPU
+#endif
+  const auto amp = eng::run_smoke(Mode::amp_bf16, kCpu, 5);
+  EXPECT_EQ(amp.error_kind, pp::ErrorKind::not_run);
+}
+
+TEST(EngineCpu, TheTf32SettingIsRestoredAfterItsTest) {
+  const auto before = at::globalContext().float32MatmulPrecision();
+  eng::run_smoke(Mode::tf32, kCpu, 6);
+  EXPECT_EQ(at::globalContext().float32MatmulPrecision(), before);
+}

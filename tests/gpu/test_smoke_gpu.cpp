@@ -1,0 +1,75 @@
+// The engine on a real GPU. Label "gpu": each test skips, with the reason, where none is present.
+
+#include <gtest/gtest.h>
+
+#include "engine.hpp"
+#include "precision_probe/arch.hpp"
+
+namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
+using pp::Mode;
+
+namespace {
+
+eng::Target gpu0() {
+  eng::Target t;
+  t.cuda = true;
+  t.device = at::Device(at::kCUDA, 0);
+  return t;
+}
+
+// The compute capability of GPU 0, or nullopt when LibTorch sees no GPU.
+std::optional<pp::ComputeCapability> gpu_cc() {
+#ifdef PP_TORCH_CUDA
+  if (!at::hasCUDA()) return std::nullopt;
+  const std::string name = eng::device_name(gpu0());  // "NAME (cc X.Y, N SMs)"
+  const auto pos = name.rfind("(cc ");
+  return pp::parse_compute_capability(name.substr(pos + 4, name.find(',', pos) - pos - 4));
+#else
+  return std::nullopt;
+#endif
+}
+
+#define REQUIRE_GPU(cc)     \
+  const auto cc = gpu_cc(); \
+  if (!cc) GTEST_SKIP() << "no CUDA GPU visible to LibTorch (or a CPU-only LibTorch build)"
+
+}  // namespace
+
+TEST(EngineGpu, EveryPrecisionTheHardwareHasComputesTheRightNumbers) {
+  REQUIRE_GPU(cc);
+  for (Mode m : pp::kPrecisionModes) {
+    const auto hw = pp::gpu_hardware_support(*cc, m);
+    if (hw.hardware == pp::Hardware::unsupported) continue;
+    const auto o = eng::run_smoke(m, gpu0(), 42);
+    SCOPED_TRACE(std::string(pp::mode_key(m)) + ": " + o.method + " " + o.error);
+    if (o.error_kind == pp::ErrorKind::not_run) continue;  // this LibTorch lacks the API
+    EXPECT_TRUE(o.ran);
+    EXPECT_TRUE(o.ok);
+    ASSERT_TRUE(o.rel_error.has_value());
+    EXPECT_GT(*o.rel_error, 0.0);
+    EXPECT_LE(*o.rel_error, o.tolerance);
+    EXPECT_EQ(o.m, 256);
+  }
+}
+
+TEST(EngineGpu, Tf32IsReallyEngagedOnAmpereAndLater) {
+  REQUIRE_GPU(cc);
+  if (cc->major < 8) GTEST_SKIP() << "no TF32 before cc 8.0";
+  const auto fp32 = eng::run_smoke(Mode::fp32, gpu0(), 7);
+  const auto tf32 = eng::run_smoke(Mode::tf32, gpu0(), 7);
+  ASSERT_TRUE(fp32.ok && tf32.ok) << fp32.error << tf32.error;
+  // Same inputs: TF32 rounds them to 10 mantissa bits, so its error is orders of magnitude larger.
+  EXPECT_GT(*tf32.rel_error, 50.0 * *fp32.rel_error);
+}
+
+TEST(EngineGpu, Fp8NeedsAdaOrHopper) {
+  REQUIRE_GPU(cc);
+  const auto o = eng::run_smoke(Mode::fp8_e4m3, gpu0(), 9);
+  if (o.error_kind == pp::ErrorKind::not_run) GTEST_SKIP() << o.error;
+  if (*cc >= pp::ComputeCapability{8, 9}) {
+    EXPECT_TRUE(o.ok) << o.error;
+  } else {
+    EXPECT_EQ(o.error_kind, pp::ErrorKind::not_supported) << o.error;
+  }
+}

@@ -1,0 +1,66 @@
+#include "binary.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+namespace precision_probe::testing {
+
+Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env,
+                     int timeout_s) {
+  std::vector<std::string> overrides = {
+      "PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+      "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+      "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1",
+      "CUDA_VISIBLE_DEVICES",
+      "NVIDIA_VISIBLE_DEVICES",
+      "NO_COLOR",
+  };
+  // Later entries win: the caller's overrides replace the defaults above.
+  overrides.insert(overrides.end(), env.begin(), env.end());
+  std::vector<std::string> argv = {PP_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const ProcessOutput out =
+      run_process(argv, environment_with(overrides), "", std::chrono::seconds(timeout_s));
+  Run r;
+  r.exit_code = out.exit_code;
+  r.out = out.out;
+  r.err = out.err;
+  r.term_signal = out.term_signal;
+  return r;
+}
+
+std::vector<std::string> fake_driver_env(const std::string& gpus) {
+  return {"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER, "PRECISION_PROBE_LIBNVML=" PP_FAKE_DRIVER,
+          "FAKE_NVIDIA_GPUS=" + gpus};
+}
+
+std::string make_temp_dir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base != nullptr ? base : "/tmp") + "/pp-test-XXXXXX";
+  std::vector<char> name(templ.begin(), templ.end());
+  name.push_back('\0');
+  if (::mkdtemp(name.data()) == nullptr) return "";
+  return name.data();
+}
+
+std::string validate_against_schema(const std::string& json_text, bool& available) {
+  const std::string python = PP_SCHEMA_PYTHON;
+  available = !python.empty();
+  if (!available) return "";
+  const std::string script =
+      "import json, sys, jsonschema\n"
+      "schema = json.load(open(sys.argv[1]))\n"
+      "jsonschema.Draft7Validator.check_schema(schema)\n"
+      "jsonschema.validate(json.loads(sys.stdin.read()), schema)\n";
+  const ProcessOutput out =
+      run_process({python, "-c", script, PP_SOURCE_DIR "/docs/report.schema.json"},
+                  environment_with({}), json_text, std::chrono::seconds(60));
+  if (out.exit_code == 0) return "";
+  return out.err.empty() ? "validator failed to run" : out.err;
+}
+
+}  // namespace precision_probe::testing

@@ -1,0 +1,36 @@
+#pragma once
+// Running the built precision-probe binary from tests.
+
+#include <string>
+#include <vector>
+
+#include "precision_probe/process.hpp"
+
+namespace precision_probe::testing {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  int term_signal = 0;
+};
+
+// Runs the binary with `args` and environment overrides ("KEY=VALUE", or "KEY" to unset).
+// The engine is the fake one (tests/cli/fake-engine.sh) unless an override names another,
+// and the driver libraries are made unloadable unless an override names them.
+Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env = {},
+                     int timeout_s = 60);
+
+// The environment overrides that point the binary at the fake NVIDIA driver describing `gpus`
+// ("NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" = name:cc:SMs:GiB, separated by ';').
+std::vector<std::string> fake_driver_env(const std::string& gpus);
+
+// A fresh empty directory under the system's temp dir.
+std::string make_temp_dir();
+
+// Validates a JSON document against docs/report.schema.json with python3-jsonschema.
+// Returns "" when valid, else the validator's message. Sets `available` false when no python3
+// with jsonschema was found at configure time.
+std::string validate_against_schema(const std::string& json_text, bool& available);
+
+}  // namespace precision_probe::testing

@@ -1,0 +1,135 @@
+#include "fakes.hpp"
+
+#include <fmt/format.h>
+
+namespace precision_probe::testing {
+
+FakeDriver no_driver() {
+  FakeDriver d;
+  d.nvml.loaded = false;
+  d.nvml.load_error =
+      "libnvidia-ml.so.1: cannot open shared object file: No such file or directory";
+  d.cuda.loaded = false;
+  d.cuda.load_error = "libcuda.so.1: cannot open shared object file: No such file or directory";
+  return d;
+}
+
+FakeDriver driver_with(const std::vector<FakeGpu>& gpus, const std::string& version,
+                       int cuda_version) {
+  FakeDriver d;
+  d.nvml.loaded = true;
+  d.nvml.init_result = 0;
+  d.nvml.driver_version = version;
+  d.nvml.cuda_version = cuda_version;
+  d.cuda.loaded = true;
+  d.cuda.library = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+  d.cuda.init_result = 0;
+  d.cuda.driver_cuda_version = cuda_version;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const FakeGpu& g = gpus[i];
+    const std::string uuid = fmt::format("GPU-{:08x}-0000-0000-0000-00000000000{}", 0xabc0 + i, i);
+    const std::string bus = fmt::format("0000:{:02x}:00.0", 0x17 + i);
+    const std::uint64_t bytes = static_cast<std::uint64_t>(g.memory_gib) << 30U;
+    NvmlDevice n;
+    n.name = g.name;
+    n.uuid = uuid;
+    n.pci_bus_id = "0000" + bus;
+    n.cc = g.cc;
+    n.memory_total = bytes;
+    n.memory_used = bytes / 100;
+    n.memory_free = bytes - bytes / 100;
+    n.compute_mode = 0;
+    d.nvml.devices.push_back(n);
+    CudaDevice c;
+    c.name = g.name;
+    c.uuid = uuid;
+    c.pci_bus_id = bus;
+    c.cc = g.cc;
+    c.sm_count = g.sms;
+    c.memory_total = bytes;
+    c.compute_mode = 0;
+    d.cuda.devices.push_back(c);
+  }
+  if (gpus.empty()) {
+    d.cuda.init_result = 100;
+    d.cuda.init_error_name = "CUDA_ERROR_NO_DEVICE";
+    d.cuda.init_error_string = "no CUDA-capable device is detected";
+  }
+  return d;
+}
+
+SmokeOutcome passed(double rel_error, double tolerance) {
+  SmokeOutcome o;
+  o.ran = true;
+  o.ok = true;
+  o.rel_error = rel_error;
+  o.tolerance = tolerance;
+  o.ms = 0.5;
+  o.m = o.n = o.k = 256;
+  o.method = "fake";
+  return o;
+}
+
+StackInfo cuda_stack() {
+  StackInfo s;
+  s.available = true;
+  s.source = "engine";
+  s.libtorch_version = "2.11.0";
+  s.cuda_built = true;
+  s.cuda_version = "13.0";
+  s.cudnn_version = "91300";
+  s.arch_list = {"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"};
+  s.cpu_threads = 8;
+  return s;
+}
+
+StackInfo cpu_stack() {
+  StackInfo s;
+  s.available = true;
+  s.source = "engine";
+  s.libtorch_version = "1.13.0";
+  s.cuda_built = false;
+  s.cpu_threads = 2;
+  return s;
+}
+
+FakeEngine::FakeEngine() : stack(cuda_stack()) {
+  answer = [this](const WorkerPlan& plan) {
+    WorkerResult r;
+    r.kind = plan.kind;
+    r.index = plan.index;
+    r.stack = stack;
+    r.finished = true;
+    for (Mode m : plan.smoke) r.smoke[m] = passed(1e-4);
+    return r;
+  };
+}
+
+std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans,
+                                          std::chrono::milliseconds /*timeout*/) {
+  std::vector<WorkerResult> results;
+  for (const WorkerPlan& p : plans) {
+    plans_seen.push_back(p);
+    results.push_back(answer(p));
+  }
+  return results;
+}
+
+StackInfo FakeEngine::describe(bool /*allow_spawn*/) {
+  ++describe_calls;
+  StackInfo s = stack;
+  s.source = "build cache";
+  return s;
+}
+
+std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores) {
+  std::string text;
+  for (int i = 0; i < cores; ++i) {
+    text += fmt::format(
+        "processor\t: {}\nvendor_id\t: GenuineIntel\nmodel name\t: {}\nflags\t\t: {}\n\n", i, model,
+        flags);
+  }
+  return text;
+}
+
+}  // namespace precision_probe::testing

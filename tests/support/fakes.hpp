@@ -1,0 +1,110 @@
+#pragma once
+// Fakes of the hardware and OS interfaces, for unit tests.
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "precision_probe/driver.hpp"
+#include "precision_probe/engine.hpp"
+#include "precision_probe/system.hpp"
+
+namespace precision_probe::testing {
+
+class FakeSystem : public System {
+ public:
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> files;
+  std::set<std::string> paths;         // exist
+  std::set<std::string> inaccessible;  // exist but not read/write
+  std::string host = "testhost";
+  std::string arch = "x86_64";
+  bool terminal = false;
+
+  std::optional<std::string> getenv(const std::string& name) const override {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<std::string> read_file(const std::string& path) const override {
+    auto it = files.find(path);
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  }
+  bool exists(const std::string& path) const override {
+    return paths.count(path) != 0 || files.count(path) != 0;
+  }
+  bool accessible(const std::string& path) const override {
+    return exists(path) && inaccessible.count(path) == 0;
+  }
+  std::vector<std::string> list_dir(const std::string& dir,
+                                    const std::string& prefix) const override {
+    std::vector<std::string> names;
+    for (const std::string& p : paths) {
+      if (p.rfind(dir + "/", 0) != 0) continue;
+      const std::string name = p.substr(dir.size() + 1);
+      if (name.find('/') == std::string::npos && name.rfind(prefix, 0) == 0) names.push_back(name);
+    }
+    return names;
+  }
+  std::string hostname() const override { return host; }
+  std::string machine() const override { return arch; }
+  std::string kernel_release() const override { return "6.1.0-test"; }
+  bool stdout_is_terminal() const override { return terminal; }
+};
+
+class FakeDriver : public DriverApi {
+ public:
+  NvmlSnapshot nvml;
+  CudaSnapshot cuda;
+  int nvml_calls = 0;
+  int cuda_calls = 0;
+  NvmlSnapshot query_nvml() override {
+    ++nvml_calls;
+    return nvml;
+  }
+  CudaSnapshot query_cuda() override {
+    ++cuda_calls;
+    return cuda;
+  }
+};
+
+// A driver without any library: a container started without GPUs.
+FakeDriver no_driver();
+// A machine whose GPUs are described as {name, cc, sms, memory GiB}, seen by NVML and CUDA.
+struct FakeGpu {
+  std::string name;
+  ComputeCapability cc;
+  int sms = 0;
+  int memory_gib = 0;
+};
+FakeDriver driver_with(const std::vector<FakeGpu>& gpus, const std::string& version = "580.159.04",
+                       int cuda_version = 13000);
+
+class FakeEngine : public Engine {
+ public:
+  // Called per plan; the default answers every smoke mode with a correct result.
+  std::function<WorkerResult(const WorkerPlan&)> answer;
+  StackInfo stack;
+  std::vector<WorkerPlan> plans_seen;
+  int describe_calls = 0;
+
+  FakeEngine();
+  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
+                                std::chrono::milliseconds timeout) override;
+  StackInfo describe(bool allow_spawn) override;
+};
+
+// A smoke outcome that passed with the given relative error.
+SmokeOutcome passed(double rel_error, double tolerance = 1e-2);
+// The stack of a CUDA 13 LibTorch 2.11 build with kernels for sm_75..sm_120.
+StackInfo cuda_stack();
+// Debian's CPU-only LibTorch 1.13.
+StackInfo cpu_stack();
+
+// /proc/cpuinfo text for a CPU with the given flags.
+std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores = 4);
+
+}  // namespace precision_probe::testing

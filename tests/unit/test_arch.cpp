@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "precision_probe/arch.hpp"
+#include "precision_probe/strings.hpp"
+
+namespace pp = precision_probe;
+using pp::ComputeCapability;
+using pp::Hardware;
+using pp::Mode;
+
+TEST(Arch, ParsesEveryCommonSpelling) {
+  for (const char* text : {"8.9", "89", "sm_89", "SM_89", "sm89", "compute_89", " 8.9 "}) {
+    const auto cc = pp::parse_compute_capability(text);
+    ASSERT_TRUE(cc.has_value()) << text;
+    EXPECT_EQ(*cc, (ComputeCapability{8, 9})) << text;
+  }
+  EXPECT_EQ(*pp::parse_compute_capability("10.0"), (ComputeCapability{10, 0}));
+  EXPECT_EQ(*pp::parse_compute_capability("sm_120"), (ComputeCapability{12, 0}));
+}
+
+TEST(Arch, RefusesMalformedCapabilities) {
+  for (const char* text : {"", "8", "8.", ".9", "8.10", "abc", "8.9.1", "-8.9", "0.0", "16.0",
+                           "sm_", "sm_9", "1000", "8,9", "9.0a"}) {
+    EXPECT_FALSE(pp::parse_compute_capability(text).has_value()) << "'" << text << "'";
+  }
+}
+
+// Reads the table of docs/precision-matrix.md and checks every cell against the code.
+TEST(Arch, MatrixAgreesWithTheTableInDocs) {
+  std::ifstream in(PP_SOURCE_DIR "/docs/precision-matrix.md");
+  ASSERT_TRUE(in) << "docs/precision-matrix.md is missing";
+  std::vector<std::string> header;
+  std::string line;
+  int rows = 0;
+  std::vector<std::string> seen;
+  while (std::getline(in, line)) {
+    if (!pp::starts_with(line, "|")) continue;
+    std::vector<std::string> cells;
+    for (const std::string& c : pp::split(line, '|')) cells.push_back(pp::trim(c));
+    cells = std::vector<std::string>(cells.begin() + 1, cells.end() - 1);
+    if (!cells.empty() && cells[0] == "cc") {
+      header = cells;
+      continue;
+    }
+    const auto cc = cells.empty() ? std::nullopt : pp::parse_compute_capability(cells[0]);
+    if (!cc || header.empty() || cells.size() != header.size()) continue;
+    ++rows;
+    seen.push_back(cells[0]);
+    EXPECT_EQ(pp::architecture_name(*cc), cells[1]) << "cc " << cells[0];
+    for (std::size_t col = 3; col < header.size(); ++col) {
+      const auto mode = pp::parse_mode(header[col]);
+      ASSERT_TRUE(mode.has_value()) << "unknown column " << header[col];
+      EXPECT_EQ(pp::to_string(pp::gpu_hardware_support(*cc, *mode).hardware), cells[col])
+          << "cc " << cells[0] << ", " << header[col];
+    }
+  }
+  // The capabilities the issue names must all be in the table.
+  for (const char* wanted : {"6.0", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0"}) {
+    EXPECT_NE(std::find(seen.begin(), seen.end(), wanted), seen.end()) << wanted;
+  }
+  EXPECT_GE(rows, 9);
+}
+
+TEST(Arch, HardwareVerdictsCarryReasonsWhenNotNative) {
+  const auto t4_bf16 = pp::gpu_hardware_support({7, 5}, Mode::bf16);
+  EXPECT_EQ(t4_bf16.hardware, Hardware::emulated);
+  EXPECT_NE(t4_bf16.reason.find("cc 7.5"), std::string::npos);
+  EXPECT_NE(t4_bf16.reason.find("slower than FP32"), std::string::npos);
+  const auto a100_fp8 = pp::gpu_hardware_support({8, 0}, Mode::fp8_e4m3);
+  EXPECT_EQ(a100_fp8.hardware, Hardware::unsupported);
+  EXPECT_NE(a100_fp8.reason.find("8.9"), std::string::npos);
+  EXPECT_TRUE(pp::gpu_hardware_support({9, 0}, Mode::fp8_e5m2).reason.empty());
+}
+
+TEST(Arch, ParsesGencodeFlagsAndArchLists) {
+  const auto from_flags = pp::parse_arch_list(
+      "-gencode;arch=compute_75,code=sm_75;-gencode;arch=compute_90,code=sm_90;"
+      "-gencode;arch=compute_90,code=compute_90;-gencode;arch=compute_90a,code=sm_90a");
+  std::vector<std::string> names;
+  for (const auto& t : from_flags) names.push_back(t.to_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"sm_75", "sm_90", "compute_90", "sm_90a"}));
+
+  const auto from_list = pp::parse_arch_list("sm_80 sm_86 sm_80 compute_120 junk sm_x");
+  names.clear();
+  for (const auto& t : from_list) names.push_back(t.to_string());
+  EXPECT_EQ(names, (std::vector<std::string>{"sm_80", "sm_86", "compute_120"}));
+}
+
+TEST(Arch, KernelCoverageFollowsCudaBinaryCompatibility) {
+  const auto build = pp::parse_arch_list("sm_80 sm_90 compute_90");
+  // Exact binary.
+  EXPECT_EQ(pp::kernel_coverage({9, 0}, build).via, "sm_90");
+  // sm_80 cubins run on 8.6 and 8.9 (same major, higher minor).
+  EXPECT_EQ(pp::kernel_coverage({8, 6}, build).via, "sm_80");
+  EXPECT_EQ(pp::kernel_coverage({8, 9}, build).via, "sm_80");
+  // Blackwell: no sm_10x cubin, but compute_90 PTX is JIT-compiled.
+  const auto b200 = pp::kernel_coverage({10, 0}, build);
+  EXPECT_TRUE(b200.covered);
+  EXPECT_NE(b200.via.find("compute_90 (PTX"), std::string::npos);
+  // A T4 against a build that starts at sm_80: no kernel image.
+  const auto t4 = pp::kernel_coverage({7, 5}, build);
+  EXPECT_FALSE(t4.covered);
+  EXPECT_NE(t4.reason.find("no kernels for sm_75"), std::string::npos);
+  EXPECT_NE(t4.reason.find("no kernel image is available"), std::string::npos);
+  // Arch-specific cubins run on exactly that capability.
+  const auto specific = pp::parse_arch_list("sm_90a");
+  EXPECT_TRUE(pp::kernel_coverage({9, 0}, specific).covered);
+  EXPECT_FALSE(pp::kernel_coverage({9, 1}, specific).covered);
+  // An sm_90 cubin never runs on another major version.
+  EXPECT_FALSE(pp::kernel_coverage({10, 0}, pp::parse_arch_list("sm_90")).covered);
+}

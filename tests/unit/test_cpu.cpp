@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include "fakes.hpp"
+#include "precision_probe/cpu.hpp"
+
+namespace pp = precision_probe;
+using pp::Hardware;
+using pp::Mode;
+
+TEST(Cpu, ParsesX86ModelCoresAndTheFeaturesThatMatter) {
+  const auto cpu = pp::parse_cpuinfo(
+      pp::testing::cpuinfo_with_flags(
+          "Intel(R) Xeon(R) Platinum 8480+",
+          "fpu sse2 avx2 fma f16c avx512f avx512_bf16 amx_tile amx_bf16 avx512_fp16", 8),
+      "x86_64");
+  EXPECT_EQ(cpu.model, "Intel(R) Xeon(R) Platinum 8480+");
+  EXPECT_EQ(cpu.logical_cores, 8);
+  EXPECT_EQ(cpu.features, (std::vector<std::string>{"avx2", "fma", "f16c", "avx512f", "avx512_bf16",
+                                                    "avx512_fp16", "amx_tile", "amx_bf16"}));
+}
+
+TEST(Cpu, ParsesArmFeatures) {
+  const std::string text =
+      "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd fphp asimdhp bf16 i8mm sve sve2\n"
+      "CPU implementer\t: 0x41\nCPU part\t: 0xd4f\n\nprocessor\t: 1\nFeatures\t: fp asimd\n";
+  const auto cpu = pp::parse_cpuinfo(text, "aarch64");
+  EXPECT_EQ(cpu.logical_cores, 2);
+  EXPECT_EQ(cpu.model, "Arm CPU (implementer 0x41, part 0xd4f)");
+  EXPECT_TRUE(pp::has_feature(cpu, "bf16"));
+  EXPECT_EQ(pp::cpu_hardware_support(cpu, Mode::bf16).hardware, Hardware::native);
+  EXPECT_EQ(pp::cpu_hardware_support(cpu, Mode::fp16).hardware, Hardware::native);
+}
+
+TEST(Cpu, IsaFlagsDecideNativeOrEmulated) {
+  const auto plain =
+      pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("Old Xeon", "avx2 fma f16c"), "x86_64");
+  EXPECT_EQ(pp::cpu_hardware_support(plain, Mode::fp32).hardware, Hardware::native);
+  const auto bf16 = pp::cpu_hardware_support(plain, Mode::bf16);
+  EXPECT_EQ(bf16.hardware, Hardware::emulated);
+  EXPECT_NE(bf16.reason.find("AVX512-BF16 or AMX-BF16"), std::string::npos);
+  EXPECT_EQ(pp::cpu_hardware_support(plain, Mode::fp16).hardware, Hardware::emulated);
+
+  const auto sapphire = pp::parse_cpuinfo(
+      pp::testing::cpuinfo_with_flags("SPR", "avx512f avx512_bf16 amx_bf16 avx512_fp16"), "x86_64");
+  EXPECT_EQ(pp::cpu_hardware_support(sapphire, Mode::bf16).hardware, Hardware::native);
+  EXPECT_EQ(pp::cpu_hardware_support(sapphire, Mode::fp16).hardware, Hardware::native);
+  EXPECT_EQ(pp::cpu_hardware_support(sapphire, Mode::amp_bf16).hardware, Hardware::native);
+}
+
+TEST(Cpu, TensorCoreFormatsAreUnsupportedOnEveryCpu) {
+  const auto cpu =
+      pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("Any", "avx512_bf16 amx_bf16"), "x86_64");
+  for (Mode m : {Mode::tf32, Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp4}) {
+    const auto v = pp::cpu_hardware_support(cpu, m);
+    EXPECT_EQ(v.hardware, Hardware::unsupported) << pp::mode_key(m);
+    EXPECT_FALSE(v.reason.empty());
+  }
+}
+
+TEST(Cpu, EmptyCpuinfoStillGivesAReport) {
+  const auto cpu = pp::parse_cpuinfo("", "x86_64");
+  EXPECT_EQ(cpu.model, "unknown CPU");
+  EXPECT_EQ(cpu.logical_cores, 0);
+  EXPECT_TRUE(cpu.features.empty());
+}

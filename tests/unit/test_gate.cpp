@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "precision_probe/exit_codes.hpp"
+#include "precision_probe/gate.hpp"
+
+namespace pp = precision_probe;
+using pp::ErrorKind;
+using pp::Hardware;
+using pp::Mode;
+using pp::Status;
+
+namespace {
+
+pp::PrecisionResult result(Status status, Hardware hardware = Hardware::native,
+                           ErrorKind failure = ErrorKind::none) {
+  pp::PrecisionResult p;
+  p.status = status;
+  p.hardware = hardware;
+  p.failure = failure;
+  p.reason = status == Status::native ? "" : "because";
+  return p;
+}
+
+pp::DeviceReport gpu(int index, Status bf16, Status fp16 = Status::native, bool selected = true) {
+  pp::DeviceReport d;
+  d.kind = pp::DeviceKind::cuda;
+  d.index = index;
+  d.selected = selected;
+  d.precisions = {
+      {Mode::fp32, result(Status::native)},
+      {Mode::fp16, result(fp16)},
+      {Mode::bf16, result(bf16, bf16 == Status::native ? Hardware::native : Hardware::emulated)}};
+  return d;
+}
+
+pp::DeviceReport cpu(Status bf16, bool selected = false) {
+  pp::DeviceReport d;
+  d.kind = pp::DeviceKind::cpu;
+  d.selected = selected;
+  d.precisions = {{Mode::fp32, result(Status::native)},
+                  {Mode::bf16, result(bf16, Hardware::emulated)}};
+  return d;
+}
+
+pp::Report report_with(std::vector<pp::DeviceReport> devices, std::vector<Mode> required,
+                       bool quick = false) {
+  pp::Report r;
+  r.driver.status = pp::DriverStatus::ok;
+  r.devices = std::move(devices);
+  r.requirements = pp::evaluate_requirements(r, required, quick);
+  return r;
+}
+
+}  // namespace
+
+TEST(Gate, AllNativeIsZero) {
+  const auto r = report_with({gpu(0, Status::native), gpu(1, Status::native)}, {Mode::bf16});
+  ASSERT_EQ(r.requirements.size(), 2U);
+  EXPECT_TRUE(r.requirements[0].met);
+  EXPECT_EQ(r.requirements[1].device, "GPU 1");
+  EXPECT_EQ(pp::decide_exit(r).code, pp::exit_code::kOk);
+}
+
+TEST(Gate, NoRequirementAndNothingFailedIsZero) {
+  EXPECT_EQ(pp::decide_exit(report_with({gpu(0, Status::emulated)}, {})).code, pp::exit_code::kOk);
+}
+
+TEST(Gate, EmulatedOrUnsupportedRequirementIsOne) {
+  // A T4: bf16 runs, emulated. --require bf16 must fail the gate.
+  const auto r = report_with({gpu(0, Status::emulated)}, {Mode::bf16});
+  EXPECT_FALSE(r.requirements[0].met);
+  const auto exit = pp::decide_exit(r);
+  EXPECT_EQ(exit.code, pp::exit_code::kRequirementNotMet);
+  EXPECT_NE(exit.reason.find("bf16 on GPU 0 is emulated"), std::string::npos);
+  EXPECT_EQ(pp::decide_exit(report_with({gpu(0, Status::unsupported)}, {Mode::bf16})).code,
+            pp::exit_code::kRequirementNotMet);
+}
+
+TEST(Gate, OneBadGpuOfTwoFailsTheGate) {
+  const auto r = report_with({gpu(0, Status::native), gpu(1, Status::emulated)}, {Mode::bf16});
+  EXPECT_TRUE(r.requirements[0].met);
+  EXPECT_FALSE(r.requirements[1].met);
+  EXPECT_EQ(pp::decide_exit(r).code, pp::exit_code::kRequirementNotMet);
+}
+
+TEST(Gate, NoGpuWhereOneIsRequiredIsThree) {
+  pp::Report r;
+  r.driver.status = pp::DriverStatus::not_found;
+  r.driver.message = "no NVIDIA driver library found";
+  r.devices = {cpu(Status::emulated)};
+  r.requirements = pp::evaluate_requirements(r, {Mode::bf16}, false);
+  ASSERT_EQ(r.requirements.size(), 1U);
+  EXPECT_EQ(r.requirements[0].device, "none");
+  const auto exit = pp::decide_exit(r);
+  EXPECT_EQ(exit.code, pp::exit_code::kEnvironment);
+  EXPECT_NE(exit.reason.find("no usable GPU"), std::string::npos);
+}
+
+TEST(Gate, FailedCheckIsFourEvenWithoutRequirements) {
+  const auto r = report_with({gpu(0, Status::native, Status::failed)}, {});
+  const auto exit = pp::decide_exit(r);
+  EXPECT_EQ(exit.code, pp::exit_code::kCheckFailed);
+  EXPECT_NE(exit.reason.find("GPU 0 fp16 failed"), std::string::npos);
+  // A failure outranks an unmet requirement.
+  EXPECT_EQ(
+      pp::decide_exit(report_with({gpu(0, Status::emulated, Status::failed)}, {Mode::bf16})).code,
+      pp::exit_code::kCheckFailed);
+}
+
+TEST(Gate, UnselectedDevicesAreNotGated) {
+  // The CPU is reported, not gated: its emulated bf16 and even a failure do not count.
+  auto bad_cpu = cpu(Status::failed);
+  const auto r = report_with({gpu(0, Status::native), bad_cpu}, {Mode::bf16});
+  EXPECT_EQ(r.requirements.size(), 1U);
+  EXPECT_EQ(pp::decide_exit(r).code, pp::exit_code::kOk);
+  // Selected, it is gated.
+  const auto r2 = report_with({cpu(Status::emulated, true)}, {Mode::bf16});
+  EXPECT_EQ(r2.requirements[0].device, "CPU");
+  EXPECT_EQ(pp::decide_exit(r2).code, pp::exit_code::kRequirementNotMet);
+}
+
+TEST(Gate, EnvironmentFailureIsThreeAndTimeoutIsFive) {
+  auto d = gpu(0, Status::native);
+  d.precisions[0].second = result(Status::failed, Hardware::native, ErrorKind::environment);
+  EXPECT_EQ(pp::decide_exit(report_with({d}, {Mode::bf16})).code, pp::exit_code::kEnvironment);
+  auto t = gpu(0, Status::native);
+  t.precisions[1].second = result(Status::failed, Hardware::native, ErrorKind::timed_out);
+  EXPECT_EQ(pp::decide_exit(report_with({t, d}, {Mode::bf16})).code, pp::exit_code::kTimedOut);
+}
+
+TEST(Gate, QuickCountsNativeHardwareAsMet) {
+  auto d = gpu(0, Status::native);
+  d.precisions[2].second = result(Status::not_tested, Hardware::native);
+  const auto quick = report_with({d}, {Mode::bf16}, true);
+  EXPECT_TRUE(quick.requirements[0].met);
+  EXPECT_NE(quick.requirements[0].reason.find("--quick"), std::string::npos);
+  const auto full = report_with({d}, {Mode::bf16}, false);
+  EXPECT_FALSE(full.requirements[0].met);
+}
+
+TEST(Gate, UnavailableSelectionIsThreeAndUsageErrorIsTwo) {
+  pp::Report r;
+  r.run.unavailable_selection = "--device 0: no GPU is visible";
+  EXPECT_EQ(pp::decide_exit(r).code, pp::exit_code::kEnvironment);
+  pp::Report u;
+  u.error = pp::UsageFailure{"bad"};
+  EXPECT_EQ(pp::decide_exit(u).code, pp::exit_code::kUsage);
+}

@@ -1,0 +1,37 @@
+#include <gtest/gtest.h>
+
+#include "precision_probe/modes.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+
+TEST(Modes, KeysRoundTrip) {
+  for (Mode m : pp::kAllModes) {
+    const auto parsed = pp::parse_mode(pp::mode_key(m));
+    ASSERT_TRUE(parsed.has_value()) << pp::mode_key(m);
+    EXPECT_EQ(*parsed, m);
+  }
+  EXPECT_FALSE(pp::parse_mode("fp7").has_value());
+  EXPECT_FALSE(pp::parse_mode("FP16").has_value());  // keys are exact; lists are case-folded
+}
+
+TEST(Modes, Fp8ExpandsToBothKeysAndDuplicatesAreDropped) {
+  const auto r = pp::parse_mode_list("bf16, FP8 ,fp8_e4m3,bf16");
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.modes, (std::vector<Mode>{Mode::bf16, Mode::fp8_e4m3, Mode::fp8_e5m2}));
+}
+
+TEST(Modes, AmpExpandsToBothAmpModes) {
+  const auto r = pp::parse_mode_list("amp");
+  ASSERT_TRUE(r.error.empty());
+  EXPECT_EQ(r.modes, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
+}
+
+TEST(Modes, BadListsNameTheProblem) {
+  EXPECT_NE(pp::parse_mode_list("fp7").error.find("unknown mode 'fp7'"), std::string::npos);
+  EXPECT_NE(pp::parse_mode_list("bf16,,fp16").error.find("empty entry"), std::string::npos);
+  EXPECT_NE(pp::parse_mode_list("").error.find("empty"), std::string::npos);
+  EXPECT_NE(pp::parse_mode_list("  ").error.find("empty"), std::string::npos);
+  // Control characters in user input are escaped, never echoed raw.
+  EXPECT_NE(pp::parse_mode_list("bf\x1b[31m").error.find("\\x1b"), std::string::npos);
+}

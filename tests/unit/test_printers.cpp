@@ -1,0 +1,175 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "binary.hpp"
+#include "fakes.hpp"
+#include "precision_probe/printers.hpp"
+#include "precision_probe/report_json.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::Mode;
+using pp::Status;
+
+namespace {
+
+pp::PrecisionResult native(double rel, double tol) {
+  pp::PrecisionResult p;
+  p.hardware = pp::Hardware::native;
+  p.status = Status::native;
+  p.smoke = pp::testing::passed(rel, tol);
+  return p;
+}
+
+pp::PrecisionResult unsupported(const std::string& why) {
+  pp::PrecisionResult p;
+  p.hardware = pp::Hardware::unsupported;
+  p.status = Status::unsupported;
+  p.reason = why;
+  p.hardware_reason = why;
+  return p;
+}
+
+// A small, fixed report: one GPU with two modes, gated on bf16.
+pp::Report sample() {
+  pp::Report r;
+  r.tool = pp::this_tool();
+  r.tool.version = "9.9.9";
+  r.host.hostname = "node1";
+  r.host.os = "Ubuntu 24.04";
+  r.host.machine = "x86_64";
+  r.run.seed = 7;
+  r.run.required = {"bf16"};
+  r.stack = pp::testing::cuda_stack();
+  r.stack.arch_list = {"sm_90"};
+  r.stack.cudnn_version = "";
+  r.driver.status = pp::DriverStatus::ok;
+  r.driver.version = "580.1";
+  r.driver.cuda_version = 13000;
+  r.driver.message = "1 GPU(s) visible to CUDA";
+  pp::DeviceReport d;
+  d.kind = pp::DeviceKind::cuda;
+  d.index = 0;
+  d.name = "NVIDIA H200";
+  d.selected = true;
+  pp::GpuInfo g;
+  g.index = 0;
+  g.name = d.name;
+  g.uuid = "GPU-1";
+  g.cc = pp::ComputeCapability{9, 0};
+  g.sm_count = 132;
+  g.memory_total = 144ULL << 30U;
+  d.gpu = g;
+  d.kernels = pp::KernelCoverage{true, "sm_90", ""};
+  d.precisions = {{Mode::bf16, native(2.5e-3, 1e-2)},
+                  {Mode::fp4, unsupported("FP4 needs cc 10.0+")}};
+  d.recommendation = {"bf16", false, "BF16 is native"};
+  r.devices.push_back(d);
+  r.requirements.push_back({Mode::bf16, "GPU 0", true, Status::native, ""});
+  r.diagnostics.push_back({"tf32-off-by-default", pp::Severity::info, "TF32 is off", "enable it"});
+  r.exit_code = 0;
+  r.exit_reason = "every requirement met natively; nothing failed";
+  r.duration_ms = 812.0;
+  return r;
+}
+
+std::string render(const pp::Report& r, pp::Format format, bool color = false) {
+  std::ostringstream out;
+  pp::make_printer(format, pp::PrintStyle{color})->print(r, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST(JsonPrinter, ReportParsesBackWithTheDocumentedFields) {
+  const json j = json::parse(render(sample(), pp::Format::json));
+  EXPECT_EQ(j.at("schema_version"), pp::kSchemaVersion);
+  EXPECT_EQ(j.at("tool").at("name"), "precision-probe");
+  EXPECT_EQ(j.at("tool").at("version"), "9.9.9");
+  EXPECT_EQ(j.at("host").at("hostname"), "node1");
+  EXPECT_EQ(j.at("stack").at("libtorch_version"), "2.11.0");
+  EXPECT_EQ(j.at("driver").at("cuda_version"), "13.0");
+  const json& dev = j.at("devices").at(0);
+  EXPECT_EQ(dev.at("index"), 0);
+  EXPECT_EQ(dev.at("kind"), "cuda");
+  EXPECT_EQ(dev.at("gpu").at("compute_capability"), "9.0");
+  EXPECT_EQ(dev.at("gpu").at("architecture"), "Hopper");
+  EXPECT_EQ(dev.at("kernels").at("via"), "sm_90");
+  const json& bf16 = dev.at("precisions").at("bf16");
+  EXPECT_EQ(bf16.at("hardware"), "native");
+  EXPECT_EQ(bf16.at("status"), "native");
+  EXPECT_TRUE(bf16.at("smoke").at("ok").get<bool>());
+  EXPECT_DOUBLE_EQ(bf16.at("smoke").at("rel_error").get<double>(), 2.5e-3);
+  EXPECT_DOUBLE_EQ(bf16.at("smoke").at("tolerance").get<double>(), 1e-2);
+  EXPECT_EQ(dev.at("precisions").at("fp4").at("status"), "unsupported");
+  EXPECT_TRUE(dev.at("precisions").at("fp4").at("smoke").at("rel_error").is_null());
+  EXPECT_EQ(dev.at("recommendation").at("dtype"), "bf16");
+  EXPECT_EQ(j.at("requirements").at(0).at("met"), true);
+  EXPECT_EQ(j.at("diagnostics").at(0).at("code"), "tf32-off-by-default");
+  EXPECT_EQ(j.at("exit_code"), 0);
+  EXPECT_DOUBLE_EQ(j.at("duration_ms").get<double>(), 812.0);
+  EXPECT_FALSE(j.contains("error"));
+}
+
+TEST(JsonPrinter, SampleReportMatchesTheSchema) {
+  bool available = false;
+  const std::string problem =
+      pp::testing::validate_against_schema(render(sample(), pp::Format::json), available);
+  if (!available) GTEST_SKIP() << "no python3 with jsonschema (apt-get install python3-jsonschema)";
+  EXPECT_EQ(problem, "");
+}
+
+TEST(JsonPrinter, InvalidUtf8FromADriverDoesNotBreakTheDocument) {
+  auto r = sample();
+  r.devices[0].name = "bad \xff\xfe name";
+  EXPECT_NO_THROW(json::parse(render(r, pp::Format::json)));
+}
+
+TEST(TextPrinter, PrintsTheReportAsExpected) {
+  const std::string expected =
+      "precision-probe 9.9.9 on node1 (Ubuntu 24.04) · 0.81 s\n"
+      "LibTorch 2.11.0 (CUDA 13.0, kernels: sm_90)\n"
+      "driver 580.1 (supports CUDA 13.0) · 1 GPU(s) visible to CUDA\n"
+      "\n"
+      "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · selected\n"
+      "      kernels: sm_90 in this LibTorch build\n"
+      "  mode       hardware     status        rel.error  tolerance      time  note\n"
+      "  bf16       native       native         2.50e-03    1.0e-02    0.5 ms  \n"
+      "  fp4        unsupported  unsupported           -          -         -  FP4 needs cc 10.0+\n"
+      "  recommendation: bf16 (BF16 is native)\n"
+      "\n"
+      "diagnostics\n"
+      "  info    tf32-off-by-default: TF32 is off\n"
+      "           fix: enable it\n"
+      "\n"
+      "requirements\n"
+      "  bf16       on GPU 0   met     (native)\n"
+      "\n"
+      "exit 0: every requirement met natively; nothing failed\n";
+  EXPECT_EQ(render(sample(), pp::Format::text), expected);
+}
+
+TEST(TextPrinter, ColourOnlyWhenAsked) {
+  const std::string plain = render(sample(), pp::Format::text, false);
+  const std::string colored = render(sample(), pp::Format::text, true);
+  EXPECT_EQ(plain.find('\033'), std::string::npos);
+  EXPECT_NE(colored.find("\033[32mnative"), std::string::npos);
+}
+
+TEST(TextPrinter, FailuresAndUnmetRequirementsStandOut) {
+  auto r = sample();
+  r.devices[0].precisions[0].second.status = Status::failed;
+  r.devices[0].precisions[0].second.reason =
+      "wrong result: relative error 0.5 exceeds the tolerance 0.01";
+  r.requirements[0].met = false;
+  r.requirements[0].status = Status::failed;
+  r.exit_code = 4;
+  r.exit_reason = "GPU 0 bf16 failed";
+  const std::string text = render(r, pp::Format::text);
+  EXPECT_NE(text.find("failed       "), std::string::npos);
+  EXPECT_NE(text.find("relative error 0.5"), std::string::npos);
+  EXPECT_NE(text.find("NOT MET (failed)"), std::string::npos);
+  EXPECT_NE(text.find("exit 4: GPU 0 bf16 failed"), std::string::npos);
+}

@@ -1,0 +1,262 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fakes.hpp"
+#include "precision_probe/exit_codes.hpp"
+#include "precision_probe/probe.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+using pp::Status;
+using pp::testing::FakeEngine;
+using pp::testing::FakeGpu;
+using pp::testing::FakeSystem;
+
+namespace {
+
+const FakeGpu kH200{"NVIDIA H200", {9, 0}, 132, 141};
+const FakeGpu kT4{"Tesla T4", {7, 5}, 40, 15};
+
+FakeSystem plain_cpu_system() {
+  FakeSystem s;
+  s.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("Test CPU", "avx2 fma f16c", 4);
+  s.files["/etc/os-release"] = "NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
+  return s;
+}
+
+struct Probe {
+  FakeSystem system = plain_cpu_system();
+  pp::testing::FakeDriver driver = pp::testing::no_driver();
+  FakeEngine engine;
+  pp::Options options;
+
+  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+};
+
+const pp::DeviceReport* device(const pp::Report& r, const std::string& label) {
+  for (const auto& d : r.devices) {
+    if (d.label() == label) return &d;
+  }
+  return nullptr;
+}
+
+bool has_diagnostic(const pp::Report& r, const std::string& code) {
+  return std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                     [&code](const pp::Diagnostic& d) { return d.code == code; });
+}
+
+}  // namespace
+
+TEST(Probe, WithoutDriverTheCpuIsStillProbedAndReported) {
+  Probe p;
+  p.engine.stack = pp::testing::cpu_stack();
+  const auto r = p.run();
+  EXPECT_EQ(r.driver.status, pp::DriverStatus::not_found);
+  ASSERT_EQ(r.devices.size(), 1U);
+  const auto* cpu = device(r, "CPU");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_FALSE(cpu->selected);
+  EXPECT_EQ(cpu->name, "Test CPU");
+  // Only modes the CPU could run were sent to the engine.
+  ASSERT_EQ(p.engine.plans_seen.size(), 1U);
+  EXPECT_EQ(p.engine.plans_seen[0].smoke, (std::vector<Mode>{Mode::fp32, Mode::fp16, Mode::bf16}));
+  EXPECT_EQ(cpu->find(Mode::fp32)->status, Status::native);
+  EXPECT_EQ(cpu->find(Mode::bf16)->status, Status::emulated);  // no AVX512-BF16 in the fake CPU
+  EXPECT_EQ(cpu->find(Mode::tf32)->status, Status::unsupported);
+  EXPECT_EQ(r.stack.libtorch_version, "1.13.0");
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+  EXPECT_TRUE(has_diagnostic(r, "driver-library-not-found"));
+}
+
+TEST(Probe, RequiringAGpuModeWithoutGpusIsAnEnvironmentProblem) {
+  Probe p;
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment);
+  const auto it =
+      std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                   [](const pp::Diagnostic& d) { return d.code == "driver-library-not-found"; });
+  ASSERT_NE(it, r.diagnostics.end());
+  EXPECT_EQ(it->severity, pp::Severity::error);
+}
+
+TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  p.options.require = {Mode::bf16, Mode::fp8_e4m3, Mode::fp8_e5m2};
+  const auto r = p.run();
+  ASSERT_EQ(p.engine.plans_seen.size(), 3U);  // the CPU and two GPUs
+  EXPECT_EQ(p.engine.plans_seen[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
+  EXPECT_EQ(p.engine.plans_seen[2].cuda_visible_devices, p.driver.cuda.devices[1].uuid);
+  // fp4 is not run on Hopper: the hardware has none.
+  const auto& gpu_modes = p.engine.plans_seen[1].smoke;
+  EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::fp4), 0);
+  EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::fp8_e5m2), 1);
+  const auto* gpu1 = device(r, "GPU 1");
+  ASSERT_NE(gpu1, nullptr);
+  EXPECT_TRUE(gpu1->selected);
+  EXPECT_EQ(gpu1->find(Mode::bf16)->status, Status::native);
+  EXPECT_EQ(gpu1->find(Mode::fp4)->status, Status::unsupported);
+  ASSERT_TRUE(gpu1->kernels.has_value());
+  EXPECT_EQ(gpu1->kernels->via, "sm_90");
+  EXPECT_EQ(gpu1->recommendation.dtype, "bf16");
+  EXPECT_EQ(r.requirements.size(), 6U);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+  EXPECT_EQ(p.driver.cuda_calls, 1);  // cuInit ran (alongside the workers)
+}
+
+TEST(Probe, BF16OnAT4IsEmulatedAndFailsTheGate) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kT4});
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  const auto* t4 = device(r, "GPU 0");
+  ASSERT_NE(t4, nullptr);
+  EXPECT_EQ(t4->find(Mode::bf16)->status, Status::emulated);
+  EXPECT_NE(t4->find(Mode::bf16)->reason.find("slower than FP32"), std::string::npos);
+  EXPECT_EQ(t4->find(Mode::fp16)->status, Status::native);
+  EXPECT_EQ(t4->find(Mode::fp8_e4m3)->status, Status::unsupported);
+  EXPECT_EQ(t4->recommendation.dtype, "fp16");
+  EXPECT_TRUE(t4->recommendation.loss_scaling);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet);
+}
+
+TEST(Probe, QuickRunsNoKernelAndSkipsCuInitWhenNvmlAnswers) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.options.quick = true;
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  EXPECT_TRUE(p.engine.plans_seen.empty());
+  EXPECT_EQ(p.driver.cuda_calls, 0);
+  EXPECT_EQ(p.engine.describe_calls, 1);
+  const auto* gpu = device(r, "GPU 0");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->find(Mode::bf16)->status, Status::not_tested);
+  EXPECT_EQ(gpu->find(Mode::bf16)->reason, "--quick: no kernels run");
+  EXPECT_FALSE(gpu->gpu->sm_count.has_value());  // NVML alone has no SM count
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);    // hardware-only gate under --quick
+}
+
+TEST(Probe, ExplicitDevicesAreCheckedAgainstWhatIsVisible) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  p.options.devices.all_gpus = false;
+  p.options.devices.gpu_indices = {5};
+  const auto bad = p.run();
+  ASSERT_TRUE(bad.error.has_value());
+  EXPECT_NE(bad.error->message.find("GPU 5 does not exist (2 visible: 0-1)"), std::string::npos);
+  EXPECT_EQ(bad.exit_code, pp::exit_code::kUsage);
+
+  p.options.devices.gpu_indices = {1};
+  const auto r = p.run();
+  EXPECT_FALSE(r.error.has_value());
+  EXPECT_FALSE(device(r, "GPU 0")->selected);
+  EXPECT_EQ(device(r, "GPU 0")->find(Mode::bf16)->reason, "not selected (--device)");
+  EXPECT_TRUE(device(r, "GPU 1")->selected);
+  EXPECT_EQ(device(r, "GPU 1")->find(Mode::bf16)->status, Status::native);
+
+  Probe none;
+  none.options.devices.all_gpus = false;
+  none.options.devices.gpu_indices = {0};
+  const auto missing = none.run();
+  EXPECT_EQ(missing.exit_code, pp::exit_code::kEnvironment);
+}
+
+TEST(Probe, AWorkerThatTimesOutFailsItsUnfinishedChecksWithExitFive) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.answer = [&p](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.index = plan.index;
+    r.stack = p.engine.stack;
+    if (plan.kind == pp::DeviceKind::cuda) {
+      r.smoke[Mode::fp32] = pp::testing::passed(1e-7, 1e-5);  // finished before the hang
+      r.problem = pp::ErrorKind::timed_out;
+      r.problem_message = "timed out after 60 s (--timeout)";
+    } else {
+      r.finished = true;
+      for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
+    }
+    return r;
+  };
+  const auto r = p.run();
+  const auto* gpu = device(r, "GPU 0");
+  EXPECT_EQ(gpu->find(Mode::fp32)->status, Status::native);
+  EXPECT_EQ(gpu->find(Mode::bf16)->status, Status::failed);
+  EXPECT_EQ(gpu->find(Mode::bf16)->failure, pp::ErrorKind::timed_out);
+  EXPECT_EQ(gpu->find(Mode::bf16)->reason, "timed out after 60 s (--timeout)");
+  EXPECT_EQ(r.exit_code, pp::exit_code::kTimedOut);
+}
+
+TEST(Probe, AWorkerThatCrashesFailsWithExitFour) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.answer = [&p](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.stack = p.engine.stack;
+    r.finished = plan.kind == pp::DeviceKind::cpu;
+    if (plan.kind == pp::DeviceKind::cuda) {
+      r.problem = pp::ErrorKind::crashed;
+      r.problem_message = "the engine worker crashed (SIGSEGV)";
+    }
+    for (Mode m : plan.smoke) {
+      if (plan.kind == pp::DeviceKind::cpu) r.smoke[m] = pp::testing::passed(1e-4);
+    }
+    return r;
+  };
+  const auto r = p.run();
+  EXPECT_EQ(device(r, "GPU 0")->find(Mode::fp16)->reason, "the engine worker crashed (SIGSEGV)");
+  EXPECT_EQ(r.exit_code, pp::exit_code::kCheckFailed);
+}
+
+TEST(Probe, MissingEngineLeavesChecksNotTestedAndSaysWhy) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.answer = [](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.problem = pp::ErrorKind::not_run;
+    r.problem_message = "the kernel engine (precision-probe-engine) is not installed";
+    return r;
+  };
+  const auto r = p.run();
+  EXPECT_EQ(device(r, "GPU 0")->find(Mode::bf16)->status, Status::not_tested);
+  EXPECT_NE(device(r, "GPU 0")->find(Mode::bf16)->reason.find("not installed"), std::string::npos);
+  EXPECT_TRUE(has_diagnostic(r, "engine-not-installed"));
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+}
+
+TEST(Probe, GpuMissingFromTheBuildIsFlagged) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kT4});
+  p.engine.stack.arch_list = {"sm_80", "sm_90"};
+  const auto r = p.run();
+  const auto* t4 = device(r, "GPU 0");
+  ASSERT_TRUE(t4->kernels.has_value());
+  EXPECT_FALSE(t4->kernels->covered);
+  EXPECT_TRUE(has_diagnostic(r, "arch-not-in-build"));
+}
+
+TEST(Probe, ArchReportsTheMatrixOffline) {
+  Probe p;
+  pp::Options o;
+  o.command = pp::Command::arch;
+  o.arch_cc = "7.5";
+  const auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  ASSERT_EQ(r.devices.size(), 1U);
+  const auto& d = r.devices[0];
+  EXPECT_EQ(d.name, "compute capability 7.5 (Turing)");
+  EXPECT_EQ(d.find(Mode::fp16)->hardware, pp::Hardware::native);
+  EXPECT_EQ(d.find(Mode::fp16)->status, Status::not_tested);
+  EXPECT_EQ(d.find(Mode::bf16)->hardware, pp::Hardware::emulated);
+  EXPECT_EQ(d.find(Mode::fp8_e4m3)->status, Status::unsupported);
+  ASSERT_TRUE(d.kernels.has_value());
+  EXPECT_TRUE(d.kernels->covered);
+  EXPECT_EQ(d.kernels->via, "sm_75");
+  EXPECT_TRUE(p.engine.plans_seen.empty());
+  EXPECT_EQ(p.driver.nvml_calls + p.driver.cuda_calls, 0);
+}

@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "fakes.hpp"
+#include "precision_probe/protocol.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+
+TEST(Protocol, PlanRoundTrips) {
+  pp::WorkerPlan plan;
+  plan.kind = pp::DeviceKind::cuda;
+  plan.index = 3;
+  plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
+  plan.seed = 123456789;
+  pp::WorkerPlan back;
+  std::string error;
+  ASSERT_TRUE(pp::decode_plan(pp::encode_plan(plan), back, error)) << error;
+  EXPECT_EQ(back.kind, pp::DeviceKind::cuda);
+  EXPECT_EQ(back.index, 3);
+  EXPECT_EQ(back.smoke, plan.smoke);
+  EXPECT_EQ(back.seed, 123456789U);
+}
+
+TEST(Protocol, BadPlansAreRefusedWithAReason) {
+  pp::WorkerPlan plan;
+  std::string error;
+  EXPECT_FALSE(pp::decode_plan("{", plan, error));
+  EXPECT_NE(error.find("malformed"), std::string::npos);
+  EXPECT_FALSE(pp::decode_plan(R"({"protocol":99,"kind":"cpu"})", plan, error));
+  EXPECT_NE(error.find("protocol"), std::string::npos);
+  EXPECT_FALSE(pp::decode_plan(R"({"protocol":1,"kind":"tpu"})", plan, error));
+  EXPECT_FALSE(pp::decode_plan(R"({"protocol":1,"kind":"cpu","smoke":["fp7"]})", plan, error));
+}
+
+TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
+  pp::WorkerResult r;
+  std::string error;
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_hello(pp::testing::cuda_stack()), r, error))
+      << error;
+  ASSERT_TRUE(r.stack.has_value());
+  EXPECT_EQ(r.stack->arch_list, pp::testing::cuda_stack().arch_list);
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200"), r, error));
+  EXPECT_EQ(r.device_name, "NVIDIA H200");
+  ASSERT_TRUE(
+      pp::apply_result_line(pp::encode_smoke(Mode::bf16, pp::testing::passed(2e-3)), r, error));
+  ASSERT_EQ(r.smoke.count(Mode::bf16), 1U);
+  EXPECT_TRUE(r.smoke[Mode::bf16].ok);
+  EXPECT_DOUBLE_EQ(*r.smoke[Mode::bf16].rel_error, 2e-3);
+  EXPECT_FALSE(r.finished);
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_done(), r, error));
+  EXPECT_TRUE(r.finished);
+}
+
+TEST(Protocol, NaNTravelsAsNullAndIsNeverOk) {
+  pp::SmokeOutcome nan = pp::testing::passed(std::numeric_limits<double>::quiet_NaN());
+  const std::string line = pp::encode_smoke(Mode::fp16, nan);
+  EXPECT_NE(line.find("\"rel_error\":null"), std::string::npos);
+  pp::WorkerResult r;
+  std::string error;
+  ASSERT_TRUE(pp::apply_result_line(line, r, error));
+  EXPECT_FALSE(r.smoke[Mode::fp16].ok);  // "ok" without a finite error is not believed
+  EXPECT_EQ(r.smoke[Mode::fp16].error_kind, pp::ErrorKind::wrong_result);
+}
+
+TEST(Protocol, MalformedLinesAreRejected) {
+  pp::WorkerResult r;
+  std::string error;
+  EXPECT_FALSE(pp::apply_result_line("not json", r, error));
+  EXPECT_FALSE(
+      pp::apply_result_line(R"({"type":"smoke","mode":"fp7","ran":true,"ok":true})", r, error));
+  EXPECT_FALSE(pp::apply_result_line(R"({"type":"what"})", r, error));
+  EXPECT_FALSE(pp::apply_result_line(R"({"type":"hello","protocol":2,"stack":{}})", r, error));
+  EXPECT_NE(error.find("protocol"), std::string::npos);
+  EXPECT_FALSE(pp::apply_result_line(R"({"type":"smoke","mode":"fp16"})", r, error));
+}
+
+TEST(Protocol, ErrorsAreClassified) {
+  EXPECT_EQ(pp::classify_error("\"addmm_impl_cpu_\" not implemented for 'Half'"),
+            pp::ErrorKind::not_supported);
+  EXPECT_EQ(pp::classify_error("torch._scaled_mm is only supported on CUDA devices with compute "
+                               "capability >= 9.0 or 8.9"),
+            pp::ErrorKind::not_supported);
+  EXPECT_EQ(
+      pp::classify_error("CUDA error: no kernel image is available for execution on the device"),
+      pp::ErrorKind::environment);
+  EXPECT_EQ(pp::classify_error("CUDA error: an illegal memory access was encountered"),
+            pp::ErrorKind::runtime);
+}

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include "fakes.hpp"
+#include "precision_probe/verdict.hpp"
+
+namespace pp = precision_probe;
+using pp::ErrorKind;
+using pp::Hardware;
+using pp::Status;
+
+namespace {
+
+pp::SmokeOutcome failed_with(ErrorKind kind, const std::string& error, bool ran = false) {
+  pp::SmokeOutcome o;
+  o.ran = ran;
+  o.error_kind = kind;
+  o.error = error;
+  return o;
+}
+
+}  // namespace
+
+TEST(Verdict, CorrectRunOnNativeHardwareIsNative) {
+  const auto r = pp::combine_verdict({Hardware::native, ""}, pp::testing::passed(1e-4), "");
+  EXPECT_EQ(r.status, Status::native);
+  EXPECT_TRUE(r.reason.empty());
+}
+
+TEST(Verdict, CorrectRunWithoutHardwareSupportIsEmulated) {
+  // bf16 on a T4: it runs, correctly, but the hardware has no BF16 tensor cores.
+  const auto r = pp::combine_verdict({Hardware::emulated, "cc 7.5: no BF16 tensor cores"},
+                                     pp::testing::passed(2e-3), "");
+  EXPECT_EQ(r.status, Status::emulated);
+  EXPECT_EQ(r.reason, "cc 7.5: no BF16 tensor cores");
+  const auto surprise =
+      pp::combine_verdict({Hardware::unsupported, "no FP8"}, pp::testing::passed(1e-3), "");
+  EXPECT_EQ(surprise.status, Status::emulated);
+  EXPECT_NE(surprise.reason.find("no FP8"), std::string::npos);
+}
+
+TEST(Verdict, RefusedOperationIsUnsupportedWithLibTorchsMessage) {
+  const auto r = pp::combine_verdict(
+      {Hardware::emulated, "no FP16 ISA"},
+      failed_with(ErrorKind::not_supported, "\"addmm_impl_cpu_\" not implemented for 'Half'"), "");
+  EXPECT_EQ(r.status, Status::unsupported);
+  EXPECT_EQ(r.reason, "\"addmm_impl_cpu_\" not implemented for 'Half'");
+}
+
+TEST(Verdict, WrongNumbersNaNAndErrorsAreFailed) {
+  pp::SmokeOutcome wrong = pp::testing::passed(0.5);
+  wrong.ok = false;
+  wrong.error.clear();
+  const auto r1 = pp::combine_verdict({Hardware::native, ""}, wrong, "");
+  EXPECT_EQ(r1.status, Status::failed);
+  EXPECT_EQ(r1.failure, ErrorKind::wrong_result);
+  EXPECT_NE(r1.reason.find("relative error 0.5"), std::string::npos);
+
+  pp::SmokeOutcome nan = wrong;
+  nan.rel_error.reset();
+  const auto r2 = pp::combine_verdict({Hardware::native, ""}, nan, "");
+  EXPECT_EQ(r2.status, Status::failed);
+  EXPECT_NE(r2.reason.find("NaN"), std::string::npos);
+
+  const auto r3 =
+      pp::combine_verdict({Hardware::native, ""},
+                          failed_with(ErrorKind::runtime, "CUBLAS_STATUS_EXECUTION_FAILED"), "");
+  EXPECT_EQ(r3.status, Status::failed);
+  EXPECT_EQ(r3.failure, ErrorKind::runtime);
+
+  const auto r4 = pp::combine_verdict({Hardware::native, ""},
+                                      failed_with(ErrorKind::timed_out, "timed out"), "");
+  EXPECT_EQ(r4.status, Status::failed);
+  EXPECT_EQ(r4.failure, ErrorKind::timed_out);
+}
+
+TEST(Verdict, NothingRunIsNotTestedOrUnsupportedByHardware) {
+  const auto quick =
+      pp::combine_verdict({Hardware::native, ""}, std::nullopt, "--quick: no kernels run");
+  EXPECT_EQ(quick.status, Status::not_tested);
+  EXPECT_EQ(quick.reason, "--quick: no kernels run");
+  const auto fp8 =
+      pp::combine_verdict({Hardware::unsupported, "FP8 needs cc 8.9"}, std::nullopt, "x");
+  EXPECT_EQ(fp8.status, Status::unsupported);
+  EXPECT_EQ(fp8.reason, "FP8 needs cc 8.9");
+  const auto old_torch = pp::combine_verdict(
+      {Hardware::native, ""},
+      failed_with(ErrorKind::not_run, "this LibTorch has no FP8 _scaled_mm"), "");
+  EXPECT_EQ(old_torch.status, Status::not_tested);
+  EXPECT_EQ(old_torch.reason, "this LibTorch has no FP8 _scaled_mm");
+}
+
+namespace {
+
+pp::DeviceReport gpu_with(pp::ComputeCapability cc, Status fp16, Status bf16) {
+  pp::DeviceReport d;
+  d.kind = pp::DeviceKind::cuda;
+  d.index = 0;
+  pp::GpuInfo g;
+  g.cc = cc;
+  d.gpu = g;
+  pp::PrecisionResult p16;
+  p16.status = fp16;
+  p16.hardware = Hardware::native;
+  pp::PrecisionResult pb16;
+  pb16.status = bf16;
+  pb16.hardware = bf16 == Status::native ? Hardware::native : Hardware::emulated;
+  d.precisions = {{pp::Mode::fp16, p16}, {pp::Mode::bf16, pb16}};
+  return d;
+}
+
+}  // namespace
+
+TEST(Verdict, RecommendationFollowsUsualPractice) {
+  const auto h200 = pp::recommend(gpu_with({9, 0}, Status::native, Status::native));
+  EXPECT_EQ(h200.dtype, "bf16");
+  EXPECT_FALSE(h200.loss_scaling);
+  EXPECT_NE(h200.reason.find("cc 9.0 (Hopper)"), std::string::npos);
+
+  const auto v100 = pp::recommend(gpu_with({7, 0}, Status::native, Status::emulated));
+  EXPECT_EQ(v100.dtype, "fp16");
+  EXPECT_TRUE(v100.loss_scaling);
+
+  const auto p100 = pp::recommend(gpu_with({6, 0}, Status::emulated, Status::emulated));
+  EXPECT_EQ(p100.dtype, "fp32");
+  EXPECT_FALSE(p100.loss_scaling);
+
+  // A failed bf16 on an Ampere GPU is not recommended, whatever the architecture says.
+  const auto broken = pp::recommend(gpu_with({8, 0}, Status::native, Status::failed));
+  EXPECT_EQ(broken.dtype, "fp16");
+}

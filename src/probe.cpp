@@ -203,6 +203,13 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       planned.push_back(w);
     }
   }
+  // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
+  // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
+  const StackInfo cached_stack = deps.engine.describe(false);
+  const bool cache_complete = cached_stack.available && cached_stack.error.empty();
+  if (!cache_complete && !planned.empty()) {
+    (planned.size() > 1 ? planned[1] : planned[0]).plan.describe = true;  // a GPU worker if any
+  }
   std::vector<WorkerPlan> plans;
   plans.reserve(planned.size());
   for (const PlannedWorker& p : planned) plans.push_back(p.plan);
@@ -219,13 +226,16 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   }
   report.driver = facts.driver;
 
-  // --- The stack: from a worker, else the build cache ---
+  // --- The stack: the build cache when complete, else the worker asked to describe it ---
   bool engine_installed = true;
-  for (const WorkerResult& r : results) {
-    if (r.stack && !report.stack.available) report.stack = *r.stack;
+  report.stack = cached_stack;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const WorkerResult& r = results[i];
     if (r.problem == ErrorKind::not_run) engine_installed = false;
+    if (!r.stack || cache_complete) continue;
+    // The worker asked to describe wins; any worker's answer beats no answer.
+    if (planned[i].plan.describe || !report.stack.available) report.stack = *r.stack;
   }
-  if (!report.stack.available) report.stack = deps.engine.describe(false);
   if (plans.empty() && !report.stack.available &&
       report.stack.error.find("not installed") != std::string::npos) {
     engine_installed = false;

@@ -108,8 +108,8 @@ class ProcessEngine final : public Engine {
       return stack;
     }
     const ProcessOutput out =
-        run_process({engine_path_, "--describe"}, environment_with({"CUDA_VISIBLE_DEVICES="}), "",
-                    std::chrono::seconds(60));
+        // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
+        run_process({engine_path_, "--describe"}, environment_with({}), "", std::chrono::seconds(60));
     std::string error;
     if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
       stack.source = "engine";

@@ -57,7 +57,8 @@ std::string encode_plan(const WorkerPlan& plan) {
               {"kind", std::string(to_string(plan.kind))},
               {"index", plan.index},
               {"smoke", smoke},
-              {"seed", plan.seed}}
+              {"seed", plan.seed},
+              {"describe", plan.describe}}
       .dump();
 }
 
@@ -77,6 +78,7 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error) {
     plan.kind = kind == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
     plan.index = j.value("index", -1);
     plan.seed = j.value("seed", std::uint64_t{0});
+    plan.describe = j.value("describe", false);
     plan.smoke.clear();
     for (const auto& key : j.value("smoke", std::vector<std::string>{})) {
       const auto mode = parse_mode(key);

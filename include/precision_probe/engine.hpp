@@ -27,6 +27,7 @@ struct WorkerPlan {
   std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID)
   std::vector<Mode> smoke;           // matmul precisions to smoke-test
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
+  bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
 };
 
 // What one worker answered. A worker that died or ran out of time still yields a result: the

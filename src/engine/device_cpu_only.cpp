@@ -13,4 +13,6 @@ std::string device_name(const Target& target) { return target.cuda ? "CUDA devic
 
 void synchronize(const Target& /*target*/) {}
 
+void warm_up(const Target& /*target*/) {}
+
 }  // namespace precision_probe::engine

@@ -30,4 +30,16 @@ void synchronize(const Target& target) {
   if (target.cuda) c10::cuda::device_synchronize();
 }
 
+void warm_up(const Target& target) {
+  if (!target.cuda || !unusable_reason(target).empty()) return;
+  const c10::cuda::CUDAGuard guard(target.device);
+  at::empty({1}, at::TensorOptions().device(target.device));  // the primary context
+  trace("context ready");
+  at::cuda::getCurrentCUDABlasHandle();
+#if PP_TORCH_AT_LEAST(2, 1)
+  at::cuda::getCurrentCUDABlasLtHandle();
+#endif
+  trace("cuBLAS handles ready");
+}
+
 }  // namespace precision_probe::engine

@@ -17,8 +17,10 @@
 
 namespace precision_probe::engine {
 
-// The LibTorch stack: version, CUDA and cuDNN versions, the GPU architectures it carries.
-StackInfo describe_stack();
+// The LibTorch stack: version, CUDA and cuDNN versions, the GPU architectures it carries. The
+// CUDA part (`with_cuda_configuration`) loads cuDNN and needs a visible device on LibTorch 2.x:
+// the probe asks for it only when the build-time cache lacks it.
+StackInfo describe_stack(bool with_cuda_configuration);
 
 // Parses the text of at::show_config() / CUDAHooks::showConfig() into `stack`.
 void parse_show_config(const std::string& config, StackInfo& stack);
@@ -34,10 +36,31 @@ struct Target {
 std::string unusable_reason(const Target& target);
 std::string device_name(const Target& target);
 void synchronize(const Target& target);
+// Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
+// kernel. The worker runs it in a thread while the CPU prepares the inputs.
+void warm_up(const Target& target);
+
+// A smoke test prepared on the CPU: the inputs in the precision under test and the float64
+// reference of their product. `outcome` is already final when preparation failed or the mode
+// cannot run here.
+struct PreparedSmoke {
+  Mode mode = Mode::fp32;
+  SmokeOutcome outcome;
+  bool ready = false;
+  at::Tensor a, b;       // CPU, in the precision under test
+  bool b_transposed = false;  // b is stored [n, k]: the device uses b.t(), a column-major [k, n]
+  at::Tensor reference;  // CPU, float64
+};
+PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed);
+// Runs a prepared smoke test on the device and checks it against the reference.
+SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
 
 // One smoke test: C = A x B in `mode` on fresh random inputs drawn from `seed`, compared with a
 // float64 reference computed on the CPU from the same (quantised) inputs.
 SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed);
+
+// With PRECISION_PROBE_TRACE=1, prints "trace: <ms since the process started> <what>" to stderr.
+void trace(const char* what);
 
 // The relative tolerance per precision (the error budget of the output rounding, with margin).
 double smoke_tolerance(Mode mode);

@@ -2,48 +2,71 @@
 // answers in JSON lines on stdout, one line per finished check, flushed at once, so a worker that
 // hangs or dies leaves every finished result behind. `--describe` prints the LibTorch stack.
 
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine.hpp"
 #include "error_text.hpp"
 #include "precision_probe/protocol.hpp"
 
 namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
 
 namespace {
 
 void emit(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
 int run_worker() {
-  const std::string input{std::istreambuf_iterator<char>(std::cin),
-                          std::istreambuf_iterator<char>()};
+  eng::trace("main");
+  const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
   pp::WorkerPlan plan;
   std::string error;
   if (!pp::decode_plan(input, plan, error)) {
     std::cerr << "precision-probe-engine: error: " << error << '\n';
     return 2;
   }
-  emit(pp::encode_hello(pp::engine::describe_stack()));
-  pp::engine::Target target;
+  eng::Target target;
   if (plan.kind == pp::DeviceKind::cuda) {
     target.cuda = true;
     target.device = at::Device(at::kCUDA, 0);  // the worker sees exactly one GPU
   }
-  try {
-    if (pp::engine::unusable_reason(target).empty())
-      emit(pp::encode_device(pp::engine::device_name(target)));
-  } catch (const std::exception& e) {
-    std::cerr << "precision-probe-engine: " << pp::engine::error_text(e) << '\n';
-  }
+  // The CUDA context and cuBLAS start in the background while the CPU prepares the inputs.
+  std::thread warm([&target] {
+    try {
+      eng::warm_up(target);
+    } catch (const std::exception& e) {
+      // The checks meet the same error and report it; this only notes where it began.
+      std::cerr << "precision-probe-engine: warm-up: " << eng::error_text(e) << '\n';
+    }
+  });
+  emit(pp::encode_hello(eng::describe_stack(plan.describe)));
+  eng::trace("hello sent");
+  std::vector<eng::PreparedSmoke> prepared;
   std::uint64_t salt = 0;
   for (pp::Mode mode : plan.smoke) {
-    emit(pp::encode_smoke(mode,
-                          pp::engine::run_smoke(mode, target, plan.seed * 1000003ULL + ++salt)));
+    prepared.push_back(eng::prepare_smoke(mode, target, plan.seed * 1000003ULL + ++salt));
+  }
+  eng::trace("inputs and references prepared");
+  warm.join();
+  try {
+    if (eng::unusable_reason(target).empty()) emit(pp::encode_device(eng::device_name(target)));
+  } catch (const std::exception& e) {
+    std::cerr << "precision-probe-engine: " << eng::error_text(e) << '\n';
+  }
+  for (const eng::PreparedSmoke& p : prepared) {
+    emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
+    eng::trace(pp::mode_key(p.mode).data());
   }
   emit(pp::encode_done());
-  return 0;
+  eng::trace("done");
+  // Everything is said and flushed: leave without tearing down LibTorch and the CUDA context
+  // (tens of milliseconds the probe would wait for); the driver cleans up after the process.
+  std::cout.flush();
+  std::_Exit(0);
 }
 
 }  // namespace
@@ -53,7 +76,7 @@ int main(int argc, char** argv) {
   try {
     if (verb == "--worker" && argc == 2) return run_worker();
     if (verb == "--describe" && argc == 2) {
-      std::cout << pp::encode_stack(pp::engine::describe_stack()) << '\n';
+      std::cout << pp::encode_stack(eng::describe_stack(true)) << '\n';
       return 0;
     }
     if (verb == "--version" && argc == 2) {
@@ -61,7 +84,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const std::exception& e) {
-    std::cerr << "precision-probe-engine: error: " << pp::engine::error_text(e) << '\n';
+    std::cerr << "precision-probe-engine: error: " << eng::error_text(e) << '\n';
     return 4;
   }
   std::cerr << "usage: precision-probe-engine --worker | --describe | --version\n"

@@ -37,15 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The matmul under test, and the inputs the reference is computed from (on the CPU, float64).
-struct Prepared {
-  at::Tensor a;  // on the device, in the precision under test
-  at::Tensor b;
-  at::Tensor a_ref;  // the same values, float64, CPU
-  at::Tensor b_ref;
-  std::string method;
-};
-
 #if PP_TORCH_AT_LEAST(2, 8)
 // FP4 e2m1 codes 0..7 (bit 3 is the sign); every 4-bit pattern is a finite number.
 at::Tensor decode_e2m1(const at::Tensor& packed_rows) {
@@ -64,52 +55,43 @@ at::Tensor decode_e2m1(const at::Tensor& packed_rows) {
 }
 #endif
 
-Prepared prepare(Mode mode, const Target& target, std::int64_t m, std::int64_t n, std::int64_t k,
-                 std::uint64_t seed) {
+// Fills the inputs of `p` (on the CPU) and returns the float64 values they hold: a [m,k], b [k,n].
+std::pair<at::Tensor, at::Tensor> make_inputs(PreparedSmoke& p, std::int64_t m, std::int64_t n,
+                                              std::int64_t k, std::uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   const auto f64 = at::TensorOptions().dtype(at::kDouble);
   const at::Tensor a64 = at::randn({m, k}, gen, f64);
   const at::Tensor b64 = at::randn({k, n}, gen, f64);
-  Prepared p;
   auto quantise = [&](at::ScalarType dtype) {
-    const at::Tensor a = a64.to(dtype);
-    const at::Tensor b = b64.to(dtype);
-    p.a_ref = a.to(at::kDouble);
-    p.b_ref = b.to(at::kDouble);
-    p.a = a.to(target.device);
-    p.b = b.to(target.device);
+    p.a = a64.to(dtype);
+    p.b = b64.to(dtype);
+    return std::make_pair(p.a.to(at::kDouble), p.b.to(at::kDouble));
   };
-  switch (mode) {
+  switch (p.mode) {
     case Mode::fp32:
-      quantise(at::kFloat);
-      p.method = "at::mm float32, TF32 off";
-      break;
+      p.outcome.method = "at::mm float32, TF32 off";
+      return quantise(at::kFloat);
     case Mode::tf32:
-      quantise(at::kFloat);
-      p.method = "at::mm float32, TF32 on (float32 matmul precision 'high')";
-      break;
+      p.outcome.method = "at::mm float32, TF32 on (float32 matmul precision 'high')";
+      return quantise(at::kFloat);
     case Mode::fp16:
-      quantise(at::kHalf);
-      p.method = "at::mm float16";
-      break;
+      p.outcome.method = "at::mm float16";
+      return quantise(at::kHalf);
     case Mode::bf16:
-      quantise(at::kBFloat16);
-      p.method = "at::mm bfloat16";
-      break;
+      p.outcome.method = "at::mm bfloat16";
+      return quantise(at::kBFloat16);
 #if PP_TORCH_AT_LEAST(2, 4)
     case Mode::fp8_e4m3:
     case Mode::fp8_e5m2: {
       // e5m2 x e5m2 is not allowed: e5m2 (the gradient format) takes A, e4m3 takes B.
-      const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
-      const at::Tensor a = a64.to(a_type);
-      const at::Tensor b_col = b64.t().contiguous().to(at::kFloat8_e4m3fn);  // [n, k] row-major
-      p.a_ref = a.to(at::kDouble);
-      p.b_ref = b_col.to(at::kDouble).t();
-      p.a = a.to(target.device);
-      p.b = b_col.to(target.device).t();  // [k, n] column-major, as _scaled_mm wants
-      p.method = mode == Mode::fp8_e4m3 ? "at::_scaled_mm e4m3 x e4m3 -> bf16"
-                                        : "at::_scaled_mm e5m2 x e4m3 -> bf16";
-      break;
+      const at::ScalarType a_type =
+          p.mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+      p.a = a64.to(a_type);
+      p.b = b64.t().contiguous().to(at::kFloat8_e4m3fn);  // [n, k]: column-major B once transposed
+      p.b_transposed = true;
+      p.outcome.method = p.mode == Mode::fp8_e4m3 ? "at::_scaled_mm e4m3 x e4m3 -> bf16"
+                                                  : "at::_scaled_mm e5m2 x e4m3 -> bf16";
+      return {p.a.to(at::kDouble), p.b.to(at::kDouble).t()};
     }
 #endif
 #if PP_TORCH_AT_LEAST(2, 8)
@@ -117,53 +99,53 @@ Prepared prepare(Mode mode, const Target& target, std::int64_t m, std::int64_t n
       // NVFP4: random e2m1 codes (every code is finite), block-16 e4m3 scales all 1.0, so the
       // reference is the plain product of the decoded values.
       const auto u8 = at::TensorOptions().dtype(at::kByte);
-      const at::Tensor a_bytes = at::randint(0, 256, {m, k / 2}, gen, u8);
-      const at::Tensor b_bytes = at::randint(0, 256, {n, k / 2}, gen, u8);
-      p.a_ref = decode_e2m1(a_bytes);
-      p.b_ref = decode_e2m1(b_bytes).t();
-      p.a = a_bytes.to(target.device).view(at::kFloat4_e2m1fn_x2);
-      p.b = b_bytes.to(target.device).view(at::kFloat4_e2m1fn_x2).t();
-      p.method = "at::_scaled_mm nvfp4 (e2m1, block-16 e4m3 scales) -> bf16";
-      break;
+      p.a = at::randint(0, 256, {m, k / 2}, gen, u8);
+      p.b = at::randint(0, 256, {n, k / 2}, gen, u8);
+      p.b_transposed = true;
+      p.outcome.method = "at::_scaled_mm nvfp4 (e2m1, block-16 e4m3 scales) -> bf16";
+      return {decode_e2m1(p.a), decode_e2m1(p.b).t()};
     }
 #endif
-    default: throw std::logic_error("no smoke test for this mode in this LibTorch");
+    default:
+      throw std::logic_error("no smoke test for this mode in this LibTorch");
   }
-  return p;
 }
 
-at::Tensor multiply(Mode mode, const Prepared& p, [[maybe_unused]] const Target& target) {
+at::Tensor multiply(Mode mode, const at::Tensor& a, const at::Tensor& b,
+                    [[maybe_unused]] const Target& target) {
   switch (mode) {
 #if PP_TORCH_AT_LEAST(2, 4)
     case Mode::fp8_e4m3:
     case Mode::fp8_e5m2: {
       const at::Tensor one =
           at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
-      return at::_scaled_mm(p.a, p.b, one, one, {}, {}, at::kBFloat16);
+      return at::_scaled_mm(a, b, one, one, {}, {}, at::kBFloat16);
     }
 #endif
 #if PP_TORCH_AT_LEAST(2, 8)
     case Mode::fp4: {
       auto round_up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
-      const std::int64_t k = p.a.size(1) * 2;
+      const std::int64_t k = a.size(1) * 2;
       auto scales = [&](std::int64_t rows) {
         // 0x38 is 1.0 in e4m3; with every scale equal, the swizzled layout does not matter.
         return at::full({round_up(rows, 128) * round_up(k / 16, 4)}, 0x38,
                         at::TensorOptions().dtype(at::kByte).device(target.device))
             .view(at::kFloat8_e4m3fn);
       };
-      return at::_scaled_mm(p.a, p.b, scales(p.a.size(0)), scales(p.b.size(1)), {}, {},
-                            at::kBFloat16);
+      return at::_scaled_mm(a, b, scales(a.size(0)), scales(b.size(1)), {}, {}, at::kBFloat16);
     }
 #endif
-    default: return at::mm(p.a, p.b);
+    default:
+      return at::mm(a, b);
   }
 }
 
-// Sets the float32 matmul precision for one smoke test and restores it afterwards.
+// Sets the float32 matmul precision for one smoke test and restores it afterwards. Only the
+// string setter exists in every LibTorch from 1.13 to 2.11.
 class Float32PrecisionScope {
  public:
-  explicit Float32PrecisionScope(bool tf32) : saved_(at::globalContext().float32MatmulPrecision()) {
+  explicit Float32PrecisionScope(bool tf32)
+      : saved_(name_of(at::globalContext().float32MatmulPrecision())) {
     at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
   }
   Float32PrecisionScope(const Float32PrecisionScope&) = delete;
@@ -171,7 +153,14 @@ class Float32PrecisionScope {
   ~Float32PrecisionScope() { at::globalContext().setFloat32MatmulPrecision(saved_); }
 
  private:
-  at::Float32MatmulPrecision saved_;
+  static std::string name_of(at::Float32MatmulPrecision p) {
+    switch (p) {
+      case at::Float32MatmulPrecision::HIGH: return "high";
+      case at::Float32MatmulPrecision::MEDIUM: return "medium";
+      default: return "highest";
+    }
+  }
+  std::string saved_;
 };
 
 bool available_in_this_libtorch(Mode mode, std::string& why) {
@@ -199,44 +188,67 @@ bool available_in_this_libtorch(Mode mode, std::string& why) {
 
 }  // namespace
 
-SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed) {
-  SmokeOutcome o;
+PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed) {
+  PreparedSmoke p;
+  p.mode = mode;
+  SmokeOutcome& o = p.outcome;
   o.m = o.n = o.k = target.cuda ? 256 : 128;
   o.tolerance = smoke_tolerance(mode);
   std::string why;
   if (!available_in_this_libtorch(mode, why)) {
     o.error_kind = ErrorKind::not_run;
     o.error = why;
-    return o;
+    return p;
   }
   if (const std::string reason = unusable_reason(target); !reason.empty()) {
-    o.error_kind =
-        classify_error(reason) == ErrorKind::runtime ? ErrorKind::not_run : classify_error(reason);
+    const ErrorKind kind = classify_error(reason);
+    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::not_run : kind;
     o.error = reason;
-    return o;
+    return p;
   }
   try {
-    const Float32PrecisionScope precision(mode == Mode::tf32);
-    const Prepared p = prepare(mode, target, o.m, o.n, o.k, seed);
-    o.method = p.method;
-    // One untimed run pays for library start-up (cuBLAS handles, workspaces); the timed one is
-    // the one checked.
-    multiply(mode, p, target);
+    const auto [a_ref, b_ref] = make_inputs(p, o.m, o.n, o.k, seed);
+    p.reference = at::mm(a_ref, b_ref);
+    p.ready = true;
+  } catch (const std::exception& e) {
+    o.error = error_text(e);
+    o.error_kind = classify_error(o.error);
+  }
+  return p;
+}
+
+SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
+  SmokeOutcome o = p.outcome;
+  if (!p.ready) return o;
+  try {
+    const Float32PrecisionScope precision(p.mode == Mode::tf32);
+    at::Tensor a = p.a.to(target.device);
+    at::Tensor b = p.b.to(target.device);
+#if PP_TORCH_AT_LEAST(2, 8)
+    if (p.mode == Mode::fp4) {
+      a = a.view(at::kFloat4_e2m1fn_x2);
+      b = b.view(at::kFloat4_e2m1fn_x2);
+    }
+#endif
+    if (p.b_transposed) b = b.t();
+    // One untimed run pays for library start-up (cuBLAS workspaces, kernel loading); the timed
+    // one is the one checked.
+    multiply(p.mode, a, b, target);
     synchronize(target);
     const auto start = Clock::now();
-    const at::Tensor c = multiply(mode, p, target);
+    const at::Tensor c = multiply(p.mode, a, b, target);
     synchronize(target);
     o.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     o.ran = true;
 
     const at::Tensor c64 = c.to(at::kCPU).to(at::kDouble);
-    const at::Tensor reference = at::mm(p.a_ref, p.b_ref);
     if (!at::isfinite(c64).all().item<bool>()) {
       o.error_kind = ErrorKind::wrong_result;
       o.error = "wrong result: the output contains NaN or Inf";
       return o;
     }
-    const double rel = (c64 - reference).norm().item<double>() / reference.norm().item<double>();
+    const double rel =
+        (c64 - p.reference).norm().item<double>() / p.reference.norm().item<double>();
     o.rel_error = rel;
     o.ok = std::isfinite(rel) && rel <= o.tolerance;
     if (!o.ok) {
@@ -249,6 +261,10 @@ SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed) {
     o.error_kind = classify_error(o.error);
   }
   return o;
+}
+
+SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed) {
+  return execute_smoke(prepare_smoke(mode, target, seed), target);
 }
 
 }  // namespace precision_probe::engine

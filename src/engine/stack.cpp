@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine.hpp"
+#include "error_text.hpp"
 #include "precision_probe/arch.hpp"
 #include "precision_probe/strings.hpp"
 
@@ -51,20 +52,23 @@ void parse_show_config(const std::string& config, StackInfo& stack) {
   stack.arch_list = names;
 }
 
-StackInfo describe_stack() {
+StackInfo describe_stack(bool with_cuda_configuration) {
   StackInfo stack;
   stack.available = true;
   stack.source = "engine";
   stack.libtorch_version = TORCH_VERSION;
   stack.cpu_threads = at::get_num_threads();
-#ifdef PP_TORCH_CUDA
+#ifndef PP_TORCH_CUDA
+  static_cast<void>(with_cuda_configuration);
+#else
   stack.cuda_built = true;
+  if (!with_cuda_configuration) return stack;
   try {
     // The CUDA part of the configuration: runtime version, NVCC arch flags, cuDNN. It needs no
     // device (cudaRuntimeGetVersion works without a driver).
     parse_show_config(at::detail::getCUDAHooks().showConfig(), stack);
   } catch (const std::exception& e) {
-    stack.error = std::string("cannot read the CUDA configuration: ") + e.what();
+    stack.error = "cannot read the CUDA configuration: " + error_text(e);
   }
 #endif
   return stack;

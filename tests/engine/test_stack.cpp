@@ -6,7 +6,7 @@ namespace pp = precision_probe;
 namespace eng = precision_probe::engine;
 
 TEST(EngineStack, DescribesThisLibTorch) {
-  const pp::StackInfo s = eng::describe_stack();
+  const pp::StackInfo s = eng::describe_stack(true);
   EXPECT_TRUE(s.available);
   EXPECT_EQ(s.libtorch_version, TORCH_VERSION);
   EXPECT_GE(s.cpu_threads, 1);
@@ -18,6 +18,14 @@ TEST(EngineStack, DescribesThisLibTorch) {
   EXPECT_FALSE(s.cuda_built);
   EXPECT_TRUE(s.arch_list.empty());
 #endif
+}
+
+TEST(EngineStack, TheCheapDescriptionSkipsTheCudaConfiguration) {
+  const pp::StackInfo s = eng::describe_stack(false);
+  EXPECT_TRUE(s.available);
+  EXPECT_EQ(s.libtorch_version, TORCH_VERSION);
+  EXPECT_TRUE(s.arch_list.empty());
+  EXPECT_TRUE(s.cuda_version.empty());
 }
 
 TEST(EngineStack, ParsesLibTorchsCudaConfiguration) {

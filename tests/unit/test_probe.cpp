@@ -260,3 +260,32 @@ TEST(Probe, ArchReportsTheMatrixOffline) {
   EXPECT_TRUE(p.engine.plans_seen.empty());
   EXPECT_EQ(p.driver.nvml_calls + p.driver.cuda_calls, 0);
 }
+
+TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  const auto cached = p.run();
+  EXPECT_EQ(cached.stack.source, "build cache");
+  for (const auto& plan : p.engine.plans_seen) EXPECT_FALSE(plan.describe);
+
+  // A cache written where no GPU was visible lacks the CUDA configuration: the GPU worker reads it.
+  Probe q;
+  q.driver = pp::testing::driver_with({kH200});
+  q.engine.stack.error = "cannot read the CUDA configuration: no CUDA-capable device is detected";
+  q.engine.stack.arch_list.clear();
+  q.engine.answer = [](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.finished = true;
+    r.stack = pp::testing::cuda_stack();
+    if (!plan.describe) r.stack->arch_list.clear();
+    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
+    return r;
+  };
+  const auto described = q.run();
+  ASSERT_EQ(q.engine.plans_seen.size(), 2U);
+  EXPECT_FALSE(q.engine.plans_seen[0].describe);  // the CPU worker
+  EXPECT_TRUE(q.engine.plans_seen[1].describe);   // the GPU worker
+  EXPECT_EQ(described.stack.arch_list, pp::testing::cuda_stack().arch_list);
+  EXPECT_TRUE(device(described, "GPU 0")->kernels.has_value());
+}

@@ -15,6 +15,7 @@ TEST(Protocol, PlanRoundTrips) {
   plan.index = 3;
   plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
   plan.seed = 123456789;
+  plan.describe = true;
   pp::WorkerPlan back;
   std::string error;
   ASSERT_TRUE(pp::decode_plan(pp::encode_plan(plan), back, error)) << error;
@@ -22,6 +23,7 @@ TEST(Protocol, PlanRoundTrips) {
   EXPECT_EQ(back.index, 3);
   EXPECT_EQ(back.smoke, plan.smoke);
   EXPECT_EQ(back.seed, 123456789U);
+  EXPECT_TRUE(back.describe);
 }
 
 TEST(Protocol, BadPlansAreRefusedWithAReason) {

@@ -10,6 +10,7 @@
 #include "precision_probe/probe.hpp"
 #include "precision_probe/process.hpp"
 #include "precision_probe/report_json.hpp"
+#include "precision_probe/trace.hpp"
 
 namespace precision_probe {
 
@@ -61,6 +62,7 @@ int run_app(int argc, const char* const* argv, const AppDeps& deps, std::ostream
 
     std::ostringstream rendered;
     make_printer(o.format, PrintStyle{use_color(o, deps.system)})->print(report, rendered);
+    trace("report printed");
     if (!o.output.empty()) {
       if (const std::string problem = write_file_atomically(o.output, rendered.str());
           !problem.empty()) {

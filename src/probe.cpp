@@ -11,6 +11,7 @@
 #include "precision_probe/exit_codes.hpp"
 #include "precision_probe/gate.hpp"
 #include "precision_probe/strings.hpp"
+#include "precision_probe/trace.hpp"
 #include "precision_probe/verdict.hpp"
 
 namespace precision_probe {
@@ -59,10 +60,10 @@ bool gpu_selected(const Options& o, int index) {
 }
 
 // The modes worth running a kernel for: everything the hardware does not rule out.
-template <typename SupportFn>
-std::vector<Mode> runnable_modes(SupportFn support) {
+template <typename Modes, typename SupportFn>
+std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
   std::vector<Mode> modes;
-  for (Mode m : kPrecisionModes) {
+  for (Mode m : candidates) {
     if (support(m).hardware != Hardware::unsupported) modes.push_back(m);
   }
   return modes;
@@ -73,16 +74,18 @@ struct PlannedWorker {
   std::string uuid;  // the GPU it runs on ("" for the CPU)
 };
 
-// The smoke outcome for one mode of one device: the worker's answer, or what stopped it.
-std::optional<SmokeOutcome> outcome_for(Mode mode, const PlannedWorker* planned,
-                                        const WorkerResult* result) {
-  if (planned == nullptr || result == nullptr) return std::nullopt;
-  if (std::find(planned->plan.smoke.begin(), planned->plan.smoke.end(), mode) ==
-      planned->plan.smoke.end()) {
+// One check's outcome on one device: the worker's answer, or what stopped it. `planned_modes`
+// and `answers` are the plan's and the result's lists of that kind (smoke or amp).
+template <typename Outcome>
+std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_modes,
+                                   const std::map<Mode, Outcome>* answers,
+                                   const WorkerResult* result) {
+  if (planned_modes == nullptr || answers == nullptr || result == nullptr) return std::nullopt;
+  if (std::find(planned_modes->begin(), planned_modes->end(), mode) == planned_modes->end()) {
     return std::nullopt;
   }
-  if (auto it = result->smoke.find(mode); it != result->smoke.end()) return it->second;
-  SmokeOutcome o;
+  if (auto it = answers->find(mode); it != answers->end()) return it->second;
+  Outcome o;
   if (result->problem != ErrorKind::none) {
     o.error_kind = result->problem;
     o.error = result->problem_message;
@@ -96,9 +99,20 @@ std::optional<SmokeOutcome> outcome_for(Mode mode, const PlannedWorker* planned,
 template <typename SupportFn>
 void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
                      const WorkerResult* result, const std::string& not_run_reason) {
+  const bool known = planned != nullptr && result != nullptr;
   for (Mode mode : kPrecisionModes) {
     d.precisions.emplace_back(
-        mode, combine_verdict(support(mode), outcome_for(mode, planned, result), not_run_reason));
+        mode, combine_verdict(support(mode),
+                              outcome_for(mode, known ? &planned->plan.smoke : nullptr,
+                                          known ? &result->smoke : nullptr, result),
+                              not_run_reason));
+  }
+  for (Mode mode : kAmpModes) {
+    d.precisions.emplace_back(
+        mode, combine_amp_verdict(support(mode),
+                                  outcome_for(mode, known ? &planned->plan.amp : nullptr,
+                                              known ? &result->amp : nullptr, result),
+                                  not_run_reason));
   }
   d.recommendation = recommend(d);
 }
@@ -156,7 +170,9 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // --- Driver facts: NVML first (fast); cuInit alongside the workers unless needed now. ---
   const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
   const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
+  trace("probe start");
   const NvmlSnapshot nvml = deps.driver.query_nvml();
+  trace("NVML answered");
   const bool nvml_ok = nvml.loaded && nvml.init_result == 0;
   GpuFacts facts = merge_gpu_facts(nvml, std::nullopt, visible, proc_version);
   std::optional<CudaSnapshot> cuda;
@@ -188,7 +204,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (!options.quick) {
     PlannedWorker cpu_worker;
     cpu_worker.plan.kind = DeviceKind::cpu;
-    cpu_worker.plan.smoke = runnable_modes(cpu_support);
+    cpu_worker.plan.smoke = runnable_modes(kPrecisionModes, cpu_support);
+    cpu_worker.plan.amp = runnable_modes(kAmpModes, cpu_support);
     cpu_worker.plan.seed = report.run.seed;
     planned.push_back(cpu_worker);
     for (const GpuInfo& gpu : facts.gpus) {
@@ -198,7 +215,9 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       w.plan.kind = DeviceKind::cuda;
       w.plan.index = gpu.index;
       w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
-      w.plan.smoke = runnable_modes([&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); });
+      auto gpu_support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
+      w.plan.smoke = runnable_modes(kPrecisionModes, gpu_support);
+      w.plan.amp = runnable_modes(kAmpModes, gpu_support);
       w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
       planned.push_back(w);
     }
@@ -220,8 +239,10 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       plans.empty() ? std::vector<WorkerResult>{}
                     : deps.engine.run(plans, std::max(budget, std::chrono::milliseconds(1)));
 
+  trace("workers finished");
   if (pending_cuda.valid()) {
     cuda = pending_cuda.get();
+    trace("cuInit answered");
     facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
   }
   report.driver = facts.driver;

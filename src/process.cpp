@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 #include <map>
+#include <thread>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -112,6 +113,19 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
   ::signal(SIGPIPE, previous);
   close_fd(in_pipe[1]);
   return true;
+}
+
+void ChildProcess::detach() {
+  close_fd(out_fd_);
+  close_fd(err_fd_);
+  if (!running()) return;
+  const pid_t pid = pid_;
+  std::thread([pid] {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }).detach();
+  reaped_ = true;
 }
 
 void ChildProcess::close_stdout() { close_fd(out_fd_); }

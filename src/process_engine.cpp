@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <memory>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "precision_probe/process.hpp"
 #include "precision_probe/protocol.hpp"
 #include "precision_probe/system.hpp"
+#include "precision_probe/trace.hpp"
 
 namespace precision_probe {
 namespace {
@@ -109,7 +111,8 @@ class ProcessEngine final : public Engine {
     }
     const ProcessOutput out =
         // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
-        run_process({engine_path_, "--describe"}, environment_with({}), "", std::chrono::seconds(60));
+        run_process({engine_path_, "--describe"}, environment_with({}), "",
+                    std::chrono::seconds(60));
     std::string error;
     if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
       stack.source = "engine";
@@ -189,6 +192,8 @@ class ProcessEngine final : public Engine {
       return;
     }
     if (!is_stdout) {
+      // Tracing: the workers' phase timings go through to our stderr.
+      if (tracing()) std::fwrite(buffer, 1, static_cast<std::size_t>(n), stderr);
       w.err_tail.append(buffer, static_cast<std::size_t>(n));
       if (w.err_tail.size() > kStderrTail) w.err_tail.erase(0, w.err_tail.size() - kStderrTail);
       return;
@@ -200,7 +205,15 @@ class ProcessEngine final : public Engine {
       w.pending.erase(0, nl + 1);
       if (line.empty()) continue;
       std::string error;
-      if (!apply_result_line(line, result, error) && result.problem == ErrorKind::none) {
+      const bool applied = apply_result_line(line, result, error);
+      if (applied && result.finished) {
+        trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
+                                                ? "GPU " + std::to_string(result.index)
+                                                : std::string("CPU")));
+        close_streams(w);  // all said: its exit is not worth waiting for
+        return;
+      }
+      if (!applied && result.problem == ErrorKind::none) {
         result.problem = ErrorKind::crashed;
         result.problem_message = "the engine sent a malformed line (" + error + ")";
         w.child->kill_group();
@@ -219,11 +232,15 @@ class ProcessEngine final : public Engine {
 
   static void finish(Worker& w, WorkerResult& result) {
     if (!w.child) return;
-    const int status = w.child->wait();
     result.wall_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w.started)
             .count();
-    if (result.finished || result.problem != ErrorKind::none) return;
+    if (result.finished) {
+      w.child->detach();
+      return;
+    }
+    const int status = w.child->wait();
+    if (result.problem != ErrorKind::none) return;
     result.problem = ErrorKind::crashed;
     if (WIFSIGNALED(status)) {
       result.problem_message =

@@ -48,16 +48,43 @@ StackInfo stack_from_json(const json& j) {
   return s;
 }
 
+json mode_list(const std::vector<Mode>& modes) {
+  json list = json::array();
+  for (Mode m : modes) list.push_back(std::string(mode_key(m)));
+  return list;
+}
+
+bool read_mode_list(const json& j, const char* key, std::vector<Mode>& out, std::string& error) {
+  out.clear();
+  for (const auto& name : j.value(key, std::vector<std::string>{})) {
+    const auto mode = parse_mode(name);
+    if (!mode) {
+      error = "unknown mode '" + name + "'";
+      return false;
+    }
+    out.push_back(*mode);
+  }
+  return true;
+}
+
+template <typename T>
+json optional_json(const std::optional<T>& value) {
+  if (!value) return nullptr;
+  return *value;
+}
+
+template <typename T>
+std::optional<T> read_optional(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<T>();
+}
+
 }  // namespace
 
 std::string encode_plan(const WorkerPlan& plan) {
-  json smoke = json::array();
-  for (Mode m : plan.smoke) smoke.push_back(std::string(mode_key(m)));
-  return json{{"protocol", kProtocolVersion},
-              {"kind", std::string(to_string(plan.kind))},
-              {"index", plan.index},
-              {"smoke", smoke},
-              {"seed", plan.seed},
+  return json{{"protocol", kProtocolVersion}, {"kind", std::string(to_string(plan.kind))},
+              {"index", plan.index},          {"smoke", mode_list(plan.smoke)},
+              {"amp", mode_list(plan.amp)},   {"seed", plan.seed},
               {"describe", plan.describe}}
       .dump();
 }
@@ -79,16 +106,8 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error) {
     plan.index = j.value("index", -1);
     plan.seed = j.value("seed", std::uint64_t{0});
     plan.describe = j.value("describe", false);
-    plan.smoke.clear();
-    for (const auto& key : j.value("smoke", std::vector<std::string>{})) {
-      const auto mode = parse_mode(key);
-      if (!mode) {
-        error = "unknown mode '" + key + "'";
-        return false;
-      }
-      plan.smoke.push_back(*mode);
-    }
-    return true;
+    return read_mode_list(j, "smoke", plan.smoke, error) &&
+           read_mode_list(j, "amp", plan.amp, error);
   } catch (const json::exception& e) {
     error = std::string("malformed plan: ") + e.what();
     return false;
@@ -133,7 +152,85 @@ std::string encode_smoke(Mode mode, const SmokeOutcome& o) {
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string encode_amp(Mode mode, const AmpOutcome& o) {
+  return json{{"type", "amp"},
+              {"mode", std::string(mode_key(mode))},
+              {"ran", o.ran},
+              {"ok", o.ok},
+              {"error_kind", std::string(to_string(o.error_kind))},
+              {"error", o.error},
+              {"ms", optional_number(o.ms)},
+              {"steps", o.steps},
+              {"loss_start", optional_number(o.loss_start)},
+              {"loss_end", optional_number(o.loss_end)},
+              {"fp32_loss_end", optional_number(o.fp32_loss_end)},
+              {"loss_rel_diff", optional_number(o.loss_rel_diff)},
+              {"loss_tolerance", o.loss_tolerance},
+              {"params_changed", o.params_changed},
+              {"matmul_dtype", o.matmul_dtype},
+              {"layer_norm_dtype", o.layer_norm_dtype},
+              {"softmax_dtype", o.softmax_dtype},
+              {"loss_dtype", o.loss_dtype},
+              {"skipped_steps", o.skipped_steps},
+              {"initial_scale", optional_number(o.initial_scale)},
+              {"final_scale", optional_number(o.final_scale)},
+              {"injected_overflow_step", optional_json(o.injected_overflow_step)},
+              {"overflow_handled", o.overflow_handled},
+              {"peak_bytes", optional_json(o.peak_bytes)},
+              {"fp32_peak_bytes", optional_json(o.fp32_peak_bytes)}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string encode_done() { return json{{"type", "done"}}.dump(); }
+
+namespace {
+
+bool read_amp(const json& j, WorkerResult& result, std::string& error) {
+  const auto mode = parse_mode(j.at("mode").get<std::string>());
+  if (!mode || !is_amp_mode(*mode)) {
+    error = "unknown AMP mode in result line";
+    return false;
+  }
+  AmpOutcome o;
+  o.ran = j.at("ran").get<bool>();
+  o.ok = j.at("ok").get<bool>();
+  const auto kind = parse_error_kind(j.value("error_kind", "none"));
+  if (!kind) {
+    error = "unknown error kind in result line";
+    return false;
+  }
+  o.error_kind = *kind;
+  o.error = j.value("error", "");
+  o.ms = read_optional_number(j, "ms");
+  o.steps = j.value("steps", 0);
+  o.loss_start = read_optional_number(j, "loss_start");
+  o.loss_end = read_optional_number(j, "loss_end");
+  o.fp32_loss_end = read_optional_number(j, "fp32_loss_end");
+  o.loss_rel_diff = read_optional_number(j, "loss_rel_diff");
+  o.loss_tolerance = j.value("loss_tolerance", 0.0);
+  o.params_changed = j.value("params_changed", false);
+  o.matmul_dtype = j.value("matmul_dtype", "");
+  o.layer_norm_dtype = j.value("layer_norm_dtype", "");
+  o.softmax_dtype = j.value("softmax_dtype", "");
+  o.loss_dtype = j.value("loss_dtype", "");
+  o.skipped_steps = j.value("skipped_steps", 0);
+  o.initial_scale = read_optional_number(j, "initial_scale");
+  o.final_scale = read_optional_number(j, "final_scale");
+  o.injected_overflow_step = read_optional<int>(j, "injected_overflow_step");
+  o.overflow_handled = j.value("overflow_handled", false);
+  o.peak_bytes = read_optional<std::int64_t>(j, "peak_bytes");
+  o.fp32_peak_bytes = read_optional<std::int64_t>(j, "fp32_peak_bytes");
+  // As for smoke lines: "ok" must come with a finite loss close to the fp32 run's.
+  if (o.ok && (!o.loss_rel_diff || *o.loss_rel_diff > o.loss_tolerance)) {
+    o.ok = false;
+    o.error_kind = ErrorKind::wrong_result;
+    o.error = "the engine reported ok without a final loss within tolerance of the fp32 run";
+  }
+  result.amp[*mode] = o;
+  return true;
+}
+
+}  // namespace
 
 bool apply_result_line(std::string_view line, WorkerResult& result, std::string& error) {
   try {
@@ -178,6 +275,8 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
         o.error = "the engine reported ok without a relative error within tolerance";
       }
       result.smoke[*mode] = o;
+    } else if (type == "amp") {
+      if (!read_amp(j, result, error)) return false;
     } else if (type == "done") {
       result.finished = true;
     } else {

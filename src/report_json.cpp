@@ -51,6 +51,47 @@ json precision_json(const PrecisionResult& p) {
               {"smoke", smoke_json(p.smoke)}};
 }
 
+json amp_json(const PrecisionResult& p) {
+  const AmpOutcome a = p.amp.value_or(AmpOutcome{});
+  std::optional<double> ratio;
+  if (a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0) {
+    ratio = static_cast<double>(*a.peak_bytes) / static_cast<double>(*a.fp32_peak_bytes);
+  }
+  return json{
+      {"hardware", std::string(to_string(p.hardware))},
+      {"hardware_reason", p.hardware_reason},
+      {"status", std::string(to_string(p.status))},
+      {"reason", p.reason},
+      {"failure",
+       p.status == Status::failed ? json(std::string(to_string(p.failure))) : json(nullptr)},
+      {"ran", a.ran},
+      {"steps", a.ran ? json(a.steps) : json(nullptr)},
+      {"loss_start", number_or_null(a.loss_start)},
+      {"loss_end", number_or_null(a.loss_end)},
+      {"fp32_loss_end", number_or_null(a.fp32_loss_end)},
+      {"loss_rel_diff", number_or_null(a.loss_rel_diff)},
+      {"loss_tolerance", a.ran ? json(a.loss_tolerance) : json(nullptr)},
+      {"params_changed", a.params_changed},
+      {"dtypes", a.ran ? json{{"matmul", a.matmul_dtype},
+                              {"layer_norm", a.layer_norm_dtype},
+                              {"softmax", a.softmax_dtype},
+                              {"loss", a.loss_dtype}}
+                       : json(nullptr)},
+      {"loss_scaling", a.initial_scale ? json{{"initial_scale", *a.initial_scale},
+                                              {"final_scale", number_or_null(a.final_scale)},
+                                              {"skipped_steps", a.skipped_steps},
+                                              {"injected_overflow_step",
+                                               optional_or_null(a.injected_overflow_step)},
+                                              {"overflow_handled", a.overflow_handled}}
+                                       : json(nullptr)},
+      {"memory", a.peak_bytes ? json{{"peak_bytes", *a.peak_bytes},
+                                     {"fp32_peak_bytes", optional_or_null(a.fp32_peak_bytes)},
+                                     {"ratio_to_fp32", number_or_null(ratio)}}
+                              : json(nullptr)},
+      {"ms", number_or_null(a.ms)},
+      {"error", a.error}};
+}
+
 json gpu_json(const GpuInfo& g) {
   return json{
       {"uuid", g.uuid},
@@ -76,13 +117,20 @@ json cpu_json(const CpuInfo& c) {
 
 json device_json(const DeviceReport& d) {
   json precisions = json::object();
-  for (const auto& [mode, p] : d.precisions)
-    precisions[std::string(mode_key(mode))] = precision_json(p);
+  json amp = json::object();
+  for (const auto& [mode, p] : d.precisions) {
+    if (is_amp_mode(mode)) {
+      amp[std::string(mode_key(mode))] = amp_json(p);
+    } else {
+      precisions[std::string(mode_key(mode))] = precision_json(p);
+    }
+  }
   json j{{"index", d.index >= 0 ? json(d.index) : json(nullptr)},
          {"kind", std::string(to_string(d.kind))},
          {"name", d.name},
          {"selected", d.selected},
          {"precisions", precisions},
+         {"amp", amp},
          {"recommendation",
           {{"dtype", d.recommendation.dtype},
            {"loss_scaling", d.recommendation.loss_scaling},

@@ -1,6 +1,7 @@
 #include "precision_probe/results.hpp"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
 #include "precision_probe/strings.hpp"
@@ -34,6 +35,19 @@ std::optional<ErrorKind> parse_error_kind(std::string_view text) {
   return std::nullopt;
 }
 
+bool LossScaleModel::update(bool found_inf) {
+  if (found_inf) {
+    scale *= backoff_factor;
+    growth_tracker = 0;
+    return false;
+  }
+  if (++growth_tracker == growth_interval) {
+    if (std::isfinite(scale * growth_factor)) scale *= growth_factor;
+    growth_tracker = 0;
+  }
+  return true;
+}
+
 ErrorKind classify_error(std::string_view message) {
   const std::string m = to_lower(message);
   auto has = [&m](std::string_view needle) { return m.find(needle) != std::string::npos; };
@@ -42,7 +56,7 @@ ErrorKind classify_error(std::string_view message) {
       has("found no nvidia driver")) {
     return ErrorKind::environment;
   }
-  if (has("not implemented for") || has("not supported") || has("only supported") ||
+  if (has("not implemented for") || has("not supported") || has("only support") ||
       has("not_supported") || has("unsupported") || has("notimplementederror") ||
       has("could not run '")) {
     return ErrorKind::not_supported;

@@ -75,6 +75,41 @@ std::string number_cell(const std::optional<double>& v, const char* spec_text) {
   return fmt::format(fmt::runtime(spec_text), *v);
 }
 
+std::string mib(std::int64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// The training runs: loss from first to last step, distance to the fp32 run, loss scaling and
+// peak memory against fp32.
+void print_amp(const DeviceReport& d, const Paint& paint, std::ostream& out) {
+  out << fmt::format("  {:<10} {:<12} {:<12} {:>5}  {:<17} {:<14} {:<18} {:<20}  {}\n", "training",
+                     "hardware", "status", "steps", "loss first->last", "vs fp32", "loss scale",
+                     "peak memory", "note");
+  for (const auto& [mode, p] : d.precisions) {
+    if (!is_amp_mode(mode)) continue;
+    const AmpOutcome a = p.amp.value_or(AmpOutcome{});
+    const std::string steps = a.ran ? std::to_string(a.steps) : "-";
+    const std::string loss = a.loss_start && a.loss_end
+                                 ? fmt::format("{:.3f} -> {:.3f}", *a.loss_start, *a.loss_end)
+                                 : "-";
+    const std::string diff =
+        a.loss_rel_diff
+            ? fmt::format("{:.2f}% (<={:.0f}%)", *a.loss_rel_diff * 100.0, a.loss_tolerance * 100.0)
+            : "-";
+    const std::string scale =
+        a.final_scale ? fmt::format("{:.0f} ({} skipped)", *a.final_scale, a.skipped_steps) : "-";
+    const std::string memory = a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0
+                                   ? fmt::format("{} ({:.2f}x)", mib(*a.peak_bytes),
+                                                 static_cast<double>(*a.peak_bytes) /
+                                                     static_cast<double>(*a.fp32_peak_bytes))
+                                   : "-";
+    out << fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware))
+        << paint.status(p.status, 12)
+        << fmt::format(" {:>5}  {:<17} {:<14} {:<18} {:<20}  {}\n", steps, loss, diff, scale,
+                       memory, p.reason);
+  }
+}
+
 void print_device(const DeviceReport& d, const Paint& paint, std::ostream& out) {
   const std::string label = d.index < 0 && d.kind == DeviceKind::cuda ? "ARCH" : d.label();
   out << paint.bold(fmt::format("{:<6}", label)) << device_heading(d) << '\n';
@@ -91,7 +126,12 @@ void print_device(const DeviceReport& d, const Paint& paint, std::ostream& out) 
   }
   out << fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}\n", "mode", "hardware",
                      "status", "rel.error", "tolerance", "time", "note");
+  bool any_amp = false;
   for (const auto& [mode, p] : d.precisions) {
+    if (is_amp_mode(mode)) {
+      any_amp = true;
+      continue;
+    }
     const std::string rel = p.smoke.ran ? number_cell(p.smoke.rel_error, "{:.2e}") : "-";
     const std::string tol = p.smoke.ran ? fmt::format("{:.1e}", p.smoke.tolerance) : "-";
     const std::string ms = p.smoke.ran ? number_cell(p.smoke.ms, "{:.1f} ms") : "-";
@@ -99,6 +139,7 @@ void print_device(const DeviceReport& d, const Paint& paint, std::ostream& out) 
         << paint.status(p.status, 12)
         << fmt::format(" {:>10} {:>10} {:>9}  {}\n", rel, tol, ms, p.reason);
   }
+  if (any_amp) print_amp(d, paint, out);
   if (!d.recommendation.dtype.empty()) {
     out << fmt::format("  recommendation: {}{} ({})\n", paint.bold(d.recommendation.dtype),
                        d.recommendation.loss_scaling ? " with dynamic loss scaling" : "",

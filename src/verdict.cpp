@@ -71,6 +71,31 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
   return r;
 }
 
+PrecisionResult combine_amp_verdict(const HardwareVerdict& hardware,
+                                    const std::optional<AmpOutcome>& amp,
+                                    const std::string& not_run_reason) {
+  std::optional<SmokeOutcome> check;
+  if (amp) {
+    SmokeOutcome s;
+    s.ran = amp->ran;
+    s.ok = amp->ok;
+    s.error_kind = amp->error_kind;
+    s.error = amp->error;
+    if (s.ok) {
+      // A passed run carries its measure of closeness, as a smoke test does.
+      s.rel_error = amp->loss_rel_diff;
+      s.tolerance = amp->loss_tolerance;
+    } else if (s.ran && s.error.empty()) {
+      s.error = "wrong result: the training run did not pass its checks";
+    }
+    check = s;
+  }
+  PrecisionResult r = combine_verdict(hardware, check, not_run_reason);
+  r.smoke = SmokeOutcome{};
+  r.amp = amp;
+  return r;
+}
+
 namespace {
 
 // A mode counts as usable when it is native, or when its hardware is native and it was simply
@@ -105,6 +130,18 @@ Recommendation recommend(const DeviceReport& device) {
             fmt::format("{} runs FP16 natively but not BF16: autocast to fp16 with dynamic loss "
                         "scaling (a gradient scaler)",
                         where)};
+  }
+  // Native matmuls whose training run did not pass: say which, rather than "no native bf16".
+  for (const auto& [matmul, training] :
+       {std::pair{Mode::bf16, Mode::amp_bf16}, std::pair{Mode::fp16, Mode::amp_fp16}}) {
+    const PrecisionResult* run = device.find(training);
+    if (usable(device, matmul) && run != nullptr && !usable(device, training)) {
+      return {"fp32", false,
+              fmt::format(
+                  "{}: {} matmuls are native, but autocast training in {} is {} ({}): train "
+                  "in fp32",
+                  where, mode_key(matmul), mode_key(matmul), to_string(run->status), run->reason)};
+    }
   }
   return {"fp32", false,
           fmt::format("{} has no native BF16 or FP16: train in fp32{}", where,

@@ -26,6 +26,7 @@ struct WorkerPlan {
   int index = -1;                    // the visible GPU index in the report; -1 for the CPU
   std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID)
   std::vector<Mode> smoke;           // matmul precisions to smoke-test
+  std::vector<Mode> amp;             // mixed-precision training modes to run
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
   bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
 };
@@ -38,6 +39,7 @@ struct WorkerResult {
   std::optional<StackInfo> stack;
   std::string device_name;  // the device as LibTorch names it
   std::map<Mode, SmokeOutcome> smoke;
+  std::map<Mode, AmpOutcome> amp;
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
   std::string problem_message;

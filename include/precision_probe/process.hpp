@@ -37,6 +37,10 @@ class ChildProcess {
   // Waits for the child to exit; returns the raw wait status (see exit_code/term_signal).
   int wait();
   bool running() const { return pid_ > 0 && !reaped_; }
+  // Stops tracking the child: it finishes exiting on its own and a background thread reaps it.
+  // For a worker that has said everything: its exit (tearing down LibTorch's memory and the CUDA
+  // context) is nothing the caller needs to wait for.
+  void detach();
 
  private:
   pid_t pid_ = -1;

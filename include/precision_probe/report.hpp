@@ -23,7 +23,8 @@ struct PrecisionResult {
   Status status = Status::not_tested;
   std::string reason;                   // why it is not native (empty when native)
   ErrorKind failure = ErrorKind::none;  // for failed: what kind of failure
-  SmokeOutcome smoke;
+  SmokeOutcome smoke;                   // the matmul modes
+  std::optional<AmpOutcome> amp;        // the training modes (amp_fp16, amp_bf16)
 };
 
 struct Recommendation {

@@ -41,6 +41,44 @@ struct SmokeOutcome {
   std::string error;  // exception text, or why it did not run
 };
 
+// One mixed-precision training run (autocast; dynamic loss scaling for fp16), checked against an
+// fp32 run of the same steps on the same data.
+struct AmpOutcome {
+  bool ran = false;
+  bool ok = false;
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;         // what failed, or why it did not run
+  std::optional<double> ms;  // wall time of the AMP run
+  int steps = 0;
+  std::optional<double> loss_start, loss_end;  // AMP run, first and last step
+  std::optional<double> fp32_loss_end;         // the fp32 run's last step
+  std::optional<double> loss_rel_diff;         // |loss_end - fp32_loss_end| / fp32_loss_end
+  double loss_tolerance = 0.0;
+  bool params_changed = false;
+  // The dtypes autocast produced: matmul (linear) output, layer norm, log-softmax, loss.
+  std::string matmul_dtype, layer_norm_dtype, softmax_dtype, loss_dtype;
+  // Loss scaling (amp_fp16): steps skipped for inf/NaN gradients, the final scale, and the step
+  // where an overflow was injected on purpose (the scaler must skip it and halve the scale).
+  int skipped_steps = 0;
+  std::optional<double> initial_scale, final_scale;
+  std::optional<int> injected_overflow_step;
+  bool overflow_handled = false;
+  // Peak device memory of one training step at a larger batch (GPUs only): AMP and fp32.
+  std::optional<std::int64_t> peak_bytes, fp32_peak_bytes;
+};
+
+// GradScaler's rule, in plain C++: the expected scale after a step. Backs off on an inf/NaN
+// gradient (the step is skipped), grows after `growth_interval` good steps in a row.
+struct LossScaleModel {
+  double scale = 65536.0;
+  int growth_tracker = 0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int growth_interval = 2000;
+  // Applies one step; returns whether the optimizer step runs (no inf/NaN gradient).
+  bool update(bool found_inf);
+};
+
 // The LibTorch stack as the engine sees it.
 struct StackInfo {
   bool available = false;  // false: no engine could be asked (see error)

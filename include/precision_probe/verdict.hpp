@@ -17,6 +17,11 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
                                 const std::optional<SmokeOutcome>& smoke,
                                 const std::string& not_run_reason);
 
+// The same for a training mode: its run stands where the smoke test stands for a matmul mode.
+PrecisionResult combine_amp_verdict(const HardwareVerdict& hardware,
+                                    const std::optional<AmpOutcome>& amp,
+                                    const std::string& not_run_reason);
+
 // The usual practice: bf16 autocast without loss scaling where BF16 is native, fp16 autocast with
 // dynamic loss scaling where only FP16 is, fp32 otherwise.
 Recommendation recommend(const DeviceReport& device);

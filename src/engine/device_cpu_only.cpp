@@ -15,4 +15,8 @@ void synchronize(const Target& /*target*/) {}
 
 void warm_up(const Target& /*target*/) {}
 
+std::optional<std::int64_t> allocated_bytes(const Target& /*target*/) { return std::nullopt; }
+std::optional<std::int64_t> peak_allocated_bytes(const Target& /*target*/) { return std::nullopt; }
+void reset_peak_memory(const Target& /*target*/) {}
+
 }  // namespace precision_probe::engine

@@ -1,6 +1,7 @@
 // Device helpers for a CUDA build of LibTorch. Compiled only when LibTorch carries CUDA (and, on
 // CPU-only machines, by a compile-only target so that this path always builds).
 
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -28,6 +29,25 @@ std::string device_name(const Target& target) {
 
 void synchronize(const Target& target) {
   if (target.cuda) c10::cuda::device_synchronize();
+}
+
+std::optional<std::int64_t> allocated_bytes(const Target& target) {
+  if (!target.cuda) return std::nullopt;
+  // Index 0 of each statistic is the aggregate over pool types, in every LibTorch version.
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(target.device.index())
+      .allocated_bytes[0]
+      .current;
+}
+
+std::optional<std::int64_t> peak_allocated_bytes(const Target& target) {
+  if (!target.cuda) return std::nullopt;
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(target.device.index())
+      .allocated_bytes[0]
+      .peak;
+}
+
+void reset_peak_memory(const Target& target) {
+  if (target.cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(target.device.index());
 }
 
 void warm_up(const Target& target) {

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 #include "engine.hpp"
 #include "error_text.hpp"
 #include "precision_probe/protocol.hpp"
@@ -21,8 +23,9 @@ namespace {
 void emit(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
 int run_worker() {
-  eng::trace("main");
-  const std::string input{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  pp::trace("main");
+  const std::string input{std::istreambuf_iterator<char>(std::cin),
+                          std::istreambuf_iterator<char>()};
   pp::WorkerPlan plan;
   std::string error;
   if (!pp::decode_plan(input, plan, error)) {
@@ -33,6 +36,9 @@ int run_worker() {
   if (plan.kind == pp::DeviceKind::cuda) {
     target.cuda = true;
     target.device = at::Device(at::kCUDA, 0);  // the worker sees exactly one GPU
+    // The CPU side of a GPU worker is small (inputs, references): one thread spares it the
+    // start-up of a thread pool per core, which costs more than the work.
+    at::set_num_threads(1);
   }
   // The CUDA context and cuBLAS start in the background while the CPU prepares the inputs.
   std::thread warm([&target] {
@@ -44,25 +50,51 @@ int run_worker() {
     }
   });
   emit(pp::encode_hello(eng::describe_stack(plan.describe)));
-  eng::trace("hello sent");
+  pp::trace("hello sent");
   std::vector<eng::PreparedSmoke> prepared;
   std::uint64_t salt = 0;
   for (pp::Mode mode : plan.smoke) {
     prepared.push_back(eng::prepare_smoke(mode, target, plan.seed * 1000003ULL + ++salt));
   }
-  eng::trace("inputs and references prepared");
+  pp::trace("inputs and references prepared");
   warm.join();
   try {
     if (eng::unusable_reason(target).empty()) emit(pp::encode_device(eng::device_name(target)));
   } catch (const std::exception& e) {
     std::cerr << "precision-probe-engine: " << eng::error_text(e) << '\n';
   }
-  for (const eng::PreparedSmoke& p : prepared) {
-    emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
-    eng::trace(pp::mode_key(p.mode).data());
+
+  // The training runs go in a thread of their own, alongside the smoke tests (autocast state is
+  // per thread). Only tf32, which changes the process-wide float32 matmul precision, waits for
+  // them: their fp32 reference must run without TF32.
+  eng::AmpSetup amp_setup;
+  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
+  std::thread amp_thread;
+  if (!plan.amp.empty()) {
+    amp_thread = std::thread([&] {
+      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
+      for (pp::Mode mode : plan.amp)
+        amp_results.emplace_back(mode, eng::run_amp(mode, amp_setup, target));
+      pp::trace("training runs done");
+    });
   }
+  eng::preload_kernels(prepared, target);
+  for (const eng::PreparedSmoke& p : prepared) {
+    if (p.mode == pp::Mode::tf32) continue;
+    emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
+    pp::trace(pp::mode_key(p.mode));
+  }
+  if (amp_thread.joinable()) amp_thread.join();
+  for (const eng::PreparedSmoke& p : prepared) {
+    if (p.mode == pp::Mode::tf32) emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
+  }
+  for (auto& [mode, outcome] : amp_results) {
+    eng::measure_amp_memory(mode, outcome, amp_setup, target);
+    emit(pp::encode_amp(mode, outcome));
+  }
+  pp::trace("memory measured");
   emit(pp::encode_done());
-  eng::trace("done");
+  pp::trace("done");
   // Everything is said and flushed: leave without tearing down LibTorch and the CUDA context
   // (tens of milliseconds the probe would wait for); the driver cleans up after the process.
   std::cout.flush();

@@ -39,6 +39,16 @@ std::string line_after(const std::string& config, const std::string& key) {
 
 }  // namespace
 
+std::string format_cudnn_version(long version) {
+  if (version <= 0) return "";
+  if (version >= 90000) {
+    return std::to_string(version / 10000) + "." + std::to_string(version % 10000 / 100) + "." +
+           std::to_string(version % 100);
+  }
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 100) + "." +
+         std::to_string(version % 100);
+}
+
 void parse_show_config(const std::string& config, StackInfo& stack) {
   const std::string runtime = value_after(config, "CUDA Runtime ");
   const std::string built = value_after(config, "Built with CUDA Runtime ");
@@ -67,6 +77,9 @@ StackInfo describe_stack(bool with_cuda_configuration) {
     // The CUDA part of the configuration: runtime version, NVCC arch flags, cuDNN. It needs no
     // device (cudaRuntimeGetVersion works without a driver).
     parse_show_config(at::detail::getCUDAHooks().showConfig(), stack);
+    if (at::detail::getCUDAHooks().compiledWithCuDNN()) {
+      stack.cudnn_version = format_cudnn_version(at::detail::getCUDAHooks().versionCuDNN());
+    }
   } catch (const std::exception& e) {
     stack.error = "cannot read the CUDA configuration: " + error_text(e);
   }

@@ -21,6 +21,7 @@ esac
 plan=$(cat)
 kind=$(printf '%s' "$plan" | sed -n 's/.*"kind":"\([a-z]*\)".*/\1/p')
 modes=$(printf '%s' "$plan" | sed -n 's/.*"smoke":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
+amp_modes=$(printf '%s' "$plan" | sed -n 's/.*"amp":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 behaviour=${FAKE_ENGINE:-ok}
 case "${FAKE_ENGINE_ON:-any}" in any|"$kind") ;; *) behaviour=ok ;; esac
 
@@ -45,5 +46,17 @@ for mode in $modes; do
       echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"rel_error\":0.000001,\"tolerance\":0.01,\"ms\":0.25,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"none\",\"error\":\"\"}" ;;
   esac
   if [ "$behaviour" = crash ] && [ $n -eq 1 ]; then kill -SEGV $$; fi
+done
+for mode in $amp_modes; do
+  scale=null; injected=null; handled=false
+  if [ "$mode" = amp_fp16 ]; then scale=131072; injected=3; handled=true; fi
+  case "$behaviour" in
+    "wrong:$mode")
+      echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the loss did not go down (2.3026 -> 2.3100)\",\"ms\":40,\"steps\":30,\"loss_start\":2.3026,\"loss_end\":2.31,\"fp32_loss_end\":0.5,\"loss_rel_diff\":3.62,\"loss_tolerance\":0.05,\"params_changed\":true,\"matmul_dtype\":\"bf16\",\"layer_norm_dtype\":\"fp32\",\"softmax_dtype\":\"fp32\",\"loss_dtype\":\"fp32\",\"skipped_steps\":0,\"initial_scale\":null,\"final_scale\":null,\"injected_overflow_step\":null,\"overflow_handled\":false,\"peak_bytes\":null,\"fp32_peak_bytes\":null}" ;;
+    "unsupported:$mode")
+      echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"not_supported\",\"error\":\"Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype\",\"ms\":null,\"steps\":30,\"loss_start\":null,\"loss_end\":null,\"fp32_loss_end\":null,\"loss_rel_diff\":null,\"loss_tolerance\":0.02,\"params_changed\":false,\"matmul_dtype\":\"\",\"layer_norm_dtype\":\"\",\"softmax_dtype\":\"\",\"loss_dtype\":\"\",\"skipped_steps\":0,\"initial_scale\":null,\"final_scale\":null,\"injected_overflow_step\":null,\"overflow_handled\":false,\"peak_bytes\":null,\"fp32_peak_bytes\":null}" ;;
+    *)
+      echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"ms\":40,\"steps\":30,\"loss_start\":2.3026,\"loss_end\":0.5021,\"fp32_loss_end\":0.5003,\"loss_rel_diff\":0.0036,\"loss_tolerance\":0.02,\"params_changed\":true,\"matmul_dtype\":\"bf16\",\"layer_norm_dtype\":\"fp32\",\"softmax_dtype\":\"fp32\",\"loss_dtype\":\"fp32\",\"skipped_steps\":1,\"initial_scale\":65536,\"final_scale\":$scale,\"injected_overflow_step\":$injected,\"overflow_handled\":$handled,\"peak_bytes\":62914560,\"fp32_peak_bytes\":115343360}" ;;
+  esac
 done
 echo '{"type":"done"}'

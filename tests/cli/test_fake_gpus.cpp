@@ -105,3 +105,14 @@ TEST(FakeGpus, NoKernelImageIsAnEnvironmentFailure) {
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.out.find("no kernel image is available"), std::string::npos);
 }
+
+TEST(FakeGpus, TrainingModesCanBeRequiredAndFailTheGate) {
+  EXPECT_EQ(run_probe_binary({"--require", "amp"}, fake_driver_env(kH200)).exit_code, 0);
+  const auto r = run_probe_binary(
+      {"--require", "amp_bf16", "--format", "json"},
+      with(fake_driver_env(kH200), {"FAKE_ENGINE=wrong:amp_bf16", "FAKE_ENGINE_ON=cuda"}));
+  EXPECT_EQ(r.exit_code, 4);
+  const json amp = json::parse(r.out).at("devices").at(0).at("amp").at("amp_bf16");
+  EXPECT_EQ(amp.at("status"), "failed");
+  EXPECT_NE(amp.at("reason").get<std::string>().find("loss did not go down"), std::string::npos);
+}

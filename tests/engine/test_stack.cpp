@@ -28,6 +28,13 @@ TEST(EngineStack, TheCheapDescriptionSkipsTheCudaConfiguration) {
   EXPECT_TRUE(s.cuda_version.empty());
 }
 
+TEST(EngineStack, CudnnVersionsOfBothEncodings) {
+  EXPECT_EQ(eng::format_cudnn_version(8907), "8.9.7");
+  EXPECT_EQ(eng::format_cudnn_version(91900), "9.19.0");
+  EXPECT_EQ(eng::format_cudnn_version(90100), "9.1.0");
+  EXPECT_EQ(eng::format_cudnn_version(0), "");
+}
+
 TEST(EngineStack, ParsesLibTorchsCudaConfiguration) {
   // The CUDA part of torch.__config__.show(), as LibTorch 2.x prints it.
   const std::string config =

@@ -70,6 +70,32 @@ SmokeOutcome passed(double rel_error, double tolerance) {
   return o;
 }
 
+AmpOutcome passed_amp(Mode mode) {
+  AmpOutcome o;
+  o.ran = true;
+  o.ok = true;
+  o.ms = 40.0;
+  o.steps = 30;
+  o.loss_start = 2.3;
+  o.loss_end = 0.5;
+  o.fp32_loss_end = 0.498;
+  o.loss_rel_diff = 0.004;
+  o.loss_tolerance = mode == Mode::amp_fp16 ? 0.02 : 0.05;
+  o.params_changed = true;
+  o.matmul_dtype = mode == Mode::amp_fp16 ? "fp16" : "bf16";
+  o.layer_norm_dtype = o.softmax_dtype = o.loss_dtype = "fp32";
+  if (mode == Mode::amp_fp16) {
+    o.initial_scale = 65536.0;
+    o.final_scale = 131072.0;
+    o.skipped_steps = 1;
+    o.injected_overflow_step = 3;
+    o.overflow_handled = true;
+  }
+  o.peak_bytes = 60 << 20;
+  o.fp32_peak_bytes = 110 << 20;
+  return o;
+}
+
 StackInfo cuda_stack() {
   StackInfo s;
   s.available = true;
@@ -101,6 +127,7 @@ FakeEngine::FakeEngine() : stack(cuda_stack()) {
     r.stack = stack;
     r.finished = true;
     for (Mode m : plan.smoke) r.smoke[m] = passed(1e-4);
+    for (Mode m : plan.amp) r.amp[m] = passed_amp(m);
     return r;
   };
 }

@@ -173,3 +173,47 @@ TEST(TextPrinter, FailuresAndUnmetRequirementsStandOut) {
   EXPECT_NE(text.find("NOT MET (failed)"), std::string::npos);
   EXPECT_NE(text.find("exit 4: GPU 0 bf16 failed"), std::string::npos);
 }
+
+namespace {
+
+pp::Report with_amp() {
+  auto r = sample();
+  pp::PrecisionResult fp16;
+  fp16.hardware = pp::Hardware::native;
+  fp16.status = Status::native;
+  fp16.amp = pp::testing::passed_amp(Mode::amp_fp16);
+  r.devices[0].precisions.emplace_back(Mode::amp_fp16, fp16);
+  return r;
+}
+
+}  // namespace
+
+TEST(JsonPrinter, TrainingRunsGoUnderAmp) {
+  const json j = json::parse(render(with_amp(), pp::Format::json));
+  const json& dev = j.at("devices").at(0);
+  EXPECT_FALSE(dev.at("precisions").contains("amp_fp16"));
+  const json& amp = dev.at("amp").at("amp_fp16");
+  EXPECT_EQ(amp.at("status"), "native");
+  EXPECT_EQ(amp.at("steps"), 30);
+  EXPECT_DOUBLE_EQ(amp.at("loss_start").get<double>(), 2.3);
+  EXPECT_DOUBLE_EQ(amp.at("fp32_loss_end").get<double>(), 0.498);
+  EXPECT_EQ(amp.at("dtypes").at("matmul"), "fp16");
+  EXPECT_EQ(amp.at("dtypes").at("loss"), "fp32");
+  EXPECT_EQ(amp.at("loss_scaling").at("skipped_steps"), 1);
+  EXPECT_EQ(amp.at("loss_scaling").at("overflow_handled"), true);
+  EXPECT_EQ(amp.at("memory").at("peak_bytes"), 60 << 20);
+  EXPECT_NEAR(amp.at("memory").at("ratio_to_fp32").get<double>(), 60.0 / 110.0, 1e-12);
+  bool available = false;
+  const std::string problem =
+      pp::testing::validate_against_schema(render(with_amp(), pp::Format::json), available);
+  if (available) EXPECT_EQ(problem, "");
+}
+
+TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
+  const std::string text = render(with_amp(), pp::Format::text);
+  EXPECT_NE(text.find("  training   hardware"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.300 -> 0.500"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.40% (<=2%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
+  EXPECT_NE(text.find("60.0 MiB (0.55x)"), std::string::npos) << text;
+}

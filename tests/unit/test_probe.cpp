@@ -289,3 +289,57 @@ TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
   EXPECT_EQ(described.stack.arch_list, pp::testing::cuda_stack().arch_list);
   EXPECT_TRUE(device(described, "GPU 0")->kernels.has_value());
 }
+
+TEST(Probe, TrainingModesAreRunAndGated) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.options.require = {Mode::amp_bf16, Mode::amp_fp16};
+  const auto r = p.run();
+  ASSERT_EQ(p.engine.plans_seen.size(), 2U);
+  EXPECT_EQ(p.engine.plans_seen[1].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
+  const auto* gpu = device(r, "GPU 0");
+  const auto* amp = gpu->find(Mode::amp_fp16);
+  ASSERT_NE(amp, nullptr);
+  EXPECT_EQ(amp->status, Status::native);
+  ASSERT_TRUE(amp->amp.has_value());
+  EXPECT_TRUE(amp->amp->overflow_handled);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+}
+
+TEST(Probe, AFailedTrainingRunFailsTheGateEvenIfTheMatmulsPass) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.answer = [&p](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.finished = true;
+    r.stack = p.engine.stack;
+    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
+    for (Mode m : plan.amp) {
+      r.amp[m] = pp::testing::passed_amp(m);
+      if (m == Mode::amp_bf16) {
+        r.amp[m].ok = false;
+        r.amp[m].error_kind = pp::ErrorKind::wrong_result;
+        r.amp[m].error = "wrong result: the loss did not go down (2.3026 -> 2.3100)";
+      }
+    }
+    return r;
+  };
+  const auto r = p.run();
+  const auto* gpu = device(r, "GPU 0");
+  EXPECT_EQ(gpu->find(Mode::bf16)->status, Status::native);
+  EXPECT_EQ(gpu->find(Mode::amp_bf16)->status, Status::failed);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kCheckFailed);
+  // bf16 is no longer recommended: its training run failed.
+  EXPECT_EQ(gpu->recommendation.dtype, "fp16");
+}
+
+TEST(Probe, AmpOnAT4IsEmulatedForBf16) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kT4});
+  p.options.require = {Mode::amp_bf16};
+  const auto r = p.run();
+  EXPECT_EQ(device(r, "GPU 0")->find(Mode::amp_bf16)->status, Status::emulated);
+  EXPECT_EQ(device(r, "GPU 0")->find(Mode::amp_fp16)->status, Status::native);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet);
+}

@@ -5,15 +5,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <iterator>
 #include <string>
 
-#include "engine.hpp"
+#include "precision_probe/trace.hpp"
 
-namespace precision_probe::engine {
+namespace precision_probe {
 
 namespace {
 
@@ -37,7 +39,7 @@ double boot_ms() {
   return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-bool enabled() {
+bool enabled_once() {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, nothing sets variables
   static const bool on = std::getenv("PRECISION_PROBE_TRACE") != nullptr;
   return on;
@@ -45,10 +47,14 @@ bool enabled() {
 
 }  // namespace
 
-void trace(const char* what) {
-  if (!enabled()) return;
+bool tracing() { return enabled_once(); }
+
+void trace(std::string_view what) {
+  if (!enabled_once()) return;
   static const double start = process_start_ms();
-  std::fprintf(stderr, "trace: %7.1f ms  %s\n", boot_ms() - start, what);
+  static const char* const name = program_invocation_short_name;
+  std::fprintf(stderr, "trace: %-24s %7.1f ms  %.*s\n", name, boot_ms() - start,
+               static_cast<int>(what.size()), what.data());
 }
 
-}  // namespace precision_probe::engine
+}  // namespace precision_probe

@@ -1,0 +1,57 @@
+// Mixed-precision training on a real GPU. Label "gpu": skips, with the reason, without one.
+
+#include <gtest/gtest.h>
+
+#include "engine.hpp"
+
+namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
+using pp::Mode;
+
+namespace {
+
+bool have_gpu() {
+#ifdef PP_TORCH_CUDA
+  return at::hasCUDA();
+#else
+  return false;
+#endif
+}
+
+eng::Target gpu0() {
+  eng::Target t;
+  t.cuda = true;
+  t.device = at::Device(at::kCUDA, 0);
+  return t;
+}
+
+}  // namespace
+
+TEST(EngineAmpGpu, Fp16WithDynamicLossScalingFollowsGradScaler) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
+  const eng::AmpSetup s = eng::prepare_amp(gpu0(), 21);
+  ASSERT_TRUE(s.ready) << s.error;
+  pp::AmpOutcome o = eng::run_amp(Mode::amp_fp16, s, gpu0());
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.matmul_dtype, "fp16");
+  EXPECT_EQ(o.layer_norm_dtype, "fp32");
+  EXPECT_EQ(o.softmax_dtype, "fp32");
+  EXPECT_EQ(o.loss_dtype, "fp32");
+  EXPECT_TRUE(o.overflow_handled);
+  EXPECT_GE(o.skipped_steps, 1);
+  EXPECT_LT(*o.loss_end, *o.loss_start);
+  eng::measure_amp_memory(Mode::amp_fp16, o, s, gpu0());
+  ASSERT_TRUE(o.peak_bytes && o.fp32_peak_bytes);
+  // Half-precision activations: the AMP step must need clearly less than the fp32 one.
+  EXPECT_LT(*o.peak_bytes, *o.fp32_peak_bytes);
+}
+
+TEST(EngineAmpGpu, Bf16WithoutLossScaling) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
+  const eng::AmpSetup s = eng::prepare_amp(gpu0(), 22);
+  const pp::AmpOutcome o = eng::run_amp(Mode::amp_bf16, s, gpu0());
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.matmul_dtype, "bf16");
+  EXPECT_FALSE(o.final_scale.has_value());
+  EXPECT_LE(*o.loss_rel_diff, o.loss_tolerance);
+}

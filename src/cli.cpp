@@ -117,6 +117,13 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
                  "bf16, fp8 (both), fp8_e4m3, fp8_e5m2, fp4; comma separated, repeatable")
       ->option_text("MODES");
   app.add_flag("--quick", o.quick, "Driver facts and architecture verdicts only: no kernels run");
+  app.add_flag("--bench", o.bench,
+               "Measure TFLOP/s per precision (a large GEMM, CUDA events, median of many runs), "
+               "the speed-up over fp32 and the share of the datasheet peak");
+  std::int64_t bench_size = 0;
+  app.add_option("--bench-size", bench_size,
+                 "GEMM size for --bench, M=N=K (default 8192 on GPUs, 1024 on the CPU)")
+      ->option_text("N");
   app.add_option("--seed", seed, "Seed for the random test inputs (default: a fresh one per run)")
       ->option_text("N");
   app.add_option("--timeout", timeout, "Bound on the whole run, in seconds (default 60)")
@@ -178,6 +185,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (!value || *value < 0)
       return fail(fmt::format("--seed: '{}' is not a non-negative integer", printable(seed)));
     o.seed = static_cast<std::uint64_t>(*value);
+  }
+  if (app.count("--bench-size") > 0) {
+    if (bench_size < 16 || bench_size > 32768 || bench_size % 16 != 0) {
+      return fail(fmt::format("--bench-size: {} is out of range (a multiple of 16 from 16 to 32768)",
+                              bench_size));
+    }
+    o.bench_size = bench_size;
+    o.bench = true;  // asking for a size asks for the benchmark
   }
   if (!(timeout > 0.0) || timeout > 86400.0) {
     return fail(fmt::format("--timeout: {} is out of range (0 < SECONDS <= 86400)", timeout));

@@ -104,6 +104,7 @@ GpuInfo from_nvml(const NvmlDevice& d) {
   g.memory_used = d.memory_used;
   g.mig_enabled = d.mig_enabled;
   g.compute_mode = d.compute_mode;
+  g.clock_ghz = d.max_clock_ghz;
   g.source = "nvml";
   return g;
 }
@@ -117,6 +118,7 @@ GpuInfo from_cuda(const CudaDevice& c, const NvmlDevice* n) {
   g.sm_count = c.sm_count;
   g.memory_total = c.memory_total;
   g.compute_mode = c.compute_mode;
+  g.clock_ghz = c.clock_ghz;
   g.mig_instance = starts_with(c.uuid, "MIG-");
   g.source = "cuda";
   if (n != nullptr) {
@@ -129,6 +131,7 @@ GpuInfo from_cuda(const CudaDevice& c, const NvmlDevice* n) {
     }
     if (!g.compute_mode) g.compute_mode = n->compute_mode;
     if (!g.cc) g.cc = n->cc;
+    if (!g.clock_ghz) g.clock_ghz = n->max_clock_ghz;
   }
   return g;
 }

@@ -16,6 +16,7 @@
 #include <cuda.h>
 static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == 16);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE == 20);
+static_assert(CU_DEVICE_ATTRIBUTE_CLOCK_RATE == 13);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
 static_assert(CUDA_ERROR_NO_DEVICE == 100);
@@ -33,6 +34,7 @@ struct CuUuid {
 };
 constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kAttrComputeMode = 20;
+constexpr int kAttrClockRate = 13;  // kHz
 constexpr int kAttrCcMajor = 75;
 constexpr int kAttrCcMinor = 76;
 
@@ -80,6 +82,8 @@ using nvmlDeviceGetCudaComputeCapability_t = nvmlReturn_t (*)(nvmlDevice_t, int*
 using nvmlDeviceGetMemoryInfo_t = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
 using nvmlDeviceGetMigMode_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
 using nvmlDeviceGetComputeMode_t = nvmlReturn_t (*)(nvmlDevice_t, int*);
+using nvmlDeviceGetMaxClockInfo_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+constexpr int kNvmlClockSm = 1;
 
 // A dlopen'ed library, closed on destruction unless released.
 class Library {
@@ -179,6 +183,7 @@ class SystemDriver final : public DriverApi {
     auto get_mem = lib.get<nvmlDeviceGetMemoryInfo_t>("nvmlDeviceGetMemoryInfo");
     auto get_mig = lib.get<nvmlDeviceGetMigMode_t>("nvmlDeviceGetMigMode");
     auto get_mode = lib.get<nvmlDeviceGetComputeMode_t>("nvmlDeviceGetComputeMode");
+    auto get_clock = lib.get<nvmlDeviceGetMaxClockInfo_t>("nvmlDeviceGetMaxClockInfo");
     unsigned int count = 0;
     if (get_count != nullptr && get_handle != nullptr && get_count(&count) == kNvmlSuccess) {
       for (unsigned int i = 0; i < count && i < 1024; ++i) {
@@ -214,6 +219,10 @@ class SystemDriver final : public DriverApi {
         }
         int mode = 0;
         if (get_mode != nullptr && get_mode(dev, &mode) == kNvmlSuccess) d.compute_mode = mode;
+        unsigned int mhz = 0;
+        if (get_clock != nullptr && get_clock(dev, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
+          d.max_clock_ghz = mhz / 1000.0;
+        }
         snap.devices.push_back(std::move(d));
       }
     }
@@ -286,6 +295,7 @@ class SystemDriver final : public DriverApi {
       if (major && minor) d.cc = ComputeCapability{*major, *minor};
       d.sm_count = attr(kAttrMultiprocessorCount);
       d.compute_mode = attr(kAttrComputeMode);
+      if (const auto khz = attr(kAttrClockRate); khz && *khz > 0) d.clock_ghz = *khz / 1e6;
       std::size_t bytes = 0;
       if (total_mem != nullptr && total_mem(&bytes, dev) == 0) d.memory_total = bytes;
       std::memset(text, 0, sizeof text);

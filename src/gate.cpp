@@ -53,9 +53,17 @@ ExitDecision decide_exit(const Report& report) {
   const PrecisionResult* failed = nullptr;
   const DeviceReport* failed_device = nullptr;
   Mode failed_mode = Mode::fp32;
+  std::string bench_failure;
   for (const DeviceReport& device : report.devices) {
     if (!device.selected) continue;
     for (const auto& [mode, p] : device.precisions) {
+      if (p.bench && !p.bench->outcome.ok && p.bench->outcome.error_kind != ErrorKind::not_run &&
+          p.bench->outcome.error_kind != ErrorKind::none) {
+        const std::string why = fmt::format("{} {} benchmark: {}", device.label(), mode_key(mode),
+                                            p.bench->outcome.error);
+        if (p.bench->outcome.error_kind == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
+        if (bench_failure.empty()) bench_failure = why;
+      }
       if (p.status != Status::failed) continue;
       if (p.failure == ErrorKind::timed_out) {
         return {exit_code::kTimedOut,
@@ -87,6 +95,7 @@ ExitDecision decide_exit(const Report& report) {
     return {exit_code::kCheckFailed, fmt::format("{} {} failed: {}", failed_device->label(),
                                                  mode_key(failed_mode), failed->reason)};
   }
+  if (!bench_failure.empty()) return {exit_code::kCheckFailed, bench_failure};
   for (const RequirementResult& r : report.requirements) {
     if (!r.met) {
       return {exit_code::kRequirementNotMet,

@@ -114,6 +114,20 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
                                               known ? &result->amp : nullptr, result),
                                   not_run_reason));
   }
+  if (known && planned->plan.bench_size > 0) {
+    // Every passed smoke test was to be benchmarked: one the worker did not answer says why.
+    std::map<Mode, BenchOutcome> bench = result->bench;
+    for (Mode mode : planned->plan.smoke) {
+      const auto smoke = result->smoke.find(mode);
+      if (smoke == result->smoke.end() || !smoke->second.ok || bench.count(mode) != 0) continue;
+      BenchOutcome missing;
+      missing.error_kind = result->problem != ErrorKind::none ? result->problem : ErrorKind::crashed;
+      missing.error = result->problem != ErrorKind::none ? result->problem_message
+                                                         : "the engine finished without this benchmark";
+      bench[mode] = missing;
+    }
+    apply_bench(d, bench);
+  }
   d.recommendation = recommend(d);
 }
 
@@ -163,6 +177,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   report.host = collect_host(sys);
   report.run.command = "probe";
   report.run.quick = options.quick;
+  report.run.bench = options.bench && !options.quick;
   report.run.seed = options.seed.value_or(fresh_seed());
   report.run.timeout_s = options.timeout_s;
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
@@ -207,6 +222,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     cpu_worker.plan.smoke = runnable_modes(kPrecisionModes, cpu_support);
     cpu_worker.plan.amp = runnable_modes(kAmpModes, cpu_support);
     cpu_worker.plan.seed = report.run.seed;
+    if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
     planned.push_back(cpu_worker);
     for (const GpuInfo& gpu : facts.gpus) {
       if (!gpu_selected(options, gpu.index) || !gpu.cc) continue;
@@ -219,6 +235,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       w.plan.smoke = runnable_modes(kPrecisionModes, gpu_support);
       w.plan.amp = runnable_modes(kAmpModes, gpu_support);
       w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
+      if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
       planned.push_back(w);
     }
   }

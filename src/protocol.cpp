@@ -85,7 +85,8 @@ std::string encode_plan(const WorkerPlan& plan) {
   return json{{"protocol", kProtocolVersion}, {"kind", std::string(to_string(plan.kind))},
               {"index", plan.index},          {"smoke", mode_list(plan.smoke)},
               {"amp", mode_list(plan.amp)},   {"seed", plan.seed},
-              {"describe", plan.describe}}
+              {"describe", plan.describe},
+              {"bench_size", plan.bench_size}}
       .dump();
 }
 
@@ -106,6 +107,11 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error) {
     plan.index = j.value("index", -1);
     plan.seed = j.value("seed", std::uint64_t{0});
     plan.describe = j.value("describe", false);
+    plan.bench_size = j.value("bench_size", std::int64_t{0});
+    if (plan.bench_size < 0 || plan.bench_size > 65536) {
+      error = "bench_size out of range";
+      return false;
+    }
     return read_mode_list(j, "smoke", plan.smoke, error) &&
            read_mode_list(j, "amp", plan.amp, error);
   } catch (const json::exception& e) {
@@ -181,6 +187,21 @@ std::string encode_amp(Mode mode, const AmpOutcome& o) {
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string encode_bench(Mode mode, const BenchOutcome& o) {
+  return json{{"type", "bench"},
+              {"mode", std::string(mode_key(mode))},
+              {"ran", o.ran},
+              {"ok", o.ok},
+              {"error_kind", std::string(to_string(o.error_kind))},
+              {"error", o.error},
+              {"size", o.size},
+              {"reps", o.reps},
+              {"ms", optional_number(o.ms)},
+              {"tflops", optional_number(o.tflops)},
+              {"timer", o.timer}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string encode_done() { return json{{"type", "done"}}.dump(); }
 
 namespace {
@@ -230,6 +251,32 @@ bool read_amp(const json& j, WorkerResult& result, std::string& error) {
   return true;
 }
 
+bool read_bench(const json& j, WorkerResult& result, std::string& error) {
+  const auto mode = parse_mode(j.at("mode").get<std::string>());
+  const auto kind = parse_error_kind(j.value("error_kind", "none"));
+  if (!mode || is_amp_mode(*mode) || !kind) {
+    error = "unknown mode or error kind in bench line";
+    return false;
+  }
+  BenchOutcome o;
+  o.ran = j.at("ran").get<bool>();
+  o.ok = j.at("ok").get<bool>();
+  o.error_kind = *kind;
+  o.error = j.value("error", "");
+  o.size = j.value("size", std::int64_t{0});
+  o.reps = j.value("reps", 0);
+  o.ms = read_optional_number(j, "ms");
+  o.tflops = read_optional_number(j, "tflops");
+  o.timer = j.value("timer", "");
+  if (o.ok && (!o.tflops || !(*o.tflops > 0.0))) {
+    o.ok = false;
+    o.error_kind = ErrorKind::wrong_result;
+    o.error = "the engine reported a benchmark without a positive throughput";
+  }
+  result.bench[*mode] = o;
+  return true;
+}
+
 }  // namespace
 
 bool apply_result_line(std::string_view line, WorkerResult& result, std::string& error) {
@@ -275,6 +322,8 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
         o.error = "the engine reported ok without a relative error within tolerance";
       }
       result.smoke[*mode] = o;
+    } else if (type == "bench") {
+      if (!read_bench(j, result, error)) return false;
     } else if (type == "amp") {
       if (!read_amp(j, result, error)) return false;
     } else if (type == "done") {

@@ -92,6 +92,21 @@ json amp_json(const PrecisionResult& p) {
       {"error", a.error}};
 }
 
+json bench_json(const BenchResult& b) {
+  const BenchOutcome& o = b.outcome;
+  return json{{"ok", o.ok},
+              {"tflops", number_or_null(o.tflops)},
+              {"ratio_to_fp32", number_or_null(b.ratio_to_fp32)},
+              {"peak_tflops", number_or_null(b.peak_tflops)},
+              {"peak_source", b.peak_source},
+              {"percent_of_peak", number_or_null(b.percent_of_peak)},
+              {"size", o.size},
+              {"ms", number_or_null(o.ms)},
+              {"reps", o.reps},
+              {"timer", o.timer},
+              {"error", o.error}};
+}
+
 json gpu_json(const GpuInfo& g) {
   return json{
       {"uuid", g.uuid},
@@ -105,6 +120,7 @@ json gpu_json(const GpuInfo& g) {
       {"mig_enabled", optional_or_null(g.mig_enabled)},
       {"mig_instance", g.mig_instance},
       {"compute_mode", g.compute_mode ? json(compute_mode_name(*g.compute_mode)) : json(nullptr)},
+      {"max_clock_ghz", number_or_null(g.clock_ghz)},
       {"source", g.source}};
 }
 
@@ -118,12 +134,14 @@ json cpu_json(const CpuInfo& c) {
 json device_json(const DeviceReport& d) {
   json precisions = json::object();
   json amp = json::object();
+  json bench = json::object();
   for (const auto& [mode, p] : d.precisions) {
     if (is_amp_mode(mode)) {
       amp[std::string(mode_key(mode))] = amp_json(p);
     } else {
       precisions[std::string(mode_key(mode))] = precision_json(p);
     }
+    if (p.bench) bench[std::string(mode_key(mode))] = bench_json(*p.bench);
   }
   json j{{"index", d.index >= 0 ? json(d.index) : json(nullptr)},
          {"kind", std::string(to_string(d.kind))},
@@ -135,6 +153,7 @@ json device_json(const DeviceReport& d) {
           {{"dtype", d.recommendation.dtype},
            {"loss_scaling", d.recommendation.loss_scaling},
            {"reason", d.recommendation.reason}}}};
+  if (!bench.empty()) j["bench"] = bench;
   if (d.gpu) j["gpu"] = gpu_json(*d.gpu);
   if (d.cpu) j["cpu"] = cpu_json(*d.cpu);
   if (d.kernels) {
@@ -166,11 +185,8 @@ json report_json(const Report& r) {
   }
   json required = json::array();
   for (const std::string& m : r.run.required) required.push_back(m);
-  j["run"] = {{"command", r.run.command},
-              {"quick", r.run.quick},
-              {"seed", r.run.seed},
-              {"timeout_s", r.run.timeout_s},
-              {"required", required}};
+  j["run"] = {{"command", r.run.command}, {"quick", r.run.quick},         {"bench", r.run.bench},
+              {"seed", r.run.seed},       {"timeout_s", r.run.timeout_s}, {"required", required}};
   j["stack"] = {{"available", r.stack.available},
                 {"source", r.stack.source},
                 {"libtorch_version", r.stack.libtorch_version},

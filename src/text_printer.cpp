@@ -75,6 +75,26 @@ std::string number_cell(const std::optional<double>& v, const char* spec_text) {
   return fmt::format(fmt::runtime(spec_text), *v);
 }
 
+// --bench: one row per measured precision.
+void print_bench(const DeviceReport& d, std::ostream& out) {
+  bool any = false;
+  for (const auto& [mode, p] : d.precisions) any = any || p.bench.has_value();
+  if (!any) return;
+  out << fmt::format("  {:<10} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", "bench", "TFLOP/s",
+                     "vs fp32", "peak", "of peak", "size", "ms/GEMM", "peak source / note");
+  for (const auto& [mode, p] : d.precisions) {
+    if (!p.bench) continue;
+    const BenchResult& b = *p.bench;
+    const BenchOutcome& o = b.outcome;
+    const std::string note = !o.ok ? o.error : b.peak_source;
+    out << fmt::format("  {:<10} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", mode_key(mode),
+                       number_cell(o.tflops, "{:.4g}"), number_cell(b.ratio_to_fp32, "{:.2f}x"),
+                       number_cell(b.peak_tflops, "{:.4g}"),
+                       number_cell(b.percent_of_peak, "{:.1f}%"), o.size,
+                       number_cell(o.ms, "{:.3f}"), note);
+  }
+}
+
 std::string mib(std::int64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
@@ -140,6 +160,7 @@ void print_device(const DeviceReport& d, const Paint& paint, std::ostream& out) 
         << fmt::format(" {:>10} {:>10} {:>9}  {}\n", rel, tol, ms, p.reason);
   }
   if (any_amp) print_amp(d, paint, out);
+  print_bench(d, out);
   if (!d.recommendation.dtype.empty()) {
     out << fmt::format("  recommendation: {}{} ({})\n", paint.bold(d.recommendation.dtype),
                        d.recommendation.loss_scaling ? " with dynamic loss scaling" : "",

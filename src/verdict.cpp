@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "precision_probe/peaks.hpp"
+
 namespace precision_probe {
 
 PrecisionResult combine_verdict(const HardwareVerdict& hardware,
@@ -94,6 +96,41 @@ PrecisionResult combine_amp_verdict(const HardwareVerdict& hardware,
   r.smoke = SmokeOutcome{};
   r.amp = amp;
   return r;
+}
+
+void apply_bench(DeviceReport& device, const std::map<Mode, BenchOutcome>& bench) {
+  const auto fp32 = bench.find(Mode::fp32);
+  // 0 when fp32 was not measured: then no ratio is formed.
+  const double fp32_tflops =
+      fp32 != bench.end() && fp32->second.ok ? fp32->second.tflops.value_or(0.0) : 0.0;
+  for (auto& [mode, p] : device.precisions) {
+    const auto it = bench.find(mode);
+    if (it == bench.end()) continue;
+    BenchResult b;
+    b.outcome = it->second;
+    if (b.outcome.ok && b.outcome.tflops && fp32_tflops > 0.0) {
+      b.ratio_to_fp32 = *b.outcome.tflops / fp32_tflops;
+    }
+    if (device.gpu) {
+      if (auto peak = dense_peak(device.name, device.gpu->cc, device.gpu->sm_count,
+                                 device.gpu->clock_ghz, mode)) {
+        b.peak_tflops = peak->tflops;
+        b.peak_source = peak->source;
+        if (b.outcome.ok && b.outcome.tflops) b.percent_of_peak = 100.0 * *b.outcome.tflops / peak->tflops;
+      }
+    }
+    if (mode != Mode::fp32 && p.status == Status::native && b.ratio_to_fp32 && *b.ratio_to_fp32 <= 1.0) {
+      const double measured = b.outcome.tflops.value_or(0.0);
+      const double baseline = fp32_tflops;
+      p.status = Status::emulated;
+      p.reason = fmt::format(
+          "measured {:.3g} TFLOP/s, no faster than fp32's {:.3g} TFLOP/s ({:.2f}x): no hardware "
+          "speed-up here",
+          measured, baseline, measured / baseline);
+    }
+    p.bench = b;
+  }
+  device.recommendation = recommend(device);
 }
 
 namespace {

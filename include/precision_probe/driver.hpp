@@ -25,6 +25,7 @@ struct NvmlDevice {
   std::optional<std::uint64_t> memory_total, memory_free, memory_used;
   std::optional<bool> mig_enabled;  // nullopt: the GPU has no MIG
   std::optional<int> compute_mode;  // 0 default, 2 prohibited, 3 exclusive process
+  std::optional<double> max_clock_ghz;  // maximum SM clock
 };
 
 struct NvmlSnapshot {
@@ -45,6 +46,7 @@ struct CudaDevice {
   std::optional<int> sm_count;
   std::optional<std::uint64_t> memory_total;
   std::optional<int> compute_mode;
+  std::optional<double> clock_ghz;  // maximum SM clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
 };
 
 struct CudaSnapshot {
@@ -98,6 +100,7 @@ struct GpuInfo {
   std::optional<bool> mig_enabled;
   bool mig_instance = false;
   std::optional<int> compute_mode;
+  std::optional<double> clock_ghz;  // maximum SM clock
   std::string source;  // "cuda+nvml", "cuda", "nvml"
 };
 std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"

@@ -29,6 +29,7 @@ struct WorkerPlan {
   std::vector<Mode> amp;             // mixed-precision training modes to run
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
   bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
+  std::int64_t bench_size = 0;       // > 0: benchmark every smoke mode that passed, at this size
 };
 
 // What one worker answered. A worker that died or ran out of time still yields a result: the
@@ -40,6 +41,7 @@ struct WorkerResult {
   std::string device_name;  // the device as LibTorch names it
   std::map<Mode, SmokeOutcome> smoke;
   std::map<Mode, AmpOutcome> amp;
+  std::map<Mode, BenchOutcome> bench;
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
   std::string problem_message;

@@ -17,6 +17,15 @@ namespace precision_probe {
 
 inline constexpr int kSchemaVersion = 1;
 
+// A precision's measured throughput, set against fp32's and the datasheet's.
+struct BenchResult {
+  BenchOutcome outcome;
+  std::optional<double> ratio_to_fp32;
+  std::optional<double> peak_tflops;
+  std::string peak_source;
+  std::optional<double> percent_of_peak;
+};
+
 struct PrecisionResult {
   Hardware hardware = Hardware::unsupported;
   std::string hardware_reason;
@@ -25,7 +34,9 @@ struct PrecisionResult {
   ErrorKind failure = ErrorKind::none;  // for failed: what kind of failure
   SmokeOutcome smoke;                   // the matmul modes
   std::optional<AmpOutcome> amp;        // the training modes (amp_fp16, amp_bf16)
+  std::optional<BenchResult> bench;  // --bench: throughput
 };
+
 
 struct Recommendation {
   std::string dtype;  // "bf16", "fp16", "fp32"
@@ -85,6 +96,7 @@ struct HostInfo {
 struct RunInfo {
   std::string command = "probe";  // "probe" or "arch"
   bool quick = false;
+  bool bench = false;
   std::uint64_t seed = 0;
   double timeout_s = 0.0;
   std::vector<std::string> required;

@@ -67,6 +67,20 @@ struct AmpOutcome {
   std::optional<std::int64_t> peak_bytes, fp32_peak_bytes;
 };
 
+// Throughput of one precision: a square GEMM timed after warm-up, the median of many runs,
+// inputs rotated between runs, random data.
+struct BenchOutcome {
+  bool ran = false;
+  bool ok = false;
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;
+  std::int64_t size = 0;          // M = N = K
+  int reps = 0;
+  std::optional<double> ms;       // median time of one GEMM
+  std::optional<double> tflops;   // 2 * size^3 / time
+  std::string timer;              // "cuda events" or "steady clock"
+};
+
 // GradScaler's rule, in plain C++: the expected scale after a step. Backs off on an inf/NaN
 // gradient (the step is skipped), grows after `growth_interval` good steps in a row.
 struct LossScaleModel {

@@ -15,6 +15,11 @@ void synchronize(const Target& /*target*/) {}
 
 void warm_up(const Target& /*target*/) {}
 
+std::vector<double> time_calls(const Target& /*target*/, int warmup, int reps,
+                               const std::function<void(int)>& call) {
+  return time_calls_on_cpu(warmup, reps, call);
+}
+
 std::optional<std::int64_t> allocated_bytes(const Target& /*target*/) { return std::nullopt; }
 std::optional<std::int64_t> peak_allocated_bytes(const Target& /*target*/) { return std::nullopt; }
 void reset_peak_memory(const Target& /*target*/) {}

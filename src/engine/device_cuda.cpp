@@ -5,6 +5,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,28 @@ std::optional<std::int64_t> peak_allocated_bytes(const Target& target) {
 
 void reset_peak_memory(const Target& target) {
   if (target.cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(target.device.index());
+}
+
+std::vector<double> time_calls(const Target& target, int warmup, int reps,
+                               const std::function<void(int)>& call) {
+  if (!target.cuda) return time_calls_on_cpu(warmup, reps, call);
+  for (int i = 0; i < warmup; ++i) call(i);
+  std::vector<at::cuda::CUDAEvent> starts(static_cast<std::size_t>(reps));
+  std::vector<at::cuda::CUDAEvent> ends(static_cast<std::size_t>(reps));
+  const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(target.device.index());
+  for (int i = 0; i < reps; ++i) {
+    starts[static_cast<std::size_t>(i)].record(stream);
+    call(warmup + i);
+    ends[static_cast<std::size_t>(i)].record(stream);
+  }
+  c10::cuda::device_synchronize();
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    ms.push_back(
+        starts[static_cast<std::size_t>(i)].elapsed_time(ends[static_cast<std::size_t>(i)]));
+  }
+  return ms;
 }
 
 void warm_up(const Target& target) {

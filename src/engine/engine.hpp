@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ void synchronize(const Target& target);
 // Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
 // kernel. The worker runs it in a thread while the CPU prepares the inputs.
 void warm_up(const Target& target);
+// Times `reps` calls of `call(i)` after `warmup` untimed ones: device events around each call on a
+// GPU, a steady clock on the CPU. Returns each timed call's milliseconds.
+std::vector<double> time_calls(const Target& target, int warmup, int reps,
+                               const std::function<void(int)>& call);
+// The CPU part of time_calls, shared by both device implementations.
+std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<void(int)>& call);
 
 // A smoke test prepared on the CPU: the inputs in the precision under test and the float64
 // reference of their product. `outcome` is already final when preparation failed or the mode
@@ -62,6 +69,36 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
 // Runs a prepared smoke test on the device and checks it against the reference.
 SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
 
+// The matmul of a mode on device operands: at::mm, or at::_scaled_mm for fp8 (bf16 output) and
+// fp4 (NVFP4, block scales of 1). `b` is column-major where _scaled_mm wants it.
+at::Tensor matmul(Mode mode, const at::Tensor& a, const at::Tensor& b, const Target& target);
+
+// Whether this LibTorch has the API a mode needs (fp8: 2.4+, fp4: 2.8+); `why` says what lacks.
+bool available_in_this_libtorch(Mode mode, std::string& why);
+
+// Sets the float32 matmul precision for one check and restores it afterwards. Only the
+// string setter exists in every LibTorch from 1.13 to 2.11.
+class Float32PrecisionScope {
+ public:
+  explicit Float32PrecisionScope(bool tf32)
+      : saved_(name_of(at::globalContext().float32MatmulPrecision())) {
+    at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
+  }
+  Float32PrecisionScope(const Float32PrecisionScope&) = delete;
+  Float32PrecisionScope& operator=(const Float32PrecisionScope&) = delete;
+  ~Float32PrecisionScope() { at::globalContext().setFloat32MatmulPrecision(saved_); }
+
+ private:
+  static std::string name_of(at::Float32MatmulPrecision p) {
+    switch (p) {
+      case at::Float32MatmulPrecision::HIGH: return "high";
+      case at::Float32MatmulPrecision::MEDIUM: return "medium";
+      default: return "highest";
+    }
+  }
+  std::string saved_;
+};
+
 // Runs every ready smoke test once, untimed, each in its own thread: the first use of a cuBLAS
 // kernel loads its code (about 0.1 s each on an H200), and the loads overlap this way. Skips tf32:
 // the float32 matmul precision is process-wide, and tf32 shares fp32's kernels' code anyway.
@@ -73,6 +110,12 @@ SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed);
 
 // The relative tolerance per precision (the error budget of the output rounding, with margin).
 double smoke_tolerance(Mode mode);
+
+// --- Throughput (bench.cpp) ---------------------------------------------------------------------
+
+// A square GEMM of `size` in `mode`, on random inputs rotated between runs, timed after warm-up;
+// the median of the runs.
+BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed);
 
 // --- Mixed-precision training (amp.cpp) --------------------------------------------------------
 

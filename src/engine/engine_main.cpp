@@ -2,6 +2,7 @@
 // answers in JSON lines on stdout, one line per finished check, flushed at once, so a worker that
 // hangs or dies leaves every finished result behind. `--describe` prints the LibTorch stack.
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
@@ -79,20 +80,34 @@ int run_worker() {
     });
   }
   eng::preload_kernels(prepared, target);
-  for (const eng::PreparedSmoke& p : prepared) {
-    if (p.mode == pp::Mode::tf32) continue;
-    emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
+  std::vector<pp::Mode> passed;  // smoke tests that passed: the ones worth benchmarking
+  auto run_smoke = [&](const eng::PreparedSmoke& p) {
+    const pp::SmokeOutcome outcome = eng::execute_smoke(p, target);
+    if (outcome.ok) passed.push_back(p.mode);
+    emit(pp::encode_smoke(p.mode, outcome));
     pp::trace(pp::mode_key(p.mode));
+  };
+  for (const eng::PreparedSmoke& p : prepared) {
+    if (p.mode != pp::Mode::tf32) run_smoke(p);
   }
   if (amp_thread.joinable()) amp_thread.join();
   for (const eng::PreparedSmoke& p : prepared) {
-    if (p.mode == pp::Mode::tf32) emit(pp::encode_smoke(p.mode, eng::execute_smoke(p, target)));
+    if (p.mode == pp::Mode::tf32) run_smoke(p);
   }
   for (auto& [mode, outcome] : amp_results) {
     eng::measure_amp_memory(mode, outcome, amp_setup, target);
     emit(pp::encode_amp(mode, outcome));
   }
   pp::trace("memory measured");
+  if (plan.bench_size > 0) {
+    for (pp::Mode mode : plan.smoke) {
+      if (std::find(passed.begin(), passed.end(), mode) == passed.end()) continue;
+      emit(pp::encode_bench(
+          mode, eng::run_bench(mode, target, plan.bench_size,
+                               plan.seed * 1000003ULL + 2000 + static_cast<int>(mode))));
+      pp::trace(std::string("bench ") + std::string(pp::mode_key(mode)));
+    }
+  }
   emit(pp::encode_done());
   pp::trace("done");
   // Everything is said and flushed: leave without tearing down LibTorch and the CUDA context

@@ -105,8 +105,10 @@ std::pair<at::Tensor, at::Tensor> make_inputs(PreparedSmoke& p, std::int64_t m, 
   }
 }
 
-at::Tensor multiply(Mode mode, const at::Tensor& a, const at::Tensor& b,
-                    [[maybe_unused]] const Target& target) {
+}  // namespace
+
+at::Tensor matmul(Mode mode, const at::Tensor& a, const at::Tensor& b,
+                  [[maybe_unused]] const Target& target) {
   switch (mode) {
 #if PP_TORCH_AT_LEAST(2, 4)
     case Mode::fp8_e4m3:
@@ -133,29 +135,6 @@ at::Tensor multiply(Mode mode, const at::Tensor& a, const at::Tensor& b,
   }
 }
 
-// Sets the float32 matmul precision for one smoke test and restores it afterwards. Only the
-// string setter exists in every LibTorch from 1.13 to 2.11.
-class Float32PrecisionScope {
- public:
-  explicit Float32PrecisionScope(bool tf32)
-      : saved_(name_of(at::globalContext().float32MatmulPrecision())) {
-    at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
-  }
-  Float32PrecisionScope(const Float32PrecisionScope&) = delete;
-  Float32PrecisionScope& operator=(const Float32PrecisionScope&) = delete;
-  ~Float32PrecisionScope() { at::globalContext().setFloat32MatmulPrecision(saved_); }
-
- private:
-  static std::string name_of(at::Float32MatmulPrecision p) {
-    switch (p) {
-      case at::Float32MatmulPrecision::HIGH: return "high";
-      case at::Float32MatmulPrecision::MEDIUM: return "medium";
-      default: return "highest";
-    }
-  }
-  std::string saved_;
-};
-
 bool available_in_this_libtorch(Mode mode, std::string& why) {
   switch (mode) {
     case Mode::fp8_e4m3:
@@ -178,8 +157,6 @@ bool available_in_this_libtorch(Mode mode, std::string& why) {
     default: return true;
   }
 }
-
-}  // namespace
 
 PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed) {
   PreparedSmoke p;
@@ -236,7 +213,7 @@ void preload_kernels(const std::vector<PreparedSmoke>& prepared, const Target& t
     threads.emplace_back([&p, &target] {
       try {
         const auto [a, b] = device_operands(p, target);
-        multiply(p.mode, a, b, target);
+        matmul(p.mode, a, b, target);
         synchronize(target);
       } catch (const std::exception&) {
         // The real run meets the same error and reports it.
@@ -256,11 +233,11 @@ SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
     // One untimed run pays for library start-up (cuBLAS workspaces, kernel loading); the timed
     // one is the one checked.
     trace("  inputs on the device");
-    multiply(p.mode, a, b, target);
+    matmul(p.mode, a, b, target);
     synchronize(target);
     trace("  untimed run");
     const auto start = Clock::now();
-    const at::Tensor c = multiply(p.mode, a, b, target);
+    const at::Tensor c = matmul(p.mode, a, b, target);
     synchronize(target);
     o.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     o.ran = true;

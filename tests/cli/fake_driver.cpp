@@ -176,6 +176,10 @@ int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pend
   *current = *pending = nvml_index(device) == 0 ? 1 : 0;
   return 0;
 }
+int nvmlDeviceGetMaxClockInfo(void* /*device*/, int /*type*/, unsigned int* mhz) {
+  *mhz = 1980;
+  return 0;
+}
 int nvmlDeviceGetComputeMode(void* /*device*/, int* mode) {
   *mode = env_int("FAKE_COMPUTE_MODE", 0);
   return 0;
@@ -245,6 +249,7 @@ int cuDeviceGetAttribute(int* value, int attribute, int device) {
   const Gpu g = visible_gpus().at(static_cast<std::size_t>(device));
   switch (attribute) {
     case 16: *value = g.sms; return 0;
+    case 13: *value = 1980000; return 0;  // kHz
     case 20: *value = env_int("FAKE_COMPUTE_MODE", 0); return 0;
     case 75: *value = g.major; return 0;
     case 76: *value = g.minor; return 0;

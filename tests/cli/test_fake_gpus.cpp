@@ -116,3 +116,48 @@ TEST(FakeGpus, TrainingModesCanBeRequiredAndFailTheGate) {
   EXPECT_EQ(amp.at("status"), "failed");
   EXPECT_NE(amp.at("reason").get<std::string>().find("loss did not go down"), std::string::npos);
 }
+
+TEST(FakeGpus, BenchReportsThroughputAgainstFp32AndThePeak) {
+  const auto r = run_probe_binary({"--bench", "--format", "json"},
+                                  with(fake_driver_env(kH200), {"FAKE_ENGINE_ON=cuda"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("run").at("bench"), true);
+  const json& bench = j.at("devices").at(0).at("bench");
+  EXPECT_EQ(bench.at("bf16").at("size"), 8192);
+  EXPECT_DOUBLE_EQ(bench.at("bf16").at("ratio_to_fp32").get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(bench.at("bf16").at("peak_tflops").get<double>(), 989.4);
+  EXPECT_EQ(bench.at("bf16").at("peak_source"), "datasheet: NVIDIA H200");
+  // The CPU is benchmarked at its own, smaller, default size.
+  EXPECT_EQ(j.at("devices").back().at("bench").at("fp32").at("size"), 1024);
+}
+
+TEST(FakeGpus, BenchEmulationRuleAndFailures) {
+  const auto slow = run_probe_binary(
+      {"--bench", "--require", "bf16"},
+      with(fake_driver_env(kH200), {"FAKE_ENGINE=slowbf16", "FAKE_ENGINE_ON=cuda"}));
+  EXPECT_EQ(slow.exit_code, 1) << slow.out;
+  EXPECT_NE(slow.out.find("no faster than fp32's"), std::string::npos) << slow.out;
+  const auto oom = run_probe_binary(
+      {"--bench", "--bench-size", "32768"},
+      with(fake_driver_env(kH200), {"FAKE_ENGINE=oom:bf16", "FAKE_ENGINE_ON=cuda"}));
+  EXPECT_EQ(oom.exit_code, 4) << oom.out;
+  EXPECT_NE(oom.out.find("CUDA out of memory"), std::string::npos);
+  const auto bad = run_probe_binary({"--bench-size", "100"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--bench-size: 100 is out of range"), std::string::npos) << bad.err;
+}
+
+TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--format", "json", "--bench"},
+        std::vector<std::string>{"--format", "json", "--quick"},
+        std::vector<std::string>{"--format", "json", "--require", "amp"}}) {
+    const auto r = run_probe_binary(args, fake_driver_env(std::string(kH200) + ";" + kT4));
+    bool available = false;
+    const std::string problem = pp::testing::validate_against_schema(r.out, available);
+    if (!available)
+      GTEST_SKIP() << "no python3 with jsonschema (apt-get install python3-jsonschema)";
+    EXPECT_EQ(problem, "") << args.back();
+  }
+}

@@ -70,3 +70,13 @@ TEST(EngineCpu, TheTf32SettingIsRestoredAfterItsTest) {
   eng::run_smoke(Mode::tf32, kCpu, 6);
   EXPECT_EQ(at::globalContext().float32MatmulPrecision(), before);
 }
+
+TEST(EngineCpu, BenchMeasuresAPositiveThroughput) {
+  const auto o = eng::run_bench(Mode::fp32, kCpu, 128, 1);
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_GT(*o.tflops, 0.0);
+  EXPECT_GE(o.reps, 3);
+  EXPECT_EQ(o.timer, "steady clock");
+  // The throughput is what the time says: 2 n^3 FLOP per GEMM.
+  EXPECT_NEAR(*o.tflops, 2.0 * 128 * 128 * 128 / (*o.ms * 1e-3) / 1e12, 1e-9);
+}

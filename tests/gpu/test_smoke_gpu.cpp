@@ -73,3 +73,15 @@ TEST(EngineGpu, Fp8NeedsAdaOrHopper) {
     EXPECT_EQ(o.error_kind, pp::ErrorKind::not_supported) << o.error;
   }
 }
+
+TEST(EngineGpu, BenchShowsTensorCoreSpeedUp) {
+  REQUIRE_GPU(cc);
+  const auto fp32 = eng::run_bench(Mode::fp32, gpu0(), 4096, 1);
+  const auto fp16 = eng::run_bench(Mode::fp16, gpu0(), 4096, 2);
+  ASSERT_TRUE(fp32.ok && fp16.ok) << fp32.error << fp16.error;
+  EXPECT_EQ(fp32.timer, "cuda events");
+  EXPECT_EQ(fp32.reps, 20);
+  if (cc->major >= 7) {
+    EXPECT_GT(*fp16.tflops, 4.0 * *fp32.tflops);  // tensor cores: far more than 4x on any of them
+  }
+}

@@ -48,6 +48,7 @@ FakeDriver driver_with(const std::vector<FakeGpu>& gpus, const std::string& vers
     c.sm_count = g.sms;
     c.memory_total = bytes;
     c.compute_mode = 0;
+    c.clock_ghz = 1.98;
     d.cuda.devices.push_back(c);
   }
   if (gpus.empty()) {

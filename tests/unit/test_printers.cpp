@@ -206,7 +206,9 @@ TEST(JsonPrinter, TrainingRunsGoUnderAmp) {
   bool available = false;
   const std::string problem =
       pp::testing::validate_against_schema(render(with_amp(), pp::Format::json), available);
-  if (available) EXPECT_EQ(problem, "");
+  if (available) {
+    EXPECT_EQ(problem, "");
+  }
 }
 
 TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {

@@ -1,0 +1,125 @@
+// Throughput per precision, measured as a GPU benchmark should be: random inputs (never zeros,
+// which some hardware multiplies faster), several input sets used in turn so that no run re-reads
+// a cache, warm-up first, device events around each GEMM, the median reported.
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "engine.hpp"
+#include "error_text.hpp"
+
+namespace precision_probe::engine {
+
+namespace {
+
+struct Operands {
+  at::Tensor a, b;
+};
+
+Operands random_operands(Mode mode, const Target& target, std::int64_t n, at::Generator& gen) {
+  const auto on = at::TensorOptions().device(target.device);
+  switch (mode) {
+    case Mode::fp32:
+    case Mode::tf32:
+      return {at::randn({n, n}, gen, on.dtype(at::kFloat)),
+              at::randn({n, n}, gen, on.dtype(at::kFloat))};
+    case Mode::fp16:
+      return {at::randn({n, n}, gen, on.dtype(at::kHalf)),
+              at::randn({n, n}, gen, on.dtype(at::kHalf))};
+    case Mode::bf16:
+      return {at::randn({n, n}, gen, on.dtype(at::kBFloat16)),
+              at::randn({n, n}, gen, on.dtype(at::kBFloat16))};
+#if PP_TORCH_AT_LEAST(2, 4)
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: {
+      const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+      return {at::randn({n, n}, gen, on.dtype(at::kBFloat16)).to(a_type),
+              at::randn({n, n}, gen, on.dtype(at::kBFloat16)).to(at::kFloat8_e4m3fn).t()};
+    }
+#endif
+#if PP_TORCH_AT_LEAST(2, 8)
+    case Mode::fp4:
+      return {at::randint(0, 256, {n, n / 2}, gen, on.dtype(at::kByte)).view(at::kFloat4_e2m1fn_x2),
+              at::randint(0, 256, {n, n / 2}, gen, on.dtype(at::kByte))
+                  .view(at::kFloat4_e2m1fn_x2)
+                  .t()};
+#endif
+    default: throw std::logic_error("no benchmark for this mode in this LibTorch");
+  }
+}
+
+}  // namespace
+
+std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<void(int)>& call) {
+  for (int i = 0; i < warmup; ++i) call(i);
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call(warmup + i);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  return ms;
+}
+
+BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed) {
+  BenchOutcome o;
+  o.size = size;
+  o.timer = target.cuda ? "cuda events" : "steady clock";
+  std::string why;
+  if (!available_in_this_libtorch(mode, why)) {
+    o.error_kind = ErrorKind::not_run;
+    o.error = why;
+    return o;
+  }
+  try {
+    const Float32PrecisionScope precision(mode == Mode::tf32);
+    at::Generator gen = target.cuda ? at::globalContext().defaultGenerator(target.device)
+                                    : at::detail::createCPUGenerator(seed);
+    if (target.cuda) {
+      const std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(seed);
+    }
+    // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU.
+    const int sets = target.cuda ? 3 : 2;
+    std::vector<Operands> inputs;
+    inputs.reserve(static_cast<std::size_t>(sets));
+    for (int i = 0; i < sets; ++i) inputs.push_back(random_operands(mode, target, size, gen));
+    synchronize(target);
+    // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision) gets
+    // fewer repetitions so that the benchmark stays within a few seconds.
+    const auto first = std::chrono::steady_clock::now();
+    matmul(mode, inputs[0].a, inputs[0].b, target);
+    synchronize(target);
+    const double first_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
+    const int warmup = target.cuda ? 3 : 1;
+    o.reps = first_ms > 200.0 ? 3 : (target.cuda ? 20 : 5);
+    std::vector<double> ms = time_calls(target, warmup, o.reps, [&](int i) {
+      const Operands& in = inputs[static_cast<std::size_t>(i % sets)];
+      matmul(mode, in.a, in.b, target);
+    });
+    std::sort(ms.begin(), ms.end());
+    const double median =
+        ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+    o.ran = true;
+    o.ms = median;
+    const double n = static_cast<double>(size);
+    o.tflops = 2.0 * n * n * n / (median * 1e-3) / 1e12;
+    o.ok = median > 0.0;
+    if (!o.ok) {
+      o.error_kind = ErrorKind::runtime;
+      o.error = "the timer measured nothing";
+    }
+  } catch (const std::exception& e) {
+    o.error = error_text(e);
+    o.error_kind = classify_error(o.error);
+  }
+  return o;
+}
+
+}  // namespace precision_probe::engine

@@ -1,0 +1,262 @@
+// Every diagnostic, triggered through fakes of the driver, the system and the engine.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+#include "fakes.hpp"
+#include "precision_probe/exit_codes.hpp"
+#include "precision_probe/probe.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+using pp::Severity;
+using pp::testing::FakeGpu;
+
+namespace {
+
+const FakeGpu kH200{"NVIDIA H200", {9, 0}, 132, 141};
+const FakeGpu kT4{"Tesla T4", {7, 5}, 40, 15};
+
+struct Machine {
+  pp::testing::FakeSystem system;
+  pp::testing::FakeDriver driver = pp::testing::no_driver();
+  pp::testing::FakeEngine engine;
+  pp::Options options;
+
+  Machine() { system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("CPU", "avx2"); }
+  // A healthy GPU machine: driver, device nodes, one GPU per entry.
+  explicit Machine(const std::vector<FakeGpu>& gpus) : Machine() {
+    driver = pp::testing::driver_with(gpus);
+    system.paths = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/proc/driver/nvidia/version"};
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      system.paths.insert("/dev/nvidia" + std::to_string(i));
+  }
+  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+};
+
+// A copy, so that it outlives the report it came from.
+std::optional<pp::Diagnostic> find(const pp::Report& r, const std::string& code) {
+  const auto it = std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                               [&code](const pp::Diagnostic& d) { return d.code == code; });
+  if (it == r.diagnostics.end()) return std::nullopt;
+  return *it;
+}
+
+std::vector<std::string> codes(const pp::Report& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics) out.push_back(d.code);
+  return out;
+}
+
+}  // namespace
+
+TEST(Diagnostics, AHealthyGpuMachineHasOnlyAdvice) {
+  Machine s({kH200});
+  const auto r = s.run();
+  for (const auto& d : r.diagnostics)
+    EXPECT_EQ(d.severity, Severity::info) << d.code << ": " << d.message;
+  EXPECT_NE(find(r, "tf32-off-by-default"), std::nullopt);
+}
+
+TEST(Diagnostics, NoDriverLibrary) {
+  Machine s;
+  const auto info = s.run();
+  const auto d = find(info, "driver-library-not-found");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_EQ(d->severity, Severity::info);
+  EXPECT_NE(d->hint.find("--gpus all"), std::string::npos);
+  EXPECT_NE(d->hint.find("nvidia.com/gpu"), std::string::npos);
+  s.options.require = {Mode::bf16};
+  EXPECT_EQ(find(s.run(), "driver-library-not-found")->severity, Severity::error);
+}
+
+TEST(Diagnostics, NvmlWithoutLibcudaIsAMissingDriverCapability) {
+  Machine s({kH200});
+  s.driver.cuda.loaded = false;
+  s.driver.cuda.load_error = "libcuda.so.1: cannot open shared object file";
+  s.driver.nvml.devices[0].mig_enabled = true;  // forces cuInit to be asked first
+  const auto d = find(s.run(), "cuda-library-not-found");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->hint.find("NVIDIA_DRIVER_CAPABILITIES=compute,utility"), std::string::npos);
+}
+
+TEST(Diagnostics, DeviceNodesMissingOrInaccessible) {
+  Machine s({kH200});
+  s.system.paths = {"/proc/driver/nvidia/version"};
+  const auto missing = find(s.run(), "device-nodes-missing");
+  ASSERT_NE(missing, std::nullopt);
+  EXPECT_NE(missing->message.find("/dev/nvidiactl is missing"), std::string::npos);
+
+  Machine t({kH200});
+  t.system.inaccessible = {"/dev/nvidia0"};
+  const auto blocked = find(t.run(), "device-nodes-inaccessible");
+  ASSERT_NE(blocked, std::nullopt);
+  EXPECT_NE(blocked->message.find("/dev/nvidia0"), std::string::npos);
+}
+
+TEST(Diagnostics, NvidiaVisibleDevicesVoidOrUnsetInAContainer) {
+  Machine s;
+  s.system.env["NVIDIA_VISIBLE_DEVICES"] = "void";
+  const auto none = find(s.run(), "nvidia-visible-devices-none");
+  ASSERT_NE(none, std::nullopt);
+  EXPECT_NE(none->message.find("void"), std::string::npos);
+
+  Machine t;
+  t.system.paths.insert("/.dockerenv");
+  t.options.require = {Mode::bf16};  // said only when a GPU is wanted
+  EXPECT_NE(find(t.run(), "nvidia-visible-devices-unset"), std::nullopt);
+  Machine host;  // not a container: nothing to say about the variable
+  EXPECT_EQ(find(host.run(), "nvidia-visible-devices-unset"), std::nullopt);
+}
+
+TEST(Diagnostics, CudaVisibleDevicesHidingEverything) {
+  Machine s({kH200, kH200});
+  s.system.env["CUDA_VISIBLE_DEVICES"] = "";
+  s.driver.cuda.init_result = 100;
+  s.driver.cuda.init_error_name = "CUDA_ERROR_NO_DEVICE";
+  s.driver.cuda.devices.clear();
+  s.options.require = {Mode::bf16};
+  const auto r = s.run();
+  const auto d = find(r, "cuda-visible-devices-empty");
+  ASSERT_NE(d, std::nullopt) << ::testing::PrintToString(codes(r));
+  EXPECT_EQ(d->severity, Severity::error);
+  EXPECT_NE(d->message.find("(2 present)"), std::string::npos);
+  EXPECT_EQ(find(r, "no-cuda-device"), std::nullopt);  // the same cause, said once
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment);
+}
+
+TEST(Diagnostics, CudaVisibleDevicesNamingAGpuThatIsNotThere) {
+  Machine s({kH200, kH200});
+  s.system.env["CUDA_VISIBLE_DEVICES"] = "1,7,0";
+  s.driver.cuda.devices.erase(s.driver.cuda.devices.begin());  // CUDA shows GPU 1 only
+  const auto d = find(s.run(), "cuda-visible-devices-invalid");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->message.find("entry '7' names no GPU (2 present: 0-1)"), std::string::npos)
+      << d->message;
+  EXPECT_NE(d->message.find("(1 visible)"), std::string::npos) << d->message;
+}
+
+TEST(Diagnostics, DriverTooOldForTheImagesCuda) {
+  Machine s({kH200});
+  s.driver = pp::testing::driver_with({kH200}, "550.54.15", 12040);
+  s.system.paths = {"/dev/nvidiactl", "/dev/nvidia0",
+                    "/usr/local/cuda/compat/libcuda.so.580.65.06"};
+  const auto d = find(s.run(), "driver-too-old");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_EQ(d->severity, Severity::error);
+  EXPECT_NE(
+      d->message.find("built with CUDA 13.0, but driver 550.54.15 supports CUDA 12.4 at most"),
+      std::string::npos)
+      << d->message;
+  EXPECT_NE(d->message.find("exist in /usr/local/cuda/compat but are not loaded"),
+            std::string::npos);
+  EXPECT_NE(d->hint.find("580.65.06"), std::string::npos);
+
+  Machine t({kH200});
+  t.driver.cuda.init_result = 35;
+  t.driver.cuda.init_error_name = "CUDA_ERROR_INSUFFICIENT_DRIVER";
+  t.driver.cuda.devices.clear();
+  t.driver.nvml.devices[0].mig_enabled = true;  // cuInit asked up front
+  EXPECT_NE(find(t.run(), "driver-too-old"), std::nullopt);
+}
+
+TEST(Diagnostics, CuInitFailuresAreNamedWithAFix) {
+  Machine s({kH200});
+  s.driver.cuda.init_result = 802;
+  s.driver.cuda.init_error_name = "CUDA_ERROR_SYSTEM_NOT_READY";
+  s.driver.cuda.init_error_string = "system not yet initialized";
+  s.driver.cuda.devices.clear();
+  s.driver.nvml.loaded = false;  // no NVML: cuInit decides
+  const auto r = s.run();
+  const auto d = find(r, "cuinit-failed");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->message.find("CUDA_ERROR_SYSTEM_NOT_READY (802): system not yet initialized"),
+            std::string::npos);
+  EXPECT_NE(d->hint.find("fabricmanager"), std::string::npos);
+
+  Machine t({kH200});
+  t.driver.cuda.init_result = 100;
+  t.driver.cuda.init_error_name = "CUDA_ERROR_NO_DEVICE";
+  t.driver.cuda.devices.clear();
+  t.driver.nvml.loaded = false;
+  EXPECT_NE(find(t.run(), "no-cuda-device"), std::nullopt);
+}
+
+TEST(Diagnostics, CpuOnlyLibTorch) {
+  Machine s({kH200});
+  s.engine.stack = pp::testing::cpu_stack();
+  const auto with_gpu = find(s.run(), "libtorch-without-cuda");
+  ASSERT_NE(with_gpu, std::nullopt);
+  EXPECT_EQ(with_gpu->severity, Severity::error);
+  Machine t;
+  t.engine.stack = pp::testing::cpu_stack();
+  EXPECT_EQ(find(t.run(), "libtorch-without-cuda")->severity, Severity::info);
+}
+
+TEST(Diagnostics, ArchitectureCoverage) {
+  Machine s({kT4});
+  s.engine.stack.arch_list = {"sm_80", "sm_90"};
+  EXPECT_NE(find(s.run(), "arch-not-in-build"), std::nullopt);
+  Machine t({kH200});
+  t.engine.stack.arch_list = {"sm_80", "compute_80"};
+  const auto ptx = find(t.run(), "arch-via-ptx");
+  ASSERT_NE(ptx, std::nullopt);
+  EXPECT_NE(ptx->message.find("compute_80 (PTX"), std::string::npos);
+}
+
+TEST(Diagnostics, MigComputeModesAndBusyMemory) {
+  Machine mig({kH200});
+  mig.driver.nvml.devices[0].mig_enabled = true;
+  EXPECT_NE(find(mig.run(), "mig-enabled"), std::nullopt);
+
+  Machine prohibited({kH200});
+  prohibited.driver.cuda.devices[0].compute_mode = 2;
+  const auto r = prohibited.run();
+  ASSERT_NE(find(r, "compute-mode-prohibited"), std::nullopt) << ::testing::PrintToString(codes(r));
+  EXPECT_EQ(find(r, "compute-mode-prohibited")->severity, Severity::error);
+
+  Machine exclusive({kH200});
+  exclusive.driver.cuda.devices[0].compute_mode = 3;
+  exclusive.driver.nvml.devices[0].memory_used = 20ULL << 30U;
+  EXPECT_NE(find(exclusive.run(), "compute-mode-exclusive-busy"), std::nullopt);
+
+  Machine busy({kH200});
+  busy.driver.nvml.devices[0].memory_used = *busy.driver.nvml.devices[0].memory_total / 100 * 95;
+  const auto d = find(busy.run(), "gpu-memory-busy");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->message.find("of 141.0 GiB are in use"), std::string::npos) << d->message;
+}
+
+TEST(Diagnostics, Bf16EmulatedOnOlderGpus) {
+  Machine s({kT4});
+  const auto r = s.run();
+  const auto d = find(r, "bf16-emulated");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->message.find("is_bf16_supported"), std::string::npos);
+  EXPECT_EQ(find(r, "tf32-off-by-default"), std::nullopt);  // no TF32 on a T4
+}
+
+// Every code the probe can emit has its section in docs/diagnostics.md.
+TEST(Diagnostics, EveryCodeIsDocumented) {
+  std::ifstream source(PP_SOURCE_DIR "/src/diagnostics.cpp");
+  std::ifstream docs(PP_SOURCE_DIR "/docs/diagnostics.md");
+  ASSERT_TRUE(source && docs);
+  const std::string code_text((std::istreambuf_iterator<char>(source)),
+                              std::istreambuf_iterator<char>());
+  const std::string doc_text((std::istreambuf_iterator<char>(docs)),
+                             std::istreambuf_iterator<char>());
+  const std::regex add_call(R"re(c\.add\(\s*"([a-z0-9-]+)")re");
+  int found = 0;
+  for (auto it = std::sregex_iterator(code_text.begin(), code_text.end(), add_call);
+       it != std::sregex_iterator(); ++it) {
+    ++found;
+    const std::string code = (*it)[1];
+    EXPECT_NE(doc_text.find("\n## " + code + "\n"), std::string::npos)
+        << code << " is not in docs/diagnostics.md";
+  }
+  EXPECT_GE(found, 20);
+}

@@ -82,20 +82,24 @@ def main():
     rows.append(measure("precision-probe --quick", [args.probe, "--quick", "--format", "json"], args.runs))
     rows.append(measure("python3 torch fp16/bf16 check", [sys.executable, "-c", PYTHON_CHECK], max(2, args.runs // 2)))
     rows.append(measure("precision-probe (full)", [args.probe, "--format", "json"], args.runs))
+    rows.append(measure("precision-probe --no-amp", [args.probe, "--no-amp", "--format", "json"], args.runs))
 
     by_name = {r["name"]: r for r in rows}
     full = by_name["precision-probe (full)"]["median_s"]
     python = by_name["python3 torch fp16/bf16 check"]["median_s"]
     quick = by_name["precision-probe --quick"]["median_s"]
+    no_amp = by_name["precision-probe --no-amp"]["median_s"]
     summary = {
         "full_s": full,
         "python_check_s": python,
         "speedup_vs_python": python / full,
         "quick_s": quick,
+        "amp_cost_s": full - no_amp,
         "targets": {
             "full_at_most_1s": full <= 1.0,
             "full_6x_faster_than_python": python / full >= 6.0,
             "quick_at_most_0.15s": quick <= 0.15,
+            "amp_at_most_0.3s": full - no_amp <= 0.3,
         },
     }
     if "nvidia-smi compute_cap" in by_name:
@@ -111,6 +115,7 @@ def main():
         print(f"{r['name']:34} {r['cold_s']:8.3f} {r['median_s']:9.3f} {r['peak_rss_mib']:13.0f} {','.join(map(str, r['exit_codes'])):>5}")
     print(f"full probe: {full:.3f} s, {python / full:.1f}x faster than the Python check "
           f"(targets: <= 1.0 s: {'met' if full <= 1.0 else 'MISSED'}, >= 6x: {'met' if python / full >= 6 else 'MISSED'})")
+    print(f"AMP section: {full - no_amp:.3f} s (target <= 0.3 s: {'met' if full - no_amp <= 0.3 else 'MISSED'})")
     print(f"--quick: {quick:.3f} s (target <= 0.15 s: {'met' if quick <= 0.15 else 'MISSED'})"
           + (f", {summary['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in summary else ""))
     return 0

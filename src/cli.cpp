@@ -117,6 +117,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
                  "bf16, fp8 (both), fp8_e4m3, fp8_e5m2, fp4; comma separated, repeatable")
       ->option_text("MODES");
   app.add_flag("--quick", o.quick, "Driver facts and architecture verdicts only: no kernels run");
+  bool no_amp = false;
+  app.add_flag(
+      "--no-amp", no_amp,
+      "Skip the mixed-precision training checks (amp_fp16, amp_bf16): matmul smoke tests only");
   app.add_flag("--bench", o.bench,
                "Measure TFLOP/s per precision (a large GEMM, CUDA events, median of many runs), "
                "the speed-up over fp32 and the share of the datasheet peak");
@@ -166,6 +170,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     return cl;
   };
   o.format = format == "json" ? Format::json : Format::text;
+  o.amp = !no_amp;
   o.color = no_color ? ColorMode::never : ColorMode::automatic;
   if (app.count("--output") > 0 && trim(o.output).empty()) return fail("-o: empty file name");
   if (o.output == "-") o.output.clear();
@@ -188,8 +193,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   }
   if (app.count("--bench-size") > 0) {
     if (bench_size < 16 || bench_size > 32768 || bench_size % 16 != 0) {
-      return fail(fmt::format("--bench-size: {} is out of range (a multiple of 16 from 16 to 32768)",
-                              bench_size));
+      return fail(fmt::format(
+          "--bench-size: {} is out of range (a multiple of 16 from 16 to 32768)", bench_size));
     }
     o.bench_size = bench_size;
     o.bench = true;  // asking for a size asks for the benchmark

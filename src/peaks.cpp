@@ -108,7 +108,8 @@ std::optional<Peak> dense_peak(std::string_view device_name, std::optional<Compu
   const double rate = flops_per_clock_per_sm(*cc, mode);
   if (rate <= 0.0) return std::nullopt;
   return Peak{*sm_count * *clock_ghz * rate / 1000.0,
-              fmt::format("formula: {} SMs x {:.3g} GHz x {:.0f} FLOP/clk/SM", *sm_count, *clock_ghz, rate)};
+              fmt::format("formula: {} SMs x {:.3g} GHz x {:.0f} FLOP/clk/SM", *sm_count,
+                          *clock_ghz, rate)};
 }
 
 }  // namespace precision_probe

@@ -98,7 +98,8 @@ std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_m
 
 template <typename SupportFn>
 void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
-                     const WorkerResult* result, const std::string& not_run_reason) {
+                     const WorkerResult* result, const std::string& not_run_reason,
+                     const std::string& amp_not_run_reason = "") {
   const bool known = planned != nullptr && result != nullptr;
   for (Mode mode : kPrecisionModes) {
     d.precisions.emplace_back(
@@ -109,10 +110,11 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
   }
   for (Mode mode : kAmpModes) {
     d.precisions.emplace_back(
-        mode, combine_amp_verdict(support(mode),
-                                  outcome_for(mode, known ? &planned->plan.amp : nullptr,
-                                              known ? &result->amp : nullptr, result),
-                                  not_run_reason));
+        mode,
+        combine_amp_verdict(support(mode),
+                            outcome_for(mode, known ? &planned->plan.amp : nullptr,
+                                        known ? &result->amp : nullptr, result),
+                            amp_not_run_reason.empty() ? not_run_reason : amp_not_run_reason));
   }
   if (known && planned->plan.bench_size > 0) {
     // Every passed smoke test was to be benchmarked: one the worker did not answer says why.
@@ -121,9 +123,11 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
       const auto smoke = result->smoke.find(mode);
       if (smoke == result->smoke.end() || !smoke->second.ok || bench.count(mode) != 0) continue;
       BenchOutcome missing;
-      missing.error_kind = result->problem != ErrorKind::none ? result->problem : ErrorKind::crashed;
-      missing.error = result->problem != ErrorKind::none ? result->problem_message
-                                                         : "the engine finished without this benchmark";
+      missing.error_kind =
+          result->problem != ErrorKind::none ? result->problem : ErrorKind::crashed;
+      missing.error = result->problem != ErrorKind::none
+                          ? result->problem_message
+                          : "the engine finished without this benchmark";
       bench[mode] = missing;
     }
     apply_bench(d, bench);
@@ -220,7 +224,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     PlannedWorker cpu_worker;
     cpu_worker.plan.kind = DeviceKind::cpu;
     cpu_worker.plan.smoke = runnable_modes(kPrecisionModes, cpu_support);
-    cpu_worker.plan.amp = runnable_modes(kAmpModes, cpu_support);
+    if (options.amp) cpu_worker.plan.amp = runnable_modes(kAmpModes, cpu_support);
     cpu_worker.plan.seed = report.run.seed;
     if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
     planned.push_back(cpu_worker);
@@ -233,7 +237,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
       auto gpu_support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
       w.plan.smoke = runnable_modes(kPrecisionModes, gpu_support);
-      w.plan.amp = runnable_modes(kAmpModes, gpu_support);
+      if (options.amp) w.plan.amp = runnable_modes(kAmpModes, gpu_support);
       w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
       if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
       planned.push_back(w);
@@ -305,7 +309,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     };
     std::string reason = not_run_reason(options, d.selected);
     if (r != nullptr && r->problem == ErrorKind::not_run) reason = r->problem_message;
-    fill_precisions(d, support, p, r, reason);
+    fill_precisions(d, support, p, r, reason, options.amp ? "" : "skipped (--no-amp)");
     report.devices.push_back(std::move(d));
   }
   DeviceReport cpu_report;
@@ -319,7 +323,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
     cpu_reason = cpu_result->problem_message;
   }
-  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_reason);
+  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_reason,
+                  options.amp ? "" : "skipped (--no-amp)");
   report.devices.push_back(std::move(cpu_report));
 
   const bool gpu_wanted = (!options.require.empty() &&

@@ -85,8 +85,7 @@ std::string encode_plan(const WorkerPlan& plan) {
   return json{{"protocol", kProtocolVersion}, {"kind", std::string(to_string(plan.kind))},
               {"index", plan.index},          {"smoke", mode_list(plan.smoke)},
               {"amp", mode_list(plan.amp)},   {"seed", plan.seed},
-              {"describe", plan.describe},
-              {"bench_size", plan.bench_size}}
+              {"describe", plan.describe},    {"bench_size", plan.bench_size}}
       .dump();
 }
 

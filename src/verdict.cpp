@@ -116,10 +116,12 @@ void apply_bench(DeviceReport& device, const std::map<Mode, BenchOutcome>& bench
                                  device.gpu->clock_ghz, mode)) {
         b.peak_tflops = peak->tflops;
         b.peak_source = peak->source;
-        if (b.outcome.ok && b.outcome.tflops) b.percent_of_peak = 100.0 * *b.outcome.tflops / peak->tflops;
+        if (b.outcome.ok && b.outcome.tflops)
+          b.percent_of_peak = 100.0 * *b.outcome.tflops / peak->tflops;
       }
     }
-    if (mode != Mode::fp32 && p.status == Status::native && b.ratio_to_fp32 && *b.ratio_to_fp32 <= 1.0) {
+    if (mode != Mode::fp32 && p.status == Status::native && b.ratio_to_fp32 &&
+        *b.ratio_to_fp32 <= 1.0) {
       const double measured = b.outcome.tflops.value_or(0.0);
       const double baseline = fp32_tflops;
       p.status = Status::emulated;

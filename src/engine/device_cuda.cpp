@@ -7,6 +7,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "engine.hpp"
@@ -54,9 +56,23 @@ void reset_peak_memory(const Target& target) {
 std::vector<double> time_calls(const Target& target, int warmup, int reps,
                                const std::function<void(int)>& call) {
   if (!target.cuda) return time_calls_on_cpu(warmup, reps, call);
-  for (int i = 0; i < warmup; ++i) call(i);
-  std::vector<at::cuda::CUDAEvent> starts(static_cast<std::size_t>(reps));
-  std::vector<at::cuda::CUDAEvent> ends(static_cast<std::size_t>(reps));
+  // Warm up for `warmup` calls and at least 200 ms: an idle GPU's clocks take that long to rise.
+  const auto begin = std::chrono::steady_clock::now();
+  int done = 0;
+  while (done < warmup || std::chrono::steady_clock::now() - begin < std::chrono::milliseconds(200)) {
+    call(done++);
+    c10::cuda::device_synchronize();
+  }
+  warmup = done;
+  // Events that record time (the default flags of CUDAEvent disable timing).
+  std::vector<at::cuda::CUDAEvent> starts;
+  std::vector<at::cuda::CUDAEvent> ends;
+  starts.reserve(static_cast<std::size_t>(reps));
+  ends.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    starts.emplace_back(cudaEventDefault);
+    ends.emplace_back(cudaEventDefault);
+  }
   const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(target.device.index());
   for (int i = 0; i < reps; ++i) {
     starts[static_cast<std::size_t>(i)].record(stream);

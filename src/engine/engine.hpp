@@ -47,8 +47,9 @@ void synchronize(const Target& target);
 // Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
 // kernel. The worker runs it in a thread while the CPU prepares the inputs.
 void warm_up(const Target& target);
-// Times `reps` calls of `call(i)` after `warmup` untimed ones: device events around each call on a
-// GPU, a steady clock on the CPU. Returns each timed call's milliseconds.
+// Times `reps` calls of `call(i)` after `warmup` untimed ones (on a GPU, also at least 200 ms of
+// them, so that its clocks have risen): device events around each call on a GPU, a steady clock
+// on the CPU. Returns each timed call's milliseconds.
 std::vector<double> time_calls(const Target& target, int warmup, int reps,
                                const std::function<void(int)>& call);
 // The CPU part of time_calls, shared by both device implementations.
@@ -124,6 +125,7 @@ struct AmpSetup {
   at::Tensor x, y;
   std::vector<at::Tensor> init;
   std::vector<double> fp32_losses;
+  std::optional<std::int64_t> fp32_peak_bytes;  // measured once, by the first measure_amp_memory
   bool ready = false;
   std::string error;
 };
@@ -131,8 +133,7 @@ AmpSetup prepare_amp(const Target& target, std::uint64_t seed);
 // A training run with autocast (and loss scaling for amp_fp16), checked against the fp32 run.
 AmpOutcome run_amp(Mode mode, const AmpSetup& setup, const Target& target);
 // Peak device memory of one training step at a large batch, fp32 and AMP (GPUs only).
-void measure_amp_memory(Mode mode, AmpOutcome& outcome, const AmpSetup& setup,
-                        const Target& target);
+void measure_amp_memory(Mode mode, AmpOutcome& outcome, AmpSetup& setup, const Target& target);
 // How close the AMP run's final loss must be to the fp32 run's (relative).
 double amp_loss_tolerance(Mode mode);
 

@@ -29,7 +29,7 @@ eng::Target gpu0() {
 
 TEST(EngineAmpGpu, Fp16WithDynamicLossScalingFollowsGradScaler) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
-  const eng::AmpSetup s = eng::prepare_amp(gpu0(), 21);
+  eng::AmpSetup s = eng::prepare_amp(gpu0(), 21);
   ASSERT_TRUE(s.ready) << s.error;
   pp::AmpOutcome o = eng::run_amp(Mode::amp_fp16, s, gpu0());
   ASSERT_TRUE(o.ok) << o.error;

@@ -1,6 +1,8 @@
 #include "precision_probe/app.hpp"
 
 #include <iostream>
+
+#include <fmt/format.h>
 #include <sstream>
 
 #include "precision_probe/atomic_file.hpp"
@@ -52,6 +54,12 @@ int run_app(int argc, const char* const* argv, const AppDeps& deps, std::ostream
                         err);
     }
   }
+  for (const auto& [format, path] : o.extra_outputs) {
+    if (const std::string problem = check_writable(path); !problem.empty()) {
+      return fail_usage(fmt::format("--{}: cannot write {}: {}", to_string(format), path, problem),
+                        json, deps.system, out, err);
+    }
+  }
   try {
     auto driver = deps.make_driver();
     auto engine = deps.make_engine();
@@ -62,16 +70,20 @@ int run_app(int argc, const char* const* argv, const AppDeps& deps, std::ostream
 
     std::ostringstream rendered;
     make_printer(o.format, PrintStyle{use_color(o, deps.system)})->print(report, rendered);
-    trace("report printed");
-    if (!o.output.empty()) {
-      if (const std::string problem = write_file_atomically(o.output, rendered.str());
-          !problem.empty()) {
-        err << kErrorPrefix << "cannot write the report: " << problem << '\n';
-        return exit_code::kUsage;
-      }
-    } else if (!o.quiet) {
-      out << rendered.str() << std::flush;
+    // Every file of this run is replaced together, or none is.
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!o.output.empty()) files.emplace_back(o.output, rendered.str());
+    for (const auto& [format, path] : o.extra_outputs) {
+      std::ostringstream extra;
+      make_printer(format, PrintStyle{false})->print(report, extra);
+      files.emplace_back(path, extra.str());
     }
+    trace("report printed");
+    if (const std::string problem = write_files_atomically(files); !problem.empty()) {
+      err << kErrorPrefix << "cannot write the report: " << problem << '\n';
+      return exit_code::kUsage;
+    }
+    if (o.output.empty() && !o.quiet) out << rendered.str() << std::flush;
     if (report.exit_code != exit_code::kOk && (o.quiet || json || !o.output.empty())) {
       err << "precision-probe: exit " << report.exit_code << ": " << report.exit_reason << '\n';
     }

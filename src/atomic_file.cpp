@@ -36,43 +36,75 @@ std::string check_writable(const std::string& path) {
   return "";
 }
 
-std::string write_file_atomically(const std::string& path, const std::string& content) {
-  if (std::string problem = check_writable(path); !problem.empty()) return problem;
+namespace {
+
+// Writes `content` to a new temporary file next to `path`; returns its name, or "" and `error`.
+std::string write_temporary(const std::string& path, const std::string& content,
+                            std::string& error) {
+  if (std::string problem = check_writable(path); !problem.empty()) {
+    error = problem;
+    return "";
+  }
   std::string templ = directory_of(path) + "/." + path.substr(path.rfind('/') + 1) + ".tmp-XXXXXX";
   std::vector<char> name(templ.begin(), templ.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
-  if (fd < 0) return errno_text("cannot create a temporary file next to " + path);
+  if (fd < 0) {
+    error = errno_text("cannot create a temporary file next to " + path);
+    return "";
+  }
   const std::string tmp(name.data());
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      std::string error = errno_text("cannot write " + tmp);
+      error = errno_text("cannot write " + tmp);
       ::close(fd);
       ::unlink(tmp.c_str());
-      return error;
+      return "";
     }
     written += static_cast<std::size_t>(n);
   }
-  // Reports are for others to read: 0644 like any file the user would create (umask applies).
+  // Reports are for others to read: 0666 less the umask, like any file the user creates.
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
   const bool synced = ::fsync(fd) == 0;
   const bool closed = ::close(fd) == 0;
   if (!synced || !closed) {
-    std::string error = errno_text("cannot flush " + tmp);
+    error = errno_text("cannot flush " + tmp);
     ::unlink(tmp.c_str());
-    return error;
+    return "";
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string error = errno_text("cannot rename the report into " + path);
-    ::unlink(tmp.c_str());
-    return error;
+  return tmp;
+}
+
+}  // namespace
+
+std::string write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> temporaries;
+  for (const auto& [path, content] : files) {
+    std::string error;
+    std::string tmp = write_temporary(path, content, error);
+    if (tmp.empty()) {
+      for (const std::string& t : temporaries) ::unlink(t.c_str());
+      return error;
+    }
+    temporaries.push_back(std::move(tmp));
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (::rename(temporaries[i].c_str(), files[i].first.c_str()) != 0) {
+      std::string error = errno_text("cannot rename the report into " + files[i].first);
+      for (std::size_t j = i; j < temporaries.size(); ++j) ::unlink(temporaries[j].c_str());
+      return error;
+    }
   }
   return "";
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& content) {
+  return write_files_atomically({{path, content}});
 }
 
 }  // namespace precision_probe

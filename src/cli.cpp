@@ -11,7 +11,24 @@
 
 namespace precision_probe {
 
-std::string_view to_string(Format format) { return format == Format::json ? "json" : "text"; }
+std::string_view to_string(Format format) {
+  switch (format) {
+    case Format::text: return "text";
+    case Format::json: return "json";
+    case Format::markdown: return "markdown";
+    case Format::prometheus: return "prometheus";
+  }
+  return "text";
+}
+
+std::optional<Format> parse_format(std::string_view text) {
+  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus}) {
+    if (to_string(f) == text) return f;
+  }
+  if (text == "md") return Format::markdown;
+  if (text == "prom") return Format::prometheus;
+  return std::nullopt;
+}
 
 DeviceSelectionParse parse_device_selection(std::string_view text) {
   DeviceSelectionParse result;
@@ -103,11 +120,23 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   double timeout = o.timeout_s;
   bool no_color = false;
   bool version = false;
-  app.add_option("--format", format, "Report format: text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->option_text("text|json");
+  app.add_option("--format", format, "Report format: text, json, markdown or prometheus")
+      ->check(CLI::IsMember({"text", "json", "markdown", "prometheus"}))
+      ->option_text("FORMAT");
   app.add_option("-o,--output", o.output, "Write the report to FILE (atomically) instead of stdout")
       ->option_text("FILE");
+  std::string json_file, markdown_file, prom_file, text_file;
+  std::vector<std::string> output_as;
+  app.add_option("--json", json_file, "Also write the JSON report to FILE")->option_text("FILE");
+  app.add_option("--markdown", markdown_file,
+                 "Also write the Markdown report to FILE (CI job summaries)")
+      ->option_text("FILE");
+  app.add_option("--prom", prom_file,
+                 "Also write Prometheus metrics to FILE (node_exporter textfile collector)")
+      ->option_text("FILE");
+  app.add_option("--text", text_file, "Also write the text report to FILE")->option_text("FILE");
+  app.add_option("--output-as", output_as, "Also write FORMAT to FILE; repeatable (json:r.json)")
+      ->option_text("FORMAT:FILE");
   app.add_option("--device", device,
                  "Devices to check and gate: all, gpu (default: every visible GPU), cpu, or GPU "
                  "indices such as 0,1 (may include cpu)")
@@ -169,7 +198,29 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     cl.text = std::move(message);
     return cl;
   };
-  o.format = format == "json" ? Format::json : Format::text;
+  o.format = parse_format(format).value_or(Format::text);
+  for (const auto& [f, file] :
+       {std::pair{Format::json, json_file}, std::pair{Format::markdown, markdown_file},
+        std::pair{Format::prometheus, prom_file}, std::pair{Format::text, text_file}}) {
+    if (!file.empty()) o.extra_outputs.emplace_back(f, file);
+  }
+  for (const std::string& spec : output_as) {
+    const std::size_t colon = spec.find(':');
+    const auto f = colon == std::string::npos ? std::nullopt : parse_format(spec.substr(0, colon));
+    if (!f || colon + 1 >= spec.size()) {
+      return fail(fmt::format(
+          "--output-as: '{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus)",
+          printable(spec)));
+    }
+    o.extra_outputs.emplace_back(*f, spec.substr(colon + 1));
+  }
+  for (std::size_t i = 0; i < o.extra_outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < o.extra_outputs.size(); ++j) {
+      if (o.extra_outputs[i].second == o.extra_outputs[j].second) {
+        return fail("two reports to the same file: " + printable(o.extra_outputs[i].second));
+      }
+    }
+  }
   o.amp = !no_amp;
   o.color = no_color ? ColorMode::never : ColorMode::automatic;
   if (app.count("--output") > 0 && trim(o.output).empty()) return fail("-o: empty file name");

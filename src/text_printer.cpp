@@ -8,7 +8,9 @@
 
 namespace precision_probe {
 
-std::unique_ptr<Printer> make_json_printer();  // report_json.cpp
+std::unique_ptr<Printer> make_json_printer();        // report_json.cpp
+std::unique_ptr<Printer> make_markdown_printer();    // markdown_printer.cpp
+std::unique_ptr<Printer> make_prometheus_printer();  // prometheus_printer.cpp
 
 namespace {
 
@@ -237,7 +239,12 @@ class TextPrinter final : public Printer {
 }  // namespace
 
 std::unique_ptr<Printer> make_printer(Format format, PrintStyle style) {
-  if (format == Format::json) return make_json_printer();
+  switch (format) {
+    case Format::json: return make_json_printer();
+    case Format::markdown: return make_markdown_printer();
+    case Format::prometheus: return make_prometheus_printer();
+    case Format::text: break;
+  }
   return std::make_unique<TextPrinter>(style);
 }
 

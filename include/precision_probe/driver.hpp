@@ -23,8 +23,8 @@ struct NvmlDevice {
   std::string pci_bus_id;  // "0000:17:00.0"
   std::optional<ComputeCapability> cc;
   std::optional<std::uint64_t> memory_total, memory_free, memory_used;
-  std::optional<bool> mig_enabled;  // nullopt: the GPU has no MIG
-  std::optional<int> compute_mode;  // 0 default, 2 prohibited, 3 exclusive process
+  std::optional<bool> mig_enabled;      // nullopt: the GPU has no MIG
+  std::optional<int> compute_mode;      // 0 default, 2 prohibited, 3 exclusive process
   std::optional<double> max_clock_ghz;  // maximum SM clock
 };
 
@@ -101,7 +101,7 @@ struct GpuInfo {
   bool mig_instance = false;
   std::optional<int> compute_mode;
   std::optional<double> clock_ghz;  // maximum SM clock
-  std::string source;  // "cuda+nvml", "cuda", "nvml"
+  std::string source;               // "cuda+nvml", "cuda", "nvml"
 };
 std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"
 

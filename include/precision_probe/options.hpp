@@ -10,7 +10,8 @@
 
 namespace precision_probe {
 
-enum class Format { text, json };
+enum class Format { text, json, markdown, prometheus };
+std::optional<Format> parse_format(std::string_view text);
 std::string_view to_string(Format format);
 
 enum class ColorMode { automatic, never };
@@ -36,17 +37,20 @@ struct Options {
   Command command = Command::probe;
   Format format = Format::text;
   std::string output;  // -o FILE; "" or "-" means stdout
+  // More reports of the same probe, each to its file: --json FILE, --markdown FILE, --prom FILE,
+  // --text FILE, or --output-as FORMAT:FILE (repeatable).
+  std::vector<std::pair<Format, std::string>> extra_outputs;
   DeviceSelection devices;
   std::vector<Mode> require;
   ColorMode color = ColorMode::automatic;
   bool quiet = false;
-  bool quick = false;                 // facts and architecture verdicts only: no kernels
-  std::optional<std::uint64_t> seed;  // random inputs; a fresh seed per run by default
-  double timeout_s = 60.0;            // bound on the whole run
-  bool bench = false;                 // measure TFLOP/s per precision
-  bool amp = true;                    // run the mixed-precision training checks
+  bool quick = false;                      // facts and architecture verdicts only: no kernels
+  std::optional<std::uint64_t> seed;       // random inputs; a fresh seed per run by default
+  double timeout_s = 60.0;                 // bound on the whole run
+  bool bench = false;                      // measure TFLOP/s per precision
+  bool amp = true;                         // run the mixed-precision training checks
   std::optional<std::int64_t> bench_size;  // default: 8192 on GPUs, 1024 on the CPU
-  std::string arch_cc;                // `arch CC`
+  std::string arch_cc;                     // `arch CC`
 };
 
 }  // namespace precision_probe

@@ -28,7 +28,8 @@ struct Peak {
 // the compute capability, SM count and clock are known. nullopt when neither applies or the
 // product has no such precision.
 std::optional<Peak> dense_peak(std::string_view device_name, std::optional<ComputeCapability> cc,
-                               std::optional<int> sm_count, std::optional<double> clock_ghz, Mode mode);
+                               std::optional<int> sm_count, std::optional<double> clock_ghz,
+                               Mode mode);
 
 // Dense FLOP per clock per SM for a mode on an architecture (the formula's rate); 0 if none.
 double flops_per_clock_per_sm(ComputeCapability cc, Mode mode);

@@ -34,9 +34,8 @@ struct PrecisionResult {
   ErrorKind failure = ErrorKind::none;  // for failed: what kind of failure
   SmokeOutcome smoke;                   // the matmul modes
   std::optional<AmpOutcome> amp;        // the training modes (amp_fp16, amp_bf16)
-  std::optional<BenchResult> bench;  // --bench: throughput
+  std::optional<BenchResult> bench;     // --bench: throughput
 };
-
 
 struct Recommendation {
   std::string dtype;  // "bf16", "fp16", "fp32"

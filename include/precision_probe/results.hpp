@@ -74,11 +74,11 @@ struct BenchOutcome {
   bool ok = false;
   ErrorKind error_kind = ErrorKind::none;
   std::string error;
-  std::int64_t size = 0;          // M = N = K
+  std::int64_t size = 0;  // M = N = K
   int reps = 0;
-  std::optional<double> ms;       // median time of one GEMM
-  std::optional<double> tflops;   // 2 * size^3 / time
-  std::string timer;              // "cuda events" or "steady clock"
+  std::optional<double> ms;      // median time of one GEMM
+  std::optional<double> tflops;  // 2 * size^3 / time
+  std::string timer;             // "cuda events" or "steady clock"
 };
 
 // GradScaler's rule, in plain C++: the expected scale after a step. Backs off on an inf/NaN

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Checks the copy-paste examples of docs/examples: YAML parses and has the expected shape, shell
+snippets pass `bash -n`, the Dockerfile uses only known instructions, and every example is
+referenced from docs/integrations.md. Exit 0 when all hold; prints what failed otherwise."""
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import yaml
+
+root = pathlib.Path(sys.argv[1])
+ex = root / "docs" / "examples"
+problems = []
+
+
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+
+
+def bash_ok(script, name):
+    r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    check(r.returncode == 0, f"{name}: bash -n: {r.stderr.strip()}")
+
+
+gha = yaml.safe_load((ex / "github-actions.yml").read_text())
+check(gha["jobs"]["train"]["needs"] == "precision-gate", "github-actions: train must need the gate")
+for job in gha["jobs"].values():
+    for step in job["steps"]:
+        if "run" in step:
+            bash_ok(step["run"], "github-actions step")
+check("--require bf16" in str(gha), "github-actions: gate on --require bf16")
+check("GITHUB_STEP_SUMMARY" in str(gha), "github-actions: Markdown summary")
+
+gl = yaml.safe_load((ex / "gitlab-ci.yml").read_text())
+check(gl["train"]["needs"] == ["precision-gate"], "gitlab: train must need the gate")
+for name in ("precision-gate", "train"):
+    bash_ok("\n".join(gl[name]["script"]), f"gitlab {name}")
+
+job = yaml.safe_load((ex / "k8s-job.yaml").read_text())
+check(job["kind"] == "Job", "k8s-job: kind Job")
+c = job["spec"]["template"]["spec"]["containers"][0]
+check("nvidia.com/gpu" in c["resources"]["limits"], "k8s-job: nvidia.com/gpu limit")
+
+ds = yaml.safe_load((ex / "k8s-daemonset.yaml").read_text())
+check(ds["kind"] == "DaemonSet", "k8s-daemonset: kind DaemonSet")
+c = ds["spec"]["template"]["spec"]["containers"][0]
+check("nvidia.com/gpu" in c["resources"]["limits"], "k8s-daemonset: nvidia.com/gpu limit")
+check(any("--prom" in a for a in c["args"]), "k8s-daemonset: writes Prometheus metrics")
+bash_ok(c["args"][0], "k8s-daemonset script")
+check(ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"]["labels"],
+      "k8s-daemonset: selector matches the pod labels")
+
+bash_ok((ex / "slurm.sh").read_text(), "slurm.sh")
+check("--ntasks-per-node=1" in (ex / "slurm.sh").read_text(), "slurm: one task per node")
+
+known = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
+         "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+lines = (ex / "Dockerfile").read_text().splitlines()
+continued = False
+for line in lines:
+    stripped = line.strip()
+    if not continued and stripped and not stripped.startswith("#"):
+        word = stripped.split()[0]
+        check(word in known, f"Dockerfile: unknown instruction {word}")
+        if word == "RUN":
+            pass
+    continued = stripped.endswith("\\")
+runs = re.findall(r"^RUN (.*?)(?<!\\)$", (ex / "Dockerfile").read_text(), re.S | re.M)
+for r in re.findall(r"^RUN ((?:.*\\\n)*.*)$", (ex / "Dockerfile").read_text(), re.M):
+    bash_ok(r.replace("\\\n", " "), "Dockerfile RUN")
+check(sum(1 for l in lines if l.startswith("FROM ")) == 2, "Dockerfile: a multi-stage build")
+
+doc = (root / "docs" / "integrations.md").read_text()
+for f in ex.iterdir():
+    check(f"examples/{f.name}" in doc, f"docs/integrations.md does not reference examples/{f.name}")
+
+for p in problems:
+    print("FAIL:", p)
+print(f"{len(problems)} problem(s)")
+sys.exit(1 if problems else 0)

@@ -146,6 +146,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
                  "bf16, fp8 (both), fp8_e4m3, fp8_e5m2, fp4; comma separated, repeatable")
       ->option_text("MODES");
   app.add_flag("--quick", o.quick, "Driver facts and architecture verdicts only: no kernels run");
+  app.add_flag("--nccl", o.nccl,
+               "All-reduce in fp32, fp16 and bf16 across the selected GPUs through NCCL: exact "
+               "results and bus bandwidth (needs two or more GPUs)");
   bool no_amp = false;
   app.add_flag(
       "--no-amp", no_amp,

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -344,6 +346,45 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
   }
 }
 
+// GPUs of one node that disagree: mixed models, or a mode whose status differs (one GPU failing).
+void disagreement(Collector& c, const Report& r) {
+  std::vector<const DeviceReport*> gpus;
+  std::set<std::string> models;
+  for (const DeviceReport& d : r.devices) {
+    if (d.kind != DeviceKind::cuda || !d.selected) continue;
+    gpus.push_back(&d);
+    models.insert(d.name);
+  }
+  if (gpus.size() < 2) return;
+  std::vector<std::string> differences;
+  for (Mode mode : kAllModes) {
+    std::map<Status, std::vector<std::string>> by_status;
+    for (const DeviceReport* d : gpus) {
+      if (const PrecisionResult* p = d->find(mode))
+        by_status[p->status].push_back(std::to_string(d->index));
+    }
+    if (by_status.size() < 2) continue;
+    std::vector<std::string> parts;
+    for (const auto& [status, indices] : by_status) {
+      parts.push_back(fmt::format("{} on GPU {}", to_string(status), join(indices, ",")));
+    }
+    differences.push_back(fmt::format("{}: {}", mode_key(mode), join(parts, "; ")));
+  }
+  if (!differences.empty()) {
+    c.add("devices-disagree", Severity::warning,
+          "the GPUs of this node disagree: " + join(differences, " | "),
+          "a training job runs at the pace (and precision) of its worst GPU: look at the GPU that "
+          "differs (nvidia-smi -q -i N, the kernel log for Xid errors), or exclude it with "
+          "CUDA_VISIBLE_DEVICES");
+  } else if (models.size() > 1) {
+    c.add("devices-disagree", Severity::info,
+          "the node mixes GPU models: " +
+              join(std::vector<std::string>(models.begin(), models.end()), ", "),
+          "data-parallel jobs run at the pace of the slowest model; pin jobs to one model with "
+          "CUDA_VISIBLE_DEVICES");
+  }
+}
+
 }  // namespace
 
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
@@ -355,6 +396,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   driver_version(c, report, context);
   cu_init(c, report, context);
   stack_and_devices(c, report, context);
+  disagreement(c, report);
   return out;
 }
 

@@ -192,6 +192,7 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
       for (const CudaDevice& c : cuda->devices) {
         facts.gpus.push_back(from_cuda(c, nvml_ok ? find_nvml(nvml, c) : nullptr));
       }
+      facts.peers = cuda->peers;
       d.status = facts.gpus.empty() ? DriverStatus::no_devices : DriverStatus::ok;
       d.message = facts.gpus.empty() ? "the driver is loaded but CUDA sees no device"
                                      : fmt::format("{} GPU(s) visible to CUDA", facts.gpus.size());

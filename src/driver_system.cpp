@@ -20,6 +20,8 @@ static_assert(CU_DEVICE_ATTRIBUTE_CLOCK_RATE == 13);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
 static_assert(CUDA_ERROR_NO_DEVICE == 100);
+static_assert(CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK == 1);
+static_assert(CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED == 3);
 static_assert(sizeof(CUuuid) == 16);
 #endif
 
@@ -48,6 +50,10 @@ using cuDeviceGetAttribute_t = CUresult (*)(int*, int, CUdevice);
 using cuDeviceTotalMem_t = CUresult (*)(std::size_t*, CUdevice);
 using cuDeviceGetPCIBusId_t = CUresult (*)(char*, int, CUdevice);
 using cuGetErrorName_t = CUresult (*)(CUresult, const char**);
+using cuDeviceCanAccessPeer_t = CUresult (*)(int*, CUdevice, CUdevice);
+using cuDeviceGetP2PAttribute_t = CUresult (*)(int*, int, CUdevice, CUdevice);
+constexpr int kP2PPerformanceRank = 1;
+constexpr int kP2PNativeAtomics = 3;
 using cuGetErrorString_t = CUresult (*)(CUresult, const char**);
 
 // --- NVML --------------------------------------------------------------------------------------
@@ -301,6 +307,25 @@ class SystemDriver final : public DriverApi {
       std::memset(text, 0, sizeof text);
       if (bus_id != nullptr && bus_id(text, 64, dev) == 0) d.pci_bus_id = text;
       snap.devices.push_back(std::move(d));
+    }
+    auto can_access = lib->get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
+    auto p2p_attr = lib->get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
+    const int n = static_cast<int>(snap.devices.size());
+    for (int i = 0; i < n && can_access != nullptr; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        PeerLink link;
+        link.from = i;
+        link.to = j;
+        int value = 0;
+        link.access = can_access(&value, i, j) == 0 && value != 0;
+        if (p2p_attr != nullptr && p2p_attr(&value, kP2PPerformanceRank, i, j) == 0) {
+          link.performance_rank = value;
+        }
+        link.native_atomics =
+            p2p_attr != nullptr && p2p_attr(&value, kP2PNativeAtomics, i, j) == 0 && value != 0;
+        snap.peers.push_back(link);
+      }
     }
     return snap;
   }

@@ -53,7 +53,7 @@ ExitDecision decide_exit(const Report& report) {
   const PrecisionResult* failed = nullptr;
   const DeviceReport* failed_device = nullptr;
   Mode failed_mode = Mode::fp32;
-  std::string bench_failure;
+  std::string other_failure;
   for (const DeviceReport& device : report.devices) {
     if (!device.selected) continue;
     for (const auto& [mode, p] : device.precisions) {
@@ -62,7 +62,7 @@ ExitDecision decide_exit(const Report& report) {
         const std::string why = fmt::format("{} {} benchmark: {}", device.label(), mode_key(mode),
                                             p.bench->outcome.error);
         if (p.bench->outcome.error_kind == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
-        if (bench_failure.empty()) bench_failure = why;
+        if (other_failure.empty()) other_failure = why;
       }
       if (p.status != Status::failed) continue;
       if (p.failure == ErrorKind::timed_out) {
@@ -78,6 +78,12 @@ ExitDecision decide_exit(const Report& report) {
         failed_mode = mode;
       }
     }
+  }
+  if (const auto& c = report.collectives; c && c->requested) {
+    const std::string why = "--nccl: " + c->reason;
+    if (c->failure == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
+    if (c->failure == ErrorKind::environment) return {exit_code::kEnvironment, why};
+    if (c->status == Status::failed && other_failure.empty()) other_failure = why;
   }
   if (!report.run.unavailable_selection.empty()) {
     return {exit_code::kEnvironment, report.run.unavailable_selection};
@@ -95,7 +101,7 @@ ExitDecision decide_exit(const Report& report) {
     return {exit_code::kCheckFailed, fmt::format("{} {} failed: {}", failed_device->label(),
                                                  mode_key(failed_mode), failed->reason)};
   }
-  if (!bench_failure.empty()) return {exit_code::kCheckFailed, bench_failure};
+  if (!other_failure.empty()) return {exit_code::kCheckFailed, other_failure};
   for (const RequirementResult& r : report.requirements) {
     if (!r.met) {
       return {exit_code::kRequirementNotMet,

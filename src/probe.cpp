@@ -141,6 +141,51 @@ std::string not_run_reason(const Options& o, bool selected) {
   return "not run";
 }
 
+// The collectives section: present with --nccl, or whenever two or more GPUs can be asked about
+// peer access.
+std::optional<CollectivesReport> collectives_report(const Options& o, const GpuFacts& facts,
+                                                    const std::vector<int>& gpus,
+                                                    const std::optional<WorkerResult>& worker) {
+  if (!o.nccl && facts.gpus.size() < 2) return std::nullopt;
+  CollectivesReport c;
+  c.requested = o.nccl;
+  c.devices = gpus;
+  c.peers = facts.peers;
+  if (!o.nccl) {
+    c.reason = "not requested (--nccl)";
+    return c;
+  }
+  if (o.quick) {
+    c.reason = "--quick: no kernels run";
+    return c;
+  }
+  if (gpus.size() < 2) {
+    c.status = Status::unsupported;
+    c.failure = ErrorKind::environment;
+    c.reason = fmt::format("--nccl needs two or more selected GPUs; {} {} usable", gpus.size(),
+                           gpus.size() == 1 ? "is" : "are");
+    return c;
+  }
+  if (!worker) return c;
+  c.nccl_version = worker->nccl_version;
+  c.all_reduce = worker->collectives;
+  if (worker->problem != ErrorKind::none && worker->collectives.size() < 3) {
+    c.status = worker->problem == ErrorKind::not_run ? Status::not_tested : Status::failed;
+    c.failure = worker->problem;
+    c.reason = worker->problem_message;
+    return c;
+  }
+  c.status = Status::native;
+  for (const CollectiveOutcome& a : c.all_reduce) {
+    if (a.ok) continue;
+    c.status = a.error_kind == ErrorKind::not_supported ? Status::unsupported : Status::failed;
+    c.failure = a.error_kind == ErrorKind::not_supported ? ErrorKind::environment : a.error_kind;
+    c.reason = a.dtype + " all-reduce: " + a.error;
+    break;
+  }
+  return c;
+}
+
 void finish_report(Report& report, const Options& options, const DiagnosticContext& context,
                    Clock::time_point started) {
   report.requirements = evaluate_requirements(report, options.require, options.quick);
@@ -261,6 +306,29 @@ Report run_probe(const Options& options, ProbeDeps deps) {
                     : deps.engine.run(plans, std::max(budget, std::chrono::milliseconds(1)));
 
   trace("workers finished");
+  // The collective runs alone, after the per-device checks, so that neither disturbs the other's
+  // timing.
+  std::vector<int> collective_gpus;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (gpu_selected(options, gpu.index) && gpu.cc) collective_gpus.push_back(gpu.index);
+  }
+  std::optional<WorkerResult> collective;
+  if (options.nccl && !options.quick && collective_gpus.size() >= 2) {
+    WorkerPlan plan;
+    plan.kind = DeviceKind::cuda;
+    plan.collective_ranks = static_cast<int>(collective_gpus.size());
+    std::vector<std::string> ids;
+    for (int index : collective_gpus) {
+      const GpuInfo& g = facts.gpus[static_cast<std::size_t>(index)];
+      ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
+    }
+    plan.cuda_visible_devices = join(ids, ",");
+    plan.seed = report.run.seed;
+    const auto left =
+        std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    collective = deps.engine.run({plan}, std::max(left, std::chrono::milliseconds(1))).front();
+  }
   if (pending_cuda.valid()) {
     cuda = pending_cuda.get();
     trace("cuInit answered");
@@ -327,6 +395,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
                   options.amp ? "" : "skipped (--no-amp)");
   report.devices.push_back(std::move(cpu_report));
 
+  report.collectives = collectives_report(options, facts, collective_gpus, collective);
   const bool gpu_wanted = (!options.require.empty() &&
                            (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
                           !options.devices.gpu_indices.empty();

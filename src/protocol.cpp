@@ -82,10 +82,15 @@ std::optional<T> read_optional(const json& j, const char* key) {
 }  // namespace
 
 std::string encode_plan(const WorkerPlan& plan) {
-  return json{{"protocol", kProtocolVersion}, {"kind", std::string(to_string(plan.kind))},
-              {"index", plan.index},          {"smoke", mode_list(plan.smoke)},
-              {"amp", mode_list(plan.amp)},   {"seed", plan.seed},
-              {"describe", plan.describe},    {"bench_size", plan.bench_size}}
+  return json{{"protocol", kProtocolVersion},
+              {"kind", std::string(to_string(plan.kind))},
+              {"index", plan.index},
+              {"smoke", mode_list(plan.smoke)},
+              {"amp", mode_list(plan.amp)},
+              {"seed", plan.seed},
+              {"describe", plan.describe},
+              {"bench_size", plan.bench_size},
+              {"collective_ranks", plan.collective_ranks}}
       .dump();
 }
 
@@ -107,6 +112,11 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error) {
     plan.seed = j.value("seed", std::uint64_t{0});
     plan.describe = j.value("describe", false);
     plan.bench_size = j.value("bench_size", std::int64_t{0});
+    plan.collective_ranks = j.value("collective_ranks", 0);
+    if (plan.collective_ranks < 0 || plan.collective_ranks > 1024) {
+      error = "collective_ranks out of range";
+      return false;
+    }
     if (plan.bench_size < 0 || plan.bench_size > 65536) {
       error = "bench_size out of range";
       return false;
@@ -201,6 +211,23 @@ std::string encode_bench(Mode mode, const BenchOutcome& o) {
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string encode_collective(const CollectiveOutcome& o, const std::string& nccl_version) {
+  return json{{"type", "collective"},
+              {"op", o.op},
+              {"dtype", o.dtype},
+              {"ran", o.ran},
+              {"ok", o.ok},
+              {"error_kind", std::string(to_string(o.error_kind))},
+              {"error", o.error},
+              {"ranks", o.ranks},
+              {"bytes", o.bytes},
+              {"time_ms", optional_number(o.time_ms)},
+              {"algbw_gbps", optional_number(o.algbw_gbps)},
+              {"busbw_gbps", optional_number(o.busbw_gbps)},
+              {"nccl_version", nccl_version}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string encode_done() { return json{{"type", "done"}}.dump(); }
 
 namespace {
@@ -247,6 +274,30 @@ bool read_amp(const json& j, WorkerResult& result, std::string& error) {
     o.error = "the engine reported ok without a final loss within tolerance of the fp32 run";
   }
   result.amp[*mode] = o;
+  return true;
+}
+
+bool read_collective(const json& j, WorkerResult& result, std::string& error) {
+  const auto kind = parse_error_kind(j.value("error_kind", "none"));
+  const std::string dtype = j.value("dtype", "");
+  if (!kind || (dtype != "fp32" && dtype != "fp16" && dtype != "bf16")) {
+    error = "unknown dtype or error kind in collective line";
+    return false;
+  }
+  CollectiveOutcome o;
+  o.op = j.value("op", "all_reduce");
+  o.dtype = dtype;
+  o.ran = j.at("ran").get<bool>();
+  o.ok = j.at("ok").get<bool>();
+  o.error_kind = *kind;
+  o.error = j.value("error", "");
+  o.ranks = j.value("ranks", 0);
+  o.bytes = j.value("bytes", std::int64_t{0});
+  o.time_ms = read_optional_number(j, "time_ms");
+  o.algbw_gbps = read_optional_number(j, "algbw_gbps");
+  o.busbw_gbps = read_optional_number(j, "busbw_gbps");
+  result.nccl_version = j.value("nccl_version", "");
+  result.collectives.push_back(o);
   return true;
 }
 
@@ -321,6 +372,8 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
         o.error = "the engine reported ok without a relative error within tolerance";
       }
       result.smoke[*mode] = o;
+    } else if (type == "collective") {
+      if (!read_collective(j, result, error)) return false;
     } else if (type == "bench") {
       if (!read_bench(j, result, error)) return false;
     } else if (type == "amp") {

@@ -165,6 +165,32 @@ json device_json(const DeviceReport& d) {
   return j;
 }
 
+json collectives_json(const CollectivesReport& c) {
+  json all_reduce = json::array();
+  for (const CollectiveOutcome& a : c.all_reduce) {
+    all_reduce.push_back({{"dtype", a.dtype},
+                          {"ok", a.ok},
+                          {"ranks", a.ranks},
+                          {"bytes", a.bytes},
+                          {"time_ms", number_or_null(a.time_ms)},
+                          {"algbw_gbps", number_or_null(a.algbw_gbps)},
+                          {"busbw_gbps", number_or_null(a.busbw_gbps)},
+                          {"error", a.error}});
+  }
+  json peers = json::array();
+  for (const PeerLink& p : c.peers) {
+    peers.push_back({{"from", p.from},
+                     {"to", p.to},
+                     {"access", p.access},
+                     {"performance_rank", optional_or_null(p.performance_rank)},
+                     {"native_atomics", p.native_atomics}});
+  }
+  return json{{"requested", c.requested}, {"status", std::string(to_string(c.status))},
+              {"reason", c.reason},       {"nccl_version", c.nccl_version},
+              {"devices", c.devices},     {"all_reduce", all_reduce},
+              {"peer_access", peers}};
+}
+
 json report_json(const Report& r) {
   json j;
   j["schema_version"] = r.schema_version;
@@ -226,6 +252,7 @@ json report_json(const Report& r) {
                             {"reason", q.reason}});
   }
   j["requirements"] = requirements;
+  if (r.collectives) j["collectives"] = collectives_json(*r.collectives);
   j["exit_code"] = r.exit_code;
   j["exit_reason"] = r.exit_reason;
   j["duration_ms"] = std::round(r.duration_ms * 10.0) / 10.0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "precision_probe/printers.hpp"
+#include "precision_probe/strings.hpp"
 
 namespace precision_probe {
 
@@ -99,6 +100,37 @@ void print_bench(const DeviceReport& d, std::ostream& out) {
 
 std::string mib(std::int64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+void print_collectives(const CollectivesReport& c, const Paint& paint, std::ostream& out) {
+  out << paint.bold("collectives")
+      << (c.nccl_version.empty() ? "" : " (NCCL " + c.nccl_version + ")");
+  if (!c.devices.empty()) {
+    std::vector<std::string> ids;
+    for (int d : c.devices) ids.push_back(std::to_string(d));
+    out << " · GPUs " << join(ids, ",");
+  }
+  out << '\n';
+  if (c.requested) {
+    out << "  all_reduce  " << paint.status(c.status, 12) << ' ' << c.reason << '\n';
+    if (!c.all_reduce.empty()) {
+      out << fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}  {}\n", "dtype", "exact", "size",
+                         "time", "algbw GB/s", "busbw GB/s", "note");
+    }
+    for (const CollectiveOutcome& a : c.all_reduce) {
+      out << fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}  {}\n", a.dtype,
+                         a.ran ? (a.ok ? "yes" : "NO") : "-", mib(a.bytes),
+                         number_cell(a.time_ms, "{:.3f} ms"), number_cell(a.algbw_gbps, "{:.1f}"),
+                         number_cell(a.busbw_gbps, "{:.1f}"), a.error);
+    }
+  }
+  for (const PeerLink& p : c.peers) {
+    out << fmt::format(
+        "  peer access GPU {} -> GPU {}: {}{}{}\n", p.from, p.to, p.access ? "yes" : "no",
+        p.performance_rank ? fmt::format(", performance rank {}", *p.performance_rank) : "",
+        p.native_atomics ? ", native atomics" : "");
+  }
+  out << '\n';
 }
 
 // The training runs: loss from first to last step, distance to the fp32 run, loss scaling and
@@ -206,6 +238,7 @@ class TextPrinter final : public Printer {
     out << '\n';
     for (const DeviceReport& d : r.devices) print_device(d, paint, out);
 
+    if (r.collectives) print_collectives(*r.collectives, paint, out);
     if (!r.diagnostics.empty()) {
       out << paint.bold("diagnostics") << '\n';
       for (const Diagnostic& d : r.diagnostics) {

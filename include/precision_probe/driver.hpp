@@ -49,6 +49,15 @@ struct CudaDevice {
   std::optional<double> clock_ghz;  // maximum SM clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
 };
 
+// Peer-to-peer access from one visible GPU to another (cuDeviceCanAccessPeer and its attributes).
+struct PeerLink {
+  int from = 0;
+  int to = 0;
+  bool access = false;
+  std::optional<int> performance_rank;  // lower is faster (NVLink ranks above PCIe)
+  bool native_atomics = false;
+};
+
 struct CudaSnapshot {
   bool loaded = false;  // libcuda could be opened
   std::string library;  // the path that was loaded
@@ -58,6 +67,7 @@ struct CudaSnapshot {
   std::string init_error_string;           // "no CUDA-capable device is detected"
   std::optional<int> driver_cuda_version;  // cuDriverGetVersion: 13000
   std::vector<CudaDevice> devices;         // the visible devices, in CUDA's order
+  std::vector<PeerLink> peers;             // every ordered pair of visible devices
 };
 
 // The driver behind a small interface: the real one loads the libraries, tests use a fake.
@@ -117,6 +127,7 @@ VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& 
 struct GpuFacts {
   DriverInfo driver;
   std::vector<GpuInfo> gpus;      // visible GPUs, indexed as the user sees them
+  std::vector<PeerLink> peers;    // between visible GPUs (needs cuInit)
   bool order_is_reliable = true;  // false when only NVML answered and CUDA could order them
                                   // differently (MIG, mixed models): ask CUDA before trusting
                                   // explicit indices

@@ -30,6 +30,8 @@ struct WorkerPlan {
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
   bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
   std::int64_t bench_size = 0;       // > 0: benchmark every smoke mode that passed, at this size
+  int collective_ranks = 0;          // > 0: this worker runs the NCCL all-reduce over that many
+                                     // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
 };
 
 // What one worker answered. A worker that died or ran out of time still yields a result: the
@@ -42,6 +44,8 @@ struct WorkerResult {
   std::map<Mode, SmokeOutcome> smoke;
   std::map<Mode, AmpOutcome> amp;
   std::map<Mode, BenchOutcome> bench;
+  std::vector<CollectiveOutcome> collectives;
+  std::string nccl_version;
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
   std::string problem_message;

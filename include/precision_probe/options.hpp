@@ -49,6 +49,7 @@ struct Options {
   double timeout_s = 60.0;                 // bound on the whole run
   bool bench = false;                      // measure TFLOP/s per precision
   bool amp = true;                         // run the mixed-precision training checks
+  bool nccl = false;  // all-reduce across the selected GPUs through NCCL
   std::optional<std::int64_t> bench_size;  // default: 8192 on GPUs, 1024 on the CPU
   std::string arch_cc;                     // `arch CC`
 };

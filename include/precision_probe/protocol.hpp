@@ -23,6 +23,7 @@ std::string encode_device(const std::string& name);
 std::string encode_smoke(Mode mode, const SmokeOutcome& outcome);
 std::string encode_amp(Mode mode, const AmpOutcome& outcome);
 std::string encode_bench(Mode mode, const BenchOutcome& outcome);
+std::string encode_collective(const CollectiveOutcome& outcome, const std::string& nccl_version);
 std::string encode_done();
 
 // The stack alone (engine --describe and the build cache).

@@ -103,6 +103,19 @@ struct RunInfo {
   std::string unavailable_selection;
 };
 
+// The node's collectives: peer access between GPUs always (two or more visible), the NCCL
+// all-reduce with --nccl.
+struct CollectivesReport {
+  bool requested = false;          // --nccl
+  Status status = Status::not_tested;  // native: every all-reduce exact; failed; unsupported
+  std::string reason;              // why it is not native
+  ErrorKind failure = ErrorKind::none;
+  std::string nccl_version;
+  std::vector<int> devices;        // the visible GPU indices taking part
+  std::vector<CollectiveOutcome> all_reduce;
+  std::vector<PeerLink> peers;
+};
+
 struct UsageFailure {
   std::string message;
 };
@@ -117,6 +130,7 @@ struct Report {
   std::vector<DeviceReport> devices;
   std::vector<Diagnostic> diagnostics;
   std::vector<RequirementResult> requirements;
+  std::optional<CollectivesReport> collectives;
   std::optional<UsageFailure> error;  // set on bad input: the rest may be empty
   int exit_code = 0;
   std::string exit_reason;

@@ -81,6 +81,22 @@ struct BenchOutcome {
   std::string timer;             // "cuda events" or "steady clock"
 };
 
+// One collective over the GPUs of the node: an all-reduce (sum) of integer-valued data, checked
+// exactly, then timed on a large message. Bandwidths as nccl-tests defines them: algbw =
+// bytes / time, busbw = algbw * 2 (n - 1) / n for an all-reduce over n ranks.
+struct CollectiveOutcome {
+  std::string op = "all_reduce";
+  std::string dtype;  // "fp32", "fp16", "bf16"
+  bool ran = false;
+  bool ok = false;
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;
+  int ranks = 0;
+  std::int64_t bytes = 0;          // message size per rank, timed
+  std::optional<double> time_ms;   // per all-reduce, the slowest rank
+  std::optional<double> algbw_gbps, busbw_gbps;  // GB/s (1e9 bytes)
+};
+
 // GradScaler's rule, in plain C++: the expected scale after a step. Backs off on an inf/NaN
 // gradient (the step is skipped), grows after `growth_interval` good steps in a row.
 struct LossScaleModel {

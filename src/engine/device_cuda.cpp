@@ -59,7 +59,8 @@ std::vector<double> time_calls(const Target& target, int warmup, int reps,
   // Warm up for `warmup` calls and at least 200 ms: an idle GPU's clocks take that long to rise.
   const auto begin = std::chrono::steady_clock::now();
   int done = 0;
-  while (done < warmup || std::chrono::steady_clock::now() - begin < std::chrono::milliseconds(200)) {
+  while (done < warmup ||
+         std::chrono::steady_clock::now() - begin < std::chrono::milliseconds(200)) {
     call(done++);
     c10::cuda::device_synchronize();
   }

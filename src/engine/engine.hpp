@@ -118,6 +118,14 @@ double smoke_tolerance(Mode mode);
 // the median of the runs.
 BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed);
 
+// --- Collectives (nccl.cpp) ------------------------------------------------------------------
+
+// All-reduce in fp32, fp16 and bf16 over GPUs 0..ranks-1 (the worker's visible GPUs), checked
+// exactly, with the bandwidth of a `bytes`-sized message. Without NCCL in this LibTorch every
+// outcome is not_supported with the reason.
+std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
+                                               std::string& nccl_version);
+
 // --- Mixed-precision training (amp.cpp) --------------------------------------------------------
 
 // The data, the initial parameters and the fp32 run that every AMP mode is compared with.

@@ -33,6 +33,17 @@ int run_worker() {
     std::cerr << "precision-probe-engine: error: " << error << '\n';
     return 2;
   }
+  if (plan.collective_ranks > 0) {
+    emit(pp::encode_hello(eng::describe_stack(false)));
+    std::string version;
+    for (const pp::CollectiveOutcome& o :
+         eng::run_collectives(plan.collective_ranks, 256LL << 20U, version)) {
+      emit(pp::encode_collective(o, version));
+    }
+    emit(pp::encode_done());
+    std::cout.flush();
+    std::_Exit(0);
+  }
   eng::Target target;
   if (plan.kind == pp::DeviceKind::cuda) {
     target.cuda = true;

@@ -26,6 +26,21 @@ behaviour=${FAKE_ENGINE:-ok}
 case "${FAKE_ENGINE_ON:-any}" in any|"$kind") ;; *) behaviour=ok ;; esac
 
 echo "{\"type\":\"hello\",\"protocol\":1,\"stack\":$stack}"
+ranks=$(printf '%s' "$plan" | sed -n 's/.*"collective_ranks":\([0-9]*\).*/\1/p')
+if [ -n "$ranks" ] && [ "$ranks" -gt 0 ]; then
+  # The NCCL all-reduce: exact unless FAKE_ENGINE=inexact:DTYPE; FAKE_ENGINE=nonccl: no NCCL.
+  for dtype in fp32 fp16 bf16; do
+    if [ "$behaviour" = nonccl ]; then
+      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":false,\"ok\":false,\"error_kind\":\"not_supported\",\"error\":\"this LibTorch (1.13.0) was built without NCCL (c10d ProcessGroupNCCL)\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":null,\"algbw_gbps\":null,\"busbw_gbps\":null,\"nccl_version\":\"\"}"
+    elif [ "$behaviour" = "inexact:$dtype" ]; then
+      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":false,\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the all-reduce sum is not exact on every rank\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9,\"busbw_gbps\":178.9,\"nccl_version\":\"2.27.7\"}"
+    else
+      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9,\"busbw_gbps\":178.9,\"nccl_version\":\"2.27.7\"}"
+    fi
+  done
+  echo '{"type":"done"}'
+  exit 0
+fi
 [ "$behaviour" = garbage ] && { echo "this is not json"; exit 0; }
 [ "$behaviour" = hang ] && { sleep 1000; exit 0; }
 echo "{\"type\":\"device\",\"name\":\"fake $kind\"}"

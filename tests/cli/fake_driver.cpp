@@ -260,6 +260,14 @@ int cuDeviceTotalMem_v2(std::size_t* bytes, int device) {
   *bytes = visible_gpus().at(static_cast<std::size_t>(device)).bytes;
   return 0;
 }
+int cuDeviceCanAccessPeer(int* can, int /*device*/, int /*peer*/) {
+  *can = env("FAKE_P2P", "1") == "1" ? 1 : 0;
+  return 0;
+}
+int cuDeviceGetP2PAttribute(int* value, int attribute, int /*src*/, int /*dst*/) {
+  *value = attribute == 1 ? 0 : (env("FAKE_P2P", "1") == "1" ? 1 : 0);
+  return 0;
+}
 int cuDeviceGetPCIBusId(char* out, int size, int device) {
   std::snprintf(out, static_cast<std::size_t>(size), "0000:%02x:00.0",
                 0x17 + visible_gpus().at(static_cast<std::size_t>(device)).nvml_index);

@@ -152,7 +152,8 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--format", "json", "--bench"},
         std::vector<std::string>{"--format", "json", "--quick"},
-        std::vector<std::string>{"--format", "json", "--require", "amp"}}) {
+        std::vector<std::string>{"--format", "json", "--require", "amp"},
+        std::vector<std::string>{"--format", "json", "--nccl", "--bench"}}) {
     const auto r = run_probe_binary(args, fake_driver_env(std::string(kH200) + ";" + kT4));
     bool available = false;
     const std::string problem = pp::testing::validate_against_schema(r.out, available);
@@ -160,4 +161,65 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
       GTEST_SKIP() << "no python3 with jsonschema (apt-get install python3-jsonschema)";
     EXPECT_EQ(problem, "") << args.back();
   }
+}
+
+TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
+  const std::string two = std::string(kH200) + ";" + kH200;
+  const auto r = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(two));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json c = json::parse(r.out).at("collectives");
+  EXPECT_EQ(c.at("requested"), true);
+  EXPECT_EQ(c.at("status"), "native");
+  EXPECT_EQ(c.at("nccl_version"), "2.27.7");
+  EXPECT_EQ(c.at("devices"), json::array({0, 1}));
+  ASSERT_EQ(c.at("all_reduce").size(), 3U);
+  EXPECT_EQ(c.at("all_reduce").at(2).at("dtype"), "bf16");
+  EXPECT_DOUBLE_EQ(c.at("all_reduce").at(0).at("busbw_gbps").get<double>(), 178.9);
+  ASSERT_EQ(c.at("peer_access").size(), 2U);  // 0 -> 1 and 1 -> 0
+  EXPECT_EQ(c.at("peer_access").at(0).at("access"), true);
+  const auto text = run_probe_binary({"--nccl"}, fake_driver_env(two));
+  EXPECT_NE(text.out.find("collectives (NCCL 2.27.7) · GPUs 0,1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("peer access GPU 0 -> GPU 1: yes"), std::string::npos);
+}
+
+TEST(FakeGpus, NcclFailuresAndRefusals) {
+  const std::string two = std::string(kH200) + ";" + kH200;
+  // An inexact sum is a failed check.
+  const auto inexact =
+      run_probe_binary({"--nccl"}, with(fake_driver_env(two), {"FAKE_ENGINE=inexact:bf16"}));
+  EXPECT_EQ(inexact.exit_code, 4);
+  EXPECT_NE(inexact.out.find("bf16 all-reduce: wrong result"), std::string::npos) << inexact.out;
+  // A LibTorch without NCCL (Debian's): unsupported, with the reason; asked for, an environment
+  // problem.
+  const auto none = run_probe_binary({"--nccl", "--format", "json"},
+                                     with(fake_driver_env(two), {"FAKE_ENGINE=nonccl"}));
+  EXPECT_EQ(none.exit_code, 3);
+  const json c = json::parse(none.out).at("collectives");
+  EXPECT_EQ(c.at("status"), "unsupported");
+  EXPECT_NE(c.at("reason").get<std::string>().find("built without NCCL"), std::string::npos);
+  // Fewer than two GPUs: --nccl cannot run.
+  const auto one = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(kH200));
+  EXPECT_EQ(one.exit_code, 3);
+  EXPECT_NE(
+      json::parse(one.out).at("collectives").at("reason").get<std::string>().find("two or more"),
+      std::string::npos);
+  const auto cpu = run_probe_binary({"--nccl"});  // no GPU at all
+  EXPECT_EQ(cpu.exit_code, 3);
+}
+
+TEST(FakeGpus, DisagreeingGpusAreCalledOut) {
+  const auto mixed =
+      run_probe_binary({"--format", "json"}, fake_driver_env(std::string(kH200) + ";" + kT4));
+  const json report = json::parse(mixed.out);
+  bool found = false;
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("code") == "devices-disagree") {
+      found = true;
+      EXPECT_EQ(d.at("severity"), "warning");
+      EXPECT_NE(d.at("message").get<std::string>().find("bf16: native on GPU 0; emulated on GPU 1"),
+                std::string::npos)
+          << d.at("message");
+    }
+  }
+  EXPECT_TRUE(found) << report.at("diagnostics").dump();
 }

@@ -60,8 +60,12 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
       s.cpu = true;
       continue;
     }
-    const auto index = parse_int(entry);
-    if (!index || *index < 0 || *index > 4095) {
+    // Digits only: no sign, no spaces ("-0" is no device).
+    const bool digits =
+        !entry.empty() && entry.size() <= 4 &&
+        std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const auto index = digits ? parse_int(entry) : std::nullopt;
+    if (!index || *index > 4095) {
       result.error = fmt::format(
           "--device: '{}' is not a device (use all, gpu, cpu or GPU indices such as 0,1)",
           printable(entry.empty() ? "(empty)" : entry));
@@ -164,6 +168,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       ->option_text("N");
   app.add_option("--timeout", timeout, "Bound on the whole run, in seconds (default 60)")
       ->option_text("SECONDS");
+  double check_timeout = o.check_timeout_s;
+  app.add_option("--check-timeout", check_timeout,
+                 "Bound on any one check, in seconds (default 45): a hung kernel is stopped")
+      ->option_text("SECONDS");
   app.add_flag("--no-color", no_color, "No colour in the text report (NO_COLOR is honoured too)");
   app.add_flag("-q,--quiet", o.quiet, "Print no report on stdout; the exit code tells the result");
   app.add_flag("--version", version, "Print the version and the LibTorch/CUDA it was built with");
@@ -257,6 +265,11 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     return fail(fmt::format("--timeout: {} is out of range (0 < SECONDS <= 86400)", timeout));
   }
   o.timeout_s = timeout;
+  if (!(check_timeout > 0.0) || check_timeout > 86400.0) {
+    return fail(
+        fmt::format("--check-timeout: {} is out of range (0 < SECONDS <= 86400)", check_timeout));
+  }
+  o.check_timeout_s = check_timeout;
 
   if (arch->parsed()) {
     o.command = Command::arch;

@@ -104,8 +104,10 @@ class Library {
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
   ~Library() {
-    if (handle_ != nullptr) dlclose(handle_);
+    if (handle_ != nullptr && !keep_loaded_) dlclose(handle_);
   }
+  // Leaves the library loaded when this object goes: an initialised driver must not be unloaded.
+  void keep_loaded() { keep_loaded_ = true; }
   bool loaded() const { return handle_ != nullptr; }
   const std::string& error() const { return error_; }
 
@@ -133,6 +135,7 @@ class Library {
  private:
   void* handle_ = nullptr;
   std::string error_;
+  bool keep_loaded_ = false;
 };
 
 class SystemDriver final : public DriverApi {
@@ -141,8 +144,7 @@ class SystemDriver final : public DriverApi {
       : nvml_name_(std::move(nvml_name)), cuda_name_(std::move(cuda_name)) {}
   SystemDriver(const SystemDriver&) = delete;
   SystemDriver& operator=(const SystemDriver&) = delete;
-  // libcuda stays loaded once initialised: unloading an initialised driver is not supported.
-  ~SystemDriver() override { static_cast<void>(cuda_.release()); }
+  ~SystemDriver() override = default;
 
   NvmlSnapshot query_nvml() override {
     NvmlSnapshot snap;
@@ -259,6 +261,7 @@ class SystemDriver final : public DriverApi {
         fn != nullptr && fn(&version) == 0) {
       snap.driver_cuda_version = version;
     }
+    cuda_->keep_loaded();  // cuInit is about to run: unloading an initialised driver is unsafe
     snap.init_result = init(0);
     if (snap.init_result != 0) {
       const char* text = nullptr;

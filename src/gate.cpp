@@ -48,6 +48,10 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
 
 ExitDecision decide_exit(const Report& report) {
   if (report.error) return {exit_code::kUsage, report.error->message};
+  if (!report.run.interrupted.empty()) {
+    return {exit_code::kTimedOut,
+            "interrupted by " + report.run.interrupted + "; the report is partial"};
+  }
   const PrecisionResult* environment = nullptr;
   const DeviceReport* environment_device = nullptr;
   const PrecisionResult* failed = nullptr;

@@ -10,6 +10,7 @@
 #include "precision_probe/diagnostics.hpp"
 #include "precision_probe/exit_codes.hpp"
 #include "precision_probe/gate.hpp"
+#include "precision_probe/process.hpp"
 #include "precision_probe/strings.hpp"
 #include "precision_probe/trace.hpp"
 #include "precision_probe/verdict.hpp"
@@ -139,6 +140,14 @@ std::string not_run_reason(const Options& o, bool selected) {
   if (o.quick) return "--quick: no kernels run";
   if (!selected) return "not selected (--device)";
   return "not run";
+}
+
+// The engine's limits for what is left of the run's time budget.
+Limits limits_within(const Options& o, std::chrono::milliseconds left) {
+  Limits limits;
+  limits.total = std::max(left, std::chrono::milliseconds(1));
+  limits.per_check = std::chrono::milliseconds(static_cast<long long>(o.check_timeout_s * 1000.0));
+  return limits;
 }
 
 // The collectives section: present with --nccl, or whenever two or more GPUs can be asked about
@@ -303,7 +312,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   const std::vector<WorkerResult> results =
       plans.empty() ? std::vector<WorkerResult>{}
-                    : deps.engine.run(plans, std::max(budget, std::chrono::milliseconds(1)));
+                    : deps.engine.run(plans, limits_within(options, budget));
 
   trace("workers finished");
   // The collective runs alone, after the per-device checks, so that neither disturbs the other's
@@ -327,7 +336,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     const auto left =
         std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    collective = deps.engine.run({plan}, std::max(left, std::chrono::milliseconds(1))).front();
+    collective = deps.engine.run({plan}, limits_within(options, left)).front();
   }
   if (pending_cuda.valid()) {
     cuda = pending_cuda.get();
@@ -399,6 +408,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const bool gpu_wanted = (!options.require.empty() &&
                            (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
                           !options.devices.gpu_indices.empty();
+  if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   const DiagnosticContext context{sys, nvml, cuda, visible, engine_installed, gpu_wanted};
   finish_report(report, options, context, started);
   return report;

@@ -219,7 +219,9 @@ void install_interrupt_handlers() {
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  // No SA_RESTART: poll() returns EINTR at once. SA_RESETHAND: a second signal is not caught, so
+  // a second Ctrl-C ends the probe at once.
+  action.sa_flags = SA_RESETHAND;
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }

@@ -44,6 +44,7 @@ struct Worker {
   bool out_open = false;
   bool err_open = false;
   std::chrono::steady_clock::time_point started;
+  std::chrono::steady_clock::time_point last_line;  // a result line resets the per-check clock
 };
 
 class ProcessEngine final : public Engine {
@@ -51,12 +52,11 @@ class ProcessEngine final : public Engine {
   ProcessEngine(const System& system, std::string engine_path)
       : system_(system), engine_path_(std::move(engine_path)) {}
 
-  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
-                                std::chrono::milliseconds timeout) override {
+  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override {
     std::vector<WorkerResult> results(plans.size());
     std::vector<Worker> workers(plans.size());
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + timeout;
+    const auto deadline = start + limits.total;
     for (std::size_t i = 0; i < plans.size(); ++i) {
       results[i].kind = plans[i].kind;
       results[i].index = plans[i].index;
@@ -74,7 +74,8 @@ class ProcessEngine final : public Engine {
       std::string error;
       if (!child->start({engine_path_, "--worker"}, environment_with({visible}),
                         encode_plan(plans[i]) + "\n", error)) {
-        results[i].problem = ErrorKind::runtime;
+        // An engine that cannot be started is a broken installation, not a failed check.
+        results[i].problem = ErrorKind::environment;
         results[i].problem_message = error;
         continue;
       }
@@ -82,8 +83,9 @@ class ProcessEngine final : public Engine {
       workers[i].out_open = true;
       workers[i].err_open = true;
       workers[i].started = std::chrono::steady_clock::now();
+      workers[i].last_line = workers[i].started;
     }
-    pump(workers, results, deadline, timeout);
+    pump(workers, results, deadline, limits);
     for (std::size_t i = 0; i < plans.size(); ++i) finish(workers[i], results[i]);
     return results;
   }
@@ -130,7 +132,7 @@ class ProcessEngine final : public Engine {
  private:
   // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
   void pump(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
-            std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds timeout) {
+            std::chrono::steady_clock::time_point deadline, Limits limits) {
     while (true) {
       std::vector<pollfd> fds;
       std::vector<std::pair<std::size_t, bool>> owners;  // worker, is_stdout
@@ -151,17 +153,18 @@ class ProcessEngine final : public Engine {
             interrupt_requested()
                 ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
                 : fmt::format("timed out after {:.0f} s (--timeout)",
-                              static_cast<double>(timeout.count()) / 1000.0);
-        for (std::size_t i = 0; i < workers.size(); ++i) {
-          if (!workers[i].out_open && !workers[i].err_open) continue;
-          workers[i].child->kill_group();
-          if (!results[i].finished && results[i].problem == ErrorKind::none) {
-            results[i].problem = ErrorKind::timed_out;
-            results[i].problem_message = why;
-          }
-          close_streams(workers[i]);
-        }
+                              static_cast<double>(limits.total.count()) / 1000.0);
+        for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
         return;
+      }
+      // The per-check watchdog: a worker silent for longer than one check may take is hung.
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        if ((workers[i].out_open || workers[i].err_open) &&
+            now - workers[i].last_line > limits.per_check) {
+          stop(workers[i], results[i],
+               fmt::format("timed out: a check did not finish within {:.0f} s (--check-timeout)",
+                           static_cast<double>(limits.per_check.count()) / 1000.0));
+        }
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       // Short slices so that a signal arriving just before poll() is seen promptly.
@@ -174,6 +177,17 @@ class ProcessEngine final : public Engine {
         read_from(workers[i], results[i], is_stdout);
       }
     }
+  }
+
+  // Kills a worker that is still running; its unfinished checks will say `why`.
+  static void stop(Worker& w, WorkerResult& result, const std::string& why) {
+    if (!w.out_open && !w.err_open) return;
+    w.child->kill_group();
+    if (!result.finished && result.problem == ErrorKind::none) {
+      result.problem = ErrorKind::timed_out;
+      result.problem_message = why;
+    }
+    close_streams(w);
   }
 
   void read_from(Worker& w, WorkerResult& result, bool is_stdout) {
@@ -204,6 +218,7 @@ class ProcessEngine final : public Engine {
       const std::string line = w.pending.substr(0, nl);
       w.pending.erase(0, nl + 1);
       if (line.empty()) continue;
+      w.last_line = std::chrono::steady_clock::now();
       std::string error;
       const bool applied = apply_result_line(line, result, error);
       if (applied && result.finished) {

@@ -52,12 +52,18 @@ struct WorkerResult {
   double wall_ms = 0.0;
 };
 
+// How long workers may take: all of them together, and any one check (a worker that says
+// nothing for that long is stopped: a hung kernel cannot be cancelled from inside its process).
+struct Limits {
+  std::chrono::milliseconds total{60000};
+  std::chrono::milliseconds per_check{45000};
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Runs every plan, in parallel, within `timeout`; one result per plan, in the same order.
-  virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
-                                        std::chrono::milliseconds timeout) = 0;
+  // Runs every plan, in parallel, within `limits`; one result per plan, in the same order.
+  virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
   // The LibTorch stack without touching a device: the build-time cache next to the engine, else
   // (when `allow_spawn`) a `--describe` run of the engine.
   virtual StackInfo describe(bool allow_spawn) = 0;

@@ -47,9 +47,10 @@ struct Options {
   bool quick = false;                      // facts and architecture verdicts only: no kernels
   std::optional<std::uint64_t> seed;       // random inputs; a fresh seed per run by default
   double timeout_s = 60.0;                 // bound on the whole run
+  double check_timeout_s = 45.0;           // bound on any one check
   bool bench = false;                      // measure TFLOP/s per precision
   bool amp = true;                         // run the mixed-precision training checks
-  bool nccl = false;  // all-reduce across the selected GPUs through NCCL
+  bool nccl = false;                       // all-reduce across the selected GPUs through NCCL
   std::optional<std::int64_t> bench_size;  // default: 8192 on GPUs, 1024 on the CPU
   std::string arch_cc;                     // `arch CC`
 };

@@ -101,17 +101,19 @@ struct RunInfo {
   std::vector<std::string> required;
   // Set when --device named GPUs but none is visible: an environment problem (exit 3).
   std::string unavailable_selection;
+  // Set when SIGINT or SIGTERM arrived during the run ("SIGTERM"): exit 5.
+  std::string interrupted;
 };
 
 // The node's collectives: peer access between GPUs always (two or more visible), the NCCL
 // all-reduce with --nccl.
 struct CollectivesReport {
-  bool requested = false;          // --nccl
+  bool requested = false;              // --nccl
   Status status = Status::not_tested;  // native: every all-reduce exact; failed; unsupported
-  std::string reason;              // why it is not native
+  std::string reason;                  // why it is not native
   ErrorKind failure = ErrorKind::none;
   std::string nccl_version;
-  std::vector<int> devices;        // the visible GPU indices taking part
+  std::vector<int> devices;  // the visible GPU indices taking part
   std::vector<CollectiveOutcome> all_reduce;
   std::vector<PeerLink> peers;
 };

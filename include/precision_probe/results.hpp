@@ -92,8 +92,8 @@ struct CollectiveOutcome {
   ErrorKind error_kind = ErrorKind::none;
   std::string error;
   int ranks = 0;
-  std::int64_t bytes = 0;          // message size per rank, timed
-  std::optional<double> time_ms;   // per all-reduce, the slowest rank
+  std::int64_t bytes = 0;                        // message size per rank, timed
+  std::optional<double> time_ms;                 // per all-reduce, the slowest rank
   std::optional<double> algbw_gbps, busbw_gbps;  // GB/s (1e9 bytes)
 };
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch.
 #   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
-#                      unsupported:MODE | noimage | slow
+#                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 | oom:MODE |
+#                      inexact:DTYPE | nonccl
 #   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
 #   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
 #   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100 sm_120)
@@ -48,6 +49,7 @@ n=0
 for mode in $modes; do
   n=$((n + 1))
   [ "$behaviour" = slow ] && sleep 1
+  [ "$behaviour" = "stall:$mode" ] && sleep 1000
   case "$behaviour" in
     "wrong:$mode")
       echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"rel_error\":0.5,\"tolerance\":0.01,\"ms\":0.1,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"wrong_result\",\"error\":\"wrong result: relative error 0.5 exceeds the tolerance 0.01\"}" ;;

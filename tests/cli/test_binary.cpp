@@ -213,10 +213,12 @@ TEST(Binary, ArchAnswersWithoutAGpu) {
 }
 
 TEST(Binary, MarkdownIsAJobSummary) {
-  const auto r = run_probe_binary({"--format", "markdown", "--device", "cpu", "--require", "fp32,tf32"});
+  const auto r =
+      run_probe_binary({"--format", "markdown", "--device", "cpu", "--require", "fp32,tf32"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.rfind("## precision-probe: ❌ exit 1\n", 0), 0U) << r.out;
-  EXPECT_NE(r.out.find("| device | fp32 | tf32 | fp16 | bf16 | fp8_e4m3 | fp8_e5m2 | fp4 | amp_fp16 | amp_bf16 | recommendation |"),
+  EXPECT_NE(r.out.find("| device | fp32 | tf32 | fp16 | bf16 | fp8_e4m3 | fp8_e5m2 | fp4 | "
+                       "amp_fp16 | amp_bf16 | recommendation |"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\n|---|---|---|---|---|---|---|---|---|---|---|\n"), std::string::npos);
@@ -227,22 +229,27 @@ TEST(Binary, MarkdownIsAJobSummary) {
 
 TEST(Binary, PrometheusPassesPromtool) {
   const std::string promtool = PP_PROMTOOL;
-  const auto r = run_probe_binary({"--format", "prometheus", "--device", "cpu", "--require", "fp32"});
+  const auto r =
+      run_probe_binary({"--format", "prometheus", "--device", "cpu", "--require", "fp32"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("# TYPE precision_probe_native gauge"), std::string::npos);
-  EXPECT_NE(r.out.find(R"(precision_probe_native{device="cpu",kind="cpu",uuid="",)"), std::string::npos);
-  EXPECT_NE(r.out.find(R"(precision_probe_requirement_met{mode="fp32",device="CPU"} 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"(precision_probe_native{device="cpu",kind="cpu",uuid="",)"),
+            std::string::npos);
+  EXPECT_NE(r.out.find(R"(precision_probe_requirement_met{mode="fp32",device="CPU"} 1)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("precision_probe_exit_code 0\n"), std::string::npos);
   if (promtool.empty()) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
-  const auto check = pp::run_process({promtool, "check", "metrics"}, pp::environment_with({}), r.out,
-                                     std::chrono::seconds(60));
+  const auto check = pp::run_process({promtool, "check", "metrics"}, pp::environment_with({}),
+                                     r.out, std::chrono::seconds(60));
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 TEST(Binary, OneProbeFeedsEveryConsumer) {
   const std::string dir = pp::testing::make_temp_dir();
-  const auto r = run_probe_binary({"--format", "text", "-o", "-", "--json", dir + "/r.json", "--prom", dir + "/m.prom",
-                                   "--markdown", dir + "/s.md", "--output-as", "text:" + dir + "/r.txt", "--seed", "5"});
+  const auto r = run_probe_binary({"--format", "text", "-o", "-", "--json", dir + "/r.json",
+                                   "--prom", dir + "/m.prom", "--markdown", dir + "/s.md",
+                                   "--output-as", "text:" + dir + "/r.txt", "--seed", "5"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("exit 0"), std::string::npos);
   const json j = json::parse(read_all(dir + "/r.json"));
@@ -259,8 +266,10 @@ TEST(Binary, AnUnwritableExtraOutputFailsBeforeAnythingIsWritten) {
   std::ofstream(dir + "/r.json") << "old";
   const auto r = run_probe_binary({"--json", dir + "/r.json", "--prom", "/nonexistent-dir/m.prom"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--prometheus: cannot write /nonexistent-dir/m.prom"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--prometheus: cannot write /nonexistent-dir/m.prom"), std::string::npos)
+      << r.err;
   EXPECT_EQ(read_all(dir + "/r.json"), "old");
   EXPECT_EQ(run_probe_binary({"--output-as", "xml:r.xml"}).exit_code, 2);
-  EXPECT_EQ(run_probe_binary({"--json", dir + "/x", "--output-as", "json:" + dir + "/x"}).exit_code, 2);
+  EXPECT_EQ(run_probe_binary({"--json", dir + "/x", "--output-as", "json:" + dir + "/x"}).exit_code,
+            2);
 }

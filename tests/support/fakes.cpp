@@ -133,8 +133,8 @@ FakeEngine::FakeEngine() : stack(cuda_stack()) {
   };
 }
 
-std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans,
-                                          std::chrono::milliseconds /*timeout*/) {
+std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, Limits limits) {
+  last_limits = limits;
   std::vector<WorkerResult> results;
   for (const WorkerPlan& p : plans) {
     plans_seen.push_back(p);

@@ -92,8 +92,8 @@ class FakeEngine : public Engine {
   int describe_calls = 0;
 
   FakeEngine();
-  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans,
-                                std::chrono::milliseconds timeout) override;
+  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override;
+  Limits last_limits;
   StackInfo describe(bool allow_spawn) override;
 };
 

@@ -1,0 +1,58 @@
+// libFuzzer target for everything that reads user input: the command line (arguments separated
+// by NUL bytes in the input), --device lists, --require lists, compute capabilities,
+// CUDA_VISIBLE_DEVICES, arch lists and /proc/cpuinfo. None may crash, hang or leak, whatever the
+// bytes; the sanitizers (address, undefined) catch what a crash would not.
+//
+//   ./dev fuzz [SECONDS]     (clang, libclang-rt's libFuzzer)
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "precision_probe/arch.hpp"
+#include "precision_probe/cli.hpp"
+#include "precision_probe/cpu.hpp"
+#include "precision_probe/driver.hpp"
+#include "precision_probe/modes.hpp"
+#include "precision_probe/options.hpp"
+
+namespace pp = precision_probe;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+
+  // The command line: "precision-probe" followed by the NUL-separated pieces of the input.
+  std::vector<std::string> args = {"precision-probe"};
+  std::string current;
+  for (char c : text) {
+    if (c == '\0') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  args.push_back(current);
+  if (args.size() > 64) args.resize(64);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  const pp::CommandLine cl = pp::parse_command_line(static_cast<int>(argv.size()), argv.data());
+  if (cl.action == pp::CommandLine::Action::usage_error &&
+      cl.text.find('\n') != std::string::npos) {
+    __builtin_trap();  // a usage error is one line
+  }
+
+  // The value parsers, on the raw input.
+  pp::parse_device_selection(text);
+  pp::parse_mode_list(text);
+  if (const auto cc = pp::parse_compute_capability(text)) {
+    if (cc->major < 1 || cc->major > 15 || cc->minor < 0 || cc->minor > 9) __builtin_trap();
+    pp::gpu_hardware_support(*cc, pp::Mode::bf16);
+  }
+  pp::parse_cuda_visible_devices(text);
+  const auto targets = pp::parse_arch_list(text);
+  pp::kernel_coverage(pp::ComputeCapability{9, 0}, targets);
+  pp::parse_cpuinfo(text, "x86_64");
+  return 0;
+}

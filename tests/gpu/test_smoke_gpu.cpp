@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "engine.hpp"
+
+#ifdef PP_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 #include "precision_probe/arch.hpp"
 
 namespace pp = precision_probe;
@@ -84,4 +88,26 @@ TEST(EngineGpu, BenchShowsTensorCoreSpeedUp) {
   if (cc->major >= 7) {
     EXPECT_GT(*fp16.tflops, 4.0 * *fp32.tflops);  // tensor cores: far more than 4x on any of them
   }
+}
+
+TEST(EngineGpu, NcclAllReduceOverTheVisibleGpus) {
+  REQUIRE_GPU(cc);
+  // Every visible GPU takes part (one is enough to exercise c10d's ProcessGroupNCCL for real; two
+  // or more make it a real collective).
+#ifdef PP_TORCH_CUDA
+  const int ranks = static_cast<int>(at::cuda::device_count());
+#else
+  const int ranks = 1;
+#endif
+  std::string version;
+  const auto outcomes = eng::run_collectives(ranks, 64LL << 20U, version);
+  ASSERT_EQ(outcomes.size(), 3U);
+  for (const auto& o : outcomes) {
+    if (o.error_kind == pp::ErrorKind::not_supported) GTEST_SKIP() << o.error;
+    EXPECT_TRUE(o.ok) << o.dtype << ": " << o.error;
+    EXPECT_EQ(o.ranks, ranks);
+    ASSERT_TRUE(o.busbw_gbps.has_value());
+    EXPECT_GT(*o.algbw_gbps, 0.0);
+  }
+  EXPECT_FALSE(version.empty());
 }

@@ -163,7 +163,9 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
               "CUDA_VISIBLE_DEVICES=\"{}\": entry '{}' names no GPU{}; CUDA ignores it and "
               "every entry after it ({} visible)",
               printable(spec.raw), printable(bad),
-              physical > 0 ? fmt::format(" ({} present: 0-{})", physical, physical - 1) : "",
+              physical == 1  ? std::string(" (1 present: 0)")
+              : physical > 1 ? fmt::format(" ({} present: 0-{})", physical, physical - 1)
+                             : std::string(""),
               std::count_if(r.devices.begin(), r.devices.end(),
                             [](const DeviceReport& d) { return d.kind == DeviceKind::cuda; })),
           "list only existing GPUs: indices from nvidia-smi -L, or their UUIDs (GPU-...)");
@@ -210,7 +212,11 @@ void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   const std::string name = r.driver.cu_init_error_name;
   if (code == 0 || code == 35) return;  // success, or driver-too-old above
   if (code == 100) {
-    if (ctx.visible.set && ctx.visible.entries.empty()) return;  // cuda-visible-devices-empty
+    // CUDA_VISIBLE_DEVICES hiding every GPU is said by its own diagnostic.
+    if (ctx.visible.set && (ctx.visible.entries.empty() || !ctx.visible.invalid_entry.empty() ||
+                            !ctx.nvml.devices.empty())) {
+      return;
+    }
     c.add("no-cuda-device", ctx.gpu_wanted ? Severity::error : Severity::warning,
           "the driver is loaded, but cuInit finds no CUDA device (CUDA_ERROR_NO_DEVICE)",
           "check `nvidia-smi -L`; in a container, pass the GPUs in (`--gpus all`) and check "

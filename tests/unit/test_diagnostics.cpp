@@ -260,3 +260,18 @@ TEST(Diagnostics, EveryCodeIsDocumented) {
   }
   EXPECT_GE(found, 20);
 }
+
+TEST(Diagnostics, OneCauseIsSaidOnce) {
+  // CUDA_VISIBLE_DEVICES=7 on a one-GPU machine: cuInit then finds no device, but the variable is
+  // the cause, and only it is reported.
+  Machine s({kH200});
+  s.system.env["CUDA_VISIBLE_DEVICES"] = "7";
+  s.driver.cuda.init_result = 100;
+  s.driver.cuda.init_error_name = "CUDA_ERROR_NO_DEVICE";
+  s.driver.cuda.devices.clear();
+  const auto r = s.run();
+  const auto d = find(r, "cuda-visible-devices-invalid");
+  ASSERT_NE(d, std::nullopt);
+  EXPECT_NE(d->message.find("names no GPU (1 present: 0)"), std::string::npos) << d->message;
+  EXPECT_EQ(find(r, "no-cuda-device"), std::nullopt);
+}

@@ -304,24 +304,12 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (!cache_complete && !planned.empty()) {
     (planned.size() > 1 ? planned[1] : planned[0]).plan.describe = true;  // a GPU worker if any
   }
-  std::vector<WorkerPlan> plans;
-  plans.reserve(planned.size());
-  for (const PlannedWorker& p : planned) plans.push_back(p.plan);
-  const auto budget =
-      std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-  const std::vector<WorkerResult> results =
-      plans.empty() ? std::vector<WorkerResult>{}
-                    : deps.engine.run(plans, limits_within(options, budget));
-
-  trace("workers finished");
-  // The collective runs alone, after the per-device checks, so that neither disturbs the other's
-  // timing.
+  // The collective over every selected GPU (--nccl).
   std::vector<int> collective_gpus;
   for (const GpuInfo& gpu : facts.gpus) {
     if (gpu_selected(options, gpu.index) && gpu.cc) collective_gpus.push_back(gpu.index);
   }
-  std::optional<WorkerResult> collective;
+  std::optional<WorkerPlan> collective_plan;
   if (options.nccl && !options.quick && collective_gpus.size() >= 2) {
     WorkerPlan plan;
     plan.kind = DeviceKind::cuda;
@@ -333,10 +321,51 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     }
     plan.cuda_visible_devices = join(ids, ",");
     plan.seed = report.run.seed;
-    const auto left =
-        std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    collective = deps.engine.run({plan}, limits_within(options, left)).front();
+    collective_plan = plan;
+  }
+  // Everything runs at once, except measurements, which run alone: with --bench, the CPU's
+  // benchmark (its threads would starve the GPU workers' launching threads) and the collective
+  // come after the per-device workers.
+  const bool gpu_bench = std::any_of(planned.begin(), planned.end(), [](const PlannedWorker& p) {
+    return p.plan.kind == DeviceKind::cuda && p.plan.bench_size > 0;
+  });
+  std::optional<WorkerPlan> cpu_bench_plan;
+  if (gpu_bench && !planned.empty() && planned.front().plan.bench_size > 0) {
+    cpu_bench_plan = planned.front().plan;
+    cpu_bench_plan->amp.clear();
+    cpu_bench_plan->describe = false;
+    planned.front().plan.bench_size = 0;
+  }
+  const bool collective_alone = options.bench;
+  std::vector<WorkerPlan> plans;
+  plans.reserve(planned.size() + 1);
+  for (const PlannedWorker& p : planned) plans.push_back(p.plan);
+  if (collective_plan && !collective_alone) plans.push_back(*collective_plan);
+  auto time_left = [&] {
+    return std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  };
+  std::vector<WorkerResult> results =
+      plans.empty() ? std::vector<WorkerResult>{}
+                    : deps.engine.run(plans, limits_within(options, time_left()));
+  trace("workers finished");
+  std::optional<WorkerResult> collective;
+  if (collective_plan && !collective_alone && results.size() > planned.size()) {
+    collective = results.back();
+    results.pop_back();
+  }
+  if (cpu_bench_plan && !results.empty()) {
+    const WorkerResult cpu_bench =
+        deps.engine.run({*cpu_bench_plan}, limits_within(options, time_left())).front();
+    results.front().bench = cpu_bench.bench;
+    if (cpu_bench.problem != ErrorKind::none && results.front().problem == ErrorKind::none) {
+      results.front().problem = cpu_bench.problem;
+      results.front().problem_message = cpu_bench.problem_message;
+    }
+    planned.front().plan.bench_size = cpu_bench_plan->bench_size;  // read as benchmarked below
+  }
+  if (collective_plan && collective_alone) {
+    collective = deps.engine.run({*collective_plan}, limits_within(options, time_left())).front();
   }
   if (pending_cuda.valid()) {
     cuda = pending_cuda.get();

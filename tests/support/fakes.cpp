@@ -135,6 +135,7 @@ FakeEngine::FakeEngine() : stack(cuda_stack()) {
 
 std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, Limits limits) {
   last_limits = limits;
+  run_sizes.push_back(plans.size());
   std::vector<WorkerResult> results;
   for (const WorkerPlan& p : plans) {
     plans_seen.push_back(p);

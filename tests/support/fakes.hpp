@@ -89,6 +89,7 @@ class FakeEngine : public Engine {
   std::function<WorkerResult(const WorkerPlan&)> answer;
   StackInfo stack;
   std::vector<WorkerPlan> plans_seen;
+  std::vector<std::size_t> run_sizes;  // how many plans each run() call got
   int describe_calls = 0;
 
   FakeEngine();

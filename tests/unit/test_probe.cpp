@@ -343,3 +343,26 @@ TEST(Probe, AmpOnAT4IsEmulatedForBf16) {
   EXPECT_EQ(device(r, "GPU 0")->find(Mode::amp_fp16)->status, Status::native);
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet);
 }
+
+TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
+  // --nccl alone: the collective runs with the per-device workers, in one go.
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  p.options.nccl = true;
+  p.run();
+  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{4}));  // CPU, 2 GPUs, the collective
+  EXPECT_EQ(p.engine.plans_seen.back().collective_ranks, 2);
+  // With --bench: the GPUs first; then the CPU's benchmark alone; then the collective alone.
+  Probe b;
+  b.driver = pp::testing::driver_with({kH200, kH200});
+  b.options.nccl = true;
+  b.options.bench = true;
+  b.run();
+  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{3, 1, 1}));
+  EXPECT_EQ(b.engine.plans_seen[0].bench_size, 0);     // the CPU, without its benchmark
+  EXPECT_EQ(b.engine.plans_seen[1].bench_size, 8192);  // a GPU
+  EXPECT_EQ(b.engine.plans_seen[3].kind, pp::DeviceKind::cpu);
+  EXPECT_EQ(b.engine.plans_seen[3].bench_size, 1024);
+  EXPECT_TRUE(b.engine.plans_seen[3].amp.empty());
+  EXPECT_EQ(b.engine.plans_seen[4].collective_ranks, 2);
+}

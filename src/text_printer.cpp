@@ -148,7 +148,7 @@ void print_amp(const DeviceReport& d, const Paint& paint, std::ostream& out) {
                                  : "-";
     const std::string diff =
         a.loss_rel_diff
-            ? fmt::format("{:.2f}% (<={:.0f}%)", *a.loss_rel_diff * 100.0, a.loss_tolerance * 100.0)
+            ? fmt::format("{:.2g}% (<={:.0f}%)", *a.loss_rel_diff * 100.0, a.loss_tolerance * 100.0)
             : "-";
     const std::string scale =
         a.final_scale ? fmt::format("{:.0f} ({} skipped)", *a.final_scale, a.skipped_steps) : "-";

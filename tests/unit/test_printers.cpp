@@ -215,7 +215,7 @@ TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
   const std::string text = render(with_amp(), pp::Format::text);
   EXPECT_NE(text.find("  training   hardware"), std::string::npos) << text;
   EXPECT_NE(text.find("2.300 -> 0.500"), std::string::npos) << text;
-  EXPECT_NE(text.find("0.40% (<=2%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.4% (<=2%)"), std::string::npos) << text;
   EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
   EXPECT_NE(text.find("60.0 MiB (0.55x)"), std::string::npos) << text;
 }

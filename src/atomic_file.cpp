@@ -53,7 +53,7 @@ std::string write_temporary(const std::string& path, const std::string& content,
     error = errno_text("cannot create a temporary file next to " + path);
     return "";
   }
-  const std::string tmp(name.data());
+  std::string tmp(name.data());
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);

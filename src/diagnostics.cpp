@@ -371,6 +371,7 @@ void disagreement(Collector& c, const Report& r) {
     }
     if (by_status.size() < 2) continue;
     std::vector<std::string> parts;
+    parts.reserve(by_status.size());
     for (const auto& [status, indices] : by_status) {
       parts.push_back(fmt::format("{} on GPU {}", to_string(status), join(indices, ",")));
     }

@@ -11,17 +11,11 @@
 #include "binary.hpp"
 
 namespace pp = precision_probe;
+using pp::testing::read_all;
 using nlohmann::json;
 using pp::testing::run_probe_binary;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void expect_schema_valid(const std::string& text) {
   bool available = false;

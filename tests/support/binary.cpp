@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 namespace precision_probe::testing {
 
@@ -36,6 +37,13 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
 std::vector<std::string> fake_driver_env(const std::string& gpus) {
   return {"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER, "PRECISION_PROBE_LIBNVML=" PP_FAKE_DRIVER,
           "FAKE_NVIDIA_GPUS=" + gpus};
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::string make_temp_dir() {

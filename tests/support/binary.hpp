@@ -25,6 +25,9 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
 // ("NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" = name:cc:SMs:GiB, separated by ';').
 std::vector<std::string> fake_driver_env(const std::string& gpus);
 
+// The whole content of a file ("" when it cannot be read).
+std::string read_all(const std::string& path);
+
 // A fresh empty directory under the system's temp dir.
 std::string make_temp_dir();
 

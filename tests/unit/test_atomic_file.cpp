@@ -13,15 +13,9 @@
 #include "precision_probe/atomic_file.hpp"
 
 namespace pp = precision_probe;
+using pp::testing::read_all;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The number of entries in a directory.
 int files_in(const std::string& dir) {

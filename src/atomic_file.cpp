@@ -14,13 +14,6 @@ namespace precision_probe {
 
 namespace {
 
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 std::string errno_text(const std::string& what) { return what + ": " + error_string(errno); }
 
 }  // namespace

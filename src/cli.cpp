@@ -33,7 +33,6 @@ std::optional<Format> parse_format(std::string_view text) {
 DeviceSelectionParse parse_device_selection(std::string_view text) {
   DeviceSelectionParse result;
   DeviceSelection& s = result.selection;
-  s.explicit_choice = true;
   const std::string value = to_lower(trim(text));
   if (value == "all") {
     s.all_gpus = true;
@@ -240,7 +239,6 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   const auto selection = parse_device_selection(device);
   if (!selection.error.empty()) return fail(selection.error);
   o.devices = selection.selection;
-  o.devices.explicit_choice = app.count("--device") > 0;
 
   if (!require.empty()) {
     const auto modes = parse_mode_list(join(require, ","));

@@ -34,10 +34,6 @@ bool any_gpu(const Report& report) {
   return false;
 }
 
-std::string cuda_text(int version) {
-  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
-}
-
 // "13.0" -> 13000; nullopt when it is not a version.
 std::optional<int> parse_cuda_version(const std::string& text) {
   const auto parts = split(text, '.');
@@ -188,7 +184,7 @@ void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx)
       needed && r.driver.cuda_version
           ? fmt::format("LibTorch was built with CUDA {}, but driver {} supports CUDA {} at most",
                         r.stack.cuda_version, r.driver.version.empty() ? "?" : r.driver.version,
-                        cuda_text(*r.driver.cuda_version))
+                        cuda_version_text(*r.driver.cuda_version))
           : "cuInit: CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is older than the CUDA runtime";
   message += compat ? (compat_loaded ? "; the forward-compatibility libcuda from "
                                        "/usr/local/cuda/compat is in use"
@@ -197,13 +193,13 @@ void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx)
                     : "; no forward-compatibility libraries in /usr/local/cuda/compat";
   c.add(
       "driver-too-old", Severity::error, message,
-      fmt::format(
-          "upgrade the host driver to {} or newer for CUDA {}, or use an image built for "
-          "CUDA {} or older; on data-centre GPUs the cuda-compat package (LD_LIBRARY_PATH="
-          "/usr/local/cuda/compat) bridges one major version",
-          needed ? minimum_driver(*needed) : std::string("a newer branch"),
-          needed ? cuda_text(*needed) : std::string("of the image"),
-          r.driver.cuda_version ? cuda_text(*r.driver.cuda_version) : std::string("the driver's")));
+      fmt::format("upgrade the host driver to {} or newer for CUDA {}, or use an image built for "
+                  "CUDA {} or older; on data-centre GPUs the cuda-compat package (LD_LIBRARY_PATH="
+                  "/usr/local/cuda/compat) bridges one major version",
+                  needed ? minimum_driver(*needed) : std::string("a newer branch"),
+                  needed ? cuda_version_text(*needed) : std::string("of the image"),
+                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version)
+                                        : std::string("the driver's")));
 }
 
 void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {

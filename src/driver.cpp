@@ -30,6 +30,10 @@ std::string compute_mode_name(int mode) {
   }
 }
 
+std::string cuda_version_text(int version) {
+  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+}
+
 std::string format_uuid(const unsigned char (&b)[16], bool mig) {
   return fmt::format(
       "{}-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"

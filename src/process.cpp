@@ -228,7 +228,6 @@ void install_interrupt_handlers() {
 
 bool interrupt_requested() { return g_interrupt_signal != 0; }
 int interrupt_signal() { return g_interrupt_signal; }
-void request_interrupt_for_test(int signal) { g_interrupt_signal = signal; }
 
 std::string signal_name(int signal) {
   switch (signal) {

@@ -15,6 +15,7 @@
 #include "precision_probe/engine.hpp"
 #include "precision_probe/process.hpp"
 #include "precision_probe/protocol.hpp"
+#include "precision_probe/strings.hpp"
 #include "precision_probe/system.hpp"
 #include "precision_probe/trace.hpp"
 
@@ -24,11 +25,6 @@ namespace {
 constexpr const char* kEngineName = "precision-probe-engine";
 constexpr const char* kStackCacheName = "precision-probe-stack.json";
 constexpr std::size_t kStderrTail = 2048;
-
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 std::string last_line(const std::string& text) {
   std::string trimmed = text;
@@ -43,7 +39,6 @@ struct Worker {
   std::string err_tail;
   bool out_open = false;
   bool err_open = false;
-  std::chrono::steady_clock::time_point started;
   std::chrono::steady_clock::time_point last_line;  // a result line resets the per-check clock
 };
 
@@ -82,8 +77,7 @@ class ProcessEngine final : public Engine {
       workers[i].child = std::move(child);
       workers[i].out_open = true;
       workers[i].err_open = true;
-      workers[i].started = std::chrono::steady_clock::now();
-      workers[i].last_line = workers[i].started;
+      workers[i].last_line = std::chrono::steady_clock::now();
     }
     pump(workers, results, deadline, limits);
     for (std::size_t i = 0; i < plans.size(); ++i) finish(workers[i], results[i]);
@@ -247,9 +241,6 @@ class ProcessEngine final : public Engine {
 
   static void finish(Worker& w, WorkerResult& result) {
     if (!w.child) return;
-    result.wall_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w.started)
-            .count();
     if (result.finished) {
       w.child->detach();
       return;

@@ -89,9 +89,7 @@ class PrometheusPrinter final : public Printer {
                  R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",host="{}")",
                  escape(r.tool.version), escape(r.stack.libtorch_version),
                  escape(r.stack.cuda_version), escape(r.driver.version),
-                 r.driver.cuda_version ? fmt::format("{}.{}", *r.driver.cuda_version / 1000,
-                                                     (*r.driver.cuda_version % 1000) / 10)
-                                       : "",
+                 r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
                  escape(r.host.hostname)),
              1);
     if (!r.error) {

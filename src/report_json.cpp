@@ -27,7 +27,7 @@ json optional_or_null(const std::optional<T>& v) {
 
 json cuda_version_json(const std::optional<int>& v) {
   if (!v) return nullptr;
-  return fmt::format("{}.{}", *v / 1000, (*v % 1000) / 10);
+  return cuda_version_text(*v);
 }
 
 json smoke_json(const SmokeOutcome& s) {

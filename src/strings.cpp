@@ -62,24 +62,6 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   return value;
 }
 
-std::optional<double> parse_double(std::string_view text) {
-  if (text.empty() || text.size() > 64) return std::nullopt;
-  for (char c : text) {
-    if (std::isdigit(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '-' && c != '+' &&
-        c != 'e' && c != 'E') {
-      return std::nullopt;
-    }
-  }
-  const std::string copy(text);
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size() || errno == ERANGE || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 std::string printable(std::string_view text, std::size_t max_chars) {
   std::string out;
   std::size_t kept = 0;
@@ -101,6 +83,13 @@ std::string printable(std::string_view text, std::size_t max_chars) {
     }
   }
   return out;
+}
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 std::string error_string(int errnum) {

@@ -43,10 +43,6 @@ std::string bytes_gib(std::uint64_t bytes) {
   return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
 }
 
-std::string cuda_version_text(const std::optional<int>& v) {
-  return v ? fmt::format("{}.{}", *v / 1000, (*v % 1000) / 10) : "?";
-}
-
 std::string device_heading(const DeviceReport& d) {
   std::vector<std::string> parts;
   if (d.gpu) {
@@ -230,7 +226,8 @@ class TextPrinter final : public Printer {
     if (r.run.command == "probe") {
       if (r.driver.status == DriverStatus::ok) {
         out << fmt::format("driver {} (supports CUDA {}) · {}\n", r.driver.version,
-                           cuda_version_text(r.driver.cuda_version), r.driver.message);
+                           r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "?",
+                           r.driver.message);
       } else {
         out << fmt::format("driver: {} · {}\n", to_string(r.driver.status), r.driver.message);
       }

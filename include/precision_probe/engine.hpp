@@ -49,7 +49,6 @@ struct WorkerResult {
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
   std::string problem_message;
-  double wall_ms = 0.0;
 };
 
 // How long workers may take: all of them together, and any one check (a worker that says

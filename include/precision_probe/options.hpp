@@ -21,7 +21,6 @@ struct DeviceSelection {
   bool all_gpus = true;          // every visible GPU
   bool cpu = false;              // the CPU is gated too
   std::vector<int> gpu_indices;  // explicit visible indices (all_gpus false)
-  bool explicit_choice = false;  // --device was given
 };
 
 struct DeviceSelectionParse {

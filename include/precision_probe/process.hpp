@@ -75,7 +75,6 @@ std::string self_executable_path();
 void install_interrupt_handlers();
 bool interrupt_requested();
 int interrupt_signal();  // the signal received, 0 if none
-void request_interrupt_for_test(int signal);
 
 // "SIGSEGV" for 11.
 std::string signal_name(int signal);

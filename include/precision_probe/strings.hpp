@@ -17,12 +17,13 @@ bool starts_with(std::string_view text, std::string_view prefix);
 
 // A strict decimal integer: optional sign, digits only, no overflow. nullopt otherwise.
 std::optional<std::int64_t> parse_int(std::string_view text);
-// A strict finite decimal number (no hex, no inf/nan). nullopt otherwise.
-std::optional<double> parse_double(std::string_view text);
 
 // Makes user input safe to quote in a one-line error: control characters escaped, at most
 // `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
 std::string printable(std::string_view text, std::size_t max_chars = 80);
+
+// The directory part of a path: "." for a bare name, "/" for a file at the root.
+std::string directory_of(const std::string& path);
 
 // strerror, thread-safe.
 std::string error_string(int errnum);

@@ -22,7 +22,6 @@ TEST(Cli, DefaultsSelectEveryGpuAndGateNothing) {
   EXPECT_EQ(cl.options.format, pp::Format::text);
   EXPECT_TRUE(cl.options.devices.all_gpus);
   EXPECT_FALSE(cl.options.devices.cpu);
-  EXPECT_FALSE(cl.options.devices.explicit_choice);
   EXPECT_TRUE(cl.options.require.empty());
   EXPECT_DOUBLE_EQ(cl.options.timeout_s, 60.0);
 }

@@ -16,16 +16,6 @@ TEST(Strings, ParseIntIsStrict) {
   EXPECT_FALSE(pp::parse_int("99999999999999999999999"));  // overflow
 }
 
-TEST(Strings, ParseDoubleRejectsNonFinite) {
-  EXPECT_DOUBLE_EQ(*pp::parse_double("2.5"), 2.5);
-  EXPECT_DOUBLE_EQ(*pp::parse_double("1e3"), 1000.0);
-  EXPECT_FALSE(pp::parse_double("inf"));
-  EXPECT_FALSE(pp::parse_double("nan"));
-  EXPECT_FALSE(pp::parse_double("1e999"));
-  EXPECT_FALSE(pp::parse_double("0x1p3"));
-  EXPECT_FALSE(pp::parse_double(""));
-}
-
 TEST(Strings, PrintableEscapesControlsAndCutsLongInputOnCharacterBoundaries) {
   EXPECT_EQ(pp::printable("a\nb"), "a\\x0ab");
   EXPECT_EQ(pp::printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");

@@ -11,8 +11,8 @@
 #include "binary.hpp"
 
 namespace pp = precision_probe;
-using pp::testing::read_all;
 using nlohmann::json;
+using pp::testing::read_all;
 using pp::testing::run_probe_binary;
 
 namespace {

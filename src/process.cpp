@@ -36,12 +36,20 @@ ChildProcess::~ChildProcess() {
     kill_group();
     wait();
   }
+  close_fd(in_fd_);
   close_fd(out_fd_);
   close_fd(err_fd_);
 }
 
 bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          const std::string& input, std::string& error) {
+  if (!start(argv, env, error)) return false;
+  send_input(input);
+  return true;
+}
+
+bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         std::string& error) {
   if (argv.empty()) {
     error = "no command";
     return false;
@@ -98,24 +106,30 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
     return false;
   }
   reaped_ = false;
+  in_fd_ = in_pipe[1];
   out_fd_ = out_pipe[0];
   err_fd_ = err_pipe[0];
+  return true;
+}
+
+void ChildProcess::send_input(const std::string& input) {
+  if (in_fd_ < 0) return;
   // The input is small (a plan of a few hundred bytes): it fits the pipe buffer. A child that
   // exits without reading it gives EPIPE, which is not an error here.
   const sighandler_t previous = ::signal(SIGPIPE, SIG_IGN);
   std::size_t written = 0;
   while (written < input.size()) {
-    const ssize_t n = ::write(in_pipe[1], input.data() + written, input.size() - written);
+    const ssize_t n = ::write(in_fd_, input.data() + written, input.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     written += static_cast<std::size_t>(n);
   }
   ::signal(SIGPIPE, previous);
-  close_fd(in_pipe[1]);
-  return true;
+  close_fd(in_fd_);
 }
 
 void ChildProcess::detach() {
+  close_fd(in_fd_);
   close_fd(out_fd_);
   close_fd(err_fd_);
   if (!running()) return;

@@ -47,6 +47,26 @@ class ProcessEngine final : public Engine {
   ProcessEngine(const System& system, std::string engine_path)
       : system_(system), engine_path_(std::move(engine_path)) {}
 
+  void prestart(const Prestart& what) override {
+    if (engine_path_.empty()) return;
+    auto spawn = [this](DeviceKind kind) {
+      // A CPU worker never sees a GPU; a GPU worker inherits the environment and narrows
+      // CUDA_VISIBLE_DEVICES to its GPU from the plan, before it touches CUDA.
+      const std::vector<std::string> env =
+          environment_with(kind == DeviceKind::cpu ? std::vector<std::string>{"CUDA_VISIBLE_DEVICES="}
+                                                   : std::vector<std::string>{});
+      auto child = std::make_unique<ChildProcess>();
+      std::string error;
+      // A worker that cannot be started here is started (and its error reported) in run().
+      if (child->start({engine_path_, "--worker"}, env, error)) {
+        spares_.push_back({kind, std::move(child)});
+      }
+    };
+    if (what.cpu) spawn(DeviceKind::cpu);
+    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda);
+    trace(fmt::format("{} worker(s) started ahead", spares_.size()));
+  }
+
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override {
     std::vector<WorkerResult> results(plans.size());
     std::vector<Worker> workers(plans.size());
@@ -62,25 +82,32 @@ class ProcessEngine final : public Engine {
             "no kernel ran; build with LibTorch or set PRECISION_PROBE_ENGINE";
         continue;
       }
-      const std::string visible = plans[i].kind == DeviceKind::cuda
-                                      ? "CUDA_VISIBLE_DEVICES=" + plans[i].cuda_visible_devices
-                                      : "CUDA_VISIBLE_DEVICES=";
-      auto child = std::make_unique<ChildProcess>();
-      std::string error;
-      if (!child->start({engine_path_, "--worker"}, environment_with({visible}),
-                        encode_plan(plans[i]) + "\n", error)) {
-        // An engine that cannot be started is a broken installation, not a failed check.
-        results[i].problem = ErrorKind::environment;
-        results[i].problem_message = error;
-        continue;
+      std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
+      if (!child) {
+        const std::string visible = plans[i].kind == DeviceKind::cuda
+                                        ? "CUDA_VISIBLE_DEVICES=" + plans[i].cuda_visible_devices
+                                        : "CUDA_VISIBLE_DEVICES=";
+        child = std::make_unique<ChildProcess>();
+        std::string error;
+        if (!child->start({engine_path_, "--worker"}, environment_with({visible}), error)) {
+          // An engine that cannot be started is a broken installation, not a failed check.
+          results[i].problem = ErrorKind::environment;
+          results[i].problem_message = error;
+          continue;
+        }
       }
+      child->send_input(encode_plan(plans[i]) + "\n");
       workers[i].child = std::move(child);
       workers[i].out_open = true;
       workers[i].err_open = true;
       workers[i].last_line = std::chrono::steady_clock::now();
     }
+    spares_.clear();  // workers started ahead that no plan needed: stopped (killed and reaped)
     pump(workers, results, deadline, limits);
-    for (std::size_t i = 0; i < plans.size(); ++i) finish(workers[i], results[i]);
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      finish(workers[i], results[i]);
+      check_device(plans[i], results[i]);
+    }
     return results;
   }
 
@@ -259,8 +286,40 @@ class ProcessEngine final : public Engine {
     if (!detail.empty()) result.problem_message += ": " + detail;
   }
 
+  std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
+    for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+      if (it->kind != kind) continue;
+      std::unique_ptr<ChildProcess> child = std::move(it->child);
+      spares_.erase(it);
+      if (child->running()) return child;
+    }
+    return nullptr;
+  }
+
+  // A GPU worker reports the UUID of the GPU it ran on: anything but the planned one means
+  // CUDA_VISIBLE_DEVICES was not honoured, and its results belong to another GPU.
+  static void check_device(const WorkerPlan& plan, WorkerResult& result) {
+    if (plan.kind != DeviceKind::cuda || plan.collective_ranks > 0) return;
+    if (plan.cuda_visible_devices.rfind("GPU-", 0) != 0 || result.device_uuid.empty()) return;
+    if (result.device_uuid == plan.cuda_visible_devices) return;
+    result.smoke.clear();
+    result.amp.clear();
+    result.bench.clear();
+    result.problem = ErrorKind::environment;
+    result.problem_message =
+        fmt::format("the engine worker ran on {} instead of {}: CUDA_VISIBLE_DEVICES was not "
+                    "honoured, so its results were discarded",
+                    result.device_uuid, plan.cuda_visible_devices);
+  }
+
+  struct Spare {
+    DeviceKind kind;
+    std::unique_ptr<ChildProcess> child;
+  };
+
   const System& system_;
   std::string engine_path_;
+  std::vector<Spare> spares_;
 };
 
 }  // namespace

@@ -85,6 +85,7 @@ std::string encode_plan(const WorkerPlan& plan) {
   return json{{"protocol", kProtocolVersion},
               {"kind", std::string(to_string(plan.kind))},
               {"index", plan.index},
+              {"cuda_visible_devices", plan.cuda_visible_devices},
               {"smoke", mode_list(plan.smoke)},
               {"amp", mode_list(plan.amp)},
               {"seed", plan.seed},
@@ -109,6 +110,7 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error) {
     }
     plan.kind = kind == "cuda" ? DeviceKind::cuda : DeviceKind::cpu;
     plan.index = j.value("index", -1);
+    plan.cuda_visible_devices = j.value("cuda_visible_devices", std::string());
     plan.seed = j.value("seed", std::uint64_t{0});
     plan.describe = j.value("describe", false);
     plan.bench_size = j.value("bench_size", std::int64_t{0});
@@ -146,8 +148,8 @@ std::string encode_hello(const StackInfo& stack) {
       .dump();
 }
 
-std::string encode_device(const std::string& name) {
-  return json{{"type", "device"}, {"name", name}}.dump();
+std::string encode_device(const std::string& name, const std::string& uuid) {
+  return json{{"type", "device"}, {"name", name}, {"uuid", uuid}}.dump();
 }
 
 std::string encode_smoke(Mode mode, const SmokeOutcome& o) {
@@ -342,6 +344,7 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
       result.stack = stack_from_json(j.at("stack"));
     } else if (type == "device") {
       result.device_name = j.at("name").get<std::string>();
+      result.device_uuid = j.value("uuid", std::string());
     } else if (type == "smoke") {
       const auto mode = parse_mode(j.at("mode").get<std::string>());
       if (!mode) {

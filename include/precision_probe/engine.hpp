@@ -24,7 +24,8 @@ std::string_view to_string(DeviceKind kind);
 struct WorkerPlan {
   DeviceKind kind = DeviceKind::cpu;
   int index = -1;                    // the visible GPU index in the report; -1 for the CPU
-  std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID)
+  std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID); the
+                                     // worker sets it before it touches CUDA
   std::vector<Mode> smoke;           // matmul precisions to smoke-test
   std::vector<Mode> amp;             // mixed-precision training modes to run
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
@@ -41,6 +42,7 @@ struct WorkerResult {
   int index = -1;
   std::optional<StackInfo> stack;
   std::string device_name;  // the device as LibTorch names it
+  std::string device_uuid;  // the GPU the worker ran on ("GPU-..."), when it said
   std::map<Mode, SmokeOutcome> smoke;
   std::map<Mode, AmpOutcome> amp;
   std::map<Mode, BenchOutcome> bench;
@@ -58,9 +60,19 @@ struct Limits {
   std::chrono::milliseconds per_check{45000};
 };
 
+// Workers worth starting before their plans are known: one for the CPU and `gpus` for GPUs.
+struct Prestart {
+  bool cpu = false;
+  int gpus = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
+  // Starts workers ahead of run() so that their LibTorch load overlaps the driver queries; run()
+  // hands its plans to them, kind by kind, and stops those left over. Optional: an engine that
+  // ignores it starts every worker in run().
+  virtual void prestart(const Prestart& /*what*/) {}
   // Runs every plan, in parallel, within `limits`; one result per plan, in the same order.
   virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
   // The LibTorch stack without touching a device: the build-time cache next to the engine, else

@@ -28,4 +28,10 @@ Report usage_error_report(const std::string& message, const System& system);
 
 HostInfo collect_host(const System& system);
 
+// How many GPU workers are worth starting before the driver answers: the GPUs' device nodes
+// (/dev/nvidiaN), narrowed by CUDA_VISIBLE_DEVICES and --device. A wrong guess costs little: a
+// worker too many is stopped unused, one too few is started once the plan is known.
+int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible,
+                         const DeviceSelection& selection);
+
 }  // namespace precision_probe

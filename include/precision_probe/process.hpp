@@ -12,6 +12,8 @@
 namespace precision_probe {
 
 // A spawned child. Its stdin receives `input` and is then closed; stdout and stderr are pipes.
+// A child can also be started before its input is known (start without input, send_input later):
+// the engine's workers load LibTorch while the probe is still asking the driver what to plan.
 class ChildProcess {
  public:
   ChildProcess() = default;
@@ -25,6 +27,12 @@ class ChildProcess {
   // Returns false and sets `error` when it cannot be started.
   bool start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
              const std::string& input, std::string& error);
+  // The same with stdin left open until send_input().
+  bool start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+             std::string& error);
+  // Writes `input` to the child's stdin and closes it (once; later calls do nothing). A child that
+  // has exited without reading it is not an error: its output says what happened.
+  void send_input(const std::string& input);
 
   pid_t pid() const { return pid_; }
   int stdout_fd() const { return out_fd_; }
@@ -44,6 +52,7 @@ class ChildProcess {
 
  private:
   pid_t pid_ = -1;
+  int in_fd_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
   bool reaped_ = false;

@@ -11,7 +11,8 @@
 
 namespace precision_probe {
 
-inline constexpr int kProtocolVersion = 1;
+// 2: the plan carries the worker's CUDA_VISIBLE_DEVICES (workers start before their plan).
+inline constexpr int kProtocolVersion = 2;
 
 std::string encode_plan(const WorkerPlan& plan);
 // Parses a plan; on bad input returns false and sets `error`.
@@ -19,7 +20,8 @@ bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error);
 
 // Result lines (each one line of JSON, no newline inside).
 std::string encode_hello(const StackInfo& stack);
-std::string encode_device(const std::string& name);
+// The device a worker runs on: its name, and its UUID ("GPU-...", "" for the CPU).
+std::string encode_device(const std::string& name, const std::string& uuid);
 std::string encode_smoke(Mode mode, const SmokeOutcome& outcome);
 std::string encode_amp(Mode mode, const AmpOutcome& outcome);
 std::string encode_bench(Mode mode, const BenchOutcome& outcome);

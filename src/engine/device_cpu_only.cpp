@@ -11,6 +11,8 @@ std::string unusable_reason(const Target& target) {
 
 std::string device_name(const Target& target) { return target.cuda ? "CUDA device" : "CPU"; }
 
+std::string device_uuid(const Target& /*target*/) { return ""; }
+
 void synchronize(const Target& /*target*/) {}
 
 void warm_up(const Target& /*target*/) {}

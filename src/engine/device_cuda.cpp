@@ -30,6 +30,17 @@ std::string device_name(const Target& target) {
                      props->multiProcessorCount);
 }
 
+std::string device_uuid(const Target& target) {
+  if (!target.cuda) return "";
+  const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
+  std::string hex;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    hex += fmt::format("{:02x}", static_cast<unsigned char>(props->uuid.bytes[i]));
+  }
+  return "GPU-" + hex;
+}
+
 void synchronize(const Target& target) {
   if (target.cuda) c10::cuda::device_synchronize();
 }

@@ -43,6 +43,8 @@ struct Target {
 // GPU, or no CUDA device visible to it.
 std::string unusable_reason(const Target& target);
 std::string device_name(const Target& target);
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as NVML and nvidia-smi write it; "" for the CPU.
+std::string device_uuid(const Target& target);
 void synchronize(const Target& target);
 // Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
 // kernel. The worker runs it in a thread while the CPU prepares the inputs.

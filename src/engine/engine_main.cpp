@@ -2,6 +2,8 @@
 // answers in JSON lines on stdout, one line per finished check, flushed at once, so a worker that
 // hangs or dies leaves every finished result behind. `--describe` prints the LibTorch stack.
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -27,11 +29,18 @@ int run_worker() {
   pp::trace("main");
   const std::string input{std::istreambuf_iterator<char>(std::cin),
                           std::istreambuf_iterator<char>()};
+  // Started ahead by a probe that then needed no worker of this kind: stdin closed unused.
+  if (input.find_first_not_of(" \t\r\n") == std::string::npos) return 0;
   pp::WorkerPlan plan;
   std::string error;
   if (!pp::decode_plan(input, plan, error)) {
     std::cerr << "precision-probe-engine: error: " << error << '\n';
     return 2;
+  }
+  // The worker may have been started before its GPU was known: narrow the GPUs CUDA will see
+  // now, before anything initialises CUDA (LibTorch does so lazily, on first use).
+  if (plan.kind == pp::DeviceKind::cuda && !plan.cuda_visible_devices.empty()) {
+    ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
   }
   if (plan.collective_ranks > 0) {
     emit(pp::encode_hello(eng::describe_stack(false)));
@@ -71,7 +80,7 @@ int run_worker() {
   pp::trace("inputs and references prepared");
   warm.join();
   try {
-    if (eng::unusable_reason(target).empty()) emit(pp::encode_device(eng::device_name(target)));
+    if (eng::unusable_reason(target).empty()) emit(pp::encode_device(eng::device_name(target), eng::device_uuid(target)));
   } catch (const std::exception& e) {
     std::cerr << "precision-probe-engine: " << eng::error_text(e) << '\n';
   }

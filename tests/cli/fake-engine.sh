@@ -2,7 +2,7 @@
 # A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch.
 #   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
 #                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 | oom:MODE |
-#                      inexact:DTYPE | nonccl
+#                      inexact:DTYPE | nonccl | wronggpu
 #   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
 #   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
 #   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100 sm_120)
@@ -20,13 +20,14 @@ case "${1:-}" in
   *) echo "usage: fake-engine --worker | --describe" >&2; exit 2 ;;
 esac
 plan=$(cat)
+[ -z "$plan" ] && exit 0  # started ahead and not needed
 kind=$(printf '%s' "$plan" | sed -n 's/.*"kind":"\([a-z]*\)".*/\1/p')
 modes=$(printf '%s' "$plan" | sed -n 's/.*"smoke":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 amp_modes=$(printf '%s' "$plan" | sed -n 's/.*"amp":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 behaviour=${FAKE_ENGINE:-ok}
 case "${FAKE_ENGINE_ON:-any}" in any|"$kind") ;; *) behaviour=ok ;; esac
 
-echo "{\"type\":\"hello\",\"protocol\":1,\"stack\":$stack}"
+echo "{\"type\":\"hello\",\"protocol\":2,\"stack\":$stack}"
 ranks=$(printf '%s' "$plan" | sed -n 's/.*"collective_ranks":\([0-9]*\).*/\1/p')
 if [ -n "$ranks" ] && [ "$ranks" -gt 0 ]; then
   # The NCCL all-reduce: exact unless FAKE_ENGINE=inexact:DTYPE; FAKE_ENGINE=nonccl: no NCCL.
@@ -44,7 +45,11 @@ if [ -n "$ranks" ] && [ "$ranks" -gt 0 ]; then
 fi
 [ "$behaviour" = garbage ] && { echo "this is not json"; exit 0; }
 [ "$behaviour" = hang ] && { sleep 1000; exit 0; }
-echo "{\"type\":\"device\",\"name\":\"fake $kind\"}"
+# The GPU it runs on: the plan's CUDA_VISIBLE_DEVICES, as a real worker would find it, or another
+# one (FAKE_ENGINE=wronggpu), as a worker that did not honour it would.
+uuid=$(printf '%s' "$plan" | sed -n 's/.*"cuda_visible_devices":"\([^"]*\)".*/\1/p')
+[ "$behaviour" = wronggpu ] && uuid="GPU-00000000-0000-0000-0000-000000000bad"
+echo "{\"type\":\"device\",\"name\":\"fake $kind\",\"uuid\":\"$uuid\"}"
 n=0
 for mode in $modes; do
   n=$((n + 1))

@@ -98,6 +98,22 @@ TEST(FakeGpus, QuickLaunchesNoKernel) {
   EXPECT_EQ(j.at("driver").at("cuda_queried"), false);  // NVML answered: no cuInit
 }
 
+TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
+  // Workers start before their GPU is known and narrow CUDA_VISIBLE_DEVICES themselves; each says
+  // which GPU it ran on, and results from any other GPU than the planned one are not believed.
+  const auto ok = run_probe_binary({"--require", "bf16"}, fake_driver_env(kH200));
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  const auto r = run_probe_binary(
+      {"--require", "bf16", "--format", "json"},
+      with(fake_driver_env(kH200), {"FAKE_ENGINE=wronggpu", "FAKE_ENGINE_ON=cuda"}));
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  const json bf16 = json::parse(r.out).at("devices").at(0).at("precisions").at("bf16");
+  EXPECT_EQ(bf16.at("status"), "failed");
+  EXPECT_NE(bf16.at("reason").get<std::string>().find("CUDA_VISIBLE_DEVICES was not honoured"),
+            std::string::npos)
+      << bf16;
+}
+
 TEST(FakeGpus, NoKernelImageIsAnEnvironmentFailure) {
   const auto r =
       run_probe_binary({"--require", "bf16"},

@@ -92,7 +92,10 @@ class FakeEngine : public Engine {
   std::vector<std::size_t> run_sizes;  // how many plans each run() call got
   int describe_calls = 0;
 
+  std::vector<Prestart> prestarts;  // every prestart() call
+
   FakeEngine();
+  void prestart(const Prestart& what) override { prestarts.push_back(what); }
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override;
   Limits last_limits;
   StackInfo describe(bool allow_spawn) override;

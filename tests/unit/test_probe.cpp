@@ -106,6 +106,38 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   EXPECT_EQ(p.driver.cuda_calls, 1);  // cuInit ran (alongside the workers)
 }
 
+TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  for (const char* node : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia1",
+                           "/dev/nvidia-caps"}) {
+    p.system.paths.insert(node);
+  }
+  p.run();
+  ASSERT_EQ(p.engine.prestarts.size(), 1U);
+  EXPECT_TRUE(p.engine.prestarts[0].cpu);
+  EXPECT_EQ(p.engine.prestarts[0].gpus, 2);
+
+  // Narrowed by CUDA_VISIBLE_DEVICES and by --device; none under --quick.
+  const auto guess = [&](std::optional<std::string> visible, const char* devices) {
+    return pp::expected_gpu_workers(p.system, pp::parse_cuda_visible_devices(visible),
+                                    pp::parse_device_selection(devices).selection);
+  };
+  EXPECT_EQ(guess(std::nullopt, "all"), 2);
+  EXPECT_EQ(guess(std::string("1"), "all"), 1);
+  EXPECT_EQ(guess(std::string(""), "all"), 0);
+  EXPECT_EQ(guess(std::nullopt, "1"), 1);
+  EXPECT_EQ(guess(std::nullopt, "cpu"), 0);
+  Probe quick;
+  quick.options.quick = true;
+  quick.run();
+  EXPECT_TRUE(quick.engine.prestarts.empty());
+  Probe none;  // no device node: no GPU worker ahead, the CPU's still
+  none.run();
+  ASSERT_EQ(none.engine.prestarts.size(), 1U);
+  EXPECT_EQ(none.engine.prestarts[0].gpus, 0);
+}
+
 TEST(Probe, BF16OnAT4IsEmulatedAndFailsTheGate) {
   Probe p;
   p.driver = pp::testing::driver_with({kT4});

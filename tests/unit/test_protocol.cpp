@@ -16,12 +16,14 @@ TEST(Protocol, PlanRoundTrips) {
   plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
   plan.seed = 123456789;
   plan.describe = true;
+  plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
   pp::WorkerPlan back;
   std::string error;
   ASSERT_TRUE(pp::decode_plan(pp::encode_plan(plan), back, error)) << error;
   EXPECT_EQ(back.kind, pp::DeviceKind::cuda);
   EXPECT_EQ(back.index, 3);
   EXPECT_EQ(back.smoke, plan.smoke);
+  EXPECT_EQ(back.cuda_visible_devices, plan.cuda_visible_devices);
   EXPECT_EQ(back.seed, 123456789U);
   EXPECT_TRUE(back.describe);
 }
@@ -33,8 +35,8 @@ TEST(Protocol, BadPlansAreRefusedWithAReason) {
   EXPECT_NE(error.find("malformed"), std::string::npos);
   EXPECT_FALSE(pp::decode_plan(R"({"protocol":99,"kind":"cpu"})", plan, error));
   EXPECT_NE(error.find("protocol"), std::string::npos);
-  EXPECT_FALSE(pp::decode_plan(R"({"protocol":1,"kind":"tpu"})", plan, error));
-  EXPECT_FALSE(pp::decode_plan(R"({"protocol":1,"kind":"cpu","smoke":["fp7"]})", plan, error));
+  EXPECT_FALSE(pp::decode_plan(R"({"protocol":2,"kind":"tpu"})", plan, error));
+  EXPECT_FALSE(pp::decode_plan(R"({"protocol":2,"kind":"cpu","smoke":["fp7"]})", plan, error));
 }
 
 TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
@@ -44,8 +46,10 @@ TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
       << error;
   ASSERT_TRUE(r.stack.has_value());
   EXPECT_EQ(r.stack->arch_list, pp::testing::cuda_stack().arch_list);
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200"), r, error));
+  const std::string uuid = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200", uuid), r, error));
   EXPECT_EQ(r.device_name, "NVIDIA H200");
+  EXPECT_EQ(r.device_uuid, uuid);
   ASSERT_TRUE(
       pp::apply_result_line(pp::encode_smoke(Mode::bf16, pp::testing::passed(2e-3)), r, error));
   ASSERT_EQ(r.smoke.count(Mode::bf16), 1U);
@@ -74,7 +78,7 @@ TEST(Protocol, MalformedLinesAreRejected) {
   EXPECT_FALSE(
       pp::apply_result_line(R"({"type":"smoke","mode":"fp7","ran":true,"ok":true})", r, error));
   EXPECT_FALSE(pp::apply_result_line(R"({"type":"what"})", r, error));
-  EXPECT_FALSE(pp::apply_result_line(R"({"type":"hello","protocol":2,"stack":{}})", r, error));
+  EXPECT_FALSE(pp::apply_result_line(R"({"type":"hello","protocol":1,"stack":{}})", r, error));
   EXPECT_NE(error.find("protocol"), std::string::npos);
   EXPECT_FALSE(pp::apply_result_line(R"({"type":"smoke","mode":"fp16"})", r, error));
 }

@@ -7,11 +7,14 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,11 +29,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSteps = 24;
-constexpr std::int64_t kBatch = 256;
+// The batch: on a GPU large enough that activations, not parameters, dominate the memory
+// measurement, which then runs at the training shapes (no new kernels to load); on a CPU small,
+// since there the arithmetic is real time.
+constexpr std::int64_t kGpuBatch = 2048;
+constexpr std::int64_t kCpuBatch = 256;
 constexpr std::int64_t kIn = 128;
 constexpr std::int64_t kHidden = 256;
 constexpr std::int64_t kClasses = 10;
-constexpr std::int64_t kMemoryBatch = 8192;  // activations dominate at this batch
 constexpr double kLearningRate = 0.25;
 constexpr double kInitialScale = 65536.0;
 constexpr int kGrowthInterval = 8;  // short, so that growth happens within the run
@@ -104,20 +110,59 @@ struct Run {
   Forward first;
   std::vector<bool> found_inf;  // per step (loss scaling only)
   std::vector<double> scales;   // the scale after each step (loss scaling only)
+  double ms = 0.0;              // wall time of the run, results read back included
 };
 
+#if PP_TORCH_AT_LEAST(2, 4)
+// Set once a LibTorch refuses the fused optimizer on this device type (a build whose fused SGD
+// has no kernel for it): the per-tensor update is used from then on.
+std::atomic<bool> g_fused_sgd_refused{false};
+#endif
+
+// One SGD step (no momentum) that is skipped, on the device, where `found_inf` is 1: what
+// GradScaler.step does with SGD(fused=True), without a host sync. Gradients hold inf/NaN on a
+// skipped step.
+void sgd_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
+              const std::optional<at::Tensor>& found_inf, const at::TensorOptions& f32) {
+#if PP_TORCH_AT_LEAST(2, 4)
+  if (!g_fused_sgd_refused.load()) {
+    try {
+      at::_fused_sgd_(params, grads, {}, /*weight_decay=*/0.0, /*momentum=*/0.0, kLearningRate,
+                      /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
+                      /*is_first_step=*/false, /*grad_scale=*/std::nullopt, found_inf);
+      return;
+    } catch (const c10::NotImplementedError&) {
+      g_fused_sgd_refused.store(true);
+    }
+  }
+#endif
+  at::Tensor rate = at::full({1}, kLearningRate, f32);
+  if (found_inf) rate = rate * found_inf->eq(0).to(at::kFloat);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    // A skipped step's gradients hold inf/NaN: zeroed before the (zero-rate) update, as skipping
+    // the optimizer step leaves the parameters untouched.
+    params[i].sub_(at::nan_to_num(grads[i], 0.0, 0.0, 0.0) * rate);
+  }
+}
+
 // `steps` SGD steps; autocast to `dtype` when given; GradScaler-style loss scaling when asked,
-// with an overflow injected into one gradient at kInjectedOverflowStep. `skip_like` (an earlier
-// run's per-step found-inf flags) skips the same steps, so that an fp32 run can follow an fp16 run
-// step for step. Nothing waits for the device inside the loop: a skipped step is a device-side
-// update by zero, as GradScaler's effect, and every value is read once at the end.
+// with an overflow injected into one gradient at kInjectedOverflowStep. `skip_like` (per-step
+// flags) skips those steps, so that an fp32 run can follow an fp16 run step for step. Nothing
+// waits for the device inside the loop: every value is read once at the end.
 Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType> dtype,
           bool loss_scaling, const std::vector<bool>* skip_like = nullptr) {
+  const auto start = Clock::now();
   Run run;
   run.params = fresh_params(s.init);
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(target.device);
   at::Tensor scale = at::full({1}, kInitialScale, f32);
   at::Tensor growth_tracker = at::zeros({1}, f32.dtype(at::kInt));
+  at::Tensor skip_mask;  // 1.0 at the steps to skip
+  if (skip_like != nullptr) {
+    std::vector<float> flags;
+    for (bool skip : *skip_like) flags.push_back(skip ? 1.0F : 0.0F);
+    skip_mask = at::tensor(flags, at::TensorOptions().dtype(at::kFloat)).to(target.device);
+  }
   std::vector<at::Tensor> losses, found, scales;
   for (int step = 0; step < kSteps; ++step) {
     Forward f;
@@ -134,27 +179,21 @@ Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType>
     std::vector<at::Tensor> grads;
     grads.reserve(run.params.size());
     for (const at::Tensor& p : run.params) grads.push_back(p.grad());
-    // The learning rate of this step: 0 where the step is skipped.
-    at::Tensor rate = at::full({1}, kLearningRate, f32);
+    std::optional<at::Tensor> found_inf;
     if (loss_scaling) {
       if (step == kInjectedOverflowStep) {
         grads[0].view(-1).narrow(0, 0, 1).fill_(std::numeric_limits<float>::infinity());
       }
-      at::Tensor found_inf = at::zeros({1}, f32);
-      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, scale.reciprocal());
-      rate = rate * found_inf.eq(0).to(at::kFloat);
-      at::_amp_update_scale_(scale, growth_tracker, found_inf, 2.0, 0.5, kGrowthInterval);
-      found.push_back(found_inf.clone());
+      found_inf = at::zeros({1}, f32);
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, *found_inf, scale.reciprocal());
+      at::_amp_update_scale_(scale, growth_tracker, *found_inf, 2.0, 0.5, kGrowthInterval);
+      found.push_back(*found_inf);
       scales.push_back(scale.clone());
-    } else if (skip_like != nullptr && (*skip_like)[static_cast<std::size_t>(step)]) {
-      rate.zero_();
+    } else if (skip_mask.defined()) {
+      found_inf = skip_mask.narrow(0, step, 1);
     }
-    for (std::size_t i = 0; i < run.params.size(); ++i) {
-      // A skipped step's gradients hold inf/NaN: zero them before the (zero-rate) update, as
-      // skipping the optimizer step would leave the parameters untouched.
-      run.params[i].sub_(at::nan_to_num(grads[i], 0.0, 0.0, 0.0) * rate);
-      grads[i].zero_();
-    }
+    sgd_step(run.params, grads, found_inf, f32);
+    for (at::Tensor& p : run.params) p.mutable_grad().reset();  // zero_grad(set_to_none=True)
   }
   const at::Tensor all_losses = at::cat(losses).to(at::kDouble).cpu();
   for (int i = 0; i < kSteps; ++i) run.losses.push_back(all_losses[i].item<double>());
@@ -166,6 +205,7 @@ Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType>
       run.scales.push_back(sc[i].item<double>());
     }
   }
+  run.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return run;
 }
 
@@ -239,7 +279,8 @@ AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
   try {
     at::Generator gen = at::detail::createCPUGenerator(seed);
     const auto f32 = at::TensorOptions().dtype(at::kFloat);
-    const at::Tensor x = at::randn({kBatch, kIn}, gen, f32);
+    const std::int64_t batch = target.cuda ? kGpuBatch : kCpuBatch;
+    const at::Tensor x = at::randn({batch, kIn}, gen, f32);
     // Labels from a random linear teacher: learnable, so a correct run's loss goes down.
     const at::Tensor teacher = at::randn({kIn, kClasses}, gen, f32);
     s.x = x.to(target.device);
@@ -251,80 +292,145 @@ AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
               at::randn({kClasses, kHidden}, gen, f32) / std::sqrt(static_cast<double>(kHidden)),
               at::zeros({kClasses}, f32)};
     for (at::Tensor& t : s.init) t = t.to(target.device);
-    const Run fp32 = train(s, target, std::nullopt, false);
-    s.fp32_losses = fp32.losses;
     s.ready = true;
   } catch (const std::exception& e) {
-    s.error = "the fp32 reference run failed: " + error_text(e);
+    s.error = "the training data could not be prepared: " + error_text(e);
   }
   return s;
 }
 
-AmpOutcome run_amp(Mode mode, const AmpSetup& s, const Target& target) {
+std::vector<double> train_fp32(const AmpSetup& setup, const Target& target) {
+  return train(setup, target, std::nullopt, false).losses;
+}
+
+namespace {
+
+// One training run's result, or why it has none.
+struct Attempt {
+  std::optional<Run> run;
+  std::string error;
+  bool autocast_gap = false;
+};
+
+Attempt attempt(const std::function<Run()>& fn) {
+  Attempt a;
+  try {
+    a.run = fn();
+  } catch (const AutocastGap& e) {
+    a.error = e.what();
+    a.autocast_gap = true;
+  } catch (const std::exception& e) {
+    a.error = error_text(e);
+  }
+  return a;
+}
+
+// Runs every job at once, each on a thread of its own (the calling thread takes the last), and
+// waits for all. Training is host-bound (many small kernels): threads overlap the launching.
+std::vector<Attempt> run_all(const std::vector<std::function<Run()>>& jobs) {
+  std::vector<Attempt> attempts(jobs.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i + 1 < jobs.size(); ++i) {
+    threads.emplace_back([&, i] { attempts[i] = attempt(jobs[i]); });
+  }
+  if (!jobs.empty()) attempts.back() = attempt(jobs.back());
+  for (std::thread& t : threads) t.join();
+  return attempts;
+}
+
+AmpOutcome outcome_of(Mode mode, const Attempt& amp, const Attempt& fp32, const AmpSetup& s,
+                      const Target& target) {
   AmpOutcome o;
   o.steps = kSteps;
   o.loss_tolerance = amp_loss_tolerance(mode);
-  if (!s.ready) {
-    o.error = s.error;
-    o.error_kind = classify_error(s.error);
+  if (!amp.run) {
+    o.error = amp.error;
+    o.error_kind = amp.autocast_gap ? ErrorKind::not_supported : classify_error(amp.error);
     return o;
   }
-  if (const std::string reason = unusable_reason(target); !reason.empty()) {
-    o.error_kind = ErrorKind::not_run;
-    o.error = reason;
+  if (!fp32.run) {
+    o.error = "the fp32 reference run failed: " + fp32.error;
+    o.error_kind = classify_error(fp32.error);
     return o;
   }
-  const bool scaling = mode == Mode::amp_fp16;
-  try {
-    const auto start = Clock::now();
-    const Run run = train(s, target, low_dtype(mode), scaling);
-    synchronize(target);
-    o.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    o.ran = true;
-    o.loss_start = run.losses.front();
-    o.loss_end = run.losses.back();
-    // Loss scaling skipped some steps (the injected overflow, at least): the fair comparison is an
-    // fp32 run that skips the same ones.
-    o.fp32_loss_end = scaling ? train(s, target, std::nullopt, false, &run.found_inf).losses.back()
-                              : s.fp32_losses.back();
-    o.loss_rel_diff = std::abs(*o.loss_end - *o.fp32_loss_end) / std::abs(*o.fp32_loss_end);
-    o.matmul_dtype = dtype_name(run.first.matmul);
-    o.layer_norm_dtype = dtype_name(run.first.layer_norm);
-    o.softmax_dtype = dtype_name(run.first.softmax);
-    o.loss_dtype = dtype_name(run.first.loss.scalar_type());
-    for (std::size_t i = 0; i < run.params.size(); ++i) {
-      if (!at::equal(run.params[i].detach(), s.init[i])) o.params_changed = true;
-    }
-    if (scaling) {
-      o.initial_scale = kInitialScale;
-      o.final_scale = run.scales.back();
-      o.injected_overflow_step = kInjectedOverflowStep;
-      for (bool skipped : run.found_inf) o.skipped_steps += skipped ? 1 : 0;
-    }
-    o.error = check(mode, run, o, target.cuda);
-    o.ok = o.error.empty();
-    if (!o.ok) o.error_kind = ErrorKind::wrong_result;
-  } catch (const AutocastGap& e) {
-    o.ran = false;
-    o.error = e.what();
-    o.error_kind = ErrorKind::not_supported;
-  } catch (const std::exception& e) {
-    o.ran = false;
-    o.error = error_text(e);
-    o.error_kind = classify_error(o.error);
+  const Run& run = *amp.run;
+  o.ran = true;
+  o.ms = run.ms;
+  o.loss_start = run.losses.front();
+  o.loss_end = run.losses.back();
+  o.fp32_loss_end = fp32.run->losses.back();
+  o.loss_rel_diff = std::abs(*o.loss_end - *o.fp32_loss_end) / std::abs(*o.fp32_loss_end);
+  o.matmul_dtype = dtype_name(run.first.matmul);
+  o.layer_norm_dtype = dtype_name(run.first.layer_norm);
+  o.softmax_dtype = dtype_name(run.first.softmax);
+  o.loss_dtype = dtype_name(run.first.loss.scalar_type());
+  for (std::size_t i = 0; i < run.params.size(); ++i) {
+    if (!at::equal(run.params[i].detach(), s.init[i])) o.params_changed = true;
   }
+  if (mode == Mode::amp_fp16) {
+    o.initial_scale = kInitialScale;
+    o.final_scale = run.scales.back();
+    o.injected_overflow_step = kInjectedOverflowStep;
+    for (bool skipped : run.found_inf) o.skipped_steps += skipped ? 1 : 0;
+  }
+  o.error = check(mode, run, o, target.cuda);
+  o.ok = o.error.empty();
+  if (!o.ok) o.error_kind = ErrorKind::wrong_result;
   return o;
+}
+
+}  // namespace
+
+std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
+                                                 const AmpSetup& s, const Target& target) {
+  std::vector<std::pair<Mode, AmpOutcome>> outcomes;
+  std::string not_run = s.ready ? unusable_reason(target) : s.error;
+  if (!not_run.empty()) {
+    for (Mode mode : modes) {
+      AmpOutcome o;
+      o.steps = kSteps;
+      o.loss_tolerance = amp_loss_tolerance(mode);
+      o.error = not_run;
+      o.error_kind = s.ready ? ErrorKind::not_run : classify_error(not_run);
+      outcomes.emplace_back(mode, o);
+    }
+    return outcomes;
+  }
+  // Every run at once: each AMP run, and its fp32 reference. fp16 skips the step whose gradient
+  // overflows, so its reference skips the same step: the injected one, unless the fp16 run shows
+  // otherwise (then the reference is run again, below, following the steps it really skipped).
+  std::vector<bool> expected_skips(kSteps, false);
+  expected_skips[kInjectedOverflowStep] = true;
+  std::vector<std::function<Run()>> jobs;
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (amp job, fp32 job) per mode
+  for (Mode mode : modes) {
+    const bool scaling = mode == Mode::amp_fp16;
+    const std::size_t amp_job = jobs.size();
+    jobs.emplace_back([&s, &target, mode, scaling] {
+      return train(s, target, low_dtype(mode), scaling);
+    });
+    jobs.emplace_back([&s, &target, scaling, &expected_skips] {
+      return train(s, target, std::nullopt, false, scaling ? &expected_skips : nullptr);
+    });
+    pairs.emplace_back(amp_job, amp_job + 1);
+  }
+  std::vector<Attempt> attempts = run_all(jobs);
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    const Attempt& amp = attempts[pairs[i].first];
+    Attempt& fp32 = attempts[pairs[i].second];
+    if (modes[i] == Mode::amp_fp16 && amp.run && amp.run->found_inf != expected_skips) {
+      const std::vector<bool> skipped = amp.run->found_inf;
+      fp32 = attempt([&] { return train(s, target, std::nullopt, false, &skipped); });
+    }
+    outcomes.emplace_back(modes[i], outcome_of(modes[i], amp, fp32, s, target));
+  }
+  return outcomes;
 }
 
 void measure_amp_memory(Mode mode, AmpOutcome& o, AmpSetup& s, const Target& target) {
   if (!target.cuda || !o.ran || !s.ready) return;
   try {
-    at::Generator gen = at::detail::createCPUGenerator(12345);
-    const at::Tensor x = at::randn({kMemoryBatch, kIn}, gen, at::TensorOptions().dtype(at::kFloat))
-                             .to(target.device);
-    const at::Tensor y =
-        at::randint(0, kClasses, {kMemoryBatch}, gen, at::TensorOptions().dtype(at::kLong))
-            .to(target.device);
+    // The training step itself, at the training shapes: its kernels are loaded already.
     auto one_step = [&](std::optional<at::ScalarType> dtype) {
       std::vector<at::Tensor> params = fresh_params(s.init);
       synchronize(target);
@@ -333,7 +439,7 @@ void measure_amp_memory(Mode mode, AmpOutcome& o, AmpSetup& s, const Target& tar
       {
         std::optional<AutocastGuard> autocast;
         if (dtype) autocast.emplace(target.device.type(), *dtype);
-        const Forward f = forward(params, x, y);
+        const Forward f = forward(params, s.x, s.y);
         f.loss.backward();
       }
       synchronize(target);

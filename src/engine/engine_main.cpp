@@ -61,6 +61,19 @@ int run_worker() {
     // start-up of a thread pool per core, which costs more than the work.
     at::set_num_threads(1);
   }
+  // The training runs start first and go in threads of their own, alongside everything else
+  // (autocast state is per thread); they take longest. Only tf32, which changes the process-wide
+  // float32 matmul precision, waits for them: their fp32 references must run without TF32.
+  eng::AmpSetup amp_setup;
+  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
+  std::thread amp_thread;
+  if (!plan.amp.empty()) {
+    amp_thread = std::thread([&] {
+      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
+      amp_results = eng::run_amp(plan.amp, amp_setup, target);
+      pp::trace("training runs done");
+    });
+  }
   // The CUDA context and cuBLAS start in the background while the CPU prepares the inputs.
   std::thread warm([&target] {
     try {
@@ -80,25 +93,13 @@ int run_worker() {
   pp::trace("inputs and references prepared");
   warm.join();
   try {
-    if (eng::unusable_reason(target).empty()) emit(pp::encode_device(eng::device_name(target), eng::device_uuid(target)));
+    if (eng::unusable_reason(target).empty()) {
+      emit(pp::encode_device(eng::device_name(target), eng::device_uuid(target)));
+    }
   } catch (const std::exception& e) {
     std::cerr << "precision-probe-engine: " << eng::error_text(e) << '\n';
   }
 
-  // The training runs go in a thread of their own, alongside the smoke tests (autocast state is
-  // per thread). Only tf32, which changes the process-wide float32 matmul precision, waits for
-  // them: their fp32 reference must run without TF32.
-  eng::AmpSetup amp_setup;
-  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
-  std::thread amp_thread;
-  if (!plan.amp.empty()) {
-    amp_thread = std::thread([&] {
-      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
-      for (pp::Mode mode : plan.amp)
-        amp_results.emplace_back(mode, eng::run_amp(mode, amp_setup, target));
-      pp::trace("training runs done");
-    });
-  }
   eng::preload_kernels(prepared, target);
   std::vector<pp::Mode> passed;  // smoke tests that passed: the ones worth benchmarking
   auto run_smoke = [&](const eng::PreparedSmoke& p) {

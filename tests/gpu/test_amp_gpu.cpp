@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine.hpp"
 
 namespace pp = precision_probe;
@@ -31,7 +33,7 @@ TEST(EngineAmpGpu, Fp16WithDynamicLossScalingFollowsGradScaler) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
   eng::AmpSetup s = eng::prepare_amp(gpu0(), 21);
   ASSERT_TRUE(s.ready) << s.error;
-  pp::AmpOutcome o = eng::run_amp(Mode::amp_fp16, s, gpu0());
+  pp::AmpOutcome o = eng::run_amp({Mode::amp_fp16}, s, gpu0()).at(0).second;
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_EQ(o.matmul_dtype, "fp16");
   EXPECT_EQ(o.layer_norm_dtype, "fp32");
@@ -49,9 +51,26 @@ TEST(EngineAmpGpu, Fp16WithDynamicLossScalingFollowsGradScaler) {
 TEST(EngineAmpGpu, Bf16WithoutLossScaling) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
   const eng::AmpSetup s = eng::prepare_amp(gpu0(), 22);
-  const pp::AmpOutcome o = eng::run_amp(Mode::amp_bf16, s, gpu0());
+  const pp::AmpOutcome o = eng::run_amp({Mode::amp_bf16}, s, gpu0()).at(0).second;
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_EQ(o.matmul_dtype, "bf16");
   EXPECT_FALSE(o.final_scale.has_value());
   EXPECT_LE(*o.loss_rel_diff, o.loss_tolerance);
+}
+
+TEST(EngineAmpGpu, BothModesAtOnceMatchTheirSeparateRuns) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
+  // All four runs (two AMP, two fp32 references) on threads at once, as the worker does them:
+  // the same numbers as one at a time. GPU kernels are deterministic here up to the order of
+  // floating-point reductions, so the comparison allows a rounding-sized difference.
+  const eng::AmpSetup s = eng::prepare_amp(gpu0(), 23);
+  const auto both = eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, s, gpu0());
+  ASSERT_EQ(both.size(), 2U);
+  for (const auto& [mode, o] : both) {
+    ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
+    const pp::AmpOutcome alone = eng::run_amp({mode}, s, gpu0()).at(0).second;
+    ASSERT_TRUE(alone.ok) << alone.error;
+    EXPECT_NEAR(*o.loss_end, *alone.loss_end, 1e-3 * std::abs(*alone.loss_end));
+    EXPECT_NEAR(*o.fp32_loss_end, *alone.fp32_loss_end, 1e-4 * std::abs(*alone.fp32_loss_end));
+  }
 }

@@ -119,6 +119,9 @@ class PrometheusPrinter final : public Printer {
       Family& tol = e.family("precision_probe_smoke_tolerance", "The smoke test's tolerance.");
       Family& tflops = e.family("precision_probe_bench_tflops",
                                 "Measured dense GEMM throughput (--bench), TFLOP/s.");
+      Family& sustained =
+          e.family("precision_probe_bench_sustained_tflops",
+                   "GEMM throughput after a second of continuous load (--bench, GPUs), TFLOP/s.");
       Family& peak =
           e.family("precision_probe_bench_peak_ratio",
                    "Measured throughput as a fraction of the datasheet dense peak (--bench).");
@@ -136,6 +139,9 @@ class PrometheusPrinter final : public Printer {
             tol.add(ml, p.smoke.tolerance);
           }
           if (p.bench && p.bench->outcome.tflops) tflops.add(ml, *p.bench->outcome.tflops);
+          if (p.bench && p.bench->outcome.sustained_tflops) {
+            sustained.add(ml, *p.bench->outcome.sustained_tflops);
+          }
           if (p.bench && p.bench->percent_of_peak) peak.add(ml, *p.bench->percent_of_peak / 100.0);
           if (p.amp && p.amp->loss_rel_diff) loss.add(ml, *p.amp->loss_rel_diff);
           if (p.amp && p.amp->peak_bytes) mem.add(ml, static_cast<double>(*p.amp->peak_bytes));

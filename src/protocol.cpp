@@ -209,6 +209,8 @@ std::string encode_bench(Mode mode, const BenchOutcome& o) {
               {"reps", o.reps},
               {"ms", optional_number(o.ms)},
               {"tflops", optional_number(o.tflops)},
+              {"sustained_ms", optional_number(o.sustained_ms)},
+              {"sustained_tflops", optional_number(o.sustained_tflops)},
               {"timer", o.timer}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -319,6 +321,8 @@ bool read_bench(const json& j, WorkerResult& result, std::string& error) {
   o.reps = j.value("reps", 0);
   o.ms = read_optional_number(j, "ms");
   o.tflops = read_optional_number(j, "tflops");
+  o.sustained_ms = read_optional_number(j, "sustained_ms");
+  o.sustained_tflops = read_optional_number(j, "sustained_tflops");
   o.timer = j.value("timer", "");
   if (o.ok && (!o.tflops || !(*o.tflops > 0.0))) {
     o.ok = false;

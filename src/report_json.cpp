@@ -96,12 +96,14 @@ json bench_json(const BenchResult& b) {
   const BenchOutcome& o = b.outcome;
   return json{{"ok", o.ok},
               {"tflops", number_or_null(o.tflops)},
+              {"sustained_tflops", number_or_null(o.sustained_tflops)},
               {"ratio_to_fp32", number_or_null(b.ratio_to_fp32)},
               {"peak_tflops", number_or_null(b.peak_tflops)},
               {"peak_source", b.peak_source},
               {"percent_of_peak", number_or_null(b.percent_of_peak)},
               {"size", o.size},
               {"ms", number_or_null(o.ms)},
+              {"sustained_ms", number_or_null(o.sustained_ms)},
               {"reps", o.reps},
               {"timer", o.timer},
               {"error", o.error}};

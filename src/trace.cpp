@@ -40,7 +40,8 @@ double boot_ms() {
 }
 
 bool enabled_once() {
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, nothing sets variables
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; the worker sets its one variable before
+  // any thread starts
   static const bool on = std::getenv("PRECISION_PROBE_TRACE") != nullptr;
   return on;
 }

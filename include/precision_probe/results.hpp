@@ -76,8 +76,12 @@ struct BenchOutcome {
   std::string error;
   std::int64_t size = 0;  // M = N = K
   int reps = 0;
-  std::optional<double> ms;      // median time of one GEMM
+  std::optional<double> ms;      // median time of one GEMM, right after warm-up (boost clocks)
   std::optional<double> tflops;  // 2 * size^3 / time
+  // The same after at least a second of continuous load (GPUs): what a long run gets once power
+  // and thermal limits have lowered the clocks.
+  std::optional<double> sustained_ms;
+  std::optional<double> sustained_tflops;
   std::string timer;             // "cuda events" or "steady clock"
 };
 

@@ -152,6 +152,10 @@ void sgd_step(const std::vector<at::Tensor>& params, const std::vector<at::Tenso
 Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType> dtype,
           bool loss_scaling, const std::vector<bool>* skip_like = nullptr) {
   const auto start = Clock::now();
+  const std::string label =
+      fmt::format("training {}{}{}", dtype ? dtype_name(*dtype) : "fp32",
+                  loss_scaling ? " with loss scaling" : "", skip_like ? ", skipping like fp16" : "");
+  trace(label + ": started");
   Run run;
   run.params = fresh_params(s.init);
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(target.device);
@@ -194,6 +198,7 @@ Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType>
     }
     sgd_step(run.params, grads, found_inf, f32);
     for (at::Tensor& p : run.params) p.mutable_grad().reset();  // zero_grad(set_to_none=True)
+    if (step == 0) trace(label + ": first step launched");
   }
   const at::Tensor all_losses = at::cat(losses).to(at::kDouble).cpu();
   for (int i = 0; i < kSteps; ++i) run.losses.push_back(all_losses[i].item<double>());
@@ -206,6 +211,7 @@ Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType>
     }
   }
   run.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  trace(fmt::format("{}: done in {:.1f} ms", label, run.ms));
   return run;
 }
 

@@ -17,7 +17,8 @@ void synchronize(const Target& /*target*/) {}
 
 void warm_up(const Target& /*target*/) {}
 
-std::vector<double> time_calls(const Target& /*target*/, int warmup, int reps,
+std::vector<double> time_calls(const Target& /*target*/, int warmup,
+                               std::chrono::milliseconds /*min_warmup*/, int reps,
                                const std::function<void(int)>& call) {
   return time_calls_on_cpu(warmup, reps, call);
 }

@@ -64,14 +64,13 @@ void reset_peak_memory(const Target& target) {
   if (target.cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(target.device.index());
 }
 
-std::vector<double> time_calls(const Target& target, int warmup, int reps,
+std::vector<double> time_calls(const Target& target, int warmup,
+                               std::chrono::milliseconds min_warmup, int reps,
                                const std::function<void(int)>& call) {
   if (!target.cuda) return time_calls_on_cpu(warmup, reps, call);
-  // Warm up for `warmup` calls and at least 200 ms: an idle GPU's clocks take that long to rise.
   const auto begin = std::chrono::steady_clock::now();
   int done = 0;
-  while (done < warmup ||
-         std::chrono::steady_clock::now() - begin < std::chrono::milliseconds(200)) {
+  while (done < warmup || std::chrono::steady_clock::now() - begin < min_warmup) {
     call(done++);
     c10::cuda::device_synchronize();
   }

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -49,10 +50,11 @@ void synchronize(const Target& target);
 // Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
 // kernel. The worker runs it in a thread while the CPU prepares the inputs.
 void warm_up(const Target& target);
-// Times `reps` calls of `call(i)` after `warmup` untimed ones (on a GPU, also at least 200 ms of
-// them, so that its clocks have risen): device events around each call on a GPU, a steady clock
-// on the CPU. Returns each timed call's milliseconds.
-std::vector<double> time_calls(const Target& target, int warmup, int reps,
+// Times `reps` calls of `call(i)` after untimed ones: at least `warmup` calls and, on a GPU, at
+// least `min_warmup` of them: device events around each call on a GPU, a steady clock on the CPU.
+// Returns each timed call's milliseconds.
+std::vector<double> time_calls(const Target& target, int warmup,
+                               std::chrono::milliseconds min_warmup, int reps,
                                const std::function<void(int)>& call);
 // The CPU part of time_calls, shared by both device implementations.
 std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<void(int)>& call);

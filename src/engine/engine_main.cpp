@@ -60,6 +60,10 @@ int run_worker() {
     // The CPU side of a GPU worker is small (inputs, references): one thread spares it the
     // start-up of a thread pool per core, which costs more than the work.
     at::set_num_threads(1);
+  } else if (plan.bench_size == 0) {
+    // The CPU's checks are small and its training runs go four at once: one thread each keeps
+    // this worker off the cores the GPU workers' launching threads need.
+    at::set_num_threads(1);
   }
   // The training runs start first and go in threads of their own, alongside everything else
   // (autocast state is per thread); they take longest. Only tf32, which changes the process-wide
@@ -70,6 +74,7 @@ int run_worker() {
   if (!plan.amp.empty()) {
     amp_thread = std::thread([&] {
       amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
+      pp::trace("training data on the device");
       amp_results = eng::run_amp(plan.amp, amp_setup, target);
       pp::trace("training runs done");
     });

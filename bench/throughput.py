@@ -2,9 +2,10 @@
 """precision-probe --bench against PyTorch's own matmul throughput, in the same run.
 
 For every precision the probe measures on GPU 0, times torch.mm (torch._scaled_mm for fp8) the way
-the probe does: the same size and dtypes, random inputs, three input sets used in turn, a 300 ms
-rest, then (1) right after warm-up (at least three calls and 25 ms), CUDA events around each of 20
-calls, the median; (2) after at least a second of continuous load, the same. Three rounds, PyTorch
+the probe does: the same size and dtypes, random inputs, three input sets used in turn; for every
+precision (1) after a 500 ms rest, right after warm-up (at least three calls and 25 ms), CUDA
+events around each of 20 calls, the median; then for every precision (2) after a rest and at
+least a second of continuous load, the same. Three rounds, PyTorch
 and the probe in turn; the median of each side's rounds is compared. Prints both, their ratio, and
 the probe's share of the datasheet dense peak; writes bench-throughput.json.
 Targets (docs/performance.md): within 3% of PyTorch for every precision; bf16 at 75% or more of
@@ -44,10 +45,9 @@ def median_ms(call, warmup_calls, warmup_s, reps, offset):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), done + reps
 
 
-def torch_tflops(mode, n, reps=20, sets=3):
-    """(right after warm-up, sustained) TFLOP/s of PyTorch's own GEMM, or None."""
+def torch_gemm(mode, n, sets=3):
+    """call(i): PyTorch's own GEMM of `mode` on the i-th of `sets` random input sets, or None."""
     dev = torch.device("cuda", 0)
-    torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
     gen = torch.Generator(device=dev).manual_seed(1234)
     dtypes = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     inputs = []
@@ -71,14 +71,27 @@ def torch_tflops(mode, n, reps=20, sets=3):
         return torch.mm(a, b)
 
     torch.cuda.synchronize()
-    time.sleep(0.3)  # as the probe: the power limit's effect of the previous mode wears off
-    call(0)
-    torch.cuda.synchronize()
-    flop = 2.0 * n ** 3
-    burst, done = median_ms(call, 3, 0.025, reps, 1)
-    sustained, _ = median_ms(call, 0, 1.0, reps, 1 + done)
-    torch.set_float32_matmul_precision("highest")
-    return flop / (burst * 1e-3) / 1e12, flop / (sustained * 1e-3) / 1e12
+    return call
+
+
+def torch_tflops(mode, n, sustained, reps=20):
+    """PyTorch's TFLOP/s for `mode`, as the probe measures it: right after warm-up, or (sustained)
+    after a second of continuous load; each after a 500 ms rest."""
+    torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
+    try:
+        call = torch_gemm(mode, n)
+        if call is None:
+            return None
+        time.sleep(0.5)
+        if sustained:
+            ms, _ = median_ms(call, 0, 1.0, reps, 0)
+        else:
+            call(0)
+            torch.cuda.synchronize()
+            ms, _ = median_ms(call, 3, 0.025, reps, 1)
+        return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+    finally:
+        torch.set_float32_matmul_precision("highest")
 
 
 def main():
@@ -95,10 +108,11 @@ def main():
     ours = {m: [] for m in MODES}
     report = None
     for _ in range(args.rounds):
+        # As the probe: every precision right after warm-up first, then each under load.
+        first = {m: torch_tflops(m, args.size, sustained=False) for m in MODES}
         for m in MODES:
-            t = torch_tflops(m, args.size)
-            if t is not None:
-                theirs[m].append(t)
+            if first[m] is not None:
+                theirs[m].append((first[m], torch_tflops(m, args.size, sustained=True)))
         proc = subprocess.run([args.probe, "--bench", "--bench-size", str(args.size), "--device", "0",
                                "--no-amp", "--format", "json"], capture_output=True, text=True)
         report = json.loads(proc.stdout)

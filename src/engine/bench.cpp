@@ -79,6 +79,53 @@ double median_of(std::vector<double> ms) {
 
 }  // namespace
 
+namespace {
+
+// Makes the inputs of `mode` (fresh random data from `seed`) and calls `measure(call)`, where
+// call(i) runs one GEMM on the i-th input set in turn. What a call needs besides its operands is
+// made beforehand (fp8's unit scales), so that nothing but the GEMM runs between the events.
+template <typename Measure>
+void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed,
+               Measure&& measure) {
+  const Float32PrecisionScope precision(mode == Mode::tf32);
+  at::Generator gen = target.cuda ? at::globalContext().defaultGenerator(target.device)
+                                  : at::detail::createCPUGenerator(seed);
+  if (target.cuda) {
+    const std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
+  // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU.
+  const int sets = target.cuda ? 3 : 2;
+  std::vector<Operands> inputs;
+  inputs.reserve(static_cast<std::size_t>(sets));
+  for (int i = 0; i < sets; ++i) inputs.push_back(random_operands(mode, target, size, gen));
+  const at::Tensor scale = at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
+  const std::function<void(int)> call = [&](int i) {
+    const Operands& in = inputs[static_cast<std::size_t>(i) % inputs.size()];
+#if PP_TORCH_AT_LEAST(2, 4)
+    if (mode == Mode::fp8_e4m3 || mode == Mode::fp8_e5m2) {
+      at::_scaled_mm(in.a, in.b, scale, scale, {}, {}, at::kBFloat16);
+      return;
+    }
+#endif
+    matmul(mode, in.a, in.b, target);
+  };
+  synchronize(target);
+  measure(call);
+}
+
+double tflops_of(std::int64_t size, double ms) {
+  return 2.0 * std::pow(static_cast<double>(size), 3.0) / (ms * 1e-3) / 1e12;
+}
+
+// A GPU just measured at full load is held at lower clocks by its power limit for a while: a rest
+// before each measurement lets it start where the others did.
+void rest(const Target& target) {
+  if (target.cuda) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+}
+
+}  // namespace
+
 BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed) {
   BenchOutcome o;
   o.size = size;
@@ -90,59 +137,23 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
     return o;
   }
   try {
-    const Float32PrecisionScope precision(mode == Mode::tf32);
-    at::Generator gen = target.cuda ? at::globalContext().defaultGenerator(target.device)
-                                    : at::detail::createCPUGenerator(seed);
-    if (target.cuda) {
-      const std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_current_seed(seed);
-    }
-    // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU.
-    const int sets = target.cuda ? 3 : 2;
-    std::vector<Operands> inputs;
-    inputs.reserve(static_cast<std::size_t>(sets));
-    for (int i = 0; i < sets; ++i) inputs.push_back(random_operands(mode, target, size, gen));
-    // What a call needs besides its operands is made beforehand (fp8's unit scales), so that
-    // nothing but the GEMM runs between the events.
-    const at::Tensor scale =
-        at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
-    auto call = [&](int i) {
-      const Operands& in = inputs[static_cast<std::size_t>(i) % inputs.size()];
-#if PP_TORCH_AT_LEAST(2, 4)
-      if (mode == Mode::fp8_e4m3 || mode == Mode::fp8_e5m2) {
-        at::_scaled_mm(in.a, in.b, scale, scale, {}, {}, at::kBFloat16);
-        return;
-      }
-#endif
-      matmul(mode, in.a, in.b, target);
-    };
-    synchronize(target);
-    if (target.cuda) {
-      // A GPU just measured at full load is held at lower clocks by its power limit for a while:
-      // a short rest lets this measurement start where the previous one did.
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    }
-    // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision) gets
-    // fewer repetitions so that the benchmark stays within a few seconds.
-    const auto first = std::chrono::steady_clock::now();
-    call(0);
-    synchronize(target);
-    const double first_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
-    const int warmup = target.cuda ? 3 : 1;
-    o.reps = first_ms > 200.0 ? 3 : (target.cuda ? 20 : 5);
-    // Right after warm-up: the clocks have risen (within milliseconds) and no power or thermal
-    // limit has acted yet; the datasheet's peak assumes these clocks.
-    o.ms = median_of(time_calls(target, warmup, std::chrono::milliseconds(25), o.reps, call));
-    const double flop = 2.0 * std::pow(static_cast<double>(size), 3.0);
-    o.tflops = flop / (*o.ms * 1e-3) / 1e12;
-    if (target.cuda && first_ms <= 200.0) {
-      // Then under continuous load: an H200 at full tensor-core load reaches its power limit in
-      // a few hundred milliseconds and settles at lower clocks.
-      o.sustained_ms =
-          median_of(time_calls(target, 0, std::chrono::milliseconds(1000), o.reps, call));
-      o.sustained_tflops = flop / (*o.sustained_ms * 1e-3) / 1e12;
-    }
+    with_gemm(mode, target, size, seed, [&](const std::function<void(int)>& call) {
+      rest(target);
+      // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision)
+      // gets fewer repetitions so that the benchmark stays within a few seconds.
+      const auto first = std::chrono::steady_clock::now();
+      call(0);
+      synchronize(target);
+      const double first_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first)
+              .count();
+      o.reps = first_ms > 200.0 ? 3 : (target.cuda ? 20 : 5);
+      // Right after warm-up: the clocks have risen (within milliseconds) and no power or thermal
+      // limit has acted yet; the datasheet's peak assumes these clocks.
+      o.ms = median_of(
+          time_calls(target, target.cuda ? 3 : 1, std::chrono::milliseconds(25), o.reps, call));
+    });
+    o.tflops = tflops_of(size, *o.ms);
     o.ran = true;
     o.ok = *o.ms > 0.0;
     if (!o.ok) {
@@ -154,6 +165,23 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
     o.error_kind = classify_error(o.error);
   }
   return o;
+}
+
+void measure_sustained(Mode mode, const Target& target, std::uint64_t seed, BenchOutcome& o) {
+  if (!target.cuda || !o.ok || o.reps < 20) return;  // slow calls: one figure is enough
+  try {
+    with_gemm(mode, target, o.size, seed, [&](const std::function<void(int)>& call) {
+      rest(target);
+      // Under continuous load: an H200 at full tensor-core load reaches its power limit within a
+      // few hundred milliseconds and settles at lower clocks.
+      o.sustained_ms =
+          median_of(time_calls(target, 0, std::chrono::milliseconds(1000), o.reps, call));
+    });
+    o.sustained_tflops = tflops_of(o.size, *o.sustained_ms);
+  } catch (const std::exception& e) {
+    // The first figure stands; this one is informative.
+    trace(std::string("sustained measurement failed: ") + error_text(e));
+  }
 }
 
 }  // namespace precision_probe::engine

@@ -120,7 +120,11 @@ double smoke_tolerance(Mode mode);
 
 // A square GEMM of `size` in `mode`, on random inputs rotated between runs, timed after warm-up;
 // the median of the runs.
+// The GEMM throughput right after warm-up (on GPUs after a rest, at boost clocks).
 BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed);
+// On GPUs, adds the throughput after a second of continuous load (sustained_*) to a benchmark
+// that passed. Run it after every precision's run_bench: the loads would skew the others' start.
+void measure_sustained(Mode mode, const Target& target, std::uint64_t seed, BenchOutcome& outcome);
 
 // --- Collectives (nccl.cpp) ------------------------------------------------------------------
 
@@ -135,7 +139,8 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
 // The data, the initial parameters and the fp32 run that every AMP mode is compared with.
 struct AmpSetup {
   at::Tensor x, y;  // the batch: 2048 rows on a GPU, 256 on a CPU
-  std::vector<at::Tensor> init;
+  std::vector<at::Tensor> init;       // on the device
+  std::vector<at::Tensor> init_host;  // the same on the CPU, to compare against
   std::optional<std::int64_t> fp32_peak_bytes;  // measured once, by the first measure_amp_memory
   bool ready = false;
   std::string error;

@@ -72,8 +72,10 @@ TEST(EngineCpu, TheTf32SettingIsRestoredAfterItsTest) {
 }
 
 TEST(EngineCpu, BenchMeasuresAPositiveThroughput) {
-  const auto o = eng::run_bench(Mode::fp32, kCpu, 128, 1);
+  auto o = eng::run_bench(Mode::fp32, kCpu, 128, 1);
   ASSERT_TRUE(o.ok) << o.error;
+  eng::measure_sustained(Mode::fp32, kCpu, 1, o);
+  EXPECT_FALSE(o.sustained_tflops.has_value());  // a GPU figure only
   EXPECT_GT(*o.tflops, 0.0);
   EXPECT_GE(o.reps, 3);
   EXPECT_EQ(o.timer, "steady clock");

@@ -3,7 +3,7 @@
 
 For every precision the probe measures on GPU 0, times torch.mm (torch._scaled_mm for fp8) the way
 the probe does: the same size and dtypes, random inputs, three input sets used in turn; for every
-precision (1) after a 500 ms rest, right after warm-up (at least three calls and 25 ms), CUDA
+precision (1) after a 2 s rest, right after warm-up (at least three calls and 25 ms), CUDA
 events around each of 20 calls, the median; then for every precision (2) after a rest and at
 least a second of continuous load, the same. Three rounds, PyTorch
 and the probe in turn; the median of each side's rounds is compared. Prints both, their ratio, and
@@ -75,14 +75,14 @@ def torch_gemm(mode, n, sets=3):
 
 
 def torch_tflops(mode, n, sustained, reps=20):
-    """PyTorch's TFLOP/s for `mode`, as the probe measures it: right after warm-up, or (sustained)
-    after a second of continuous load; each after a 500 ms rest."""
+    """PyTorch's TFLOP/s for `mode`, as the probe measures it: after a 2 s rest, right after
+    warm-up; or (sustained) after a 500 ms rest and a second of continuous load."""
     torch.set_float32_matmul_precision("high" if mode == "tf32" else "highest")
     try:
         call = torch_gemm(mode, n)
         if call is None:
             return None
-        time.sleep(0.5)
+        time.sleep(0.5 if sustained else 2.0)
         if sustained:
             ms, _ = median_ms(call, 0, 1.0, reps, 0)
         else:

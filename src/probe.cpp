@@ -72,8 +72,7 @@ std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
 
 struct PlannedWorker {
   WorkerPlan plan;
-  std::string uuid;       // the GPU it runs on ("" for the CPU)
-  bool training = false;  // a GPU's second worker, for its training runs alone
+  std::string uuid;  // the GPU it runs on ("" for the CPU)
 };
 
 // One check's outcome on one device: the worker's answer, or what stopped it. `planned_modes`
@@ -98,25 +97,11 @@ std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_m
   return o;
 }
 
-// A device's workers and their answers: one worker for everything, or (a GPU without --bench) a
-// second one for the training runs.
-struct DeviceWork {
-  const PlannedWorker* planned = nullptr;
-  const WorkerResult* result = nullptr;
-  const PlannedWorker* training_planned = nullptr;
-  const WorkerResult* training_result = nullptr;
-};
-
 template <typename SupportFn>
-void fill_precisions(DeviceReport& d, SupportFn support, const DeviceWork& work,
-                     const std::string& not_run_reason, const std::string& amp_not_run_reason = "") {
-  const PlannedWorker* planned = work.planned;
-  const WorkerResult* result = work.result;
+void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
+                     const WorkerResult* result, const std::string& not_run_reason,
+                     const std::string& amp_not_run_reason = "") {
   const bool known = planned != nullptr && result != nullptr;
-  const PlannedWorker* amp_planned =
-      work.training_planned != nullptr ? work.training_planned : planned;
-  const WorkerResult* amp_result = work.training_planned != nullptr ? work.training_result : result;
-  const bool amp_known = amp_planned != nullptr && amp_result != nullptr;
   for (Mode mode : kPrecisionModes) {
     d.precisions.emplace_back(
         mode, combine_verdict(support(mode),
@@ -128,8 +113,8 @@ void fill_precisions(DeviceReport& d, SupportFn support, const DeviceWork& work,
     d.precisions.emplace_back(
         mode,
         combine_amp_verdict(support(mode),
-                            outcome_for(mode, amp_known ? &amp_planned->plan.amp : nullptr,
-                                        amp_known ? &amp_result->amp : nullptr, amp_result),
+                            outcome_for(mode, known ? &planned->plan.amp : nullptr,
+                                        known ? &result->amp : nullptr, result),
                             amp_not_run_reason.empty() ? not_run_reason : amp_not_run_reason));
   }
   if (known && planned->plan.bench_size > 0) {
@@ -278,9 +263,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
   // asked what there is to plan.
   if (!options.quick) {
-    // A GPU has a second worker for its training runs, except under --bench (see below).
-    const int per_gpu = options.amp && !options.bench ? 2 : 1;
-    deps.engine.prestart({true, per_gpu * expected_gpu_workers(sys, visible, options.devices)});
+    deps.engine.prestart({true, expected_gpu_workers(sys, visible, options.devices)});
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();
   trace("NVML answered");
@@ -332,19 +315,6 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       if (options.amp) w.plan.amp = runnable_modes(kAmpModes, gpu_support);
       w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
       if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
-      if (!w.plan.amp.empty() && !options.bench) {
-        // The training runs get a worker (so a CUDA context) of their own: the driver loads one
-        // context's kernels one at a time, and the training runs' kernels would queue behind the
-        // matmuls'. With --bench they stay in one worker, so that nothing runs beside a
-        // measurement.
-        PlannedWorker t = w;
-        t.training = true;
-        t.plan.smoke.clear();
-        w.plan.amp.clear();
-        planned.push_back(w);
-        planned.push_back(t);
-        continue;
-      }
       planned.push_back(w);
     }
   }
@@ -452,26 +422,21 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     if (gpu.cc && report.stack.available && report.stack.cuda_built && !targets.empty()) {
       d.kernels = kernel_coverage(*gpu.cc, targets);
     }
-    DeviceWork work;
+    const PlannedWorker* p = nullptr;
+    const WorkerResult* r = nullptr;
     for (std::size_t i = 0; i < planned.size(); ++i) {
-      if (planned[i].plan.kind != DeviceKind::cuda || planned[i].uuid != gpu.uuid) continue;
-      const WorkerResult* r = i < results.size() ? &results[i] : nullptr;
-      if (planned[i].training) {
-        work.training_planned = &planned[i];
-        work.training_result = r;
-      } else {
-        work.planned = &planned[i];
-        work.result = r;
+      if (planned[i].plan.kind == DeviceKind::cuda && planned[i].uuid == gpu.uuid) {
+        p = &planned[i];
+        r = i < results.size() ? &results[i] : nullptr;
       }
     }
-    const WorkerResult* r = work.result;
     auto support = [&gpu](Mode m) {
       return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
                     : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
     };
     std::string reason = not_run_reason(options, d.selected);
     if (r != nullptr && r->problem == ErrorKind::not_run) reason = r->problem_message;
-    fill_precisions(d, support, work, reason, options.amp ? "" : "skipped (--no-amp)");
+    fill_precisions(d, support, p, r, reason, options.amp ? "" : "skipped (--no-amp)");
     report.devices.push_back(std::move(d));
   }
   DeviceReport cpu_report;
@@ -485,8 +450,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
     cpu_reason = cpu_result->problem_message;
   }
-  fill_precisions(cpu_report, cpu_support, DeviceWork{cpu_plan, cpu_result, nullptr, nullptr},
-                  cpu_reason, options.amp ? "" : "skipped (--no-amp)");
+  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_reason,
+                  options.amp ? "" : "skipped (--no-amp)");
   report.devices.push_back(std::move(cpu_report));
 
   report.collectives = collectives_report(options, facts, collective_gpus, collective);
@@ -524,7 +489,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
     }
   }
   fill_precisions(
-      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, DeviceWork{},
+      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr,
       "offline (arch): no kernels run");
   report.devices.push_back(std::move(d));
   report.exit_code = exit_code::kOk;

@@ -34,9 +34,9 @@ constexpr int kSteps = 24;
 // since there the arithmetic is real time.
 constexpr std::int64_t kGpuBatch = 2048;
 constexpr std::int64_t kCpuBatch = 256;
-constexpr std::int64_t kIn = 128;
+constexpr std::int64_t kIn = 256;
 constexpr std::int64_t kHidden = 256;
-constexpr std::int64_t kClasses = 10;
+constexpr std::int64_t kClasses = 256;
 constexpr double kLearningRate = 0.25;
 constexpr double kInitialScale = 65536.0;
 constexpr int kGrowthInterval = 8;  // short, so that growth happens within the run

@@ -118,10 +118,11 @@ double tflops_of(std::int64_t size, double ms) {
   return 2.0 * std::pow(static_cast<double>(size), 3.0) / (ms * 1e-3) / 1e12;
 }
 
-// A GPU just measured at full load is held at lower clocks by its power limit for a while: a rest
-// before each measurement lets it start where the others did.
-void rest(const Target& target) {
-  if (target.cuda) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+// A GPU that was just at full load is held at lower clocks by its power limit for a while (on an
+// H200, half a second of rest was not always enough; two seconds were): a rest before each
+// measurement lets it start where the others did.
+void rest(const Target& target, std::chrono::milliseconds how_long) {
+  if (target.cuda) std::this_thread::sleep_for(how_long);
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
   }
   try {
     with_gemm(mode, target, size, seed, [&](const std::function<void(int)>& call) {
-      rest(target);
+      rest(target, std::chrono::milliseconds(2000));
       // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision)
       // gets fewer repetitions so that the benchmark stays within a few seconds.
       const auto first = std::chrono::steady_clock::now();
@@ -171,7 +172,7 @@ void measure_sustained(Mode mode, const Target& target, std::uint64_t seed, Benc
   if (!target.cuda || !o.ok || o.reps < 20) return;  // slow calls: one figure is enough
   try {
     with_gemm(mode, target, o.size, seed, [&](const std::function<void(int)>& call) {
-      rest(target);
+      rest(target, std::chrono::milliseconds(500));  // the load below sets the state anyway
       // Under continuous load: an H200 at full tensor-core load reaches its power limit within a
       // few hundred milliseconds and settles at lower clocks.
       o.sustained_ms =

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
+#include "precision_probe/process.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -69,4 +72,28 @@ TEST(ProbeGpu, HidingEveryDeviceIsAnEnvironmentProblem) {
   const json j = probe_json({"--require", "bf16"}, code, {"CUDA_VISIBLE_DEVICES="});
   EXPECT_EQ(code, 3);
   EXPECT_EQ(j.at("driver").at("status"), "no_devices");
+}
+
+TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
+  // Workers start before the probe knows their GPU and narrow CUDA_VISIBLE_DEVICES from the plan
+  // in main(). That only works if nothing initialised CUDA while LibTorch loaded: a plan naming
+  // no existing GPU must leave the worker without one, and a plan naming the real first GPU must
+  // run on it (the UUID it reports).
+  int probe_code = 0;
+  const json facts = probe_json({"--quick"}, probe_code);
+  if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
+  const std::string uuid = facts.at("devices").at(0).at("gpu").at("uuid");
+  auto run_worker = [](const std::string& visible) {
+    const std::string plan = R"({"protocol":2,"kind":"cuda","index":0,"cuda_visible_devices":")" +
+                             visible + R"(","smoke":["fp32"],"amp":[],"seed":1})";
+    // The environment the probe gives a worker started ahead: CUDA_VISIBLE_DEVICES untouched.
+    return pp::run_process({PP_REAL_ENGINE, "--worker"}, pp::environment_with({}), plan,
+                           std::chrono::seconds(120));
+  };
+  const pp::ProcessOutput bogus = run_worker("GPU-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(bogus.out.find(R"("type":"device")"), std::string::npos) << bogus.out;
+  EXPECT_NE(bogus.out.find(R"("ok":false)"), std::string::npos) << bogus.out;
+  const pp::ProcessOutput real = run_worker(uuid);
+  EXPECT_NE(real.out.find(R"("uuid":")" + uuid + "\""), std::string::npos) << real.out << real.err;
+  EXPECT_NE(real.out.find(R"("ok":true)"), std::string::npos) << real.out;
 }

@@ -85,7 +85,6 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.require = {Mode::bf16, Mode::fp8_e4m3, Mode::fp8_e5m2};
-  p.options.amp = false;
   const auto r = p.run();
   ASSERT_EQ(p.engine.plans_seen.size(), 3U);  // the CPU and two GPUs
   EXPECT_EQ(p.engine.plans_seen[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
@@ -117,12 +116,7 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   p.run();
   ASSERT_EQ(p.engine.prestarts.size(), 1U);
   EXPECT_TRUE(p.engine.prestarts[0].cpu);
-  EXPECT_EQ(p.engine.prestarts[0].gpus, 4);  // two per GPU: the checks, the training runs
-  Probe no_amp = p;
-  no_amp.engine = FakeEngine();
-  no_amp.options.amp = false;
-  no_amp.run();
-  EXPECT_EQ(no_amp.engine.prestarts.at(0).gpus, 2);
+  EXPECT_EQ(p.engine.prestarts[0].gpus, 2);
 
   // Narrowed by CUDA_VISIBLE_DEVICES and by --device; none under --quick.
   const auto guess = [&](std::optional<std::string> visible, const char* devices) {
@@ -321,10 +315,9 @@ TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
     return r;
   };
   const auto described = q.run();
-  ASSERT_EQ(q.engine.plans_seen.size(), 3U);
+  ASSERT_EQ(q.engine.plans_seen.size(), 2U);
   EXPECT_FALSE(q.engine.plans_seen[0].describe);  // the CPU worker
   EXPECT_TRUE(q.engine.plans_seen[1].describe);   // the GPU worker
-  EXPECT_FALSE(q.engine.plans_seen[2].describe);  // the GPU's training runs
   EXPECT_EQ(described.stack.arch_list, pp::testing::cuda_stack().arch_list);
   EXPECT_TRUE(device(described, "GPU 0")->kernels.has_value());
 }
@@ -334,15 +327,8 @@ TEST(Probe, TrainingModesAreRunAndGated) {
   p.driver = pp::testing::driver_with({kH200});
   p.options.require = {Mode::amp_bf16, Mode::amp_fp16};
   const auto r = p.run();
-  // The CPU's worker does both; the GPU's training runs get a worker of their own, on that GPU.
-  ASSERT_EQ(p.engine.plans_seen.size(), 3U);
-  EXPECT_FALSE(p.engine.plans_seen[0].amp.empty());
-  EXPECT_FALSE(p.engine.plans_seen[0].smoke.empty());
-  EXPECT_TRUE(p.engine.plans_seen[1].amp.empty());
-  EXPECT_FALSE(p.engine.plans_seen[1].smoke.empty());
-  EXPECT_TRUE(p.engine.plans_seen[2].smoke.empty());
-  EXPECT_EQ(p.engine.plans_seen[2].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
-  EXPECT_EQ(p.engine.plans_seen[2].cuda_visible_devices, p.engine.plans_seen[1].cuda_visible_devices);
+  ASSERT_EQ(p.engine.plans_seen.size(), 2U);
+  EXPECT_EQ(p.engine.plans_seen[1].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
   const auto* gpu = device(r, "GPU 0");
   const auto* amp = gpu->find(Mode::amp_fp16);
   ASSERT_NE(amp, nullptr);
@@ -350,34 +336,6 @@ TEST(Probe, TrainingModesAreRunAndGated) {
   ASSERT_TRUE(amp->amp.has_value());
   EXPECT_TRUE(amp->amp->overflow_handled);
   EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
-}
-
-TEST(Probe, ATrainingWorkerThatCrashesFailsOnlyTheTrainingRuns) {
-  Probe p;
-  p.driver = pp::testing::driver_with({kH200});
-  p.options.require = {Mode::bf16};
-  p.engine.answer = [](const pp::WorkerPlan& plan) {
-    pp::WorkerResult r;
-    r.kind = plan.kind;
-    r.index = plan.index;
-    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
-    if (plan.kind == pp::DeviceKind::cuda && plan.smoke.empty()) {
-      r.problem = pp::ErrorKind::crashed;
-      r.problem_message = "the engine worker crashed (SIGSEGV)";
-      return r;
-    }
-    for (Mode m : plan.amp) r.amp[m] = pp::testing::passed_amp(m);
-    r.finished = true;
-    return r;
-  };
-  const auto r = p.run();
-  const auto* gpu = device(r, "GPU 0");
-  ASSERT_NE(gpu, nullptr);
-  EXPECT_EQ(gpu->find(Mode::bf16)->status, Status::native);
-  EXPECT_EQ(gpu->find(Mode::amp_bf16)->status, Status::failed);
-  EXPECT_NE(gpu->find(Mode::amp_bf16)->reason.find("SIGSEGV"), std::string::npos);
-  EXPECT_NE(device(r, "CPU")->find(Mode::amp_bf16)->status, Status::failed);  // its own worker
-  EXPECT_EQ(r.exit_code, pp::exit_code::kCheckFailed);  // a failed check fails the run
 }
 
 TEST(Probe, AFailedTrainingRunFailsTheGateEvenIfTheMatmulsPass) {
@@ -424,8 +382,7 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.nccl = true;
   p.run();
-  // CPU, 2 GPUs and their training runs, the collective
-  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{6}));
+  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{4}));  // CPU, 2 GPUs, the collective
   EXPECT_EQ(p.engine.plans_seen.back().collective_ranks, 2);
   // With --bench: the GPUs first; then the CPU's benchmark alone; then the collective alone.
   Probe b;
@@ -435,8 +392,7 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   b.run();
   EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{3, 1, 1}));
   EXPECT_EQ(b.engine.plans_seen[0].bench_size, 0);     // the CPU, without its benchmark
-  EXPECT_EQ(b.engine.plans_seen[1].bench_size, 8192);  // a GPU, with its training runs
-  EXPECT_FALSE(b.engine.plans_seen[1].amp.empty());
+  EXPECT_EQ(b.engine.plans_seen[1].bench_size, 8192);  // a GPU
   EXPECT_EQ(b.engine.plans_seen[3].kind, pp::DeviceKind::cpu);
   EXPECT_EQ(b.engine.plans_seen[3].bench_size, 1024);
   EXPECT_TRUE(b.engine.plans_seen[3].amp.empty());

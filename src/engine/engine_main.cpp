@@ -65,20 +65,6 @@ int run_worker() {
     // this worker off the cores the GPU workers' launching threads need.
     at::set_num_threads(1);
   }
-  // The training runs start first and go in threads of their own, alongside everything else
-  // (autocast state is per thread); they take longest. Only tf32, which changes the process-wide
-  // float32 matmul precision, waits for them: their fp32 references must run without TF32.
-  eng::AmpSetup amp_setup;
-  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
-  std::thread amp_thread;
-  if (!plan.amp.empty()) {
-    amp_thread = std::thread([&] {
-      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
-      pp::trace("training data on the device");
-      amp_results = eng::run_amp(plan.amp, amp_setup, target);
-      pp::trace("training runs done");
-    });
-  }
   // The CUDA context and cuBLAS start in the background while the CPU prepares the inputs.
   std::thread warm([&target] {
     try {
@@ -97,6 +83,22 @@ int run_worker() {
   }
   pp::trace("inputs and references prepared");
   warm.join();
+  // The training runs go in threads of their own, alongside everything else (autocast state is
+  // per thread); they take longest, so they start as soon as the CUDA context exists (started
+  // before, their first use of the device slowed the context's creation threefold on an H200).
+  // Only tf32, which changes the process-wide float32 matmul precision, waits for them: their
+  // fp32 references must run without TF32.
+  eng::AmpSetup amp_setup;
+  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
+  std::thread amp_thread;
+  if (!plan.amp.empty()) {
+    amp_thread = std::thread([&] {
+      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
+      pp::trace("training data on the device");
+      amp_results = eng::run_amp(plan.amp, amp_setup, target);
+      pp::trace("training runs done");
+    });
+  }
   try {
     if (eng::unusable_reason(target).empty()) {
       emit(pp::encode_device(eng::device_name(target), eng::device_uuid(target)));

@@ -52,9 +52,9 @@ class ProcessEngine final : public Engine {
     auto spawn = [this](DeviceKind kind) {
       // A CPU worker never sees a GPU; a GPU worker inherits the environment and narrows
       // CUDA_VISIBLE_DEVICES to its GPU from the plan, before it touches CUDA.
-      const std::vector<std::string> env =
-          environment_with(kind == DeviceKind::cpu ? std::vector<std::string>{"CUDA_VISIBLE_DEVICES="}
-                                                   : std::vector<std::string>{});
+      const std::vector<std::string> env = environment_with(
+          kind == DeviceKind::cpu ? std::vector<std::string>{"CUDA_VISIBLE_DEVICES="}
+                                  : std::vector<std::string>{});
       auto child = std::make_unique<ChildProcess>();
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
@@ -306,10 +306,10 @@ class ProcessEngine final : public Engine {
     result.amp.clear();
     result.bench.clear();
     result.problem = ErrorKind::environment;
-    result.problem_message =
-        fmt::format("the engine worker ran on {} instead of {}: CUDA_VISIBLE_DEVICES was not "
-                    "honoured, so its results were discarded",
-                    result.device_uuid, plan.cuda_visible_devices);
+    result.problem_message = fmt::format(
+        "the engine worker ran on {} instead of {}: CUDA_VISIBLE_DEVICES was not "
+        "honoured, so its results were discarded",
+        result.device_uuid, plan.cuda_visible_devices);
   }
 
   struct Spare {

@@ -79,20 +79,19 @@ void print_bench(const DeviceReport& d, std::ostream& out) {
   bool any = false;
   for (const auto& [mode, p] : d.precisions) any = any || p.bench.has_value();
   if (!any) return;
-  out << fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", "bench",
-                     "TFLOP/s", "sustained", "vs fp32", "peak", "of peak", "size", "ms/GEMM",
+  out << fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", "bench", "TFLOP/s",
+                     "sustained", "vs fp32", "peak", "of peak", "size", "ms/GEMM",
                      "peak source / note");
   for (const auto& [mode, p] : d.precisions) {
     if (!p.bench) continue;
     const BenchResult& b = *p.bench;
     const BenchOutcome& o = b.outcome;
     const std::string note = !o.ok ? o.error : b.peak_source;
-    out << fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", mode_key(mode),
-                       number_cell(o.tflops, "{:.4g}"), number_cell(o.sustained_tflops, "{:.4g}"),
-                       number_cell(b.ratio_to_fp32, "{:.2f}x"),
-                       number_cell(b.peak_tflops, "{:.4g}"),
-                       number_cell(b.percent_of_peak, "{:.1f}%"), o.size,
-                       number_cell(o.ms, "{:.3f}"), note);
+    out << fmt::format(
+        "  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", mode_key(mode),
+        number_cell(o.tflops, "{:.4g}"), number_cell(o.sustained_tflops, "{:.4g}"),
+        number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}"),
+        number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}"), note);
   }
 }
 

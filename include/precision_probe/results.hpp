@@ -82,7 +82,7 @@ struct BenchOutcome {
   // and thermal limits have lowered the clocks.
   std::optional<double> sustained_ms;
   std::optional<double> sustained_tflops;
-  std::string timer;             // "cuda events" or "steady clock"
+  std::string timer;  // "cuda events" or "steady clock"
 };
 
 // One collective over the GPUs of the node: an all-reduce (sum) of integer-valued data, checked

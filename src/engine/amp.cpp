@@ -152,9 +152,9 @@ void sgd_step(const std::vector<at::Tensor>& params, const std::vector<at::Tenso
 Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType> dtype,
           bool loss_scaling, const std::vector<bool>* skip_like = nullptr) {
   const auto start = Clock::now();
-  const std::string label =
-      fmt::format("training {}{}{}", dtype ? dtype_name(*dtype) : "fp32",
-                  loss_scaling ? " with loss scaling" : "", skip_like ? ", skipping like fp16" : "");
+  const std::string label = fmt::format("training {}{}{}", dtype ? dtype_name(*dtype) : "fp32",
+                                        loss_scaling ? " with loss scaling" : "",
+                                        skip_like ? ", skipping like fp16" : "");
   trace(label + ": started");
   Run run;
   run.params = fresh_params(s.init);
@@ -389,8 +389,8 @@ AmpOutcome outcome_of(Mode mode, const Attempt& amp, const Attempt& fp32, const 
 
 }  // namespace
 
-std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
-                                                 const AmpSetup& s, const Target& target) {
+std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
+                                                 const Target& target) {
   std::vector<std::pair<Mode, AmpOutcome>> outcomes;
   std::string not_run = s.ready ? unusable_reason(target) : s.error;
   if (!not_run.empty()) {
@@ -414,9 +414,8 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
   for (Mode mode : modes) {
     const bool scaling = mode == Mode::amp_fp16;
     const std::size_t amp_job = jobs.size();
-    jobs.emplace_back([&s, &target, mode, scaling] {
-      return train(s, target, low_dtype(mode), scaling);
-    });
+    jobs.emplace_back(
+        [&s, &target, mode, scaling] { return train(s, target, low_dtype(mode), scaling); });
     jobs.emplace_back([&s, &target, scaling, &expected_skips] {
       return train(s, target, std::nullopt, false, scaling ? &expected_skips : nullptr);
     });

@@ -99,7 +99,8 @@ void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t
   std::vector<Operands> inputs;
   inputs.reserve(static_cast<std::size_t>(sets));
   for (int i = 0; i < sets; ++i) inputs.push_back(random_operands(mode, target, size, gen));
-  const at::Tensor scale = at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
+  const at::Tensor scale =
+      at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
   const std::function<void(int)> call = [&](int i) {
     const Operands& in = inputs[static_cast<std::size_t>(i) % inputs.size()];
 #if PP_TORCH_AT_LEAST(2, 4)

@@ -136,11 +136,11 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
 
 // --- Mixed-precision training (amp.cpp) --------------------------------------------------------
 
-// The data, the initial parameters and the fp32 run that every AMP mode is compared with.
+// The data and the initial parameters every training run (AMP and fp32) starts from.
 struct AmpSetup {
-  at::Tensor x, y;  // the batch: 2048 rows on a GPU, 256 on a CPU
-  std::vector<at::Tensor> init;       // on the device
-  std::vector<at::Tensor> init_host;  // the same on the CPU, to compare against
+  at::Tensor x, y;                              // the batch: 2048 rows on a GPU, 256 on a CPU
+  std::vector<at::Tensor> init;                 // on the device
+  std::vector<at::Tensor> init_host;            // the same on the CPU, to compare against
   std::optional<std::int64_t> fp32_peak_bytes;  // measured once, by the first measure_amp_memory
   bool ready = false;
   std::string error;

@@ -109,8 +109,8 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
 TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
-  for (const char* node : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia1",
-                           "/dev/nvidia-caps"}) {
+  for (const char* node :
+       {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia-caps"}) {
     p.system.paths.insert(node);
   }
   p.run();

@@ -234,6 +234,10 @@ std::string encode_collective(const CollectiveOutcome& o, const std::string& ncc
 
 std::string encode_done() { return json{{"type", "done"}}.dump(); }
 
+std::string encode_progress(std::string_view what) {
+  return json{{"type", "progress"}, {"what", std::string(what)}}.dump();
+}
+
 namespace {
 
 bool read_amp(const json& j, WorkerResult& result, std::string& error) {
@@ -385,6 +389,8 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
       if (!read_bench(j, result, error)) return false;
     } else if (type == "amp") {
       if (!read_amp(j, result, error)) return false;
+    } else if (type == "progress") {
+      // Nothing to record: the line itself tells the probe's watchdog the worker is alive.
     } else if (type == "done") {
       result.finished = true;
     } else {

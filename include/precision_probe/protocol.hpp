@@ -27,6 +27,9 @@ std::string encode_amp(Mode mode, const AmpOutcome& outcome);
 std::string encode_bench(Mode mode, const BenchOutcome& outcome);
 std::string encode_collective(const CollectiveOutcome& outcome, const std::string& nccl_version);
 std::string encode_done();
+// A check that finished without a result of its own yet (a benchmark's first figure): it resets
+// the probe's per-check watchdog.
+std::string encode_progress(std::string_view what);
 
 // The stack alone (engine --describe and the build cache).
 std::string encode_stack(const StackInfo& stack);

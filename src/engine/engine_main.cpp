@@ -137,6 +137,7 @@ int run_worker() {
     for (pp::Mode mode : plan.smoke) {
       if (std::find(passed.begin(), passed.end(), mode) == passed.end()) continue;
       bench.emplace_back(mode, eng::run_bench(mode, target, plan.bench_size, seed_of(mode)));
+      emit(pp::encode_progress(std::string("bench ") + std::string(pp::mode_key(mode))));
       pp::trace(std::string("bench ") + std::string(pp::mode_key(mode)));
     }
     for (auto& [mode, outcome] : bench) {

@@ -56,6 +56,11 @@ TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
   EXPECT_TRUE(r.smoke[Mode::bf16].ok);
   EXPECT_DOUBLE_EQ(*r.smoke[Mode::bf16].rel_error, 2e-3);
   EXPECT_FALSE(r.finished);
+  const pp::WorkerResult before = r;
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_progress("bench fp16"), r, error)) << error;
+  EXPECT_EQ(r.smoke.size(), before.smoke.size());  // a progress line records nothing
+  EXPECT_TRUE(r.bench.empty());
+  EXPECT_FALSE(r.finished);
   ASSERT_TRUE(pp::apply_result_line(pp::encode_done(), r, error));
   EXPECT_TRUE(r.finished);
 }

@@ -40,8 +40,8 @@ double boot_ms() {
 }
 
 bool enabled_once() {
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; the worker sets its one variable before
-  // any thread starts
+  // Read once; the worker sets its one variable (CUDA_VISIBLE_DEVICES) before any thread starts.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe)
   static const bool on = std::getenv("PRECISION_PROBE_TRACE") != nullptr;
   return on;
 }

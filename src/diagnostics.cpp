@@ -4,7 +4,6 @@
 #include "precision_probe/diagnostics.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -81,10 +80,7 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
                               ctx.system.exists("/proc/driver/nvidia/version");
   if (!driver_present) return;
   const std::vector<std::string> nodes = ctx.system.list_dir("/dev", "nvidia");
-  std::vector<std::string> gpus;
-  for (const std::string& n : nodes) {
-    if (n.size() > 6 && std::isdigit(static_cast<unsigned char>(n[6])) != 0) gpus.push_back(n);
-  }
+  const std::vector<std::string> gpus = gpu_device_nodes(ctx.system);
   const bool ctl = ctx.system.exists("/dev/nvidiactl");
   if (!ctl || gpus.empty()) {
     c.add("device-nodes-missing", ctx.gpu_wanted ? Severity::error : Severity::warning,

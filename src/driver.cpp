@@ -34,14 +34,6 @@ std::string cuda_version_text(int version) {
   return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
 }
 
-std::string format_uuid(const unsigned char (&b)[16], bool mig) {
-  return fmt::format(
-      "{}-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
-      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-      mig ? "MIG" : "GPU", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-      b[12], b[13], b[14], b[15]);
-}
-
 VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& value) {
   VisibleDevicesSpec spec;
   if (!value) return spec;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "precision_probe/driver.hpp"
+#include "precision_probe/strings.hpp"
 #include "precision_probe/system.hpp"
 
 #if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)

@@ -146,11 +146,7 @@ std::string not_run_reason(const Options& o, bool selected) {
 
 int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible,
                          const DeviceSelection& selection) {
-  std::size_t nodes = 0;
-  for (const std::string& n : system.list_dir("/dev", "nvidia")) {
-    if (n.size() > 6 && n.find_first_not_of("0123456789", 6) == std::string::npos) ++nodes;
-  }
-  std::size_t guess = nodes;
+  std::size_t guess = gpu_device_nodes(system).size();
   if (visible.set) guess = std::min(guess, visible.entries.size());
   if (!selection.all_gpus) guess = std::min(guess, selection.gpu_indices.size());
   return static_cast<int>(guess);

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -50,15 +52,9 @@ class ProcessEngine final : public Engine {
   void prestart(const Prestart& what) override {
     if (engine_path_.empty()) return;
     auto spawn = [this](DeviceKind kind) {
-      // A CPU worker never sees a GPU; a GPU worker inherits the environment and narrows
-      // CUDA_VISIBLE_DEVICES to its GPU from the plan, before it touches CUDA.
-      const std::vector<std::string> env = environment_with(
-          kind == DeviceKind::cpu ? std::vector<std::string>{"CUDA_VISIBLE_DEVICES="}
-                                  : std::vector<std::string>{});
-      auto child = std::make_unique<ChildProcess>();
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
-      if (child->start({engine_path_, "--worker"}, env, error)) {
+      if (auto child = start_worker(kind, std::nullopt, error)) {
         spares_.push_back({kind, std::move(child)});
       }
     };
@@ -83,18 +79,13 @@ class ProcessEngine final : public Engine {
         continue;
       }
       std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
+      std::string error;
+      if (!child) child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, error);
       if (!child) {
-        const std::string visible = plans[i].kind == DeviceKind::cuda
-                                        ? "CUDA_VISIBLE_DEVICES=" + plans[i].cuda_visible_devices
-                                        : "CUDA_VISIBLE_DEVICES=";
-        child = std::make_unique<ChildProcess>();
-        std::string error;
-        if (!child->start({engine_path_, "--worker"}, environment_with({visible}), error)) {
-          // An engine that cannot be started is a broken installation, not a failed check.
-          results[i].problem = ErrorKind::environment;
-          results[i].problem_message = error;
-          continue;
-        }
+        // An engine that cannot be started is a broken installation, not a failed check.
+        results[i].problem = ErrorKind::environment;
+        results[i].problem_message = error;
+        continue;
       }
       child->send_input(encode_plan(plans[i]) + "\n");
       workers[i].child = std::move(child);
@@ -286,14 +277,30 @@ class ProcessEngine final : public Engine {
     if (!detail.empty()) result.problem_message += ": " + detail;
   }
 
-  std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
-    for (auto it = spares_.begin(); it != spares_.end(); ++it) {
-      if (it->kind != kind) continue;
-      std::unique_ptr<ChildProcess> child = std::move(it->child);
-      spares_.erase(it);
-      if (child->running()) return child;
+  // Starts a worker, its plan to follow on stdin. A CPU worker never sees a GPU. A GPU worker
+  // sees `gpu` when it is known; started ahead (nullopt), it inherits the environment and narrows
+  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. nullptr (and `error`) on failure.
+  std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
+                                             std::string& error) const {
+    std::vector<std::string> overrides;
+    if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
+    if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
+    auto child = std::make_unique<ChildProcess>();
+    if (!child->start({engine_path_, "--worker"}, environment_with(overrides), error)) {
+      return nullptr;
     }
-    return nullptr;
+    return child;
+  }
+
+  // A worker started ahead for plans of this kind, or nullptr. One that died meanwhile is still
+  // handed out: its run reports what happened to it, as a freshly started one's would.
+  std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
+    const auto it = std::find_if(spares_.begin(), spares_.end(),
+                                 [kind](const Spare& s) { return s.kind == kind; });
+    if (it == spares_.end()) return nullptr;
+    std::unique_ptr<ChildProcess> child = std::move(it->child);
+    spares_.erase(it);
+    return child;
   }
 
   // A GPU worker reports the UUID of the GPU it ran on: anything but the planned one means

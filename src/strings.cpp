@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace precision_probe {
 
 std::string trim(std::string_view text) {
@@ -96,6 +98,14 @@ std::string error_string(int errnum) {
   char buffer[256] = {};
   // The GNU strerror_r returns the message (maybe not in `buffer`).
   return ::strerror_r(errnum, buffer, sizeof buffer);
+}
+
+std::string format_uuid(const unsigned char (&b)[16], bool mig) {
+  return fmt::format(
+      "{}-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
+      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+      mig ? "MIG" : "GPU", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+      b[12], b[13], b[14], b[15]);
 }
 
 }  // namespace precision_probe

@@ -79,4 +79,14 @@ class RealSystem final : public System {
 
 std::unique_ptr<System> make_real_system() { return std::make_unique<RealSystem>(); }
 
+std::vector<std::string> gpu_device_nodes(const System& system) {
+  std::vector<std::string> gpus;
+  for (const std::string& n : system.list_dir("/dev", "nvidia")) {
+    if (n.size() > 6 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
+      gpus.push_back(n);
+    }
+  }
+  return gpus;
+}
+
 }  // namespace precision_probe

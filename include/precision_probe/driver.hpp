@@ -141,7 +141,4 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
 // A CUDA version number as text: 13000 -> "13.0", 12040 -> "12.4".
 std::string cuda_version_text(int version);
 
-// "GPU-8f3a2b1c-...": the canonical text form of a 16-byte CUDA UUID.
-std::string format_uuid(const unsigned char (&bytes)[16], bool mig);
-
 }  // namespace precision_probe

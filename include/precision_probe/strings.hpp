@@ -28,4 +28,8 @@ std::string directory_of(const std::string& path);
 // strerror, thread-safe.
 std::string error_string(int errnum);
 
+// "GPU-8f3a2b1c-...": the canonical text form of a 16-byte CUDA UUID (as NVML and nvidia-smi
+// write it), for the probe's driver queries and the engine's workers alike.
+std::string format_uuid(const unsigned char (&bytes)[16], bool mig);
+
 }  // namespace precision_probe

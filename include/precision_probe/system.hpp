@@ -29,4 +29,8 @@ class System {
 
 std::unique_ptr<System> make_real_system();
 
+// The GPUs' device nodes in /dev ("nvidia0", "nvidia1", ...; not nvidiactl, nvidia-uvm and the
+// like), sorted.
+std::vector<std::string> gpu_device_nodes(const System& system);
+
 }  // namespace precision_probe

@@ -77,10 +77,6 @@ double median_of(std::vector<double> ms) {
   return ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
 }
 
-}  // namespace
-
-namespace {
-
 // Makes the inputs of `mode` (fresh random data from `seed`) and calls `measure(call)`, where
 // call(i) runs one GEMM on the i-th input set in turn. What a call needs besides its operands is
 // made beforehand (fp8's unit scales), so that nothing but the GEMM runs between the events.

@@ -8,10 +8,12 @@
 #include <ATen/cuda/CUDAEvent.h>
 
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "engine.hpp"
+#include "precision_probe/strings.hpp"
 
 namespace precision_probe::engine {
 
@@ -33,12 +35,10 @@ std::string device_name(const Target& target) {
 std::string device_uuid(const Target& target) {
   if (!target.cuda) return "";
   const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
-  std::string hex;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
-    hex += fmt::format("{:02x}", static_cast<unsigned char>(props->uuid.bytes[i]));
-  }
-  return "GPU-" + hex;
+  unsigned char bytes[16];
+  static_assert(sizeof bytes == sizeof props->uuid.bytes);
+  std::memcpy(bytes, props->uuid.bytes, sizeof bytes);
+  return format_uuid(bytes, false);
 }
 
 void synchronize(const Target& target) {

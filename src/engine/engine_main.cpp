@@ -57,14 +57,12 @@ int run_worker() {
   if (plan.kind == pp::DeviceKind::cuda) {
     target.cuda = true;
     target.device = at::Device(at::kCUDA, 0);  // the worker sees exactly one GPU
-    // The CPU side of a GPU worker is small (inputs, references): one thread spares it the
-    // start-up of a thread pool per core, which costs more than the work.
-    at::set_num_threads(1);
-  } else if (plan.bench_size == 0) {
-    // The CPU's checks are small and its training runs go four at once: one thread each keeps
-    // this worker off the cores the GPU workers' launching threads need.
-    at::set_num_threads(1);
   }
+  // One intra-op thread unless the CPU is benchmarked. A GPU worker's CPU side is small (inputs,
+  // references): a thread pool per core costs more to start than the work. A CPU worker's checks
+  // are small and its training runs go four at once: one thread each keeps it off the cores the
+  // GPU workers' launching threads need.
+  if (target.cuda || plan.bench_size == 0) at::set_num_threads(1);
   // The CUDA context and cuBLAS start in the background while the CPU prepares the inputs.
   std::thread warm([&target] {
     try {

@@ -2,6 +2,7 @@
 
 #include "fakes.hpp"
 #include "precision_probe/driver.hpp"
+#include "precision_probe/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::testing::driver_with;

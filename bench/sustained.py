@@ -3,9 +3,11 @@
 
 Runs back-to-back GEMMs of one precision for a few seconds (CUDA events around each), while
 nvidia-smi samples the SM clock, power draw and the active clock-event (throttle) reasons every
-20 ms, then prints one line per 100 ms window. Then compares two ways to time the same GEMM from
-an idle GPU: a burst (three warm-up calls, mean of the next ten: what quick checks do) and the
-probe's method (at least 200 ms of warm-up, median of 20 calls). Writes sustained-MODE.json.
+20 ms, then prints one line per 100 ms window. Then compares three ways to time the same GEMM
+from an idle GPU, three times each: a burst (three warm-up calls, mean of the next ten: what quick
+checks do), the probe's method (three warm-up calls queued back to back, median of the next 20)
+and its previous one (at least 25 ms of warm-up waiting for each call, median of 20). Writes
+sustained-MODE.json.
 
   usage: bench/sustained.py [--mode bf16] [--size 8192] [--seconds 3] [--out DIR]
 """
@@ -50,8 +52,17 @@ def burst(inputs, flop):
 
 
 def probe_method(inputs, flop):
+    torch.mm(*inputs[0])
+    torch.cuda.synchronize()
+    for i in range(3):  # queued back to back, the timed calls right behind them
+        torch.mm(*inputs[(i + 1) % len(inputs)])
+    ms = timed_calls(inputs, 20)
+    return flop / (statistics.median(ms) * 1e-3) / 1e12
+
+
+def old_method(inputs, flop):
     begin, done = time.perf_counter(), 0
-    while done < 3 or time.perf_counter() - begin < 0.2:
+    while done < 3 or time.perf_counter() - begin < 0.025:
         torch.mm(*inputs[done % len(inputs)])
         torch.cuda.synchronize()
         done += 1
@@ -112,26 +123,25 @@ def main():
             i = min(len(samples) - 1, int(win["t"] / args.seconds * len(samples)))
             win.update(samples[i])
 
-    time.sleep(2.0)
-    bursts = [burst(inputs, flop)]
-    time.sleep(2.0)
-    methods = [probe_method(inputs, flop)]
-    time.sleep(2.0)
-    bursts.append(burst(inputs, flop))
-    time.sleep(2.0)
-    methods.append(probe_method(inputs, flop))
+    bursts, methods, olds = [], [], []
+    for _ in range(3):
+        for method, into in ((burst, bursts), (probe_method, methods), (old_method, olds)):
+            time.sleep(2.0)
+            into.append(method(inputs, flop))
 
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"sustained-{args.mode}.json"), "w") as f:
         json.dump({"mode": args.mode, "size": n, "windows": windows, "samples": samples,
-                   "burst_tflops": bursts, "probe_method_tflops": methods}, f, indent=1)
+                   "burst_tflops": bursts, "probe_method_tflops": methods,
+                   "previous_method_tflops": olds}, f, indent=1)
     print(f"{torch.cuda.get_device_name(0)} {args.mode} {n}^3, back-to-back for {args.seconds} s")
     print(f"{'t s':>5} {'TFLOP/s':>8} {'SM MHz':>7} {'W':>6} {'C':>4}  reasons")
     for win in windows[::2]:
         print(f"{win['t']:5.1f} {win['tflops']:8.1f} {win.get('sm_mhz', 0):7.0f} {win.get('watts', 0):6.0f} "
               f"{win.get('celsius', 0):4.0f}  {win.get('reasons', '')}")
     print(f"burst (3 warm-up, mean of 10): {' '.join(f'{b:.1f}' for b in bursts)} TFLOP/s")
-    print(f"probe method (>=200 ms warm-up, median of 20): {' '.join(f'{m:.1f}' for m in methods)} TFLOP/s")
+    print(f"probe method (3 warm-up calls back to back, median of 20): {' '.join(f'{m:.1f}' for m in methods)} TFLOP/s")
+    print(f"previous method (>=25 ms warm-up, waiting for each call): {' '.join(f'{m:.1f}' for m in olds)} TFLOP/s")
     return 0
 
 

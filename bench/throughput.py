@@ -3,8 +3,9 @@
 
 For every precision the probe measures on GPU 0, times torch.mm (torch._scaled_mm for fp8) the way
 the probe does: the same size and dtypes, random inputs, three input sets used in turn; for every
-precision (1) after a 2 s rest, right after warm-up (at least three calls and 25 ms), CUDA
-events around each of 20 calls, the median; then for every precision (2) after a rest and at
+precision (1) after a 2 s rest, right after warm-up (three calls queued back to back, the timed
+ones right behind them), CUDA events around each of the calls that fit in about 30 ms (8 to 20),
+the median; then for every precision (2) after a rest and at
 least a second of continuous load, the same. Three rounds, PyTorch
 and the probe in turn; the median of each side's rounds is compared. Prints both, their ratio, and
 the probe's share of the datasheet dense peak; writes bench-throughput.json.
@@ -30,8 +31,13 @@ MODES = ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
 
 
 def median_ms(call, warmup_calls, warmup_s, reps, offset):
+    # As the probe's time_calls: `warmup_calls` queued back to back, then calls for `warmup_s`
+    # (waiting for each), then the timed calls right behind them.
     begin, done = time.perf_counter(), 0
-    while done < warmup_calls or time.perf_counter() - begin < warmup_s:
+    while done < warmup_calls:
+        call(offset + done)
+        done += 1
+    while time.perf_counter() - begin < warmup_s:
         call(offset + done)
         torch.cuda.synchronize()
         done += 1
@@ -86,9 +92,13 @@ def torch_tflops(mode, n, sustained, reps=20):
         if sustained:
             ms, _ = median_ms(call, 0, 1.0, reps, 0)
         else:
+            # As the probe: one call says how long a call takes, and the timed calls fill about
+            # 30 ms (8 to 20 of them).
+            begin = time.perf_counter()
             call(0)
             torch.cuda.synchronize()
-            ms, _ = median_ms(call, 3, 0.025, reps, 1)
+            first_ms = (time.perf_counter() - begin) * 1e3
+            ms, _ = median_ms(call, 3, 0.0, max(8, min(reps, int(30.0 / first_ms))), 1)
         return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
     finally:
         torch.set_float32_matmul_precision("highest")
@@ -153,7 +163,7 @@ def main():
                    "targets": {"within_3_percent": within, "bf16_75_percent_of_peak": bf16_ok}}, f, indent=2)
 
     fmt = lambda v, spec: format(v, spec) if v is not None else "-"
-    print(f"{gpu['name']}, {args.size}^3 GEMM, median of 20 (CUDA events), median of {args.rounds} rounds each")
+    print(f"{gpu['name']}, {args.size}^3 GEMM, median per measurement (CUDA events), median of {args.rounds} rounds each")
     print(f"{'mode':10} {'probe TF/s':>10} {'torch TF/s':>10} {'ratio':>6} {'vs fp32':>8} {'% peak':>7} "
           f"{'torch %':>7} | {'sustained: probe':>16} {'torch':>7} {'ratio':>6}")
     for r in rows:

@@ -72,6 +72,9 @@ std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<
 
 namespace {
 
+constexpr double kSlowCallMs = 200.0;  // a call this slow gets three repetitions and one figure
+constexpr int kGpuReps = 20;
+
 double median_of(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   return ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
@@ -138,18 +141,29 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
     with_gemm(mode, target, size, seed, [&](const std::function<void(int)>& call) {
       rest(target, std::chrono::milliseconds(2000));
       // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision)
-      // gets fewer repetitions so that the benchmark stays within a few seconds.
+      // gets fewer repetitions so that the benchmark stays within a few seconds. On a GPU the
+      // timed calls fill about 30 ms: an H200 holds its first clocks for 30-45 ms of tensor-core
+      // load before its power limit acts, and tf32's 20 calls of 2.7 ms straddled that moment
+      // (10 % apart from one measurement to the next). The call also pays one-off costs (kernel
+      // loading, clocks rising from idle), so it errs towards fewer calls, never below 8.
       const auto first = std::chrono::steady_clock::now();
       call(0);
       synchronize(target);
       const double first_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first)
               .count();
-      o.reps = first_ms > 200.0 ? 3 : (target.cuda ? 20 : 5);
-      // Right after warm-up: the clocks have risen (within milliseconds) and no power or thermal
-      // limit has acted yet; the datasheet's peak assumes these clocks.
+      if (first_ms > kSlowCallMs) {
+        o.reps = 3;
+      } else if (target.cuda) {
+        o.reps = std::clamp(static_cast<int>(30.0 / first_ms), 8, kGpuReps);
+      } else {
+        o.reps = 5;
+      }
+      // Right after warm-up (three calls queued back to back, the timed ones behind them): the
+      // clocks have risen (within milliseconds) and no power or thermal limit has acted yet; the
+      // datasheet's peak assumes these clocks.
       o.ms = median_of(
-          time_calls(target, target.cuda ? 3 : 1, std::chrono::milliseconds(25), o.reps, call));
+          time_calls(target, target.cuda ? 3 : 1, std::chrono::milliseconds(0), o.reps, call));
     });
     o.tflops = tflops_of(size, *o.ms);
     o.ran = true;
@@ -166,14 +180,14 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
 }
 
 void measure_sustained(Mode mode, const Target& target, std::uint64_t seed, BenchOutcome& o) {
-  if (!target.cuda || !o.ok || o.reps < 20) return;  // slow calls: one figure is enough
+  if (!target.cuda || !o.ok || *o.ms > kSlowCallMs) return;  // slow calls: one figure is enough
   try {
     with_gemm(mode, target, o.size, seed, [&](const std::function<void(int)>& call) {
       rest(target, std::chrono::milliseconds(500));  // the load below sets the state anyway
       // Under continuous load: an H200 at full tensor-core load reaches its power limit within a
       // few hundred milliseconds and settles at lower clocks.
       o.sustained_ms =
-          median_of(time_calls(target, 0, std::chrono::milliseconds(1000), o.reps, call));
+          median_of(time_calls(target, 0, std::chrono::milliseconds(1000), kGpuReps, call));
     });
     o.sustained_tflops = tflops_of(o.size, *o.sustained_ms);
   } catch (const std::exception& e) {

@@ -50,9 +50,9 @@ void synchronize(const Target& target);
 // Creates the CUDA context and the cuBLAS/cuBLASLt handles: the slow, one-off part of the first
 // kernel. The worker runs it in a thread while the CPU prepares the inputs.
 void warm_up(const Target& target);
-// Times `reps` calls of `call(i)` after untimed ones: at least `warmup` calls and, on a GPU, at
-// least `min_warmup` of them: device events around each call on a GPU, a steady clock on the CPU.
-// Returns each timed call's milliseconds.
+// Times `reps` calls of `call(i)` after untimed ones: `warmup` calls queued back to back and, on a
+// GPU, then calls for at least `min_warmup`; device events around each call on a GPU, a steady
+// clock on the CPU. Returns each timed call's milliseconds.
 std::vector<double> time_calls(const Target& target, int warmup,
                                std::chrono::milliseconds min_warmup, int reps,
                                const std::function<void(int)>& call);

@@ -73,7 +73,9 @@ std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<
 namespace {
 
 constexpr double kSlowCallMs = 200.0;  // a call this slow gets three repetitions and one figure
-constexpr int kGpuReps = 20;
+constexpr int kGpuReps = 20;  // timed calls on a GPU: at most, and for the sustained figure
+constexpr int kMinGpuReps = 8;
+constexpr double kFirstFigureMs = 30.0;  // the load the first figure's timed calls fill
 
 double median_of(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
@@ -155,7 +157,7 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
       if (first_ms > kSlowCallMs) {
         o.reps = 3;
       } else if (target.cuda) {
-        o.reps = std::clamp(static_cast<int>(30.0 / first_ms), 8, kGpuReps);
+        o.reps = std::clamp(static_cast<int>(kFirstFigureMs / first_ms), kMinGpuReps, kGpuReps);
       } else {
         o.reps = 5;
       }

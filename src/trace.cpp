@@ -2,6 +2,7 @@
 // counted from the process's start (the kernel's start time, so the dynamic loading of LibTorch
 // before main() is included).
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,8 +55,11 @@ void trace(std::string_view what) {
   if (!enabled_once()) return;
   static const double start = process_start_ms();
   static const char* const name = program_invocation_short_name;
-  std::fprintf(stderr, "trace: %-24s %7.1f ms  %.*s\n", name, boot_ms() - start,
-               static_cast<int>(what.size()), what.data());
+  // Minor page faults so far: where a phase's time goes to mapping in library pages.
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr, "trace: %-24s %7.1f ms %7ld flt  %.*s\n", name, boot_ms() - start,
+               usage.ru_minflt, static_cast<int>(what.size()), what.data());
 }
 
 }  // namespace precision_probe

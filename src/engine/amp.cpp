@@ -306,6 +306,82 @@ AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
   return s;
 }
 
+std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const Target& target) {
+  std::vector<Preload> preloads;
+  if (!target.cuda || modes.empty() || !unusable_reason(target).empty()) return preloads;
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(target.device);
+  // Tensors of the training shapes, on the device, made in the preloads themselves (zeros: the
+  // values do not matter, and the kernel that fills them is one the training runs use too).
+  struct Shapes {
+    at::Tensor x, w, b, y;
+  };
+  auto shapes = [f32](at::ScalarType t) {
+    return Shapes{at::zeros({kGpuBatch, kIn}, f32.dtype(t)),
+                  at::zeros({kHidden, kIn}, f32.dtype(t)), at::zeros({kHidden}, f32.dtype(t)),
+                  at::zeros({kGpuBatch}, f32.dtype(at::kLong))};
+  };
+  auto add = [&preloads, &target](std::function<void()> op) {
+    preloads.emplace_back([op = std::move(op), &target] {
+      const at::NoGradGuard no_grad;
+      op();
+      synchronize(target);
+    });
+  };
+  // The operations of forward(), its backward pass, train() and sgd_step(): keep them in step.
+  // One left out costs time only (its code loads when the training runs first meet it).
+  std::vector<at::ScalarType> dtypes = {at::kFloat};
+  for (Mode mode : modes) dtypes.push_back(low_dtype(mode));
+  for (at::ScalarType t : dtypes) {
+    // The linear layers, through cuBLAS (one module per type and layout): forward with its
+    // bias, the input gradient, the weight gradient. Autocast's casts come with them.
+    add([=] {
+      const Shapes s = shapes(at::kFloat);
+      at::linear(s.x.to(t), s.w.to(t), s.b.to(t));
+    });
+    add([=] {
+      const Shapes s = shapes(t);
+      at::mm(s.x, s.w);
+    });
+    add([=] {
+      const Shapes s = shapes(t);
+      at::mm(s.x.t(), s.x);
+    });
+  }
+  add([=] { shapes(at::kFloat).x.sum(0); });  // bias gradients
+  add([=] {
+    const at::Tensor x = shapes(at::kFloat).x;
+    at::gelu_backward(x, at::gelu(x));
+  });
+  add([=] {
+    const Shapes s = shapes(at::kFloat);
+    const auto [out, mean, rstd] = at::native_layer_norm(s.x, {kHidden}, s.b, s.b, 1e-5);
+    at::native_layer_norm_backward(out, s.x, {kHidden}, mean, rstd, s.b, s.b, {true, true, true});
+  });
+  add([=] {
+    const Shapes s = shapes(at::kFloat);
+    const at::Tensor logp = at::log_softmax(s.x, 1);  // kIn columns stand for kClasses
+    at::_log_softmax_backward_data(logp, logp, 1, at::kFloat);
+    const auto [loss, total_weight] =
+        at::nll_loss_forward(logp, s.y, {}, at::Reduction::Mean, -100);
+    at::nll_loss_backward(loss, logp, s.y, {}, at::Reduction::Mean, -100, total_weight);
+  });
+  add([=] {
+    // Loss scaling, and what train() does with the losses and flags it keeps.
+    std::vector<at::Tensor> grads = {shapes(at::kFloat).w};
+    at::Tensor scale = at::full({1}, kInitialScale, f32);
+    at::Tensor growth_tracker = at::zeros({1}, f32.dtype(at::kInt));
+    at::Tensor found_inf = at::zeros({1}, f32);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, scale.reciprocal());
+    at::_amp_update_scale_(scale, growth_tracker, found_inf, 2.0, 0.5, kGrowthInterval);
+    at::cat({(found_inf * scale).sum().reshape({1}), found_inf}).to(at::kDouble);
+  });
+  add([=] {
+    const Shapes s = shapes(at::kFloat);
+    sgd_step({s.w, s.b}, {s.w.clone(), s.b.clone()}, at::zeros({1}, f32), f32);
+  });
+  return preloads;
+}
+
 std::vector<double> train_fp32(const AmpSetup& setup, const Target& target) {
   return train(setup, target, std::nullopt, false).losses;
 }

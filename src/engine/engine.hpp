@@ -104,10 +104,21 @@ class Float32PrecisionScope {
   std::string saved_;
 };
 
-// Runs every ready smoke test once, untimed, each in its own thread: the first use of a cuBLAS
-// kernel loads its code (about 0.1 s each on an H200), and the loads overlap this way. Skips tf32:
-// the float32 matmul precision is process-wide, and tf32 shares fp32's kernels' code anyway.
-void preload_kernels(const std::vector<PreparedSmoke>& prepared, const Target& target);
+// --- Kernel preloads (smoke.cpp, amp.cpp)
+// ---------------------------------------------------------
+
+// An operation run once, untimed, for the code it loads. The first use of a kernel makes the
+// driver load its module: about 0.1 s per cuBLAS GEMM type on an H200, 5-30 ms per module of
+// LibTorch's own kernels, 0.33 s in all for a run's operations one after another. Asked from
+// threads of their own, the loads overlap: 0.13-0.16 s for all of them.
+using Preload = std::function<void()>;
+// Every ready smoke test's matmul. Skips tf32: the float32 matmul precision is process-wide, and
+// tf32 shares fp32's kernels' code anyway.
+std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
+                                    const Target& target);
+// Runs every preload at once, each on its own thread, and waits for all. A preload that throws
+// is passed over: the check that runs the same operation meets the error and reports it.
+void run_preloads(const std::vector<Preload>& preloads);
 
 // One smoke test: C = A x B in `mode` on fresh random inputs drawn from `seed`, compared with a
 // float64 reference computed on the CPU from the same (quantised) inputs.
@@ -147,6 +158,11 @@ struct AmpSetup {
 };
 // The data and the initial parameters every run starts from.
 AmpSetup prepare_amp(const Target& target, std::uint64_t seed);
+// The operations of the training steps in `modes` (and of their fp32 references), each alone, at
+// the training shapes: forward, backward (its functions called directly: through autograd, every
+// backward pass queues on the device's one autograd thread), loss scaling and the optimizer step.
+// Nothing on a CPU, where there is no code to load.
+std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const Target& target);
 // The training runs for `modes` (autocast, and loss scaling for amp_fp16), each checked against
 // an fp32 run of the same steps. All runs, the fp32 ones too, go at once on threads of their own.
 std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,

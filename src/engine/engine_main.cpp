@@ -81,22 +81,6 @@ int run_worker() {
   }
   pp::trace("inputs and references prepared");
   warm.join();
-  // The training runs go in threads of their own, alongside everything else (autocast state is
-  // per thread); they take longest, so they start as soon as the CUDA context exists (started
-  // before, their first use of the device slowed the context's creation threefold on an H200).
-  // Only tf32, which changes the process-wide float32 matmul precision, waits for them: their
-  // fp32 references must run without TF32.
-  eng::AmpSetup amp_setup;
-  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
-  std::thread amp_thread;
-  if (!plan.amp.empty()) {
-    amp_thread = std::thread([&] {
-      amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000);
-      pp::trace("training data on the device");
-      amp_results = eng::run_amp(plan.amp, amp_setup, target);
-      pp::trace("training runs done");
-    });
-  }
   try {
     if (eng::unusable_reason(target).empty()) {
       emit(pp::encode_device(eng::device_name(target), eng::device_uuid(target)));
@@ -104,8 +88,29 @@ int run_worker() {
   } catch (const std::exception& e) {
     std::cerr << "precision-probe-engine: " << eng::error_text(e) << '\n';
   }
+  // Every kernel the checks will use, loaded at once (GPUs only), and alongside, the training
+  // data drawn on the CPU and copied to the device.
+  std::vector<eng::Preload> preloads = eng::smoke_preloads(prepared, target);
+  for (eng::Preload& p : eng::amp_preloads(plan.amp, target)) preloads.push_back(std::move(p));
+  eng::AmpSetup amp_setup;
+  if (!plan.amp.empty()) {
+    preloads.emplace_back(
+        [&] { amp_setup = eng::prepare_amp(target, plan.seed * 1000003ULL + 1000); });
+  }
+  eng::run_preloads(preloads);
+  pp::trace("kernels preloaded");
+  // The training runs go in a thread of their own (and threads of theirs), alongside the smoke
+  // tests (autocast state is per thread). Only tf32, which changes the process-wide float32
+  // matmul precision, waits for them: their fp32 references must run without TF32.
+  std::vector<std::pair<pp::Mode, pp::AmpOutcome>> amp_results;
+  std::thread amp_thread;
+  if (!plan.amp.empty()) {
+    amp_thread = std::thread([&] {
+      amp_results = eng::run_amp(plan.amp, amp_setup, target);
+      pp::trace("training runs done");
+    });
+  }
 
-  eng::preload_kernels(prepared, target);
   std::vector<pp::Mode> passed;  // smoke tests that passed: the ones worth benchmarking
   auto run_smoke = [&](const eng::PreparedSmoke& p) {
     const pp::SmokeOutcome outcome = eng::execute_smoke(p, target);

@@ -9,8 +9,9 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
-#include <thread>
 #include <cmath>
+#include <functional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -205,23 +206,36 @@ std::pair<at::Tensor, at::Tensor> device_operands(const PreparedSmoke& p, const 
 
 }  // namespace
 
-void preload_kernels(const std::vector<PreparedSmoke>& prepared, const Target& target) {
-  if (!target.cuda) return;
-  std::vector<std::thread> threads;
+std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
+                                    const Target& target) {
+  std::vector<Preload> preloads;
+  if (!target.cuda) return preloads;
   for (const PreparedSmoke& p : prepared) {
     if (!p.ready || p.mode == Mode::tf32) continue;
-    threads.emplace_back([&p, &target] {
-      try {
-        const auto [a, b] = device_operands(p, target);
-        matmul(p.mode, a, b, target);
-        synchronize(target);
-      } catch (const std::exception&) {
-        // The real run meets the same error and reports it.
-      }
+    preloads.emplace_back([&p, &target] {
+      const auto [a, b] = device_operands(p, target);
+      matmul(p.mode, a, b, target);
+      synchronize(target);  // an error of the kernel surfaces here, not in another check
     });
   }
+  return preloads;
+}
+
+void run_preloads(const std::vector<Preload>& preloads) {
+  auto run = [](const Preload& preload, std::size_t index) {
+    try {
+      preload();
+    } catch (const std::exception&) {
+      // The check that runs the same operation meets the error and reports it.
+    }
+    trace(fmt::format("  preload {} done", index));
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(preloads.size());
+  for (std::size_t i = 0; i < preloads.size(); ++i) {
+    threads.emplace_back(run, std::cref(preloads[i]), i);
+  }
   for (std::thread& t : threads) t.join();
-  trace("kernels preloaded");
 }
 
 SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
 #include "engine.hpp"
 
 namespace pp = precision_probe;
@@ -81,4 +87,34 @@ TEST(EngineCpu, BenchMeasuresAPositiveThroughput) {
   EXPECT_EQ(o.timer, "steady clock");
   // The throughput is what the time says: 2 n^3 FLOP per GEMM.
   EXPECT_NEAR(*o.tflops, 2.0 * 128 * 128 * 128 / (*o.ms * 1e-3) / 1e12, 1e-9);
+}
+
+TEST(EnginePreloads, AllRunAtOnceAndOneThatThrowsStopsNoOther) {
+  constexpr int kCount = 4;
+  std::atomic<int> started{0};
+  std::atomic<int> saw_all{0};
+  std::vector<eng::Preload> preloads;
+  for (int i = 0; i < kCount; ++i) {
+    preloads.emplace_back([&, i] {
+      ++started;
+      // Each waits (up to 10 s) for the others to have started: only preloads on threads of
+      // their own, all at once, all see every one started.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started.load() < kCount && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      if (started.load() == kCount) ++saw_all;
+      if (i == 1) throw std::runtime_error("no kernel image is available for execution");
+    });
+  }
+  EXPECT_NO_THROW(eng::run_preloads(preloads));
+  EXPECT_EQ(started.load(), kCount);
+  EXPECT_EQ(saw_all.load(), kCount);
+}
+
+TEST(EnginePreloads, NothingToLoadOnTheCpu) {
+  const std::vector<eng::PreparedSmoke> prepared = {eng::prepare_smoke(Mode::fp32, kCpu, 3)};
+  ASSERT_TRUE(prepared.front().ready);
+  EXPECT_TRUE(eng::smoke_preloads(prepared, kCpu).empty());
+  EXPECT_TRUE(eng::amp_preloads({Mode::amp_fp16, Mode::amp_bf16}, kCpu).empty());
 }

@@ -74,3 +74,15 @@ TEST(EngineAmpGpu, BothModesAtOnceMatchTheirSeparateRuns) {
     EXPECT_NEAR(*o.fp32_loss_end, *alone.fp32_loss_end, 1e-4 * std::abs(*alone.fp32_loss_end));
   }
 }
+
+TEST(EngineAmpGpu, EveryTrainingPreloadRunsOnTheGpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible to LibTorch";
+  const std::vector<eng::Preload> preloads =
+      eng::amp_preloads({Mode::amp_fp16, Mode::amp_bf16}, gpu0());
+  // fp32, fp16 and bf16 linear layers (3 GEMMs each), and the rest of a step.
+  EXPECT_GT(preloads.size(), 9U);
+  // One that throws would be passed over in silence by run_preloads: here each must run.
+  for (std::size_t i = 0; i < preloads.size(); ++i) {
+    EXPECT_NO_THROW(preloads[i]()) << "preload " << i;
+  }
+}

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine.hpp"
 
 #ifdef PP_TORCH_CUDA
@@ -54,6 +56,27 @@ TEST(EngineGpu, EveryPrecisionTheHardwareHasComputesTheRightNumbers) {
     EXPECT_GT(*o.rel_error, 0.0);
     EXPECT_LE(*o.rel_error, o.tolerance);
     EXPECT_EQ(o.m, 256);
+  }
+}
+
+TEST(EngineGpu, EverySmokePreloadRunsOnTheGpu) {
+  REQUIRE_GPU(cc);
+  // A preload that throws is passed over in silence (its check reports the error): here each must
+  // run, or the code it should load is loaded later, one module after another.
+  std::vector<eng::PreparedSmoke> prepared;
+  std::vector<Mode> modes;
+  for (Mode m : pp::kPrecisionModes) {
+    if (pp::gpu_hardware_support(*cc, m).hardware != pp::Hardware::native) continue;
+    eng::PreparedSmoke p = eng::prepare_smoke(m, gpu0(), 5);
+    if (!p.ready) continue;  // this LibTorch lacks the API
+    prepared.push_back(std::move(p));
+    modes.push_back(m);
+  }
+  const std::vector<eng::Preload> preloads = eng::smoke_preloads(prepared, gpu0());
+  const bool has_tf32 = std::find(modes.begin(), modes.end(), Mode::tf32) != modes.end();
+  EXPECT_EQ(preloads.size(), modes.size() - (has_tf32 ? 1 : 0));  // tf32 shares fp32's code
+  for (std::size_t i = 0; i < preloads.size(); ++i) {
+    EXPECT_NO_THROW(preloads[i]()) << "preload " << i;
   }
 }
 

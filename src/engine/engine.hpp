@@ -104,8 +104,7 @@ class Float32PrecisionScope {
   std::string saved_;
 };
 
-// --- Kernel preloads (smoke.cpp, amp.cpp)
-// ---------------------------------------------------------
+// --- Kernel preloads (smoke.cpp, amp.cpp) --------------------------------------------------------
 
 // An operation run once, untimed, for the code it loads. The first use of a kernel makes the
 // driver load its module: about 0.1 s per cuBLAS GEMM type on an H200, 5-30 ms per module of

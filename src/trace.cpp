@@ -55,7 +55,7 @@ void trace(std::string_view what) {
   if (!enabled_once()) return;
   static const double start = process_start_ms();
   static const char* const name = program_invocation_short_name;
-  // Minor page faults so far: where a phase's time goes to mapping in library pages.
+  // Minor page faults so far: loading libraries and kernel code shows as faults.
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   std::fprintf(stderr, "trace: %-24s %7.1f ms %7ld flt  %.*s\n", name, boot_ms() - start,

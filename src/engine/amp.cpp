@@ -14,7 +14,6 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -408,16 +407,11 @@ Attempt attempt(const std::function<Run()>& fn) {
   return a;
 }
 
-// Runs every job at once, each on a thread of its own (the calling thread takes the last), and
-// waits for all. Training is host-bound (many small kernels): threads overlap the launching.
+// Runs every job at once and waits for all. Training is host-bound (many small kernels): threads
+// overlap the launching.
 std::vector<Attempt> run_all(const std::vector<std::function<Run()>>& jobs) {
   std::vector<Attempt> attempts(jobs.size());
-  std::vector<std::thread> threads;
-  for (std::size_t i = 0; i + 1 < jobs.size(); ++i) {
-    threads.emplace_back([&, i] { attempts[i] = attempt(jobs[i]); });
-  }
-  if (!jobs.empty()) attempts.back() = attempt(jobs.back());
-  for (std::thread& t : threads) t.join();
+  run_at_once(jobs.size(), [&](std::size_t i) { attempts[i] = attempt(jobs[i]); });
   return attempts;
 }
 

@@ -118,6 +118,9 @@ std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
 // Runs every preload at once, each on its own thread, and waits for all. A preload that throws
 // is passed over: the check that runs the same operation meets the error and reports it.
 void run_preloads(const std::vector<Preload>& preloads);
+// Runs task(0) ... task(count - 1) at once, each on a thread of its own (the calling thread takes
+// the last), and waits for all. `task` must not throw.
+void run_at_once(std::size_t count, const std::function<void(std::size_t)>& task);
 
 // One smoke test: C = A x B in `mode` on fresh random inputs drawn from `seed`, compared with a
 // float64 reference computed on the CPU from the same (quantised) inputs.
@@ -128,9 +131,8 @@ double smoke_tolerance(Mode mode);
 
 // --- Throughput (bench.cpp) ---------------------------------------------------------------------
 
-// A square GEMM of `size` in `mode`, on random inputs rotated between runs, timed after warm-up;
-// the median of the runs.
-// The GEMM throughput right after warm-up (on GPUs after a rest, at boost clocks).
+// The throughput of a square GEMM of `size` in `mode` right after warm-up (on GPUs after a rest,
+// at boost clocks): random inputs rotated between calls, the median of the timed calls.
 BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed);
 // On GPUs, adds the throughput after a second of continuous load (sustained_*) to a benchmark
 // that passed. Run it after every precision's run_bench: the loads would skew the others' start.

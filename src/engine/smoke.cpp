@@ -221,21 +221,23 @@ std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
   return preloads;
 }
 
+void run_at_once(std::size_t count, const std::function<void(std::size_t)>& task) {
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (std::size_t i = 0; i + 1 < count; ++i) threads.emplace_back(task, i);
+  if (count > 0) task(count - 1);
+  for (std::thread& t : threads) t.join();
+}
+
 void run_preloads(const std::vector<Preload>& preloads) {
-  auto run = [](const Preload& preload, std::size_t index) {
+  run_at_once(preloads.size(), [&preloads](std::size_t i) {
     try {
-      preload();
+      preloads[i]();
     } catch (const std::exception&) {
       // The check that runs the same operation meets the error and reports it.
     }
-    trace(fmt::format("  preload {} done", index));
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(preloads.size());
-  for (std::size_t i = 0; i < preloads.size(); ++i) {
-    threads.emplace_back(run, std::cref(preloads[i]), i);
-  }
-  for (std::thread& t : threads) t.join();
+    trace(fmt::format("  preload {} done", i));
+  });
 }
 
 SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {

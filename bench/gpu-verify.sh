@@ -38,4 +38,4 @@ fi
 python3 bench/startup.py --probe $P --out "$OUT" >> "$LOG" 2>&1
 python3 bench/throughput.py --probe $P --out "$OUT" >> "$LOG" 2>&1
 python3 bench/sustained.py --mode bf16 --seconds 2 --out "$OUT" >> "$LOG" 2>&1
-grep -E "^===== .*: exit|TF/s|full probe|AMP section|--quick:|within 3%|^(fp32|tf32|fp16|bf16|fp8)|^burst|^probe method" "$LOG"
+grep -E "^===== .*: exit|TF/s|full probe|AMP section|early CUDA context|--quick:|within 3%|^(fp32|tf32|fp16|bf16|fp8)|^burst|^probe method" "$LOG"

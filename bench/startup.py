@@ -5,7 +5,8 @@ Measures wall time (median of N runs, plus the first, cold run) of:
   quick      precision-probe --quick                      vs  nvidia-smi --query-gpu=compute_cap
   full       precision-probe (smoke tests on every GPU)   vs  the Python check (import torch,
                                                               fp16 and bf16 3x3 matmuls)
-and the peak RSS of the largest process of each (the probe's worker included). Prints a table
+and the peak RSS of the largest process of each (the probe's worker included); and the full probe
+with PRECISION_PROBE_EARLY_CONTEXT=0, to show what the early CUDA context saves. Prints a table
 and writes bench-startup.json. Targets (docs/performance.md): full <= 1.0 s and >= 6x faster
 than the Python check; --quick <= 0.15 s.
 
@@ -83,18 +84,21 @@ def main():
     rows.append(measure("python3 torch fp16/bf16 check", [sys.executable, "-c", PYTHON_CHECK], max(2, args.runs // 2)))
     rows.append(measure("precision-probe (full)", [args.probe, "--format", "json"], args.runs))
     rows.append(measure("precision-probe --no-amp", [args.probe, "--no-amp", "--format", "json"], args.runs))
+    rows.append(measure("probe, no early CUDA context", ["env", "PRECISION_PROBE_EARLY_CONTEXT=0", args.probe, "--format", "json"], args.runs))
 
     by_name = {r["name"]: r for r in rows}
     full = by_name["precision-probe (full)"]["median_s"]
     python = by_name["python3 torch fp16/bf16 check"]["median_s"]
     quick = by_name["precision-probe --quick"]["median_s"]
     no_amp = by_name["precision-probe --no-amp"]["median_s"]
+    no_early = by_name["probe, no early CUDA context"]["median_s"]
     summary = {
         "full_s": full,
         "python_check_s": python,
         "speedup_vs_python": python / full,
         "quick_s": quick,
         "amp_cost_s": full - no_amp,
+        "early_context_saves_s": no_early - full,
         "targets": {
             "full_at_most_1s": full <= 1.0,
             "full_6x_faster_than_python": python / full >= 6.0,
@@ -116,6 +120,7 @@ def main():
     print(f"full probe: {full:.3f} s, {python / full:.1f}x faster than the Python check "
           f"(targets: <= 1.0 s: {'met' if full <= 1.0 else 'MISSED'}, >= 6x: {'met' if python / full >= 6 else 'MISSED'})")
     print(f"AMP section: {full - no_amp:.3f} s (target <= 0.3 s: {'met' if full - no_amp <= 0.3 else 'MISSED'})")
+    print(f"early CUDA context: {no_early - full:.3f} s saved (full probe without it: {no_early:.3f} s)")
     print(f"--quick: {quick:.3f} s (target <= 0.15 s: {'met' if quick <= 0.15 else 'MISSED'})"
           + (f", {summary['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in summary else ""))
     return 0

@@ -152,6 +152,11 @@ int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible
   return static_cast<int>(guess);
 }
 
+bool one_gpu_in_view(const System& system, const VisibleDevicesSpec& visible) {
+  if (!visible.set) return gpu_device_nodes(system).size() == 1;
+  return visible.entries.size() == 1 && !starts_with(visible.entries[0], "MIG-");
+}
+
 namespace {
 
 // The engine's limits for what is left of the run's time budget.
@@ -259,7 +264,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
   // asked what there is to plan.
   if (!options.quick) {
-    deps.engine.prestart({true, expected_gpu_workers(sys, visible, options.devices)});
+    const int gpus = expected_gpu_workers(sys, visible, options.devices);
+    deps.engine.prestart({true, gpus, gpus == 1 && one_gpu_in_view(sys, visible)});
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();
   trace("NVML answered");
@@ -271,7 +277,11 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     cuda = deps.driver.query_cuda();
     facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
   } else if (!options.quick) {
-    pending_cuda = std::async(std::launch::async, [&deps] { return deps.driver.query_cuda(); });
+    pending_cuda = std::async(std::launch::async, [&deps] {
+      CudaSnapshot snapshot = deps.driver.query_cuda();
+      trace("cuInit done (in the background)");
+      return snapshot;
+    });
   }
 
   // --- Selection ---

@@ -51,15 +51,15 @@ class ProcessEngine final : public Engine {
 
   void prestart(const Prestart& what) override {
     if (engine_path_.empty()) return;
-    auto spawn = [this](DeviceKind kind) {
+    auto spawn = [this](DeviceKind kind, bool early_context) {
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
-      if (auto child = start_worker(kind, std::nullopt, error)) {
+      if (auto child = start_worker(kind, std::nullopt, early_context, error)) {
         spares_.push_back({kind, std::move(child)});
       }
     };
-    if (what.cpu) spawn(DeviceKind::cpu);
-    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda);
+    if (what.cpu) spawn(DeviceKind::cpu, false);
+    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda, what.gpu_known);
     trace(fmt::format("{} worker(s) started ahead", spares_.size()));
   }
 
@@ -80,7 +80,14 @@ class ProcessEngine final : public Engine {
       }
       std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
       std::string error;
-      if (!child) child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, error);
+      if (!child) {
+        // Started for a GPU known by its UUID: it can begin its CUDA context at once (not a
+        // collective's worker, which sees several).
+        const bool early_context = plans[i].kind == DeviceKind::cuda &&
+                                   plans[i].collective_ranks == 0 &&
+                                   starts_with(plans[i].cuda_visible_devices, "GPU-");
+        child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, early_context, error);
+      }
       if (!child) {
         // An engine that cannot be started is a broken installation, not a failed check.
         results[i].problem = ErrorKind::environment;
@@ -279,14 +286,22 @@ class ProcessEngine final : public Engine {
 
   // Starts a worker, its plan to follow on stdin. A CPU worker never sees a GPU. A GPU worker
   // sees `gpu` when it is known; started ahead (nullopt), it inherits the environment and narrows
-  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. nullptr (and `error`) on failure.
+  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. With `early_context` (a GPU
+  // worker whose environment shows it one GPU), it begins that GPU's CUDA context while LibTorch
+  // loads (early_context.hpp), unless PRECISION_PROBE_EARLY_CONTEXT=0. nullptr (and `error`) on
+  // failure.
   std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
-                                             std::string& error) const {
+                                             bool early_context, std::string& error) const {
     std::vector<std::string> overrides;
     if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
+    std::vector<std::string> argv = {engine_path_, "--worker"};
+    if (early_context && kind == DeviceKind::cuda &&
+        system_.getenv("PRECISION_PROBE_EARLY_CONTEXT").value_or("1") != "0") {
+      argv.emplace_back("--early-context");
+    }
     auto child = std::make_unique<ChildProcess>();
-    if (!child->start({engine_path_, "--worker"}, environment_with(overrides), error)) {
+    if (!child->start(argv, environment_with(overrides), error)) {
       return nullptr;
     }
     return child;

@@ -34,12 +34,6 @@ double process_start_ms() {
   return 0.0;
 }
 
-double boot_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
 bool enabled_once() {
   // Read once; the worker sets its one variable (CUDA_VISIBLE_DEVICES) before any thread starts.
   // NOLINTNEXTLINE(concurrency-mt-unsafe)
@@ -49,16 +43,26 @@ bool enabled_once() {
 
 }  // namespace
 
+double boot_clock_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 bool tracing() { return enabled_once(); }
 
-void trace(std::string_view what) {
+void trace(std::string_view what) { trace_at(boot_clock_ms(), what); }
+
+void trace_at(double at_boot_ms, std::string_view what) {
   if (!enabled_once()) return;
   static const double start = process_start_ms();
-  static const char* const name = program_invocation_short_name;
+  // The program and its process id: a probe's workers share one name.
+  static const std::string name =
+      std::string(program_invocation_short_name) + ":" + std::to_string(::getpid());
   // Minor page faults so far: loading libraries and kernel code shows as faults.
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  std::fprintf(stderr, "trace: %-24s %7.1f ms %7ld flt  %.*s\n", name, boot_ms() - start,
+  std::fprintf(stderr, "trace: %-30s %7.1f ms %7ld flt  %.*s\n", name.c_str(), at_boot_ms - start,
                usage.ru_minflt, static_cast<int>(what.size()), what.data());
 }
 

@@ -8,6 +8,11 @@
 namespace precision_probe {
 
 void trace(std::string_view what);
+// The same, for something that happened at `at_boot_ms`, a time boot_clock_ms() gave earlier.
+void trace_at(double at_boot_ms, std::string_view what);
 bool tracing();
+// The clock trace() counts on: CLOCK_BOOTTIME in milliseconds. A plain system call, so it may be
+// read before main().
+double boot_clock_ms();
 
 }  // namespace precision_probe

@@ -14,6 +14,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "early_context.hpp"
 #include "engine.hpp"
 #include "error_text.hpp"
 #include "precision_probe/protocol.hpp"
@@ -25,10 +26,24 @@ namespace {
 
 void emit(const std::string& line) { std::cout << line << '\n' << std::flush; }
 
-int run_worker() {
+// What the context made before main() came to, in the trace.
+void trace_early_context(const eng::EarlyContext& early) {
+  pp::trace_at(early.started_at_ms, "early context: begun");
+  if (early.libc_at_ms > 0) pp::trace_at(early.libc_at_ms, "early context: C library ready");
+  if (!early.error.empty()) {
+    pp::trace("early context: none (" + early.error + ")");
+    return;
+  }
+  pp::trace_at(early.init_at_ms, "early context: cuInit done");
+  pp::trace_at(early.ready_at_ms, "early context: context ready on " + early.uuid);
+}
+
+int run_worker(const char* argv0) {
   pp::trace("main");
   const std::string input{std::istreambuf_iterator<char>(std::cin),
                           std::istreambuf_iterator<char>()};
+  const eng::EarlyContext early = eng::join_early_context();
+  if (early.started) trace_early_context(early);
   // Started ahead by a probe that then needed no worker of this kind: stdin closed unused.
   if (input.find_first_not_of(" \t\r\n") == std::string::npos) return 0;
   pp::WorkerPlan plan;
@@ -37,9 +52,18 @@ int run_worker() {
     std::cerr << "precision-probe-engine: error: " << error << '\n';
     return 2;
   }
+  const bool early_kept = eng::early_context_fits(early, plan);
+  if (early.cuda_initialised && !early_kept) {
+    // CUDA already sees the GPUs the worker was started with, not (only) the plan's: start afresh.
+    pp::trace("early context: not for this plan; restarting without it");
+    error = eng::restart_without_early_context(argv0, input, plan);
+    std::cerr << "precision-probe-engine: error: " << error << '\n';
+    return 4;
+  }
   // The worker may have been started before its GPU was known: narrow the GPUs CUDA will see
-  // now, before anything initialises CUDA (LibTorch does so lazily, on first use).
-  if (plan.kind == pp::DeviceKind::cuda && !plan.cuda_visible_devices.empty()) {
+  // now, before anything initialises CUDA (LibTorch does so lazily, on first use). An early
+  // context was made on the plan's GPU, the only one CUDA sees.
+  if (plan.kind == pp::DeviceKind::cuda && !plan.cuda_visible_devices.empty() && !early_kept) {
     ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
   }
   if (plan.collective_ranks > 0) {
@@ -162,7 +186,11 @@ int run_worker() {
 int main(int argc, char** argv) {
   const std::string verb = argc > 1 ? argv[1] : "";
   try {
-    if (verb == "--worker" && argc == 2) return run_worker();
+    // With --early-context, the CUDA context was begun before main() (early_context.hpp).
+    if (verb == "--worker" &&
+        (argc == 2 || (argc == 3 && std::string(argv[2]) == eng::kEarlyContextFlag))) {
+      return run_worker(argv[0]);
+    }
     if (verb == "--describe" && argc == 2) {
       std::cout << pp::encode_stack(eng::describe_stack(true)) << '\n';
       return 0;
@@ -175,7 +203,7 @@ int main(int argc, char** argv) {
     std::cerr << "precision-probe-engine: error: " << eng::error_text(e) << '\n';
     return 4;
   }
-  std::cerr << "usage: precision-probe-engine --worker | --describe | --version\n"
+  std::cerr << "usage: precision-probe-engine --worker [--early-context] | --describe | --version\n"
                "(started by precision-probe; not meant to be run by hand)\n";
   return 2;
 }

@@ -6,6 +6,7 @@
 #   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
 #   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
 #   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100 sm_120)
+#   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS" to, once it has its plan
 set -u
 archs=${FAKE_ENGINE_ARCHS:-"sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"}
 arch_json=$(printf '%s\n' $archs | sed 's/.*/"&"/' | paste -sd, -)
@@ -22,6 +23,7 @@ esac
 plan=$(cat)
 [ -z "$plan" ] && exit 0  # started ahead and not needed
 kind=$(printf '%s' "$plan" | sed -n 's/.*"kind":"\([a-z]*\)".*/\1/p')
+[ -n "${FAKE_ENGINE_LOG:-}" ] && echo "$kind $*" >> "$FAKE_ENGINE_LOG"
 modes=$(printf '%s' "$plan" | sed -n 's/.*"smoke":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 amp_modes=$(printf '%s' "$plan" | sed -n 's/.*"amp":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 behaviour=${FAKE_ENGINE:-ok}

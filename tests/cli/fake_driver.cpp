@@ -268,6 +268,12 @@ int cuDeviceGetP2PAttribute(int* value, int attribute, int /*src*/, int /*dst*/)
   *value = attribute == 1 ? 0 : (env("FAKE_P2P", "1") == "1" ? 1 : 0);
   return 0;
 }
+int cuDevicePrimaryCtxRetain(void** context, int device) {
+  if (device < 0 || device >= static_cast<int>(visible_gpus().size())) return 101;
+  static int fake_context = 0;
+  *context = &fake_context;
+  return 0;
+}
 int cuDeviceGetPCIBusId(char* out, int size, int device) {
   std::snprintf(out, static_cast<std::size_t>(size), "0000:%02x:00.0",
                 0x17 + visible_gpus().at(static_cast<std::size_t>(device)).nvml_index);

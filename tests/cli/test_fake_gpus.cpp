@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
@@ -177,6 +179,34 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
       GTEST_SKIP() << "no python3 with jsonschema (apt-get install python3-jsonschema)";
     EXPECT_EQ(problem, "") << args.back();
   }
+}
+
+TEST(FakeGpus, WorkersForAKnownGpuBeginTheirContextEarly) {
+  // Each worker logs "KIND ARGS". A GPU worker started for a GPU named by its UUID gets
+  // --early-context; the CPU's never does, nor the collective's (it sees several GPUs), nor any
+  // with PRECISION_PROBE_EARLY_CONTEXT=0.
+  const std::string dir = pp::testing::make_temp_dir();
+  int runs = 0;
+  auto worker_args = [&](const std::string& gpus, std::vector<std::string> args,
+                         std::vector<std::string> env) {
+    const std::string log = dir + "/workers-" + std::to_string(++runs) + ".log";
+    env.push_back("FAKE_ENGINE_LOG=" + log);
+    const auto r = run_probe_binary(args, with(fake_driver_env(gpus), env));
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    std::vector<std::string> lines;
+    std::istringstream in(pp::testing::read_all(log));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  using Lines = std::vector<std::string>;
+  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu --worker", "cuda --worker --early-context"}));
+  EXPECT_EQ(worker_args(kH200, {}, {"PRECISION_PROBE_EARLY_CONTEXT=0"}),
+            (Lines{"cpu --worker", "cuda --worker"}));
+  const std::string two = std::string(kH200) + ";" + kH200;
+  EXPECT_EQ(worker_args(two, {"--nccl"}, {}),
+            (Lines{"cpu --worker", "cuda --worker", "cuda --worker --early-context",
+                   "cuda --worker --early-context"}));
 }
 
 TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {

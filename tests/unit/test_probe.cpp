@@ -138,6 +138,43 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   EXPECT_EQ(none.engine.prestarts[0].gpus, 0);
 }
 
+TEST(Probe, AWorkerStartedAheadKnowsItsGpuOnlyWhenCudaSeesOne) {
+  // Two device nodes: CUDA sees both unless CUDA_VISIBLE_DEVICES keeps one.
+  Probe two;
+  two.driver = pp::testing::driver_with({kH200, kH200});
+  two.system.paths.insert("/dev/nvidia0");
+  two.system.paths.insert("/dev/nvidia1");
+  const auto in_view = [&](std::optional<std::string> visible) {
+    return pp::one_gpu_in_view(two.system, pp::parse_cuda_visible_devices(visible));
+  };
+  EXPECT_FALSE(in_view(std::nullopt));
+  EXPECT_TRUE(in_view(std::string("1")));
+  EXPECT_TRUE(in_view(std::string("GPU-8f3a0000-1111-2222-3333-444455556666")));
+  EXPECT_FALSE(in_view(std::string("0,1")));
+  EXPECT_FALSE(in_view(std::string("MIG-8f3a0000-1111-2222-3333-444455556666")));  // a MIG instance
+  EXPECT_FALSE(in_view(std::string("")));
+  two.run();
+  ASSERT_EQ(two.engine.prestarts.size(), 1U);
+  EXPECT_FALSE(two.engine.prestarts[0].gpu_known);
+  // --device 1 asks for one worker, but CUDA still sees two GPUs: its GPU is not known.
+  Probe second;
+  second.driver = pp::testing::driver_with({kH200, kH200});
+  second.system.paths = two.system.paths;
+  second.options.devices = pp::parse_device_selection("1").selection;
+  second.run();
+  ASSERT_EQ(second.engine.prestarts.size(), 1U);
+  EXPECT_EQ(second.engine.prestarts[0].gpus, 1);
+  EXPECT_FALSE(second.engine.prestarts[0].gpu_known);
+
+  Probe one;
+  one.driver = pp::testing::driver_with({kH200});
+  one.system.paths.insert("/dev/nvidia0");
+  one.run();
+  ASSERT_EQ(one.engine.prestarts.size(), 1U);
+  EXPECT_EQ(one.engine.prestarts[0].gpus, 1);
+  EXPECT_TRUE(one.engine.prestarts[0].gpu_known);
+}
+
 TEST(Probe, BF16OnAT4IsEmulatedAndFailsTheGate) {
   Probe p;
   p.driver = pp::testing::driver_with({kT4});

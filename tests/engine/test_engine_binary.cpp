@@ -1,0 +1,84 @@
+// The real engine executable as the probe runs it, on a machine without a GPU: the early CUDA
+// context made against the fake driver (tests/cli/fake_driver.cpp), kept or given up.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "precision_probe/process.hpp"
+
+namespace pp = precision_probe;
+
+namespace {
+
+const char* kH200 = "NVIDIA H200:9.0:132:141";
+const char* kFakeUuid = "GPU-00000fa0-1111-2222-3333-444400000000";  // the fake's GPU 0
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+pp::ProcessOutput run_worker(const std::vector<std::string>& args, const std::string& plan,
+                             const std::string& gpus) {
+  std::vector<std::string> argv = {PP_REAL_ENGINE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return pp::run_process(argv,
+                         pp::environment_with({"PRECISION_PROBE_TRACE=1",
+                                               "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                                               "FAKE_NVIDIA_GPUS=" + gpus, "CUDA_INJECTION64_PATH"}),
+                         plan, std::chrono::seconds(120));
+}
+
+const std::string kCpuPlan =
+    R"({"protocol":2,"kind":"cpu","index":-1,"smoke":["fp32"],"amp":[],"seed":1})";
+
+}  // namespace
+
+TEST(EngineBinary, AWorkerWhoseEarlyContextIsNotItsPlansStartsAfreshAndRuns) {
+  // The context was made on the one (fake) GPU; the plan is the CPU's: the worker starts itself
+  // again without it, and the fresh worker runs the plan from start to end.
+  const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, kCpuPlan, kH200);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(std::string("early context: context ready on ") + kFakeUuid),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("restarting without it"), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.err, " main\n"), 2) << r.err;
+  EXPECT_NE(r.out.find(R"("mode":"fp32")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("ok":true)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;
+}
+
+TEST(EngineBinary, AnEarlyContextOnSeveralGpusIsNotMadeAndTheWorkerStartsAfresh) {
+  const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, kCpuPlan,
+                                         std::string(kH200) + ";" + kH200);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("early context: none (2 devices visible, not one)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("restarting without it"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;
+}
+
+TEST(EngineBinary, APlanForTheEarlyContextsGpuKeepsIt) {
+  const std::string plan = std::string(R"({"protocol":2,"kind":"cuda","index":0,)") +
+                           R"("cuda_visible_devices":")" + kFakeUuid +
+                           R"(","smoke":[],"amp":[],"seed":1})";
+  const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, plan, kH200);
+  EXPECT_NE(r.err.find(std::string("early context: context ready on ") + kFakeUuid),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("restarting"), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.err, " main\n"), 1) << r.err;
+  EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;
+}
+
+TEST(EngineBinary, WithoutTheFlagNoContextIsBegun) {
+  const pp::ProcessOutput r = run_worker({"--worker"}, kCpuPlan, kH200);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("early context"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;
+}

@@ -35,7 +35,8 @@ double process_start_ms() {
 }
 
 bool enabled_once() {
-  // Read once; the worker sets its one variable (CUDA_VISIBLE_DEVICES) before any thread starts.
+  // Read once; the worker sets its one variable (CUDA_VISIBLE_DEVICES) before any thread of its
+  // own starts (the early CUDA context's thread has been joined by then).
   // NOLINTNEXTLINE(concurrency-mt-unsafe)
   static const bool on = std::getenv("PRECISION_PROBE_TRACE") != nullptr;
   return on;

@@ -29,21 +29,13 @@ EarlyContext join_early_context() {
   early.init_at_ms = r.init_at_ms;
   early.ready_at_ms = r.ready_at_ms;
   switch (r.stage) {
-    case kPpEarlyDone:
-      early.uuid = format_uuid(r.uuid, false);
-      break;
+    case kPpEarlyDone: early.uuid = format_uuid(r.uuid, false); break;
     case kPpEarlyNoDriver:
       early.error = fmt::format("the driver did not load ({})", r.dl_error);
       break;
-    case kPpEarlyNoThread:
-      early.error = "no thread could be started for it";
-      break;
-    case kPpEarlyNoSymbols:
-      early.error = "the driver lacks an entry point it needs";
-      break;
-    case kPpEarlyInit:
-      early.error = fmt::format("cuInit returned {}", r.result);
-      break;
+    case kPpEarlyNoThread: early.error = "no thread could be started for it"; break;
+    case kPpEarlyNoSymbols: early.error = "the driver lacks an entry point it needs"; break;
+    case kPpEarlyInit: early.error = fmt::format("cuInit returned {}", r.result); break;
     case kPpEarlyCount:
       early.error = r.result != 0 ? fmt::format("cuDeviceGetCount returned {}", r.result)
                                   : fmt::format("{} devices visible, not one", r.device_count);
@@ -89,7 +81,8 @@ std::string restart_without_early_context(const char* argv0, const std::string& 
     ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
   }
   const char* args[] = {argv0, "--worker", nullptr};
-  ::execv("/proc/self/exe", const_cast<char* const*>(args));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  ::execv("/proc/self/exe",
+          const_cast<char* const*>(args));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   return fmt::format("restarting the worker: {}", std::strerror(errno));
 }
 

@@ -2,8 +2,8 @@
 // The CUDA context made before main(). A GPU worker started with `--early-context` begins to
 // create its GPU's primary context on a thread of its own, started from the executable's
 // .preinit_array (early_context_start.hpp), while the dynamic loader runs LibTorch's static
-// initialisers (0.3-0.45 s on the H200 machine), instead of after them. LibTorch later retains the same
-// primary context at no cost. (Loading LibTorch with dlopen from main() would not do: dlopen
+// initialisers (0.3-0.45 s on the H200 machine), instead of after them. LibTorch later retains the
+// same primary context at no cost. (Loading LibTorch with dlopen from main() would not do: dlopen
 // holds the loader's lock while it runs initialisers, and cuInit waits for that lock.)
 //
 // The thread sees the GPUs of the environment the worker was started with; the plan, read later,
@@ -20,15 +20,15 @@ namespace precision_probe::engine {
 inline constexpr const char* kEarlyContextFlag = "--early-context";
 
 struct EarlyContext {
-  bool started = false;  // asked for, and the thread ran
-  std::string error;     // why no context was made ("" when one was)
+  bool started = false;           // asked for, and the thread ran
+  std::string error;              // why no context was made ("" when one was)
   bool cuda_initialised = false;  // cuInit ran: CUDA_VISIBLE_DEVICES can no longer be narrowed
-  int device_count = 0;  // the CUDA devices the thread saw
-  std::string uuid;      // device 0's UUID, as NVML writes it ("GPU-...")
-  double started_at_ms = 0;  // when the thread was started (trace clock: boot_clock_ms())
-  double libc_at_ms = 0;     // when the C library was ready and the thread went on
-  double init_at_ms = 0;     // when cuInit returned
-  double ready_at_ms = 0;    // when the context existed
+  int device_count = 0;           // the CUDA devices the thread saw
+  std::string uuid;               // device 0's UUID, as NVML writes it ("GPU-...")
+  double started_at_ms = 0;       // when the thread was started (trace clock: boot_clock_ms())
+  double libc_at_ms = 0;          // when the C library was ready and the thread went on
+  double init_at_ms = 0;          // when cuInit returned
+  double ready_at_ms = 0;         // when the context existed
 };
 
 // Waits for the thread, if one was started, and says what it made.

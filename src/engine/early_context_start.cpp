@@ -13,13 +13,18 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <time.h>
+#include <time.h>  // nanosleep
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "early_context.hpp"
+#include "precision_probe/trace.hpp"
+
 namespace {
+
+using precision_probe::boot_clock_ms;  // the trace's clock: a plain system call
 
 // The few driver entry points the thread calls, declared as the driver defines them.
 using CuResult = int;
@@ -39,12 +44,6 @@ bool g_joinable = false;
 const char* g_library = "libcuda.so.1";
 void* g_driver = nullptr;
 // NOLINTEND(cppcoreguidelines-avoid-non-const-global-variables)
-
-double now_ms() {  // the trace's clock (trace.hpp)
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<double>(ts.tv_sec) * 1000.0 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
 
 // Whether the C library's initialiser has run: it sets `environ` (null until then in a
 // dynamically linked program) and then, last, the program's name (empty until then). Once main()
@@ -75,7 +74,7 @@ void* make_context(void* /*unused*/) {
     const timespec pause{0, 100000};  // 0.1 ms
     ::nanosleep(&pause, nullptr);
   }
-  r.libc_at_ms = now_ms();
+  r.libc_at_ms = boot_clock_ms();
   // The driver's own dependencies are the C library's parts (libm, libdl, librt, libpthread),
   // which have no initialisers of their own to speak of (since glibc 2.34 all but libm are empty
   // stubs): that the loader may not have reached them yet on the main thread does no harm.
@@ -99,7 +98,7 @@ void* make_context(void* /*unused*/) {
   }
   r.cuda_initialised = 1;
   const CuResult init_result = init(0);
-  r.init_at_ms = now_ms();
+  r.init_at_ms = boot_clock_ms();
   if (failed(kPpEarlyInit, init_result)) return nullptr;
   if (failed(kPpEarlyCount, count(&r.device_count))) return nullptr;
   if (r.device_count != 1) {  // the plan's GPU could not be told apart: no context
@@ -111,7 +110,7 @@ void* make_context(void* /*unused*/) {
   if (failed(kPpEarlyDevice, uuid(r.uuid, device))) return nullptr;
   void* context = nullptr;  // kept for the life of the process, as LibTorch keeps its own
   const CuResult retained = retain(&context, device);
-  r.ready_at_ms = now_ms();
+  r.ready_at_ms = boot_clock_ms();
   if (failed(kPpEarlyRetain, retained)) return nullptr;
   r.stage = kPpEarlyDone;
   return nullptr;
@@ -122,7 +121,7 @@ void start(int argc, char** argv, char** envp) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
   // (A thread before the C library's initialiser needs glibc 2.34+, where libpthread is libc.)
   if (argc != 3 || std::strcmp(argv[1], "--worker") != 0 ||
-      std::strcmp(argv[2], "--early-context") != 0) {
+      std::strcmp(argv[2], precision_probe::engine::kEarlyContextFlag) != 0) {
     return;
   }
   // The driver library is the probe's: libcuda.so.1, or PRECISION_PROBE_LIBCUDA (a driver outside
@@ -136,7 +135,7 @@ void start(int argc, char** argv, char** envp) {
     }
   }
   g_raw.started = 1;
-  g_raw.started_at_ms = now_ms();
+  g_raw.started_at_ms = boot_clock_ms();
   g_joinable = ::pthread_create(&g_thread, nullptr, make_context, nullptr) == 0;
   if (!g_joinable) g_raw.stage = kPpEarlyNoThread;
 #else
@@ -149,8 +148,8 @@ void start(int argc, char** argv, char** envp) {
 }  // namespace
 
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
-[[gnu::section(".preinit_array"), gnu::used]] void (*pp_early_context_entry)(int, char**, char**) =
-    start;
+[[gnu::section(".preinit_array"), gnu::used]] void (*pp_early_context_entry)(int, char**,
+                                                                             char**) = start;
 
 const PpEarlyRaw* pp_early_context_join() {
   __atomic_store_n(&g_main_started, 1, __ATOMIC_RELEASE);

@@ -26,7 +26,7 @@ struct PpEarlyRaw {
   int result;  // the CUresult of the call that failed
   int device_count;
   unsigned char uuid[16];  // device 0's
-  double started_at_ms;    // CLOCK_BOOTTIME, ms: the thread was started
+  double started_at_ms;    // the trace's clock (boot_clock_ms()): the thread was started
   double libc_at_ms;       // the C library was ready
   double init_at_ms;       // cuInit returned
   double ready_at_ms;      // the context existed

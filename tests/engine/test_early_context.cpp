@@ -33,8 +33,10 @@ pp::WorkerPlan gpu_plan(const std::string& visible) {
 TEST(EarlyContext, KeptOnlyForAOneGpuPlanNamingItsGpu) {
   EXPECT_TRUE(eng::early_context_fits(made_on(kUuid), gpu_plan(kUuid)));
   // NVML and CUDA may write the hex digits in either case.
-  EXPECT_TRUE(eng::early_context_fits(made_on(kUuid), gpu_plan("GPU-8F3A0000-1111-2222-3333-444455556666")));
-  EXPECT_FALSE(eng::early_context_fits(made_on(kUuid), gpu_plan("GPU-00000000-1111-2222-3333-444455556666")));
+  EXPECT_TRUE(eng::early_context_fits(made_on(kUuid),
+                                      gpu_plan("GPU-8F3A0000-1111-2222-3333-444455556666")));
+  EXPECT_FALSE(eng::early_context_fits(made_on(kUuid),
+                                       gpu_plan("GPU-00000000-1111-2222-3333-444455556666")));
   EXPECT_FALSE(eng::early_context_fits(made_on(kUuid), gpu_plan("0")));  // an index: unverifiable
   EXPECT_FALSE(eng::early_context_fits(made_on(kUuid), gpu_plan("")));
 

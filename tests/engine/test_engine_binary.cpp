@@ -15,6 +15,7 @@ namespace {
 
 const char* kH200 = "NVIDIA H200:9.0:132:141";
 const char* kFakeUuid = "GPU-00000fa0-1111-2222-3333-444400000000";  // the fake's GPU 0
+const std::string kMadeOnFakeGpu = std::string("early context: context ready on ") + kFakeUuid;
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -26,11 +27,11 @@ pp::ProcessOutput run_worker(const std::vector<std::string>& args, const std::st
                              const std::string& gpus) {
   std::vector<std::string> argv = {PP_REAL_ENGINE};
   argv.insert(argv.end(), args.begin(), args.end());
-  return pp::run_process(argv,
-                         pp::environment_with({"PRECISION_PROBE_TRACE=1",
-                                               "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
-                                               "FAKE_NVIDIA_GPUS=" + gpus, "CUDA_INJECTION64_PATH"}),
-                         plan, std::chrono::seconds(120));
+  return pp::run_process(
+      argv,
+      pp::environment_with({"PRECISION_PROBE_TRACE=1", "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                            "FAKE_NVIDIA_GPUS=" + gpus, "CUDA_INJECTION64_PATH"}),
+      plan, std::chrono::seconds(120));
 }
 
 const std::string kCpuPlan =
@@ -43,9 +44,7 @@ TEST(EngineBinary, AWorkerWhoseEarlyContextIsNotItsPlansStartsAfreshAndRuns) {
   // again without it, and the fresh worker runs the plan from start to end.
   const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, kCpuPlan, kH200);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find(std::string("early context: context ready on ") + kFakeUuid),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find(kMadeOnFakeGpu), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("restarting without it"), std::string::npos) << r.err;
   EXPECT_EQ(count(r.err, " main\n"), 2) << r.err;
   EXPECT_NE(r.out.find(R"("mode":"fp32")"), std::string::npos) << r.out;
@@ -54,8 +53,8 @@ TEST(EngineBinary, AWorkerWhoseEarlyContextIsNotItsPlansStartsAfreshAndRuns) {
 }
 
 TEST(EngineBinary, AnEarlyContextOnSeveralGpusIsNotMadeAndTheWorkerStartsAfresh) {
-  const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, kCpuPlan,
-                                         std::string(kH200) + ";" + kH200);
+  const pp::ProcessOutput r =
+      run_worker({"--worker", "--early-context"}, kCpuPlan, std::string(kH200) + ";" + kH200);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("early context: none (2 devices visible, not one)"), std::string::npos)
       << r.err;
@@ -68,9 +67,7 @@ TEST(EngineBinary, APlanForTheEarlyContextsGpuKeepsIt) {
                            R"("cuda_visible_devices":")" + kFakeUuid +
                            R"(","smoke":[],"amp":[],"seed":1})";
   const pp::ProcessOutput r = run_worker({"--worker", "--early-context"}, plan, kH200);
-  EXPECT_NE(r.err.find(std::string("early context: context ready on ") + kFakeUuid),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find(kMadeOnFakeGpu), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("restarting"), std::string::npos) << r.err;
   EXPECT_EQ(count(r.err, " main\n"), 1) << r.err;
   EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;

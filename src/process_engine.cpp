@@ -83,9 +83,8 @@ class ProcessEngine final : public Engine {
       if (!child) {
         // Started for a GPU known by its UUID: it can begin its CUDA context at once (not a
         // collective's worker, which sees several).
-        const bool early_context = plans[i].kind == DeviceKind::cuda &&
-                                   plans[i].collective_ranks == 0 &&
-                                   starts_with(plans[i].cuda_visible_devices, "GPU-");
+        const bool early_context =
+            plans[i].collective_ranks == 0 && starts_with(plans[i].cuda_visible_devices, "GPU-");
         child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, early_context, error);
       }
       if (!child) {

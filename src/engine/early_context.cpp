@@ -23,7 +23,6 @@ EarlyContext join_early_context() {
   if (r.started == 0) return early;
   early.started = true;
   early.cuda_initialised = r.cuda_initialised != 0;
-  early.device_count = r.device_count;
   early.started_at_ms = r.started_at_ms;
   early.libc_at_ms = r.libc_at_ms;
   early.init_at_ms = r.init_at_ms;
@@ -51,14 +50,13 @@ EarlyContext join_early_context() {
 }
 
 bool early_context_fits(const EarlyContext& early, const WorkerPlan& plan) {
-  return early.started && early.error.empty() && early.device_count == 1 &&
-         plan.kind == DeviceKind::cuda && plan.collective_ranks == 0 &&
-         starts_with(plan.cuda_visible_devices, "GPU-") &&
+  // No error: the thread saw exactly one device and made the context on it.
+  return early.started && early.error.empty() && plan.kind == DeviceKind::cuda &&
+         plan.collective_ranks == 0 && starts_with(plan.cuda_visible_devices, "GPU-") &&
          to_lower(plan.cuda_visible_devices) == to_lower(early.uuid);
 }
 
-std::string restart_without_early_context(const char* argv0, const std::string& plan_text,
-                                          const WorkerPlan& plan) {
+std::string restart_without_early_context(const char* argv0, const std::string& plan_text) {
   // The plan goes back on stdin, from memory.
   const int fd = ::memfd_create("precision-probe-plan", 0);
   if (fd < 0) return fmt::format("memfd_create: {}", std::strerror(errno));
@@ -73,13 +71,6 @@ std::string restart_without_early_context(const char* argv0, const std::string& 
     return fmt::format("making the plan stdin: {}", std::strerror(errno));
   }
   ::close(fd);
-  // As the probe starts a worker for this plan: a CPU worker sees no GPU.
-  if (plan.kind == DeviceKind::cpu) {
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // NOLINT(concurrency-mt-unsafe): one thread
-  } else if (!plan.cuda_visible_devices.empty()) {
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): one thread
-    ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
-  }
   const char* args[] = {argv0, "--worker", nullptr};
   ::execv("/proc/self/exe",
           const_cast<char* const*>(args));  // NOLINT(cppcoreguidelines-pro-type-const-cast)

@@ -23,7 +23,6 @@ struct EarlyContext {
   bool started = false;           // asked for, and the thread ran
   std::string error;              // why no context was made ("" when one was)
   bool cuda_initialised = false;  // cuInit ran: CUDA_VISIBLE_DEVICES can no longer be narrowed
-  int device_count = 0;           // the CUDA devices the thread saw
   std::string uuid;               // device 0's UUID, as NVML writes it ("GPU-...")
   double started_at_ms = 0;       // when the thread was started (trace clock: boot_clock_ms())
   double libc_at_ms = 0;          // when the C library was ready and the thread went on
@@ -39,9 +38,8 @@ EarlyContext join_early_context();
 bool early_context_fits(const EarlyContext& early, const WorkerPlan& plan);
 
 // Replaces this process with a worker without the early context (`argv0 --worker`) that reads
-// `plan_text` on stdin, with CUDA_VISIBLE_DEVICES as a worker for `plan` is started with. Returns
+// `plan_text` on stdin (and narrows CUDA_VISIBLE_DEVICES from it, as every worker does). Returns
 // only when that failed, with the reason.
-std::string restart_without_early_context(const char* argv0, const std::string& plan_text,
-                                          const WorkerPlan& plan);
+std::string restart_without_early_context(const char* argv0, const std::string& plan_text);
 
 }  // namespace precision_probe::engine

@@ -43,7 +43,7 @@ int run_worker(const char* argv0) {
   const std::string input{std::istreambuf_iterator<char>(std::cin),
                           std::istreambuf_iterator<char>()};
   const eng::EarlyContext early = eng::join_early_context();
-  if (early.started) trace_early_context(early);
+  if (early.started && pp::tracing()) trace_early_context(early);
   // Started ahead by a probe that then needed no worker of this kind: stdin closed unused.
   if (input.find_first_not_of(" \t\r\n") == std::string::npos) return 0;
   pp::WorkerPlan plan;
@@ -56,15 +56,20 @@ int run_worker(const char* argv0) {
   if (early.cuda_initialised && !early_kept) {
     // CUDA already sees the GPUs the worker was started with, not (only) the plan's: start afresh.
     pp::trace("early context: not for this plan; restarting without it");
-    error = eng::restart_without_early_context(argv0, input, plan);
+    error = eng::restart_without_early_context(argv0, input);
     std::cerr << "precision-probe-engine: error: " << error << '\n';
     return 4;
   }
-  // The worker may have been started before its GPU was known: narrow the GPUs CUDA will see
-  // now, before anything initialises CUDA (LibTorch does so lazily, on first use). An early
-  // context was made on the plan's GPU, the only one CUDA sees.
-  if (plan.kind == pp::DeviceKind::cuda && !plan.cuda_visible_devices.empty() && !early_kept) {
-    ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
+  // The worker may have been started before its GPU was known (or restarted from one that was):
+  // narrow the GPUs CUDA will see now, before anything initialises CUDA (LibTorch does so lazily,
+  // on first use). A CPU worker sees none. An early context was made on the plan's GPU, the only
+  // one CUDA sees.
+  if (!early_kept) {
+    if (plan.kind == pp::DeviceKind::cpu) {
+      ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    } else if (!plan.cuda_visible_devices.empty()) {
+      ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
+    }
   }
   if (plan.collective_ranks > 0) {
     emit(pp::encode_hello(eng::describe_stack(false)));

@@ -15,7 +15,6 @@ eng::EarlyContext made_on(const std::string& uuid) {
   eng::EarlyContext early;
   early.started = true;
   early.cuda_initialised = true;
-  early.device_count = 1;
   early.uuid = uuid;
   return early;
 }

@@ -1,113 +1,200 @@
 #include "precision_probe/app.hpp"
 
-#include <iostream>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include <fmt/format.h>
+#include <algorithm>
+#include <cerrno>
 #include <sstream>
 
-#include "precision_probe/atomic_file.hpp"
+#include <fmt/format.h>
+
 #include "precision_probe/cli.hpp"
 #include "precision_probe/exit_codes.hpp"
 #include "precision_probe/printers.hpp"
 #include "precision_probe/probe.hpp"
 #include "precision_probe/process.hpp"
 #include "precision_probe/report_json.hpp"
+#include "precision_probe/strings.hpp"
 #include "precision_probe/trace.hpp"
 
 namespace precision_probe {
 
 namespace {
 
-constexpr const char* kErrorPrefix = "precision-probe: error: ";
+const std::string kErrorPrefix = "precision-probe: error: ";
 
-bool use_color(const Options& o, const System& system) {
-  if (o.color == ColorMode::never || !o.output.empty() || o.format != Format::text) return false;
-  if (!system.getenv("NO_COLOR").value_or("").empty()) return false;
-  if (system.getenv("TERM").value_or("") == "dumb") return false;
-  return system.stdout_is_terminal();
+// One line on stderr. Nothing can be done when stderr itself fails.
+void say(const AppDeps& deps, const std::string& line) {
+  (void)write_all(deps.streams.err_fd, line + "\n");
 }
 
-int fail_usage(const std::string& message, bool json, const System& system, std::ostream& out,
-               std::ostream& err) {
-  err << kErrorPrefix << message << '\n';
-  if (json) out << report_to_json(usage_error_report(message, system)) << '\n';
+// Where the reports of a run go, in order: the main report (stdout, or -o FILE) and the extras.
+struct Delivery {
+  std::vector<OutputRequest> requests;
+  std::vector<Format> formats;
+  bool main_on_stdout = false;  // request 0 is the main report on stdout
+};
+
+Delivery plan_delivery(const Options& o) {
+  Delivery d;
+  if (!o.output.empty()) {
+    d.requests.push_back({o.output, o.output_flag});
+    d.formats.push_back(o.format);
+  } else if (!o.quiet) {
+    d.main_on_stdout = true;
+    d.requests.push_back({"-", "the report on stdout"});
+    d.formats.push_back(o.format);
+  }
+  for (const ExtraOutput& e : o.extra_outputs) {
+    d.requests.push_back({e.path, e.flag});
+    d.formats.push_back(e.format);
+  }
+  return d;
+}
+
+PrintStyle main_style(const Options& o, const Delivery& d, const System& system) {
+  PrintStyle style;
+  const bool terminal = d.main_on_stdout && system.stdout_is_terminal();
+  if (terminal) style.width = std::clamp(system.terminal_columns(), 40, 400);
+  style.color = terminal && o.format == Format::text && o.color != ColorMode::never &&
+                system.getenv("NO_COLOR").value_or("").empty() &&
+                system.getenv("TERM").value_or("") != "dumb";
+  return style;
+}
+
+std::string render(const Report& report, Format format, PrintStyle style) {
+  std::ostringstream out;
+  make_printer(format, style)->print(report, out);
+  return out.str();
+}
+
+int fail_usage(const std::string& message, const CommandLine& cl, const AppDeps& deps) {
+  say(deps, kErrorPrefix + message);
+  if (cl.json_requested && !cl.quiet && !deps.streams.out_closed) {
+    (void)write_all(deps.streams.out_fd,
+                    report_to_json(usage_error_report(message, deps.system)) + "\n");
+  }
   return exit_code::kUsage;
+}
+
+// A delivery that failed: the report says so (exit 6 unless it already says a failure of its
+// own), stderr says so, and stdout, where it still works, carries the report with that verdict.
+void delivery_failed(Report& report, const std::string& problem, bool stdout_failed,
+                     const Options& o, const Delivery& d, const AppDeps& deps) {
+  report.error = RunFailure{FailureKind::output, problem};
+  if (report.exit_code == exit_code::kOk || report.exit_code == exit_code::kRequirementNotMet) {
+    report.exit_code = exit_code::kOutputFailed;
+    report.exit_reason = "the report could not be delivered: " + problem;
+  }
+  say(deps, kErrorPrefix + "the report could not be delivered: " + problem);
+  if (stdout_failed || o.quiet || deps.streams.out_closed) return;
+  if (d.main_on_stdout) {
+    (void)write_all(deps.streams.out_fd, render(report, o.format, main_style(o, d, deps.system)));
+  } else if (o.format == Format::json) {
+    (void)write_all(deps.streams.out_fd, report_to_json(report) + "\n");
+  }
+}
+
+int run_checked(const CommandLine& cl, const AppDeps& deps) {
+  const Options& o = cl.options;
+  const Delivery d = plan_delivery(o);
+  PreparedOutputsResult prepared = prepare_outputs(d.requests, deps.streams);
+  if (!prepared.error.empty()) return fail_usage(prepared.error, cl, deps);
+
+  auto driver = deps.make_driver();
+  auto engine = deps.make_engine();
+  const ProbeDeps probe_deps{deps.system, *driver, *engine};
+  Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
+  if (report.error) return fail_usage(report.error->message, cl, deps);
+
+  std::vector<std::string> contents;
+  for (std::size_t i = 0; i < d.requests.size(); ++i) {
+    const bool main = i == 0 && d.main_on_stdout;
+    contents.push_back(render(report, d.formats[i], main ? main_style(o, d, deps.system)
+                                                          : PrintStyle{}));
+  }
+  trace("report printed");
+  bool stdout_failed = false;
+  if (const std::string problem = prepared.outputs->deliver(contents, stdout_failed);
+      !problem.empty()) {
+    delivery_failed(report, problem, stdout_failed, o, d, deps);
+  }
+  // Whenever stdout does not carry a text report that ends with the verdict, stderr says it.
+  if (report.exit_code != exit_code::kOk && (!d.main_on_stdout || o.format != Format::text)) {
+    say(deps, fmt::format("precision-probe: exit {}: {}", report.exit_code, report.exit_reason));
+  }
+  return report.exit_code;
+}
+
+// Help and version: on stdout unless -q.
+int print_text(const CommandLine& cl, const std::string& text, const AppDeps& deps) {
+  if (cl.quiet) return exit_code::kOk;
+  if (const std::string problem = write_all(deps.streams.out_fd, text); !problem.empty()) {
+    say(deps, kErrorPrefix + "cannot write to stdout: " + problem);
+    return exit_code::kOutputFailed;
+  }
+  return exit_code::kOk;
+}
+
+// The descriptors 0-2 as the probe found them: a closed one is held open on /dev/null, so that
+// no file the probe opens later takes its number (and receives a report meant for stdout).
+StandardStreams claim_standard_streams() {
+  StandardStreams streams;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) streams.out_closed = true;
+    const int opened = ::open("/dev/null", O_RDWR);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+  return streams;
 }
 
 }  // namespace
 
-int run_app(int argc, const char* const* argv, const AppDeps& deps, std::ostream& out,
-            std::ostream& err) {
+int run_app(int argc, const char* const* argv, const AppDeps& deps) {
   const CommandLine cl = parse_command_line(argc, argv);
   switch (cl.action) {
-    case CommandLine::Action::help: out << cl.text; return exit_code::kOk;
-    case CommandLine::Action::version: out << cl.text << '\n'; return exit_code::kOk;
-    case CommandLine::Action::usage_error:
-      return fail_usage(cl.text, cl.json_requested, deps.system, out, err);
+    case CommandLine::Action::help: return print_text(cl, cl.text, deps);
+    case CommandLine::Action::version: return print_text(cl, cl.text + "\n", deps);
+    case CommandLine::Action::usage_error: return fail_usage(cl.text, cl, deps);
     case CommandLine::Action::run: break;
   }
-  const Options& o = cl.options;
-  const bool json = o.format == Format::json;
-  if (!o.output.empty()) {
-    if (const std::string problem = check_writable(o.output); !problem.empty()) {
-      return fail_usage("-o: cannot write " + o.output + ": " + problem, json, deps.system, out,
-                        err);
-    }
-  }
-  for (const auto& [format, path] : o.extra_outputs) {
-    if (const std::string problem = check_writable(path); !problem.empty()) {
-      return fail_usage(fmt::format("--{}: cannot write {}: {}", to_string(format), path, problem),
-                        json, deps.system, out, err);
-    }
-  }
   try {
-    auto driver = deps.make_driver();
-    auto engine = deps.make_engine();
-    const ProbeDeps probe_deps{deps.system, *driver, *engine};
-    const Report report =
-        o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
-    if (report.error) return fail_usage(report.error->message, json, deps.system, out, err);
-
-    std::ostringstream rendered;
-    make_printer(o.format, PrintStyle{use_color(o, deps.system)})->print(report, rendered);
-    // Every file of this run is replaced together, or none is.
-    std::vector<std::pair<std::string, std::string>> files;
-    if (!o.output.empty()) files.emplace_back(o.output, rendered.str());
-    for (const auto& [format, path] : o.extra_outputs) {
-      std::ostringstream extra;
-      make_printer(format, PrintStyle{false})->print(report, extra);
-      files.emplace_back(path, extra.str());
-    }
-    trace("report printed");
-    if (const std::string problem = write_files_atomically(files); !problem.empty()) {
-      err << kErrorPrefix << "cannot write the report: " << problem << '\n';
-      return exit_code::kUsage;
-    }
-    if (o.output.empty() && !o.quiet) out << rendered.str() << std::flush;
-    if (report.exit_code != exit_code::kOk && (o.quiet || json || !o.output.empty())) {
-      err << "precision-probe: exit " << report.exit_code << ": " << report.exit_reason << '\n';
-    }
-    return report.exit_code;
+    return run_checked(cl, deps);
   } catch (const std::exception& e) {
     // Unexpected: one line, and still a JSON document when JSON was asked for.
     const std::string message = std::string("internal error: ") + e.what();
-    err << kErrorPrefix << message << '\n';
-    if (json) {
+    say(deps, kErrorPrefix + message);
+    if (cl.json_requested && !cl.quiet) {
       Report report = usage_error_report(message, deps.system);
+      report.error->kind = FailureKind::internal;
       report.exit_code = exit_code::kCheckFailed;
-      out << report_to_json(report) << '\n';
+      (void)write_all(deps.streams.out_fd, report_to_json(report) + "\n");
     }
     return exit_code::kCheckFailed;
   }
 }
 
 int main_entry(int argc, char** argv) {
-  install_interrupt_handlers();
+  const StandardStreams streams = claim_standard_streams();
+  install_signal_handlers();
   const auto system = make_real_system();
   const std::string self = self_executable_path();
   const AppDeps deps{*system, [&system] { return make_system_driver(*system); },
-                     [&system, &self] { return make_process_engine(*system, self); }};
-  return run_app(argc, argv, deps, std::cout, std::cerr);
+                     [&system, &self] { return make_process_engine(*system, self); }, streams};
+  int code = run_app(argc, argv, deps);
+  // The last error a file system can report comes at close (NFS, a full quota).
+  if (!streams.out_closed && ::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) {
+    say(deps, kErrorPrefix + "stdout could not be closed: " + error_string(errno));
+    if (code == exit_code::kOk || code == exit_code::kRequirementNotMet) {
+      code = exit_code::kOutputFailed;
+    }
+  }
+  return code;
 }
 
 }  // namespace precision_probe

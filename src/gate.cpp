@@ -47,7 +47,9 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
 }
 
 ExitDecision decide_exit(const Report& report) {
-  if (report.error) return {exit_code::kUsage, report.error->message};
+  if (report.error && report.error->kind == FailureKind::usage) {
+    return {exit_code::kUsage, report.error->message};
+  }
   if (!report.run.interrupted.empty()) {
     return {exit_code::kTimedOut,
             "interrupted by " + report.run.interrupted + "; the report is partial"};

@@ -30,6 +30,16 @@ std::optional<Mode> parse_mode(std::string_view key) {
 
 bool is_amp_mode(Mode mode) { return mode == Mode::amp_fp16 || mode == Mode::amp_bf16; }
 
+std::string accepted_mode_keys() {
+  std::vector<std::string> keys;
+  for (Mode mode : kAllModes) keys.emplace_back(mode_key(mode));
+  for (const ModeAlias& alias : kModeAliases) {
+    keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) +
+                   " and " + std::string(mode_key(alias.modes[1])) + ")");
+  }
+  return join(keys, ", ");
+}
+
 ModeListParse parse_mode_list(std::string_view text) {
   ModeListParse result;
   auto add = [&result](Mode mode) {
@@ -47,19 +57,14 @@ ModeListParse parse_mode_list(std::string_view text) {
       result.error = "empty entry in mode list '" + printable(text) + "'";
       return result;
     }
-    if (key == "fp8") {
-      add(Mode::fp8_e4m3);
-      add(Mode::fp8_e5m2);
-    } else if (key == "amp") {
-      add(Mode::amp_fp16);
-      add(Mode::amp_bf16);
+    const auto alias = std::find_if(kModeAliases.begin(), kModeAliases.end(),
+                                    [&key](const ModeAlias& a) { return a.key == key; });
+    if (alias != kModeAliases.end()) {
+      for (Mode mode : alias->modes) add(mode);
     } else if (auto mode = parse_mode(key)) {
       add(*mode);
     } else {
-      result.error =
-          "unknown mode '" + printable(raw) +
-          "' (known: fp32, tf32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, fp4, amp, amp_fp16, "
-          "amp_bf16)";
+      result.error = "unknown mode '" + printable(raw) + "' (known: " + accepted_mode_keys() + ")";
       return result;
     }
   }

@@ -238,7 +238,7 @@ Report usage_error_report(const std::string& message, const System& system) {
   Report report;
   report.tool = this_tool();
   report.host = collect_host(system);
-  report.error = UsageFailure{message};
+  report.error = RunFailure{FailureKind::usage, message};
   report.exit_code = exit_code::kUsage;
   report.exit_reason = message;
   return report;

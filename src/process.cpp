@@ -1,4 +1,5 @@
 #include "precision_probe/process.hpp"
+#include "precision_probe/output.hpp"
 #include "precision_probe/strings.hpp"
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -22,7 +24,18 @@ namespace {
 
 volatile sig_atomic_t g_interrupt_signal = 0;
 
-void on_interrupt(int signal) { g_interrupt_signal = signal; }
+constexpr std::array<int, 4> kInterruptSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+void on_interrupt(int signal) {
+  if (g_interrupt_signal != 0) {
+    // The second signal: end now, as the default action would, leaving no temporary file.
+    remove_pending_temporaries();
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+    return;
+  }
+  g_interrupt_signal = signal;
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -76,9 +89,9 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t default_signals;
   sigemptyset(&default_signals);
-  sigaddset(&default_signals, SIGINT);
-  sigaddset(&default_signals, SIGTERM);
-  sigaddset(&default_signals, SIGPIPE);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ}) {
+    sigaddset(&default_signals, s);
+  }
   posix_spawnattr_setsigdefault(&attr, &default_signals);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
 
@@ -115,8 +128,7 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
 void ChildProcess::send_input(const std::string& input) {
   if (in_fd_ < 0) return;
   // The input is small (a plan of a few hundred bytes): it fits the pipe buffer. A child that
-  // exits without reading it gives EPIPE, which is not an error here.
-  const sighandler_t previous = ::signal(SIGPIPE, SIG_IGN);
+  // exits without reading it gives EPIPE (SIGPIPE is ignored), which is not an error here.
   std::size_t written = 0;
   while (written < input.size()) {
     const ssize_t n = ::write(in_fd_, input.data() + written, input.size() - written);
@@ -124,7 +136,6 @@ void ChildProcess::send_input(const std::string& input) {
     if (n <= 0) break;
     written += static_cast<std::size_t>(n);
   }
-  ::signal(SIGPIPE, previous);
   close_fd(in_fd_);
 }
 
@@ -229,15 +240,15 @@ std::string self_executable_path() {
   return std::string(buffer, static_cast<std::size_t>(n));
 }
 
-void install_interrupt_handlers() {
+void install_signal_handlers() {
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
-  // No SA_RESTART: poll() returns EINTR at once. SA_RESETHAND: a second signal is not caught, so
-  // a second Ctrl-C ends the probe at once.
-  action.sa_flags = SA_RESETHAND;
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
+  for (int s : kInterruptSignals) sigaddset(&action.sa_mask, s);
+  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  for (int s : kInterruptSignals) ::sigaction(s, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 bool interrupt_requested() { return g_interrupt_signal != 0; }

@@ -92,7 +92,7 @@ class PrometheusPrinter final : public Printer {
                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
                  escape(r.host.hostname)),
              1);
-    if (!r.error) {
+    if (has_findings(r)) {
       Family& native =
           e.family("precision_probe_native",
                    "1 if the precision is natively usable on the device (status native), else 0.");

@@ -34,6 +34,19 @@ std::string_view to_string(Severity severity) {
   return "?";
 }
 
+std::string_view to_string(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::usage: return "usage";
+    case FailureKind::output: return "output";
+    case FailureKind::internal: return "internal";
+  }
+  return "?";
+}
+
+bool has_findings(const Report& report) {
+  return !report.error || report.error->kind == FailureKind::output;
+}
+
 ToolInfo this_tool() {
   ToolInfo tool;
   tool.version = build_info::kVersion;

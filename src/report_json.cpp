@@ -205,8 +205,8 @@ json report_json(const Report& r) {
                {"kernel", r.host.kernel},
                {"machine", r.host.machine},
                {"container", r.host.container}};
-  if (r.error) {
-    j["error"] = {{"message", r.error->message}};
+  if (r.error) j["error"] = {{"kind", to_string(r.error->kind)}, {"message", r.error->message}};
+  if (!has_findings(r)) {
     j["exit_code"] = r.exit_code;
     j["exit_reason"] = r.exit_reason;
     return j;

@@ -87,6 +87,47 @@ std::string printable(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+std::string printable_path(std::string_view path, std::size_t max_chars) {
+  std::size_t chars = 0;
+  for (char c : path) chars += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
+  if (chars <= max_chars || max_chars < 4) return printable(path, max_chars);
+  // Keep the last max_chars - 3 characters, cut at a character boundary.
+  std::size_t skip = chars - (max_chars - 3);
+  std::size_t i = 0;
+  for (; i < path.size() && skip > 0; ++i) {
+    if (i + 1 >= path.size() || (static_cast<unsigned char>(path[i + 1]) & 0xc0) != 0x80) --skip;
+  }
+  return "..." + printable(path.substr(i), max_chars);
+}
+
+std::size_t visible_width(std::string_view text) {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\033') {  // ESC [ ... m
+      while (i < text.size() && text[i] != 'm') ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) ++width;
+  }
+  return width;
+}
+
+std::vector<std::string> wrap(std::string_view text, std::size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (const std::string& word : split(text, ' ')) {
+    if (word.empty()) continue;
+    if (!line.empty() && visible_width(line) + 1 + visible_width(word) > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
 std::string directory_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";

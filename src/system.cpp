@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <sys/ioctl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -73,6 +74,12 @@ class RealSystem final : public System {
   }
 
   bool stdout_is_terminal() const override { return ::isatty(STDOUT_FILENO) == 1; }
+
+  int terminal_columns() const override {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+  }
 };
 
 }  // namespace

@@ -1,12 +1,12 @@
 #pragma once
-// The program: argv in, report out, exit code back. main() is one call into here.
+// The program: argv in, reports out, exit code back. main() is one call into here.
 
 #include <functional>
-#include <iosfwd>
 #include <memory>
 
 #include "precision_probe/driver.hpp"
 #include "precision_probe/engine.hpp"
+#include "precision_probe/output.hpp"
 #include "precision_probe/system.hpp"
 
 namespace precision_probe {
@@ -15,12 +15,13 @@ struct AppDeps {
   const System& system;
   std::function<std::unique_ptr<DriverApi>()> make_driver;
   std::function<std::unique_ptr<Engine>()> make_engine;
+  StandardStreams streams;
 };
 
-int run_app(int argc, const char* const* argv, const AppDeps& deps, std::ostream& out,
-            std::ostream& err);
+int run_app(int argc, const char* const* argv, const AppDeps& deps);
 
-// The real program: real system, driver and engine, std::cout and std::cerr.
+// The real program: the real system, driver and engine, file descriptors 1 and 2. Sets the
+// process-wide things once: the signal handlers, and descriptors 0-2 held open.
 int main_entry(int argc, char** argv);
 
 }  // namespace precision_probe

@@ -24,6 +24,20 @@ std::string_view mode_key(Mode mode);
 std::optional<Mode> parse_mode(std::string_view key);
 bool is_amp_mode(Mode mode);
 
+// Keys that stand for several modes in --require ("fp8" is both fp8 modes).
+struct ModeAlias {
+  std::string_view key;
+  std::array<Mode, 2> modes;
+};
+inline constexpr std::array<ModeAlias, 2> kModeAliases = {{
+    {"fp8", {Mode::fp8_e4m3, Mode::fp8_e5m2}},
+    {"amp", {Mode::amp_fp16, Mode::amp_bf16}},
+}};
+
+// Every key --require accepts, for help and errors: "fp32, tf32, ..., fp8 (fp8_e4m3 and
+// fp8_e5m2), amp (amp_fp16 and amp_bf16)".
+std::string accepted_mode_keys();
+
 // Parses a --require list: comma separated keys, "fp8" standing for both fp8 keys, "amp" for both
 // AMP keys. Duplicates are dropped, order is kept. Returns an error message on bad input.
 struct ModeListParse {

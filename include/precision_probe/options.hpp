@@ -32,13 +32,20 @@ DeviceSelectionParse parse_device_selection(std::string_view text);
 
 enum class Command { probe, arch };
 
+// One more report of the same run: --json FILE, --markdown FILE, --prom FILE, --text FILE, or
+// --output-as FORMAT:FILE (repeatable). "-" is stdout.
+struct ExtraOutput {
+  Format format = Format::json;
+  std::string path;
+  std::string flag;  // as typed, for messages
+};
+
 struct Options {
   Command command = Command::probe;
   Format format = Format::text;
-  std::string output;  // -o FILE; "" or "-" means stdout
-  // More reports of the same probe, each to its file: --json FILE, --markdown FILE, --prom FILE,
-  // --text FILE, or --output-as FORMAT:FILE (repeatable).
-  std::vector<std::pair<Format, std::string>> extra_outputs;
+  std::string output;                   // -o FILE; "" means stdout
+  std::string output_flag = "-o";       // "-o" or "--output", as typed
+  std::vector<ExtraOutput> extra_outputs;
   DeviceSelection devices;
   std::vector<Mode> require;
   ColorMode color = ColorMode::automatic;

@@ -11,6 +11,7 @@ namespace precision_probe {
 
 struct PrintStyle {
   bool color = false;  // ANSI colour (text only)
+  int width = 80;      // free text (notes, recommendations, fixes) wraps at this column
 };
 
 class Printer {

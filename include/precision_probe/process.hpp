@@ -79,9 +79,12 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
 // The path of the running executable (/proc/self/exe), or "" when unknown.
 std::string self_executable_path();
 
-// SIGINT/SIGTERM handling: after install_interrupt_handlers(), a signal sets a flag that the
-// engine's wait loop sees; it then stops its workers and the probe reports what it has (exit 5).
-void install_interrupt_handlers();
+// The probe's signals, set once in main(): SIGINT, SIGTERM, SIGHUP and SIGQUIT set a flag that
+// the engine's wait loop sees; it then stops its workers and the probe reports what it has (exit
+// 5). A second such signal ends the probe at once, removing any temporary output file first.
+// SIGPIPE and SIGXFSZ are ignored, so that a closed pipe or a file-size limit is a write error the
+// probe reports (workers get every signal's default back).
+void install_signal_handlers();
 bool interrupt_requested();
 int interrupt_signal();  // the signal received, 0 if none
 

@@ -118,7 +118,16 @@ struct CollectivesReport {
   std::vector<PeerLink> peers;
 };
 
-struct UsageFailure {
+// Why a run has no report, or could not deliver it.
+enum class FailureKind {
+  usage,     // bad input: the report holds nothing else (exit 2)
+  output,    // the report is complete, but writing it somewhere failed (exit 6)
+  internal,  // an unexpected error: the report holds nothing else
+};
+std::string_view to_string(FailureKind kind);
+
+struct RunFailure {
+  FailureKind kind = FailureKind::usage;
   std::string message;
 };
 
@@ -133,12 +142,16 @@ struct Report {
   std::vector<Diagnostic> diagnostics;
   std::vector<RequirementResult> requirements;
   std::optional<CollectivesReport> collectives;
-  std::optional<UsageFailure> error;  // set on bad input: the rest may be empty
+  std::optional<RunFailure> error;  // bad input, a failed delivery, an internal error
   int exit_code = 0;
   std::string exit_reason;
   double duration_ms = 0.0;
 };
 
 ToolInfo this_tool();
+
+// Whether the report holds what the run found: false for bad input and internal errors, whose
+// report carries only the header and the error.
+bool has_findings(const Report& report);
 
 }  // namespace precision_probe

@@ -22,6 +22,17 @@ std::optional<std::int64_t> parse_int(std::string_view text);
 // `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
 std::string printable(std::string_view text, std::size_t max_chars = 80);
 
+// A path for a one-line message: escaped as printable() does, and when longer than `max_chars`,
+// its end kept ("...dir/report.json"): the file name is what tells paths apart.
+std::string printable_path(std::string_view path, std::size_t max_chars = 60);
+
+// Greedy word wrap at `width` columns (UTF-8 characters): lines break at spaces; a word longer
+// than a line stays whole on its own line. No line ends in a space.
+std::vector<std::string> wrap(std::string_view text, std::size_t width);
+
+// The columns a string takes on a terminal: UTF-8 characters, ANSI colour codes not counted.
+std::size_t visible_width(std::string_view text);
+
 // The directory part of a path: "." for a bare name, "/" for a file at the root.
 std::string directory_of(const std::string& path);
 

@@ -25,6 +25,8 @@ class System {
   virtual std::string machine() const = 0;         // uname -m
   virtual std::string kernel_release() const = 0;  // uname -r
   virtual bool stdout_is_terminal() const = 0;
+  // The terminal's width in columns (0 when stdout is not a terminal or it does not say).
+  virtual int terminal_columns() const = 0;
 };
 
 std::unique_ptr<System> make_real_system();

@@ -260,7 +260,9 @@ TEST(Binary, AnUnwritableExtraOutputFailsBeforeAnythingIsWritten) {
   std::ofstream(dir + "/r.json") << "old";
   const auto r = run_probe_binary({"--json", dir + "/r.json", "--prom", "/nonexistent-dir/m.prom"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--prometheus: cannot write /nonexistent-dir/m.prom"), std::string::npos)
+  // The message names the flag as typed (--prom) and the directory that is missing.
+  EXPECT_NE(r.err.find("--prom: /nonexistent-dir/m.prom: directory /nonexistent-dir: No such file"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(read_all(dir + "/r.json"), "old");
   EXPECT_EQ(run_probe_binary({"--output-as", "xml:r.xml"}).exit_code, 2);

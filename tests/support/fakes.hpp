@@ -53,6 +53,8 @@ class FakeSystem : public System {
   std::string machine() const override { return arch; }
   std::string kernel_release() const override { return "6.1.0-test"; }
   bool stdout_is_terminal() const override { return terminal; }
+  int terminal_columns() const override { return terminal ? columns : 0; }
+  int columns = 100;
 };
 
 class FakeDriver : public DriverApi {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "precision_probe/cli.hpp"
+#include "precision_probe/exit_codes.hpp"
 
 namespace pp = precision_probe;
 using Action = pp::CommandLine::Action;
@@ -71,8 +72,34 @@ TEST(Cli, BadInputIsAOneLineUsageError) {
       {{"--bogus"}, "--bogus"},
       {{"--format", "json", "--format", "text"}, "--format"},
       {{"arch", "8.10"}, "arch: '8.10' is not a compute capability"},
-      {{"arch"}, "CC"},
-      {{"-o", ""}, "-o"},
+      {{"arch"}, "arch: the compute capability is missing"},
+      {{"-o", ""}, "-o: empty value"},
+      {{"--output", ""}, "--output: empty value"},
+      {{"--json", ""}, "--json: empty value"},
+      {{"--seed", ""}, "--seed: empty value"},
+      {{"--format", ""}, "--format: empty value"},
+      {{"--json", "-q"}, "--json: '-q' looks like an option, not a FILE (write --json=./-q"},
+      {{"--output", "--quick"}, "--output: '--quick' looks like an option"},
+      {{"--timeout", "-5"}, "--timeout: '-5' looks like an option"},
+      {{"--json"}, "--json: FILE is missing"},
+      {{"--seed", "0x10"}, "--seed: '0x10' is not a whole number"},
+      {{"--seed", "1e3"}, "--seed: '1e3' is not a whole number"},
+      {{"--seed", "+5"}, "--seed: '+5' is not a whole number"},
+      {{"--seed", "9007199254740992"}, "--seed"},
+      {{"--timeout", "1e3"}, "--timeout: '1e3' is not a number of seconds"},
+      {{"--timeout", "0x10"}, "--timeout"},
+      {{"--check-timeout", "inf"}, "--check-timeout"},
+      {{"--bench-size", "0x100"}, "--bench-size: '0x100' is not a multiple of 16"},
+      {{"--bench-size", "100"}, "--bench-size: '100' is not a multiple of 16"},
+      {{"--quick=yes"}, "--quick takes no value"},
+      {{"-qx"}, "-q takes no value"},
+      {{"--device", "0", "--device", "1"}, "--device is given more than once"},
+      {{"stray"}, "unexpected argument 'stray'"},
+      {{"arch", "9.0", "extra"}, "arch: unexpected argument 'extra'"},
+      {{"arch", "9.0", "--device", "0"}, "--device does not apply to arch"},
+      {{"arch", "9.0", "--bench"}, "--bench does not apply to arch"},
+      {{"-q", "--json", "-"}, "-q keeps stdout silent, but --json - writes to it"},
+      {{"--output-as", "json"}, "--output-as: 'json' is not FORMAT:FILE"},
   };
   for (const auto& [args, expected] : cases) {
     const auto cl = parse(args);
@@ -81,6 +108,32 @@ TEST(Cli, BadInputIsAOneLineUsageError) {
         << "'" << cl.text << "' lacks '" << expected << "'";
     EXPECT_EQ(cl.text.find('\n'), std::string::npos) << cl.text;
   }
+}
+
+TEST(Cli, ValuesThatLookLikeFlagsNeedTheEqualsForm) {
+  const auto cl = parse({"--json=./-q", "--output-as", "json:-", "--markdown", "-"});
+  ASSERT_EQ(cl.action, Action::run) << cl.text;
+  ASSERT_EQ(cl.options.extra_outputs.size(), 3U);
+  EXPECT_EQ(cl.options.extra_outputs[0].path, "./-q");
+  EXPECT_EQ(cl.options.extra_outputs[0].flag, "--json");
+  EXPECT_EQ(cl.options.extra_outputs[1].path, "-");  // '-' is stdout everywhere
+  EXPECT_EQ(cl.options.extra_outputs[2].path, "-");
+  EXPECT_FALSE(cl.options.quiet);
+  const auto timeout = parse({"--timeout=0.5", "--check-timeout", "30."});
+  ASSERT_EQ(timeout.action, Action::run) << timeout.text;
+  EXPECT_DOUBLE_EQ(timeout.options.timeout_s, 0.5);
+  EXPECT_DOUBLE_EQ(timeout.options.check_timeout_s, 30.0);
+  const auto o = parse({"--output", "-"});
+  ASSERT_EQ(o.action, Action::run) << o.text;
+  EXPECT_EQ(o.options.output, "");  // stdout
+  EXPECT_EQ(parse({"--output", "r.txt"}).options.output_flag, "--output");
+}
+
+TEST(Cli, ArchGatesOnItsVerdicts) {
+  const auto cl = parse({"arch", "7.5", "--require", "bf16", "--format", "json"});
+  ASSERT_EQ(cl.action, Action::run) << cl.text;
+  EXPECT_EQ(cl.options.command, pp::Command::arch);
+  EXPECT_EQ(cl.options.require, std::vector<pp::Mode>{pp::Mode::bf16});
 }
 
 TEST(Cli, JsonIsNoticedEvenWhenParsingFails) {
@@ -94,6 +147,18 @@ TEST(Cli, HelpVersionAndArch) {
   const auto help = parse({"--help"});
   EXPECT_EQ(help.action, Action::help);
   EXPECT_NE(help.text.find("--require"), std::string::npos);
+  // Every mode --require accepts, every exit code and every environment variable.
+  for (pp::Mode m : pp::kAllModes) {
+    EXPECT_NE(help.text.find(std::string(pp::mode_key(m))), std::string::npos) << pp::mode_key(m);
+  }
+  EXPECT_NE(help.text.find("fp8 (fp8_e4m3 and fp8_e5m2)"), std::string::npos);
+  for (const auto& m : pp::exit_code::kMeanings) {
+    EXPECT_NE(help.text.find(std::to_string(m.code) + "  " + m.meaning), std::string::npos) << m.code;
+  }
+  for (const auto& v : pp::kEnvironmentVariables) {
+    EXPECT_NE(help.text.find(v.name), std::string::npos) << v.name;
+  }
+  EXPECT_EQ(parse({"-q", "--help"}).quiet, true);
   const auto version = parse({"--version"});
   EXPECT_EQ(version.action, Action::version);
   EXPECT_NE(version.text.find("precision-probe 0."), std::string::npos);

@@ -143,6 +143,6 @@ TEST(Gate, UnavailableSelectionIsThreeAndUsageErrorIsTwo) {
   r.run.unavailable_selection = "--device 0: no GPU is visible";
   EXPECT_EQ(pp::decide_exit(r).code, pp::exit_code::kEnvironment);
   pp::Report u;
-  u.error = pp::UsageFailure{"bad"};
+  u.error = pp::RunFailure{pp::FailureKind::usage, "bad"};
   EXPECT_EQ(pp::decide_exit(u).code, pp::exit_code::kUsage);
 }

@@ -7,6 +7,7 @@
 #include "fakes.hpp"
 #include "precision_probe/printers.hpp"
 #include "precision_probe/report_json.hpp"
+#include "precision_probe/strings.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -136,8 +137,9 @@ TEST(TextPrinter, PrintsTheReportAsExpected) {
       "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · selected\n"
       "      kernels: sm_90 in this LibTorch build\n"
       "  mode       hardware     status        rel.error  tolerance      time  note\n"
-      "  bf16       native       native         2.50e-03    1.0e-02    0.5 ms  \n"
-      "  fp4        unsupported  unsupported           -          -         -  FP4 needs cc 10.0+\n"
+      "  bf16       native       native         2.50e-03    1.0e-02    0.5 ms\n"
+      "  fp4        unsupported  unsupported           -          -         -\n"
+      "      FP4 needs cc 10.0+\n"
       "  recommendation: bf16 (BF16 is native)\n"
       "\n"
       "diagnostics\n"
@@ -218,4 +220,32 @@ TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
   EXPECT_NE(text.find("0.4% (<=2%)"), std::string::npos) << text;
   EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
   EXPECT_NE(text.find("60.0 MiB (0.55x)"), std::string::npos) << text;
+}
+
+TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {
+  auto r = sample();
+  r.devices[0].recommendation.reason = std::string(
+      "cc 9.0 (Hopper) runs BF16 natively: autocast to bf16; BF16 keeps FP32's exponent range, so "
+      "no loss scaling is needed, and this sentence goes on to be long enough to wrap twice");
+  r.diagnostics[0].hint =
+      "start the container with GPUs: `docker run --gpus all ...` (NVIDIA Container Toolkit), "
+      "`runtime: nvidia` in Compose, a `nvidia.com/gpu` resource limit in Kubernetes";
+  std::ostringstream narrow;
+  pp::make_printer(pp::Format::text, pp::PrintStyle{false, 80})->print(r, narrow);
+  std::istringstream lines(narrow.str());
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    EXPECT_LE(pp::visible_width(line), 80U) << line;
+    EXPECT_TRUE(line.empty() || line.back() != ' ') << "trailing space: '" << line << "'";
+  }
+  EXPECT_GT(count, 20);
+  EXPECT_NE(narrow.str().find("           fix: start the container"), std::string::npos);
+  EXPECT_NE(narrow.str().find("\n                (NVIDIA Container Toolkit), `runtime: nvidia`"), std::string::npos)
+      << narrow.str();
+  // On a wide terminal the note stays on its row.
+  std::ostringstream wide;
+  pp::make_printer(pp::Format::text, pp::PrintStyle{false, 200})->print(r, wide);
+  EXPECT_NE(wide.str().find("         -  FP4 needs cc 10.0+\n"), std::string::npos) << wide.str();
 }

@@ -1,0 +1,281 @@
+// Delivering reports: regular files replaced atomically and together, everything else written
+// through and never replaced, failures noticed. Device nodes are made in temporary directories
+// (as root; the tests that need that skip, saying so, elsewhere), and the bind-mount case runs in
+// a private mount namespace.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "binary.hpp"
+#include "precision_probe/output.hpp"
+
+namespace pp = precision_probe;
+using pp::testing::read_all;
+
+namespace {
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::vector<std::string> files_in(const std::string& dir) {
+  const auto listing = pp::run_process({"/bin/ls", "-A", dir}, pp::environment_with({}), "",
+                                       std::chrono::seconds(5));
+  std::vector<std::string> names;
+  std::string name;
+  for (char c : listing.out) {
+    if (c == '\n') {
+      names.push_back(name);
+      name.clear();
+    } else {
+      name += c;
+    }
+  }
+  return names;
+}
+
+// Prepares and delivers `contents` to `paths` (flag "--json" for each); "" or the error.
+std::string deliver(const std::vector<std::string>& paths, const std::vector<std::string>& contents,
+                    pp::StandardStreams streams = {}) {
+  std::vector<pp::OutputRequest> requests;
+  for (const std::string& p : paths) requests.push_back({p, "--json"});
+  auto prepared = pp::prepare_outputs(requests, streams);
+  if (!prepared.error.empty()) return "prepare: " + prepared.error;
+  bool stdout_failed = false;
+  return prepared.outputs->deliver(contents, stdout_failed);
+}
+
+// Runs `body` in a child process; its exit status 0 is success. For what changes the process
+// (a mount namespace, resource limits).
+int in_child(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool can_make_device_nodes(const std::string& dir) {
+  const std::string probe = dir + "/probe-node";
+  if (::mknod(probe.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) return false;
+  ::unlink(probe.c_str());
+  return true;
+}
+
+}  // namespace
+
+TEST(Output, ReplacesAFileKeepingItsModeAndLeavingNoTemporary) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string path = dir + "/report.json";
+  write(path, "old");
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  ASSERT_EQ(deliver({path}, {"new"}), "");
+  EXPECT_EQ(read_all(path), "new");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640U);
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"report.json"});
+  // A new file gets 0666 less the umask, like any file a user creates.
+  const mode_t mask = ::umask(022);
+  ASSERT_EQ(deliver({dir + "/new.json"}, {"x"}), "");
+  ::umask(mask);
+  ASSERT_EQ(::stat((dir + "/new.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644U);
+}
+
+TEST(Output, ALongFileNameNeedsNoLongerTemporaryName) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string path = dir + "/" + std::string(250, 'r');
+  ASSERT_EQ(deliver({path}, {"report"}), "");
+  EXPECT_EQ(read_all(path), "report");
+  EXPECT_EQ(files_in(dir).size(), 1U);
+}
+
+TEST(Output, ASymbolicLinkKeepsPointingAtItsReplacedTarget) {
+  const std::string dir = pp::testing::make_temp_dir();
+  ASSERT_EQ(::mkdir((dir + "/real").c_str(), 0755), 0);
+  write(dir + "/real/report.json", "old");
+  ASSERT_EQ(::symlink("real/report.json", (dir + "/link.json").c_str()), 0);
+  ASSERT_EQ(deliver({dir + "/link.json"}, {"new"}), "");
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir + "/link.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link was replaced by a file";
+  EXPECT_EQ(read_all(dir + "/real/report.json"), "new");
+  // A dangling link: its target is created.
+  ASSERT_EQ(::symlink("real/later.json", (dir + "/dangling.json").c_str()), 0);
+  ASSERT_EQ(deliver({dir + "/dangling.json"}, {"made"}), "");
+  EXPECT_EQ(read_all(dir + "/real/later.json"), "made");
+}
+
+TEST(Output, AFifoIsWrittenThroughAndOneWithoutAReaderIsRefusedAtOnce) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string error = deliver({fifo}, {"report"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "it waited";
+  EXPECT_NE(error.find("no process is reading the FIFO"), std::string::npos) << error;
+  std::string received;
+  std::thread reader([&] { received = read_all(fifo); });
+  // The reader's open() blocks until a writer comes: give it a moment to be there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(deliver({fifo}, {"report through the fifo"}), "");
+  reader.join();
+  EXPECT_EQ(received, "report through the fifo");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(Output, ACharacterDeviceIsWrittenThroughNeverReplaced) {
+  const std::string dir = pp::testing::make_temp_dir();
+  if (!can_make_device_nodes(dir)) GTEST_SKIP() << "mknod needs root (CAP_MKNOD)";
+  const std::string null_node = dir + "/null";
+  const std::string full_node = dir + "/full";
+  ASSERT_EQ(::mknod(null_node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_EQ(::mknod(full_node.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  ASSERT_EQ(deliver({null_node}, {"report"}), "");
+  struct stat st {};
+  ASSERT_EQ(::lstat(null_node.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null was replaced";
+  // A device whose write fails (/dev/full): the error is seen, and the file delivered with it is
+  // put back as it was.
+  write(dir + "/report.json", "old");
+  const std::string error = deliver({dir + "/report.json", full_node}, {"new", "report"});
+  EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
+  EXPECT_EQ(read_all(dir + "/report.json"), "old");
+  ASSERT_EQ(::lstat(full_node.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(files_in(dir).size(), 3U);  // null, full, report.json: no temporary left
+}
+
+TEST(Output, TargetsThatCannotTakeAReportAreRefusedBeforeTheRun) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir, "is a directory"},
+      {dir + "/missing/report.json", "No such file or directory"},
+      {"/proc/version", "cannot create a file"},
+      {"/dev/stdin", "is standard input"},
+      {"", "empty file name"},
+  };
+  for (const auto& [path, expected] : cases) {
+    const auto prepared = pp::prepare_outputs({{path, "-o"}}, {});
+    EXPECT_NE(prepared.error.find(expected), std::string::npos) << path << ": " << prepared.error;
+    EXPECT_EQ(prepared.error.find('\n'), std::string::npos);
+  }
+  if (can_make_device_nodes(dir)) {
+    ASSERT_EQ(::mknod((dir + "/disk").c_str(), S_IFBLK | 0600, makedev(7, 0)), 0);
+    EXPECT_NE(pp::prepare_outputs({{dir + "/disk", "-o"}}, {}).error.find("block device"),
+              std::string::npos);
+  }
+  // A closed stdout is no place for a report.
+  pp::StandardStreams closed;
+  closed.out_closed = true;
+  EXPECT_NE(pp::prepare_outputs({{"-", "the report on stdout"}}, closed).error.find("stdout is closed"),
+            std::string::npos);
+}
+
+TEST(Output, OneFileNamedTwiceIsAUsageError) {
+  const std::string dir = pp::testing::make_temp_dir();
+  write(dir + "/r.json", "old");
+  ASSERT_EQ(::symlink("r.json", (dir + "/alias.json").c_str()), 0);
+  ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0755), 0);
+  const std::vector<std::pair<std::string, std::string>> spellings = {
+      {dir + "/r.json", dir + "/./r.json"},
+      {dir + "/r.json", dir + "/alias.json"},
+      {dir + "/r.json", dir + "/sub/../r.json"},
+      {dir + "/new.json", dir + "/sub/../new.json"},  // a file that does not exist yet
+  };
+  for (const auto& [a, b] : spellings) {
+    const auto prepared = pp::prepare_outputs({{a, "-o"}, {b, "--json"}}, {});
+    EXPECT_NE(prepared.error.find("-o and --json name the same file"), std::string::npos)
+        << a << " / " << b << ": " << prepared.error;
+  }
+  EXPECT_EQ(read_all(dir + "/r.json"), "old");
+  EXPECT_EQ(pp::prepare_outputs({{dir + "/a.json", "-o"}, {dir + "/b.json", "--json"}}, {}).error, "");
+}
+
+TEST(Output, AFailedWriteLeavesEveryFileAsItWasAndNoTemporary) {
+  const std::string dir = pp::testing::make_temp_dir();
+  write(dir + "/a.json", "old a");
+  write(dir + "/b.json", "old b");
+  // A file-size limit of 16 bytes: the second report cannot be written (EFBIG, whoever runs the
+  // test), as on a full disk. SIGXFSZ is ignored, as the probe ignores it.
+  const int status = in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{16, 16};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    const std::string error =
+        deliver({dir + "/a.json", dir + "/b.json"}, {"short", std::string(4096, 'n')});
+    return error.find("File too large") != std::string::npos ? 0 : 1;
+  });
+  EXPECT_EQ(status, 0) << "the oversized write did not fail as expected";
+  EXPECT_EQ(read_all(dir + "/a.json"), "old a");
+  EXPECT_EQ(read_all(dir + "/b.json"), "old b");
+  EXPECT_EQ(files_in(dir).size(), 2U);
+}
+
+TEST(Output, ALateRenameFailurePutsBackTheFilesAlreadyReplaced) {
+  const std::string dir = pp::testing::make_temp_dir();
+  write(dir + "/a.json", "old a");
+  write(dir + "/b.json", "old b");
+  write(dir + "/elsewhere", "mounted");
+  // b.json is a bind mount: renaming over it fails with EBUSY after a.json was replaced.
+  const int status = in_child([&] {
+    if (::unshare(CLONE_NEWNS) != 0) return 77;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+    if (::mount((dir + "/elsewhere").c_str(), (dir + "/b.json").c_str(), nullptr, MS_BIND,
+                nullptr) != 0) {
+      return 77;
+    }
+    const std::string error = deliver({dir + "/a.json", dir + "/b.json"}, {"new a", "new b"});
+    if (error.find("Device or resource busy") == std::string::npos) return 1;
+    if (read_all(dir + "/a.json") != "old a") return 2;
+    return files_in(dir).size() == 3U ? 0 : 3;
+  });
+  if (status == 77) GTEST_SKIP() << "a private mount namespace needs root (CAP_SYS_ADMIN)";
+  EXPECT_EQ(status, 0) << "1: not EBUSY, 2: a.json not put back, 3: a temporary was left";
+}
+
+TEST(Output, StandardStreamsAreWrittenThrough) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pp::StandardStreams streams;
+  streams.out_fd = fds[1];
+  ASSERT_EQ(deliver({"/dev/stdout"}, {"through stdout"}, streams), "");
+  ::close(fds[1]);
+  char buffer[64] = {};
+  EXPECT_EQ(::read(fds[0], buffer, sizeof buffer), 14);
+  EXPECT_EQ(std::string(buffer), "through stdout");
+  ::close(fds[0]);
+  // Stdout twice (the report on stdout and --json -): one stream, one report.
+  const auto twice = pp::prepare_outputs({{"-", "the report on stdout"}, {"-", "--json"}}, {});
+  EXPECT_NE(twice.error.find("name the same file"), std::string::npos) << twice.error;
+}
+
+TEST(Output, AClosedPipeIsAnErrorNotASignal) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  const sighandler_t previous = ::signal(SIGPIPE, SIG_IGN);  // as the probe sets it
+  pp::StandardStreams streams;
+  streams.out_fd = fds[1];
+  auto prepared = pp::prepare_outputs({{"-", "the report on stdout"}}, streams);
+  ASSERT_EQ(prepared.error, "");
+  bool stdout_failed = false;
+  const std::string error = prepared.outputs->deliver({"report"}, stdout_failed);
+  ::signal(SIGPIPE, previous);
+  ::close(fds[1]);
+  EXPECT_NE(error.find("Broken pipe"), std::string::npos) << error;
+  EXPECT_TRUE(stdout_failed);
+}

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -9,6 +11,15 @@
 #include <sstream>
 
 namespace precision_probe::testing {
+
+namespace {
+// The probe ignores SIGPIPE process-wide (main_entry); the test programs that use its process
+// code do the same, so that a child that exits without reading its input is an EPIPE.
+const bool kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+}  // namespace
 
 Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env,
                      int timeout_s) {

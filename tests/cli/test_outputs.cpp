@@ -1,0 +1,214 @@
+// The binary's outputs under hostile conditions: device nodes, FIFOs, links, a full disk, a
+// closed or broken stdout, one file named twice, signals during the run. A report is delivered
+// whole or the exit code says it was not, and nothing that is not a regular report file is ever
+// replaced. Device-node cases run in a private mount namespace with a tmpfs /dev (unshare, as
+// root; they skip, saying so, elsewhere).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "binary.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::testing::read_all;
+using pp::testing::run_probe_binary;
+
+namespace {
+
+// Runs the binary through `sh -c SCRIPT`, where "$@" is the binary and the fake engine's
+// environment is set as run_probe_binary sets it.
+pp::testing::Run run_in_shell(const std::string& script, std::vector<std::string> env = {}) {
+  std::vector<std::string> overrides = {
+      "PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+      "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1", "CUDA_VISIBLE_DEVICES",
+      "NVIDIA_VISIBLE_DEVICES"};
+  overrides.insert(overrides.end(), env.begin(), env.end());
+  const pp::ProcessOutput out = pp::run_process({"/bin/sh", "-c", script, "sh", PP_BINARY},
+                                                pp::environment_with(overrides), "",
+                                                std::chrono::seconds(60));
+  return {out.exit_code, out.out, out.err, out.term_signal};
+}
+
+std::vector<std::string> files_in(const std::string& dir) {
+  const auto listing = pp::run_process({"/bin/ls", "-A", dir}, pp::environment_with({}), "",
+                                       std::chrono::seconds(5));
+  std::vector<std::string> names;
+  std::string name;
+  for (char c : listing.out) {
+    if (c != '\n') {
+      name += c;
+      continue;
+    }
+    names.push_back(name);
+    name.clear();
+  }
+  return names;
+}
+
+bool private_dev_works() {
+  const auto r = run_in_shell(
+      "unshare -m sh -c 'mount -t tmpfs tmpfs /dev && mknod /dev/null c 1 3' 2>/dev/null");
+  return r.exit_code == 0;
+}
+
+}  // namespace
+
+TEST(Outputs, DeviceNodesAreWrittenThroughNeverReplaced) {
+  if (!private_dev_works()) GTEST_SKIP() << "needs root for unshare -m and mknod";
+  // In a private /dev: -o /dev/null keeps /dev/null a character device and exits 0; /dev/full
+  // fails the delivery (exit 6) and stays a device; /dev/stdout is stdout.
+  const auto r = run_in_shell(
+      "unshare -m sh -c '"
+      "mount -t tmpfs tmpfs /dev && mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/full c 1 7 "
+      "&& ln -s /proc/self/fd/1 /dev/stdout || exit 90; "
+      "\"$0\" --device cpu -o /dev/null; echo null=$? $(stat -c %F /dev/null); "
+      "\"$0\" --device cpu -o /dev/full 2>&1; echo full=$? $(stat -c %F /dev/full); "
+      "\"$0\" --device cpu -o /dev/stdout --format json | head -c 1; echo; echo stdout=$?"
+      "' \"$@\"");
+  ASSERT_NE(r.exit_code, 90) << r.err;
+  EXPECT_NE(r.out.find("null=0 character special file"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("full=6 character special file"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("-o: /dev/full: No space left on device"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\nstdout=0"), std::string::npos) << r.out;
+}
+
+TEST(Outputs, AFifoWithoutAReaderIsAUsageErrorNotAHang) {
+  const std::string dir = pp::testing::make_temp_dir();
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--device", "cpu", "-o", dir + "/pipe", "--format", "json"},
+                                  {"FAKE_ENGINE=hang"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("-o: " + dir + "/pipe: no process is reading the FIFO"), std::string::npos)
+      << r.err;
+  EXPECT_NO_THROW(json::parse(r.out));  // the error as a JSON document on stdout
+  // With a reader, the report goes through the FIFO.
+  const auto through = run_in_shell("cat \"" + dir + "/pipe\" > \"" + dir +
+                                    "/got\" & sleep 0.3; \"$@\" --device cpu -o \"" + dir +
+                                    "/pipe\"; rc=$?; wait; exit $rc");
+  EXPECT_EQ(through.exit_code, 0) << through.err;
+  EXPECT_NE(read_all(dir + "/got").find("exit 0:"), std::string::npos);
+}
+
+TEST(Outputs, ALinkIsFollowedToTheFileItNames) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::ofstream(dir + "/real.json") << "old";
+  ASSERT_EQ(::symlink("real.json", (dir + "/link.json").c_str()), 0);
+  const auto r = run_probe_binary({"--device", "cpu", "--json", dir + "/link.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir + "/link.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_NO_THROW(json::parse(read_all(dir + "/real.json")));
+}
+
+TEST(Outputs, AStdoutThatFailsNeverGivesExitZero) {
+  // A full disk, a closed pipe, a closed stdout.
+  const auto full = run_in_shell("\"$@\" --device cpu > /dev/full");
+  EXPECT_EQ(full.exit_code, 6) << full.err;
+  EXPECT_NE(full.err.find("the report on stdout: -: No space left on device"), std::string::npos)
+      << full.err;
+  const auto closed = run_in_shell("\"$@\" --device cpu >&-");
+  EXPECT_EQ(closed.exit_code, 2) << closed.err;
+  EXPECT_NE(closed.err.find("stdout is closed"), std::string::npos) << closed.err;
+  // With -q nothing goes to stdout, so a closed stdout is fine.
+  EXPECT_EQ(run_in_shell("\"$@\" --device cpu -q >&-").exit_code, 0);
+}
+
+TEST(Outputs, AClosedPipeIsExitSixWithAMessage) {
+  // The reader of stdout is gone before the report is written (SIGPIPE is ignored, EPIPE seen).
+  const auto r =
+      run_in_shell("{ \"$@\" --device cpu; echo rc=$? >&2; } | true", {"FAKE_ENGINE=slow"});
+  EXPECT_NE(r.err.find("rc=6"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Broken pipe"), std::string::npos) << r.err;
+}
+
+TEST(Outputs, OneFileNamedTwiceIsRefusedBeforeAnyCheckRuns) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string log = dir + "/engine.log";
+  const auto r = run_probe_binary(
+      {"--device", "cpu", "-o", dir + "/r.json", "--json", dir + "/./r.json"},
+      {"FAKE_ENGINE_LOG=" + log});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("-o and --json name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(read_all(log), "") << "a check ran";
+  const auto stdout_twice = run_probe_binary({"--device", "cpu", "--output-as", "json:-"});
+  EXPECT_EQ(stdout_twice.exit_code, 2);
+  EXPECT_NE(stdout_twice.err.find("the report on stdout and --output-as name the same file"),
+            std::string::npos)
+      << stdout_twice.err;
+  // A 250-byte file name is a valid file name.
+  const std::string long_name = dir + "/" + std::string(250, 'x');
+  EXPECT_EQ(run_probe_binary({"--device", "cpu", "-o", long_name}).exit_code, 0);
+  EXPECT_NE(read_all(long_name).find("exit 0:"), std::string::npos);
+}
+
+TEST(Outputs, AFileSizeLimitFailsTheDeliveryAndLeavesTheOldFile) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::ofstream(dir + "/r.json") << "old";
+  const auto r = run_in_shell("ulimit -f 1; \"$@\" --device cpu --json \"" + dir +
+                              "/r.json\" --bench --bench-size 16 -q");
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+  EXPECT_EQ(read_all(dir + "/r.json"), "old");
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"r.json"});
+}
+
+TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
+  const std::string dir = pp::testing::make_temp_dir();
+  for (int sig : {SIGTERM, SIGHUP, SIGQUIT, SIGKILL}) {
+    std::ofstream(dir + "/r.json") << "old";
+    pp::ChildProcess child;
+    std::string error;
+    ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
+                            pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+                                                  "PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
+                                                  "PRECISION_PROBE_LIBNVML=libnvml-no.so.1",
+                                                  "FAKE_ENGINE=hang"}),
+                            "", error))
+        << error;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(::kill(child.pid(), sig), 0);
+    const int status = child.wait();
+    if (sig == SIGKILL) {
+      EXPECT_EQ(read_all(dir + "/r.json"), "old");
+    } else {
+      ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig << " ended it without a report";
+      EXPECT_EQ(WEXITSTATUS(status), 5) << sig;
+      EXPECT_EQ(json::parse(read_all(dir + "/r.json")).at("exit_code"), 5) << sig;
+    }
+    EXPECT_EQ(files_in(dir), std::vector<std::string>{"r.json"}) << "signal " << sig;
+  }
+}
+
+TEST(Outputs, EveryNonZeroExitWithoutATextReportSaysSoOnStderr) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--format", "markdown"}, {"--format", "prometheus"},
+        {"--format", "json"}, {"-q"}}) {
+    std::vector<std::string> full = {"--device", "cpu", "--require", "tf32"};
+    full.insert(full.end(), args.begin(), args.end());
+    const auto r = run_probe_binary(full);
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_NE(r.err.find("precision-probe: exit 1: tf32 on CPU is unsupported"), std::string::npos)
+        << args[0] << ": " << r.err;
+  }
+}
+
+TEST(Outputs, QuietMeansNothingOnStdoutInEveryCase) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-q", "--format", "json", "--require", "fp7"},
+        {"-q", "--version"}, {"-q", "--help"}, {"-q", "--device", "cpu"},
+        {"-q", "arch", "9.0", "--format", "json"}}) {
+    const auto r = run_probe_binary(args);
+    EXPECT_EQ(r.out, "") << args[1];
+  }
+}

@@ -24,8 +24,10 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
         r.reason = "not checked on this device";
       } else {
         r.status = p->status;
+        r.failure = p->failure;
         r.met = p->status == Status::native ||
-                (quick && p->status == Status::not_tested && p->hardware == Hardware::native);
+                (quick && p->status == Status::not_tested && p->hardware == Hardware::native &&
+                 p->failure != ErrorKind::unavailable);
         r.reason = r.met && p->status == Status::not_tested
                        ? "hardware support only (--quick: no kernel ran)"
                        : p->reason;
@@ -63,8 +65,9 @@ ExitDecision decide_exit(const Report& report) {
   for (const DeviceReport& device : report.devices) {
     if (!device.selected) continue;
     for (const auto& [mode, p] : device.precisions) {
-      if (p.bench && !p.bench->outcome.ok && p.bench->outcome.error_kind != ErrorKind::not_run &&
-          p.bench->outcome.error_kind != ErrorKind::none) {
+      const ErrorKind bench_kind = p.bench ? p.bench->outcome.error_kind : ErrorKind::none;
+      if (p.bench && !p.bench->outcome.ok && bench_kind != ErrorKind::not_run &&
+          bench_kind != ErrorKind::none && bench_kind != ErrorKind::unavailable) {
         const std::string why = fmt::format("{} {} benchmark: {}", device.label(), mode_key(mode),
                                             p.bench->outcome.error);
         if (p.bench->outcome.error_kind == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
@@ -97,6 +100,10 @@ ExitDecision decide_exit(const Report& report) {
   for (const RequirementResult& r : report.requirements) {
     if (r.device == "none") {
       return {exit_code::kEnvironment, fmt::format("--require {}: {}", mode_key(r.mode), r.reason)};
+    }
+    if (!r.met && r.failure == ErrorKind::unavailable) {
+      return {exit_code::kEnvironment,
+              fmt::format("--require {} on {}: not tested: {}", mode_key(r.mode), r.device, r.reason)};
     }
   }
   if (environment != nullptr) {

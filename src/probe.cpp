@@ -97,25 +97,44 @@ std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_m
   return o;
 }
 
+// Why the checks of a device did not run, when they did not: skipped on purpose (--quick,
+// --no-amp, not selected), or kept from running by the machine (`unavailable`: no engine, a
+// LibTorch without CUDA, no kernels for the GPU), which a requirement counts as an environment
+// problem.
+struct NotRun {
+  std::string reason;
+  bool unavailable = false;
+  std::string amp_reason;  // the training modes' own reason, when it differs (--no-amp)
+};
+
+// The outcome a check that never ran gets: none (skipped), or unavailable with the reason, for
+// the modes the hardware has.
+template <typename Outcome>
+std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict& hardware) {
+  if (!why.unavailable || hardware.hardware == Hardware::unsupported) return std::nullopt;
+  Outcome o;
+  o.error_kind = ErrorKind::unavailable;
+  o.error = why.reason;
+  return o;
+}
+
 template <typename SupportFn>
 void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
-                     const WorkerResult* result, const std::string& not_run_reason,
-                     const std::string& amp_not_run_reason = "") {
+                     const WorkerResult* result, const NotRun& why) {
   const bool known = planned != nullptr && result != nullptr;
   for (Mode mode : kPrecisionModes) {
-    d.precisions.emplace_back(
-        mode, combine_verdict(support(mode),
-                              outcome_for(mode, known ? &planned->plan.smoke : nullptr,
-                                          known ? &result->smoke : nullptr, result),
-                              not_run_reason));
+    auto outcome = outcome_for(mode, known ? &planned->plan.smoke : nullptr,
+                               known ? &result->smoke : nullptr, result);
+    if (!outcome) outcome = not_run_outcome<SmokeOutcome>(why, support(mode));
+    d.precisions.emplace_back(mode, combine_verdict(support(mode), outcome, why.reason));
   }
   for (Mode mode : kAmpModes) {
+    auto outcome = outcome_for(mode, known ? &planned->plan.amp : nullptr,
+                               known ? &result->amp : nullptr, result);
+    if (!outcome && why.amp_reason.empty()) outcome = not_run_outcome<AmpOutcome>(why, support(mode));
     d.precisions.emplace_back(
-        mode,
-        combine_amp_verdict(support(mode),
-                            outcome_for(mode, known ? &planned->plan.amp : nullptr,
-                                        known ? &result->amp : nullptr, result),
-                            amp_not_run_reason.empty() ? not_run_reason : amp_not_run_reason));
+        mode, combine_amp_verdict(support(mode), outcome,
+                                  why.amp_reason.empty() ? why.reason : why.amp_reason));
   }
   if (known && planned->plan.bench_size > 0) {
     // Every passed smoke test was to be benchmarked: one the worker did not answer says why.
@@ -136,10 +155,48 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
   d.recommendation = recommend(d);
 }
 
-std::string not_run_reason(const Options& o, bool selected) {
-  if (o.quick) return "--quick: no kernels run";
-  if (!selected) return "not selected (--device)";
-  return "not run";
+NotRun not_run(const Options& o, bool selected) {
+  NotRun why;
+  why.reason = o.quick ? "--quick: no kernels run" : !selected ? "not selected (--device)" : "not run";
+  if (!o.amp) why.amp_reason = "skipped (--no-amp)";
+  return why;
+}
+
+// Why no GPU kernel can run with this engine and stack, known before anything runs ("" when
+// nothing says so).
+std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
+  if (!engine_installed) {
+    return "the kernel engine (precision-probe-engine) is not installed, so no kernel can run; "
+           "build with LibTorch or set PRECISION_PROBE_ENGINE";
+  }
+  if (stack.available && !stack.cuda_built) {
+    return fmt::format(
+        "this LibTorch ({}) was built without CUDA: no GPU kernel can run; use a CUDA build of "
+        "PyTorch or LibTorch",
+        stack.libtorch_version);
+  }
+  return "";
+}
+
+// What keeps a GPU's checks from running when they were not run: the stack's blocker, and under
+// --quick, a stack that is not known or has no kernels for the GPU.
+NotRun gpu_not_run(const Options& o, const DeviceReport& d, const StackInfo& stack,
+                   const std::string& blocker, const WorkerResult* result) {
+  NotRun why = not_run(o, d.selected);
+  if (result != nullptr && result->problem == ErrorKind::not_run) why.reason = result->problem_message;
+  std::string blocked = blocker;
+  if (blocked.empty() && o.quick) {
+    if (!stack.available) {
+      blocked = "the LibTorch stack is not known (" + stack.error + "), so whether it runs here is not known";
+    } else if (d.kernels && !d.kernels->covered) {
+      blocked = "no kernels for this GPU in this LibTorch build: " + d.kernels->reason;
+    }
+  }
+  if (!blocked.empty() && d.selected) {
+    why.reason = blocked;
+    why.unavailable = true;
+  }
+  return why;
 }
 
 }  // namespace
@@ -261,10 +318,18 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
   const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
   trace("probe start");
+  // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
+  // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
+  const StackInfo cached_stack = deps.engine.describe(false);
+  const bool cache_complete = cached_stack.available && cached_stack.error.empty();
+  const bool engine_installed = deps.engine.installed();
+  // A stack that cannot run GPU kernels at all: no GPU worker is started.
+  const std::string gpu_blocker = gpu_stack_blocker(cached_stack, engine_installed);
   // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
   // asked what there is to plan.
   if (!options.quick) {
-    const int gpus = expected_gpu_workers(sys, visible, options.devices);
+    const int gpus =
+        gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
     deps.engine.prestart({true, gpus, gpus == 1 && one_gpu_in_view(sys, visible)});
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();
@@ -310,7 +375,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
     planned.push_back(cpu_worker);
     for (const GpuInfo& gpu : facts.gpus) {
-      if (!gpu_selected(options, gpu.index) || !gpu.cc) continue;
+      if (!gpu_selected(options, gpu.index) || !gpu.cc || !gpu_blocker.empty()) continue;
       PlannedWorker w;
       w.uuid = gpu.uuid;
       w.plan.kind = DeviceKind::cuda;
@@ -324,10 +389,6 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       planned.push_back(w);
     }
   }
-  // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
-  // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
-  const StackInfo cached_stack = deps.engine.describe(false);
-  const bool cache_complete = cached_stack.available && cached_stack.error.empty();
   if (!cache_complete && !planned.empty()) {
     (planned.size() > 1 ? planned[1] : planned[0]).plan.describe = true;  // a GPU worker if any
   }
@@ -402,18 +463,12 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   report.driver = facts.driver;
 
   // --- The stack: the build cache when complete, else the worker asked to describe it ---
-  bool engine_installed = true;
   report.stack = cached_stack;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const WorkerResult& r = results[i];
-    if (r.problem == ErrorKind::not_run) engine_installed = false;
     if (!r.stack || cache_complete) continue;
     // The worker asked to describe wins; any worker's answer beats no answer.
     if (planned[i].plan.describe || !report.stack.available) report.stack = *r.stack;
-  }
-  if (plans.empty() && !report.stack.available &&
-      report.stack.error.find("not installed") != std::string::npos) {
-    engine_installed = false;
   }
   const std::vector<ArchTarget> targets = parse_arch_list(join(report.stack.arch_list, " "));
 
@@ -440,9 +495,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
                     : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
     };
-    std::string reason = not_run_reason(options, d.selected);
-    if (r != nullptr && r->problem == ErrorKind::not_run) reason = r->problem_message;
-    fill_precisions(d, support, p, r, reason, options.amp ? "" : "skipped (--no-amp)");
+    fill_precisions(d, support, p, r, gpu_not_run(options, d, report.stack, gpu_blocker, r));
     report.devices.push_back(std::move(d));
   }
   DeviceReport cpu_report;
@@ -452,12 +505,11 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   cpu_report.cpu = cpu;
   const PlannedWorker* cpu_plan = planned.empty() ? nullptr : &planned.front();
   const WorkerResult* cpu_result = results.empty() ? nullptr : &results.front();
-  std::string cpu_reason = not_run_reason(options, true);
+  NotRun cpu_not_run = not_run(options, true);
   if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
-    cpu_reason = cpu_result->problem_message;
+    cpu_not_run.reason = cpu_result->problem_message;
   }
-  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_reason,
-                  options.amp ? "" : "skipped (--no-amp)");
+  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_not_run);
   report.devices.push_back(std::move(cpu_report));
 
   report.collectives = collectives_report(options, facts, collective_gpus, collective);
@@ -496,7 +548,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   }
   fill_precisions(
       d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr,
-      "offline (arch): no kernels run");
+      NotRun{"offline (arch): no kernels run", false, ""});
   report.devices.push_back(std::move(d));
   report.exit_code = exit_code::kOk;
   report.exit_reason = "arch report";

@@ -72,7 +72,7 @@ class ProcessEngine final : public Engine {
       results[i].kind = plans[i].kind;
       results[i].index = plans[i].index;
       if (engine_path_.empty()) {
-        results[i].problem = ErrorKind::not_run;
+        results[i].problem = ErrorKind::unavailable;
         results[i].problem_message =
             "the kernel engine (precision-probe-engine) is not installed next to the probe, so "
             "no kernel ran; build with LibTorch or set PRECISION_PROBE_ENGINE";
@@ -89,8 +89,8 @@ class ProcessEngine final : public Engine {
       }
       if (!child) {
         // An engine that cannot be started is a broken installation, not a failed check.
-        results[i].problem = ErrorKind::environment;
-        results[i].problem_message = error;
+        results[i].problem = ErrorKind::unavailable;
+        results[i].problem_message = "the kernel engine cannot be started: " + error;
         continue;
       }
       child->send_input(encode_plan(plans[i]) + "\n");
@@ -107,6 +107,8 @@ class ProcessEngine final : public Engine {
     }
     return results;
   }
+
+  bool installed() const override { return !engine_path_.empty(); }
 
   StackInfo describe(bool allow_spawn) override {
     StackInfo stack;
@@ -271,6 +273,15 @@ class ProcessEngine final : public Engine {
     }
     const int status = w.child->wait();
     if (result.problem != ErrorKind::none) return;
+    const std::string detail = last_line(w.err_tail);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
+        classify_error(detail) == ErrorKind::unavailable) {
+      // The loader could not map LibTorch (a memory limit, a missing library): the machine's
+      // set-up, not a crash.
+      result.problem = ErrorKind::unavailable;
+      result.problem_message = "the kernel engine could not load its libraries: " + detail;
+      return;
+    }
     result.problem = ErrorKind::crashed;
     if (WIFSIGNALED(status)) {
       result.problem_message =
@@ -279,7 +290,6 @@ class ProcessEngine final : public Engine {
       result.problem_message = fmt::format("the engine worker exited with code {} before finishing",
                                            WEXITSTATUS(status));
     }
-    const std::string detail = last_line(w.err_tail);
     if (!detail.empty()) result.problem_message += ": " + detail;
   }
 

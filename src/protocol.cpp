@@ -211,7 +211,8 @@ std::string encode_bench(Mode mode, const BenchOutcome& o) {
               {"tflops", optional_number(o.tflops)},
               {"sustained_ms", optional_number(o.sustained_ms)},
               {"sustained_tflops", optional_number(o.sustained_tflops)},
-              {"timer", o.timer}}
+              {"timer", o.timer},
+              {"note", o.note}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -328,6 +329,7 @@ bool read_bench(const json& j, WorkerResult& result, std::string& error) {
   o.sustained_ms = read_optional_number(j, "sustained_ms");
   o.sustained_tflops = read_optional_number(j, "sustained_tflops");
   o.timer = j.value("timer", "");
+  o.note = j.value("note", "");
   if (o.ok && (!o.tflops || !(*o.tflops > 0.0))) {
     o.ok = false;
     o.error_kind = ErrorKind::wrong_result;

@@ -106,6 +106,7 @@ json bench_json(const BenchResult& b) {
               {"sustained_ms", number_or_null(o.sustained_ms)},
               {"reps", o.reps},
               {"timer", o.timer},
+              {"note", o.note},
               {"error", o.error}};
 }
 

@@ -9,7 +9,7 @@
 namespace precision_probe {
 
 namespace {
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 8> kErrorKinds = {{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 9> kErrorKinds = {{
     {ErrorKind::none, "none"},
     {ErrorKind::not_run, "not_run"},
     {ErrorKind::not_supported, "not_supported"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 8> kErrorKinds = {{
     {ErrorKind::environment, "environment"},
     {ErrorKind::timed_out, "timed_out"},
     {ErrorKind::crashed, "crashed"},
+    {ErrorKind::unavailable, "unavailable"},
 }};
 }  // namespace
 
@@ -51,6 +52,9 @@ bool LossScaleModel::update(bool found_inf) {
 ErrorKind classify_error(std::string_view message) {
   const std::string m = to_lower(message);
   auto has = [&m](std::string_view needle) { return m.find(needle) != std::string::npos; };
+  if (has("out of memory") || has("error while loading shared libraries")) {
+    return ErrorKind::unavailable;
+  }
   if (has("no kernel image is available") || has("driver version is insufficient") ||
       has("forward compatibility was attempted") || has("cuda driver initialization failed") ||
       has("found no nvidia driver")) {

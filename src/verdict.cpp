@@ -38,6 +38,11 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
         r.failure = kind;
         r.reason = why;
         return r;
+      case ErrorKind::unavailable:
+        r.status = Status::not_tested;
+        r.failure = kind;
+        r.reason = why;
+        return r;
       case ErrorKind::none:
       case ErrorKind::not_run:
         r.status = Status::not_tested;
@@ -138,12 +143,38 @@ void apply_bench(DeviceReport& device, const std::map<Mode, BenchOutcome>& bench
 namespace {
 
 // A mode counts as usable when it is native, or when its hardware is native and it was simply
-// not tested (--quick). Anything failed rules it out.
+// not tested (--quick). Anything failed, or kept from running by the machine, rules it out.
 bool usable(const DeviceReport& device, Mode mode) {
   const PrecisionResult* p = device.find(mode);
   if (p == nullptr) return false;
   return p->status == Status::native ||
-         (p->status == Status::not_tested && p->hardware == Hardware::native);
+         (p->status == Status::not_tested && p->hardware == Hardware::native &&
+          p->failure != ErrorKind::unavailable);
+}
+
+// Said when a recommendation rests on the hardware alone: no kernel ran for it.
+std::string on_hardware_alone(const DeviceReport& device, Mode mode) {
+  const PrecisionResult* p = device.find(mode);
+  return p != nullptr && p->status == Status::not_tested
+             ? "; this rests on the hardware alone: no kernel ran (--quick)"
+             : "";
+}
+
+// No reduced precision is usable: why, without claiming the hardware lacks what it has.
+Recommendation fp32_because(const DeviceReport& device, const std::string& where) {
+  const std::string tf32 =
+      usable(device, Mode::tf32) ? " (TF32 matmuls are native: enable them)" : "";
+  for (Mode mode : {Mode::bf16, Mode::fp16}) {
+    const PrecisionResult* p = device.find(mode);
+    if (p == nullptr || p->hardware != Hardware::native) continue;
+    return {"fp32", false,
+            fmt::format("{} has {} in hardware, but here it is {}{}: train in fp32{} until that "
+                        "is resolved",
+                        where, mode_key(mode), to_string(p->status),
+                        p->reason.empty() ? "" : " (" + p->reason + ")", tf32)};
+  }
+  return {"fp32", false,
+          fmt::format("{} has no native BF16 or FP16: train in fp32{}", where, tf32)};
 }
 
 }  // namespace
@@ -161,14 +192,14 @@ Recommendation recommend(const DeviceReport& device) {
   if (bf16) {
     return {"bf16", false,
             fmt::format("{} runs BF16 natively: autocast to bf16; BF16 keeps FP32's exponent "
-                        "range, so no loss scaling is needed",
-                        where)};
+                        "range, so no loss scaling is needed{}",
+                        where, on_hardware_alone(device, Mode::bf16))};
   }
   if (fp16) {
     return {"fp16", true,
             fmt::format("{} runs FP16 natively but not BF16: autocast to fp16 with dynamic loss "
-                        "scaling (a gradient scaler)",
-                        where)};
+                        "scaling (a gradient scaler){}",
+                        where, on_hardware_alone(device, Mode::fp16))};
   }
   // Native matmuls whose training run did not pass: say which, rather than "no native bf16".
   for (const auto& [matmul, training] :
@@ -182,9 +213,7 @@ Recommendation recommend(const DeviceReport& device) {
                   where, mode_key(matmul), mode_key(matmul), to_string(run->status), run->reason)};
     }
   }
-  return {"fp32", false,
-          fmt::format("{} has no native BF16 or FP16: train in fp32{}", where,
-                      usable(device, Mode::tf32) ? " (TF32 matmuls are native: enable them)" : "")};
+  return fp32_because(device, where);
 }
 
 }  // namespace precision_probe

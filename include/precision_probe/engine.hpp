@@ -81,6 +81,8 @@ class Engine {
   // The LibTorch stack without touching a device: the build-time cache next to the engine, else
   // (when `allow_spawn`) a `--describe` run of the engine.
   virtual StackInfo describe(bool allow_spawn) = 0;
+  // Whether there is an engine to run at all.
+  virtual bool installed() const { return true; }
 };
 
 // The real engine: spawns the precision-probe-engine executable. It is looked for in

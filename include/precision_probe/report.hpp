@@ -31,7 +31,8 @@ struct PrecisionResult {
   std::string hardware_reason;
   Status status = Status::not_tested;
   std::string reason;                   // why it is not native (empty when native)
-  ErrorKind failure = ErrorKind::none;  // for failed: what kind of failure
+  ErrorKind failure = ErrorKind::none;  // failed: what failed; not_tested: unavailable when the
+                                        // machine kept it from running (else none)
   SmokeOutcome smoke;                   // the matmul modes
   std::optional<AmpOutcome> amp;        // the training modes (amp_fp16, amp_bf16)
   std::optional<BenchResult> bench;     // --bench: throughput
@@ -75,6 +76,7 @@ struct RequirementResult {
   bool met = false;
   Status status = Status::not_tested;
   std::string reason;
+  ErrorKind failure = ErrorKind::none;  // the precision's: unavailable makes an unmet one exit 3
 };
 
 struct ToolInfo {

@@ -20,12 +20,16 @@ enum class ErrorKind {
   environment,    // the stack cannot run on this device (no kernel image, driver too old): failed
   timed_out,      // the worker did not answer in time: failed, exit 5
   crashed,        // the worker died (signal or bad output): failed
+  unavailable,    // the machine's state or set-up kept it from running (out of memory, no usable
+                  // engine, a LibTorch without CUDA): not_tested; an environment problem (exit 3)
+                  // where the mode was required
 };
 std::string_view to_string(ErrorKind kind);
 std::optional<ErrorKind> parse_error_kind(std::string_view text);
 
 // Sorts a LibTorch/CUDA error message into a kind: "not implemented for 'Half'" is not_supported,
-// "no kernel image is available" is environment, anything else is runtime.
+// "no kernel image is available" is environment, "out of memory" is unavailable, anything else
+// is runtime.
 ErrorKind classify_error(std::string_view message);
 
 // One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
@@ -83,6 +87,7 @@ struct BenchOutcome {
   std::optional<double> sustained_ms;
   std::optional<double> sustained_tflops;
   std::string timer;  // "cuda events" or "steady clock"
+  std::string note;   // how the size was chosen when it is not the one asked for
 };
 
 // One collective over the GPUs of the node: an all-reduce (sum) of integer-valued data, checked

@@ -415,6 +415,23 @@ std::vector<Attempt> run_all(const std::vector<std::function<Run()>>& jobs) {
   return attempts;
 }
 
+// Whether this LibTorch refuses autocast to the mode's dtype on this device, or an operation of
+// the model under it: one forward pass on a few rows finds out before the runs, so that a refused
+// mode costs no training runs (its fp32 reference would be work whose answer is known). CPU
+// autocast is where LibTorch refuses (1.13: fp16 at all, bf16 in layer_norm); CUDA autocast takes
+// both dtypes, and a GPU's start-up has no milliseconds to spare.
+std::optional<Attempt> refusal(Mode mode, const AmpSetup& s, const Target& target) {
+  if (target.cuda) return std::nullopt;
+  Attempt a = attempt([&] {
+    const at::NoGradGuard no_grad;
+    const AutocastGuard autocast(target.device.type(), low_dtype(mode));
+    forward(s.init, s.x.narrow(0, 0, 8), s.y.narrow(0, 0, 8));
+    return Run{};
+  });
+  if (a.run) return std::nullopt;
+  return a;
+}
+
 AmpOutcome outcome_of(Mode mode, const Attempt& amp, const Attempt& fp32, const AmpSetup& s,
                       const Target& target) {
   AmpOutcome o;
@@ -469,7 +486,7 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
       o.steps = kSteps;
       o.loss_tolerance = amp_loss_tolerance(mode);
       o.error = not_run;
-      o.error_kind = s.ready ? ErrorKind::not_run : classify_error(not_run);
+      o.error_kind = s.ready ? ErrorKind::unavailable : classify_error(not_run);
       outcomes.emplace_back(mode, o);
     }
     return outcomes;
@@ -481,7 +498,14 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
   expected_skips[kInjectedOverflowStep] = true;
   std::vector<std::function<Run()>> jobs;
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // (amp job, fp32 job) per mode
+  std::vector<Mode> admitted;
   for (Mode mode : modes) {
+    if (const auto refused = refusal(mode, s, target)) {
+      AmpOutcome o = outcome_of(mode, *refused, *refused, s, target);
+      outcomes.emplace_back(mode, o);
+      continue;
+    }
+    admitted.push_back(mode);
     const bool scaling = mode == Mode::amp_fp16;
     const std::size_t amp_job = jobs.size();
     jobs.emplace_back(
@@ -492,16 +516,23 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
     pairs.emplace_back(amp_job, amp_job + 1);
   }
   std::vector<Attempt> attempts = run_all(jobs);
-  for (std::size_t i = 0; i < modes.size(); ++i) {
+  for (std::size_t i = 0; i < admitted.size(); ++i) {
     const Attempt& amp = attempts[pairs[i].first];
     Attempt& fp32 = attempts[pairs[i].second];
-    if (modes[i] == Mode::amp_fp16 && amp.run && amp.run->found_inf != expected_skips) {
+    if (admitted[i] == Mode::amp_fp16 && amp.run && amp.run->found_inf != expected_skips) {
       const std::vector<bool> skipped = amp.run->found_inf;
       fp32 = attempt([&] { return train(s, target, std::nullopt, false, &skipped); });
     }
-    outcomes.emplace_back(modes[i], outcome_of(modes[i], amp, fp32, s, target));
+    outcomes.emplace_back(admitted[i], outcome_of(admitted[i], amp, fp32, s, target));
   }
-  return outcomes;
+  // In the order asked for.
+  std::vector<std::pair<Mode, AmpOutcome>> ordered;
+  for (Mode mode : modes) {
+    for (auto& entry : outcomes) {
+      if (entry.first == mode) ordered.push_back(std::move(entry));
+    }
+  }
+  return ordered;
 }
 
 void measure_amp_memory(Mode mode, AmpOutcome& o, AmpSetup& s, const Target& target) {

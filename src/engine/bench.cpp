@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "engine.hpp"
 #include "error_text.hpp"
 
@@ -120,6 +122,43 @@ double tflops_of(std::int64_t size, double ms) {
   return 2.0 * std::pow(static_cast<double>(size), 3.0) / (ms * 1e-3) / 1e12;
 }
 
+// Bytes per element of a mode's operands and of its output.
+double operand_bytes(Mode mode) {
+  switch (mode) {
+    case Mode::fp32:
+    case Mode::tf32:
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: return 4.0;
+    case Mode::fp16:
+    case Mode::bf16: return 2.0;
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: return 1.0;
+    case Mode::fp4: return 0.5;
+  }
+  return 4.0;
+}
+
+double output_bytes(Mode mode) { return operand_bytes(mode) >= 2.0 ? operand_bytes(mode) : 2.0; }
+
+// What a benchmark of size n holds on the device: the rotated input sets, the output, the bf16
+// operands fp8's are made from, and room for cuBLAS's workspace.
+double gemm_bytes(Mode mode, std::int64_t n) {
+  const double elements = static_cast<double>(n) * static_cast<double>(n);
+  constexpr double kSets = 3.0;
+  constexpr double kWorkspace = 256.0 * 1024 * 1024;
+  return elements * (kSets * 2.0 * operand_bytes(mode) + output_bytes(mode) + 2.0 * 2.0) +
+         kWorkspace;
+}
+
+// The largest size up to `size` (in steps of 256) whose benchmark fits in 90 % of `free` bytes;
+// 0 when not even 256 does.
+std::int64_t fit_to_memory(Mode mode, std::int64_t size, std::int64_t free) {
+  const double budget = 0.9 * static_cast<double>(free);
+  std::int64_t n = size;
+  while (n > 256 && gemm_bytes(mode, n) > budget) n = std::max<std::int64_t>(256, (n - 1) / 256 * 256);
+  return gemm_bytes(mode, n) <= budget ? n : 0;
+}
+
 // A GPU that was just at full load is held at lower clocks by its power limit for a while (on an
 // H200, half a second of rest was not always enough; two seconds were): a rest before each
 // measurement lets it start where the others did.
@@ -138,6 +177,22 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
     o.error_kind = ErrorKind::not_run;
     o.error = why;
     return o;
+  }
+  if (const auto free = free_device_memory(target)) {
+    // Sized to what the GPU has free: other processes may hold most of it.
+    const double free_gib = static_cast<double>(*free) / (1024.0 * 1024.0 * 1024.0);
+    const std::int64_t fitted = fit_to_memory(mode, size, *free);
+    if (fitted == 0) {
+      o.error_kind = ErrorKind::unavailable;
+      o.error = fmt::format("not enough free GPU memory for a benchmark ({:.2f} GiB free)", free_gib);
+      return o;
+    }
+    if (fitted < size) {
+      o.note = fmt::format("sized to the free GPU memory: {} instead of {} ({:.1f} GiB free)",
+                           fitted, size, free_gib);
+      size = fitted;
+      o.size = size;
+    }
   }
   try {
     with_gemm(mode, target, size, seed, [&](const std::function<void(int)>& call) {

@@ -23,6 +23,7 @@ std::vector<double> time_calls(const Target& /*target*/, int warmup,
   return time_calls_on_cpu(warmup, reps, call);
 }
 
+std::optional<std::int64_t> free_device_memory(const Target& /*target*/) { return std::nullopt; }
 std::optional<std::int64_t> allocated_bytes(const Target& /*target*/) { return std::nullopt; }
 std::optional<std::int64_t> peak_allocated_bytes(const Target& /*target*/) { return std::nullopt; }
 void reset_peak_memory(const Target& /*target*/) {}

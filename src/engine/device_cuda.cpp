@@ -60,6 +60,15 @@ std::optional<std::int64_t> peak_allocated_bytes(const Target& target) {
       .peak;
 }
 
+std::optional<std::int64_t> free_device_memory(const Target& target) {
+  if (!target.cuda) return std::nullopt;
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  std::size_t free = 0;
+  std::size_t total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
+  return static_cast<std::int64_t>(free);
+}
+
 void reset_peak_memory(const Target& target) {
   if (target.cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(target.device.index());
 }

@@ -176,6 +176,10 @@ void measure_amp_memory(Mode mode, AmpOutcome& outcome, AmpSetup& setup, const T
 // How close the AMP run's final loss must be to the fp32 run's (relative).
 double amp_loss_tolerance(Mode mode);
 
+// The device memory free for new allocations (the caching allocator's unused blocks released
+// first); nullopt on the CPU.
+std::optional<std::int64_t> free_device_memory(const Target& target);
+
 // The caching allocator's statistics for the target's device; nullopt on the CPU.
 std::optional<std::int64_t> allocated_bytes(const Target& target);
 std::optional<std::int64_t> peak_allocated_bytes(const Target& target);

@@ -173,7 +173,7 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
   }
   if (const std::string reason = unusable_reason(target); !reason.empty()) {
     const ErrorKind kind = classify_error(reason);
-    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::not_run : kind;
+    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::unavailable : kind;
     o.error = reason;
     return p;
   }

@@ -3,9 +3,11 @@
 // there, on a machine without a GPU.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -90,14 +92,39 @@ TEST(FakeGpus, DeviceSelectionUsesVisibleIndices) {
 TEST(FakeGpus, QuickLaunchesNoKernel) {
   // The engine would hang: --quick must not start it.
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_probe_binary({"--quick", "--require", "bf16", "--format", "json"},
-                                  with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
+  const auto r = run_probe_binary(
+      {"--quick", "--require", "bf16", "--format", "json"},
+      with(fake_driver_env(kH200),
+           {"FAKE_ENGINE=hang", pp::testing::fake_engine_with_stack_cache("cuda")}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("run").at("quick"), true);
   EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
   EXPECT_EQ(j.at("driver").at("cuda_queried"), false);  // NVML answered: no cuInit
+}
+
+TEST(FakeGpus, AStackThatCannotRunOnTheGpuIsAnEnvironmentProblemEvenUnderQuick) {
+  // A CPU-only LibTorch (its build cache says so), no engine, an engine that cannot be started:
+  // a GPU requirement exits 3, with and without --quick. The CPU gate is not affected.
+  const std::string empty_dir = pp::testing::make_temp_dir();
+  const std::string empty_engine = empty_dir + "/precision-probe-engine";
+  std::ofstream(empty_engine).flush();
+  ::chmod(empty_engine.c_str(), 0755);
+  for (const std::string& engine :
+       {pp::testing::fake_engine_with_stack_cache("cpu"),
+        std::string("PRECISION_PROBE_ENGINE=/nonexistent/engine"),
+        "PRECISION_PROBE_ENGINE=" + empty_engine, std::string("PRECISION_PROBE_ENGINE=/etc/hostname")}) {
+    for (bool quick : {false, true}) {
+      std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
+      if (quick) args.emplace_back("--quick");
+      const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {engine, "FAKE_ENGINE_STACK=cpu"}));
+      EXPECT_EQ(r.exit_code, 3) << engine << (quick ? " --quick" : "") << "\n" << r.err;
+      const json j = json::parse(r.out);
+      EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
+      EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("hardware"), "native");
+    }
+  }
 }
 
 TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {

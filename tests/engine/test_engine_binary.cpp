@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -78,4 +80,44 @@ TEST(EngineBinary, WithoutTheFlagNoContextIsBegun) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("early context"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find(R"({"type":"done"})"), std::string::npos) << r.out;
+}
+
+TEST(EngineBinary, AnEngineThatCannotLoadLibTorchIsTheEnvironmentNotACrash) {
+  // A memory limit (ulimit -v) leaves room for the probe but not for LibTorch's libraries: the
+  // loader fails before main(). The probe says so, and a requirement that needed it exits 3.
+  const pp::ProcessOutput out = pp::run_process(
+      {"/bin/sh", "-c", "ulimit -v 150000; exec \"$0\" --device cpu --require fp32 --no-amp",
+       PP_BINARY},
+      pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                            "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                            "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
+      "", std::chrono::seconds(60));
+  EXPECT_EQ(out.exit_code, 3) << out.out << out.err;
+  EXPECT_NE(out.out.find("could not load its"), std::string::npos) << out.out;
+  EXPECT_EQ(out.out.find("crashed"), std::string::npos) << out.out;
+}
+
+TEST(EngineBinary, ATrainingModeLibTorchRefusesCostsNoTrainingRun) {
+  // Each AMP mode this LibTorch's CPU autocast refuses (1.13: fp16 at all, bf16 in layer_norm) is
+  // answered without its fp32 reference run; a mode it admits gets its runs. Counted in the trace.
+  const std::string plan =
+      R"({"protocol":2,"kind":"cpu","index":-1,"smoke":[],"amp":["amp_fp16","amp_bf16"],"seed":1})";
+  const pp::ProcessOutput r = run_worker({"--worker"}, plan, "");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int answered = 0;
+  int admitted = 0;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("type") != "amp") continue;
+    ++answered;
+    admitted += j.at("ran").get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(answered, 2) << r.out;
+  // Every admitted mode runs itself and an fp32 reference; a refused one runs neither.
+  EXPECT_EQ(count(r.err, "training fp32: started"), admitted) << r.out << r.err;
+  EXPECT_EQ(count(r.err, "training fp16: started") + count(r.err, "training bf16: started"),
+            admitted)
+      << r.err;
 }

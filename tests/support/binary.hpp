@@ -25,6 +25,10 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
 // ("NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" = name:cc:SMs:GiB, separated by ';').
 std::vector<std::string> fake_driver_env(const std::string& gpus);
 
+// "PRECISION_PROBE_ENGINE=..." naming the fake engine in a directory of its own, next to the
+// build-time stack cache it would have when installed: `stack` "cuda" or "cpu" (FAKE_ENGINE_STACK).
+std::string fake_engine_with_stack_cache(const std::string& stack);
+
 // The whole content of a file ("" when it cannot be read).
 std::string read_all(const std::string& path);
 

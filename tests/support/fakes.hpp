@@ -101,6 +101,8 @@ class FakeEngine : public Engine {
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override;
   Limits last_limits;
   StackInfo describe(bool allow_spawn) override;
+  bool is_installed = true;
+  bool installed() const override { return is_installed; }
 };
 
 // A smoke outcome that passed with the given relative error.

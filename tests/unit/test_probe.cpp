@@ -285,18 +285,72 @@ TEST(Probe, AWorkerThatCrashesFailsWithExitFour) {
 TEST(Probe, MissingEngineLeavesChecksNotTestedAndSaysWhy) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});
+  p.engine.is_installed = false;
   p.engine.answer = [](const pp::WorkerPlan& plan) {
     pp::WorkerResult r;
     r.kind = plan.kind;
-    r.problem = pp::ErrorKind::not_run;
+    r.problem = pp::ErrorKind::unavailable;
     r.problem_message = "the kernel engine (precision-probe-engine) is not installed";
     return r;
   };
   const auto r = p.run();
-  EXPECT_EQ(device(r, "GPU 0")->find(Mode::bf16)->status, Status::not_tested);
-  EXPECT_NE(device(r, "GPU 0")->find(Mode::bf16)->reason.find("not installed"), std::string::npos);
+  const auto* bf16 = device(r, "GPU 0")->find(Mode::bf16);
+  EXPECT_EQ(bf16->status, Status::not_tested);
+  EXPECT_EQ(bf16->failure, pp::ErrorKind::unavailable);
+  EXPECT_NE(bf16->reason.find("not installed"), std::string::npos);
   EXPECT_TRUE(has_diagnostic(r, "engine-not-installed"));
-  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+  for (const auto& plan : p.engine.plans_seen) EXPECT_EQ(plan.kind, pp::DeviceKind::cpu);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);  // nothing required, nothing failed
+  // A GPU requirement cannot be met without an engine: the environment's fault (3), not 1.
+  p.options.require = {Mode::bf16};
+  EXPECT_EQ(p.run().exit_code, pp::exit_code::kEnvironment);
+  p.options.quick = true;
+  EXPECT_EQ(p.run().exit_code, pp::exit_code::kEnvironment);
+}
+
+TEST(Probe, ACpuOnlyLibTorchCannotMeetAGpuRequirement) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.stack = pp::testing::cpu_stack();
+  p.options.require = {Mode::bf16};
+  for (bool quick : {false, true}) {
+    p.options.quick = quick;
+    p.engine.plans_seen.clear();
+    const auto r = p.run();
+    EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << quick << ": " << r.exit_reason;
+    EXPECT_NE(r.exit_reason.find("built without CUDA"), std::string::npos) << r.exit_reason;
+    for (const auto& plan : p.engine.plans_seen) EXPECT_EQ(plan.kind, pp::DeviceKind::cpu);
+    // The hardware verdict stands: the GPU has BF16; this LibTorch cannot use it.
+    EXPECT_EQ(device(r, "GPU 0")->find(Mode::bf16)->hardware, pp::Hardware::native);
+    EXPECT_EQ(device(r, "GPU 0")->find(Mode::fp4)->status, Status::unsupported);
+  }
+}
+
+TEST(Probe, OutOfMemoryIsAStateOfTheMachineNotAFailure) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.answer = [](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.index = plan.index;
+    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
+    for (Mode m : plan.amp) {
+      pp::AmpOutcome o;
+      o.error = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.81 GiB total)";
+      o.error_kind = pp::classify_error(o.error);
+      r.amp[m] = o;
+    }
+    r.finished = true;
+    return r;
+  };
+  auto r = p.run();
+  const auto* amp = device(r, "GPU 0")->find(Mode::amp_bf16);
+  EXPECT_EQ(amp->status, Status::not_tested);
+  EXPECT_NE(amp->reason.find("out of memory"), std::string::npos);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);  // not the 4 that drains a node
+  p.options.require = {Mode::amp_bf16};
+  r = p.run();
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
 }
 
 TEST(Probe, GpuMissingFromTheBuildIsFlagged) {

@@ -128,3 +128,36 @@ TEST(Verdict, RecommendationFollowsUsualPractice) {
   const auto broken = pp::recommend(gpu_with({8, 0}, Status::native, Status::failed));
   EXPECT_EQ(broken.dtype, "fp16");
 }
+
+TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
+  // Both native in hardware, neither passed here (interrupted, say): fp32, and why, naming bf16.
+  auto d = gpu_with({9, 0}, Status::failed, Status::failed);
+  d.precisions[1].second.hardware = Hardware::native;
+  d.precisions[1].second.reason = "interrupted by SIGTERM";
+  const auto r = pp::recommend(d);
+  EXPECT_EQ(r.dtype, "fp32");
+  EXPECT_EQ(r.reason.find("no native BF16"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("has bf16 in hardware, but here it is failed (interrupted by SIGTERM)"),
+            std::string::npos)
+      << r.reason;
+  // Kept from running by the machine (a LibTorch without CUDA): not recommended either.
+  auto cpu_only = gpu_with({9, 0}, Status::not_tested, Status::not_tested);
+  for (auto& [mode, p] : cpu_only.precisions) {
+    p.hardware = Hardware::native;
+    p.failure = pp::ErrorKind::unavailable;
+    p.reason = "this LibTorch (1.13.0) was built without CUDA";
+  }
+  EXPECT_EQ(pp::recommend(cpu_only).dtype, "fp32");
+  EXPECT_NE(pp::recommend(cpu_only).reason.find("built without CUDA"), std::string::npos);
+}
+
+TEST(Verdict, UnderQuickTheRecommendationSaysItRestsOnTheHardwareAlone) {
+  auto d = gpu_with({9, 0}, Status::not_tested, Status::not_tested);
+  d.precisions[1].second.hardware = Hardware::native;
+  const auto r = pp::recommend(d);
+  EXPECT_EQ(r.dtype, "bf16");
+  EXPECT_NE(r.reason.find("rests on the hardware alone"), std::string::npos) << r.reason;
+  EXPECT_EQ(pp::recommend(gpu_with({9, 0}, Status::native, Status::native))
+                .reason.find("hardware alone"),
+            std::string::npos);
+}

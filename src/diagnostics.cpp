@@ -53,6 +53,26 @@ std::string minimum_driver(int cuda_version) {
   }
 }
 
+// " (PID 4242 python3: 136.0 GiB, PID 77: 1.2 GiB)": who holds a GPU's memory, as NVML says.
+std::string holders(const GpuInfo& g) {
+  std::vector<std::string> named;
+  for (const GpuProcess& p : g.processes) {
+    std::string one = fmt::format("PID {}{}", p.pid, p.name.empty() ? "" : " " + p.name);
+    if (p.used_bytes) one += fmt::format(": {:.1f} GiB", static_cast<double>(*p.used_bytes) / (1 << 30));
+    named.push_back(one);
+  }
+  return named.empty() ? "" : " (" + join(named, ", ") + ")";
+}
+
+// "; amp_fp16, amp_bf16 could not run (out of memory)": the checks the machine kept from running.
+std::string untested_for_memory(const DeviceReport& d) {
+  std::vector<std::string> modes;
+  for (const auto& [mode, p] : d.precisions) {
+    if (p.failure == ErrorKind::unavailable) modes.emplace_back(mode_key(mode));
+  }
+  return modes.empty() ? "" : "; " + join(modes, ", ") + " could not run here";
+}
+
 const char* const kGpuContainerHint =
     "start the container with GPUs: `docker run --gpus all ...` (NVIDIA Container Toolkit), "
     "`runtime: nvidia` or `deploy.resources.reservations.devices` in Compose, a "
@@ -319,10 +339,12 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
                 " -c DEFAULT`");
     } else if (busy) {
       c.add("gpu-memory-busy", Severity::warning,
-            fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes", d.label(),
+            fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes{}{}", d.label(),
                         static_cast<double>(*g.memory_used) / (1 << 30),
-                        static_cast<double>(*g.memory_total) / (1 << 30)),
-            "see who holds it with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`");
+                        static_cast<double>(*g.memory_total) / (1 << 30), holders(g),
+                        untested_for_memory(d)),
+            "free the GPU (stop those processes), or choose another with --device; "
+            "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` lists the holders");
     }
     const PrecisionResult* bf16 = d.find(Mode::bf16);
     if (bf16 != nullptr && bf16->status == Status::emulated) {

@@ -101,6 +101,7 @@ GpuInfo from_nvml(const NvmlDevice& d) {
   g.mig_enabled = d.mig_enabled;
   g.compute_mode = d.compute_mode;
   g.clock_ghz = d.max_clock_ghz;
+  g.processes = d.processes;
   g.source = "nvml";
   return g;
 }
@@ -123,6 +124,7 @@ GpuInfo from_cuda(const CudaDevice& c, const NvmlDevice* n) {
     if (!g.mig_instance) {
       g.memory_free = n->memory_free;
       g.memory_used = n->memory_used;
+      g.processes = n->processes;
       if (!g.memory_total) g.memory_total = n->memory_total;
     }
     if (!g.compute_mode) g.compute_mode = n->compute_mode;

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -90,6 +91,15 @@ using nvmlDeviceGetMemoryInfo_t = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
 using nvmlDeviceGetMigMode_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
 using nvmlDeviceGetComputeMode_t = nvmlReturn_t (*)(nvmlDevice_t, int*);
 using nvmlDeviceGetMaxClockInfo_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+struct NvmlProcessInfoV2 {  // nvmlProcessInfo_v2_t, taken by the _v2 and _v3 entry points
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+using nvmlDeviceGetComputeRunningProcesses_t =
+    nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV2*);
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 constexpr int kNvmlClockSm = 1;
 
 // A dlopen'ed library, closed on destruction unless released.
@@ -138,6 +148,22 @@ class Library {
   std::string error_;
   bool keep_loaded_ = false;
 };
+
+// The compute processes on a device (at most 64 are listed).
+std::vector<GpuProcess> compute_processes(nvmlDeviceGetComputeRunningProcesses_t get,
+                                          nvmlDevice_t dev) {
+  std::vector<GpuProcess> out;
+  std::array<NvmlProcessInfoV2, 64> infos{};
+  unsigned int count = infos.size();
+  if (get(dev, &count, infos.data()) != kNvmlSuccess) return out;
+  for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
+    GpuProcess p;
+    p.pid = infos[i].pid;
+    if (infos[i].used_gpu_memory != kNvmlValueNotAvailable) p.used_bytes = infos[i].used_gpu_memory;
+    out.push_back(p);
+  }
+  return out;
+}
 
 class SystemDriver final : public DriverApi {
  public:
@@ -193,6 +219,8 @@ class SystemDriver final : public DriverApi {
     auto get_mig = lib.get<nvmlDeviceGetMigMode_t>("nvmlDeviceGetMigMode");
     auto get_mode = lib.get<nvmlDeviceGetComputeMode_t>("nvmlDeviceGetComputeMode");
     auto get_clock = lib.get<nvmlDeviceGetMaxClockInfo_t>("nvmlDeviceGetMaxClockInfo");
+    auto get_processes = lib.get_any<nvmlDeviceGetComputeRunningProcesses_t>(
+        {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
     unsigned int count = 0;
     if (get_count != nullptr && get_handle != nullptr && get_count(&count) == kNvmlSuccess) {
       for (unsigned int i = 0; i < count && i < 1024; ++i) {
@@ -232,6 +260,7 @@ class SystemDriver final : public DriverApi {
         if (get_clock != nullptr && get_clock(dev, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
           d.max_clock_ghz = mhz / 1000.0;
         }
+        if (get_processes != nullptr) d.processes = compute_processes(get_processes, dev);
         snap.devices.push_back(std::move(d));
       }
     }

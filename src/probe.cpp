@@ -5,6 +5,8 @@
 #include <future>
 #include <random>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "precision_probe/diagnostics.hpp"
@@ -48,6 +50,27 @@ bool in_container(const System& system) {
     if (cgroup.find(marker) != std::string::npos) return true;
   }
   return false;
+}
+
+// Names the processes NVML lists, where /proc shows them, and leaves out the probe's own workers
+// (started ahead, they may hold a context by the time NVML answers).
+void name_gpu_processes(std::vector<GpuInfo>& gpus, const System& system) {
+  const std::string self = std::to_string(::getpid());
+  for (GpuInfo& g : gpus) {
+    std::vector<GpuProcess> kept;
+    for (GpuProcess p : g.processes) {
+      const std::string proc = "/proc/" + std::to_string(p.pid);
+      const std::string stat = system.read_file(proc + "/stat").value_or("");
+      const std::size_t paren = stat.rfind(')');
+      // Field 4 of /proc/PID/stat is the parent's PID.
+      const auto fields = paren == std::string::npos ? std::vector<std::string>{}
+                                                     : split(stat.substr(paren + 2), ' ');
+      if (fields.size() > 1 && fields[1] == self) continue;
+      p.name = trim(system.read_file(proc + "/comm").value_or(""));
+      kept.push_back(p);
+    }
+    g.processes = std::move(kept);
+  }
 }
 
 CpuInfo collect_cpu(const System& system) {
@@ -461,6 +484,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
   }
   report.driver = facts.driver;
+  name_gpu_processes(facts.gpus, sys);
 
   // --- The stack: the build cache when complete, else the worker asked to describe it ---
   report.stack = cached_stack;

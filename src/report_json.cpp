@@ -111,6 +111,10 @@ json bench_json(const BenchResult& b) {
 }
 
 json gpu_json(const GpuInfo& g) {
+  json processes = json::array();
+  for (const GpuProcess& p : g.processes) {
+    processes.push_back({{"pid", p.pid}, {"used_bytes", optional_or_null(p.used_bytes)}, {"name", p.name}});
+  }
   return json{
       {"uuid", g.uuid},
       {"pci_bus_id", g.pci_bus_id},
@@ -124,6 +128,7 @@ json gpu_json(const GpuInfo& g) {
       {"mig_instance", g.mig_instance},
       {"compute_mode", g.compute_mode ? json(compute_mode_name(*g.compute_mode)) : json(nullptr)},
       {"max_clock_ghz", number_or_null(g.clock_ghz)},
+      {"processes", processes},
       {"source", g.source}};
 }
 

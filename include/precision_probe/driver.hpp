@@ -17,6 +17,14 @@ class System;
 
 // --- What the two driver libraries report, as raw snapshots -----------------------------------
 
+// A process holding a GPU's memory, as NVML lists compute processes. In a container the PID may
+// be the host's; the name is read from /proc where that PID is visible.
+struct GpuProcess {
+  unsigned int pid = 0;
+  std::optional<std::uint64_t> used_bytes;
+  std::string name;
+};
+
 struct NvmlDevice {
   std::string name;
   std::string uuid;        // "GPU-..."
@@ -26,6 +34,7 @@ struct NvmlDevice {
   std::optional<bool> mig_enabled;      // nullopt: the GPU has no MIG
   std::optional<int> compute_mode;      // 0 default, 2 prohibited, 3 exclusive process
   std::optional<double> max_clock_ghz;  // maximum SM clock
+  std::vector<GpuProcess> processes;    // compute processes holding its memory
 };
 
 struct NvmlSnapshot {
@@ -111,6 +120,7 @@ struct GpuInfo {
   bool mig_instance = false;
   std::optional<int> compute_mode;
   std::optional<double> clock_ghz;  // maximum SM clock
+  std::vector<GpuProcess> processes;  // compute processes holding its memory (NVML)
   std::string source;               // "cuda+nvml", "cuda", "nvml"
 };
 std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"

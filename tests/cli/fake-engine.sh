@@ -1,7 +1,8 @@
 #!/bin/sh
 # A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch.
 #   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
-#                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 | oom:MODE |
+#                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 |
+#                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or benchmark) |
 #                      inexact:DTYPE | nonccl | wronggpu
 #   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
 #   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
@@ -64,6 +65,8 @@ for mode in $modes; do
       echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"rel_error\":null,\"tolerance\":0.01,\"ms\":0.1,\"m\":256,\"n\":256,\"k\":256,\"method\":\"fake\",\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the output contains NaN or Inf\"}" ;;
     "unsupported:$mode")
       echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"rel_error\":null,\"tolerance\":0.001,\"ms\":null,\"m\":128,\"n\":128,\"k\":128,\"method\":\"\",\"error_kind\":\"not_supported\",\"error\":\"\\\"addmm_impl_cpu_\\\" not implemented for 'Half'\"}" ;;
+    "oom:$mode")
+      echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"rel_error\":null,\"tolerance\":0.01,\"ms\":null,\"m\":256,\"n\":256,\"k\":256,\"method\":\"\",\"error_kind\":\"unavailable\",\"error\":\"CUDA out of memory. Tried to allocate 2.00 MiB\"}" ;;
     noimage)
       echo "{\"type\":\"smoke\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"rel_error\":null,\"tolerance\":0.01,\"ms\":null,\"m\":256,\"n\":256,\"k\":256,\"method\":\"\",\"error_kind\":\"environment\",\"error\":\"CUDA error: no kernel image is available for execution on the device\"}" ;;
     *)
@@ -77,6 +80,8 @@ for mode in $amp_modes; do
   case "$behaviour" in
     "wrong:$mode")
       echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":true,\"ok\":false,\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the loss did not go down (2.3026 -> 2.3100)\",\"ms\":40,\"steps\":30,\"loss_start\":2.3026,\"loss_end\":2.31,\"fp32_loss_end\":0.5,\"loss_rel_diff\":3.62,\"loss_tolerance\":0.05,\"params_changed\":true,\"matmul_dtype\":\"bf16\",\"layer_norm_dtype\":\"fp32\",\"softmax_dtype\":\"fp32\",\"loss_dtype\":\"fp32\",\"skipped_steps\":0,\"initial_scale\":null,\"final_scale\":null,\"injected_overflow_step\":null,\"overflow_handled\":false,\"peak_bytes\":null,\"fp32_peak_bytes\":null}" ;;
+    "oom:$mode")
+      echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"unavailable\",\"error\":\"CUDA out of memory. Tried to allocate 2.00 GiB\",\"ms\":null,\"steps\":24,\"loss_start\":null,\"loss_end\":null,\"fp32_loss_end\":null,\"loss_rel_diff\":null,\"loss_tolerance\":0.05,\"params_changed\":false,\"matmul_dtype\":\"\",\"layer_norm_dtype\":\"\",\"softmax_dtype\":\"\",\"loss_dtype\":\"\",\"skipped_steps\":0,\"initial_scale\":null,\"final_scale\":null,\"injected_overflow_step\":null,\"overflow_handled\":false,\"peak_bytes\":null,\"fp32_peak_bytes\":null}" ;;
     "unsupported:$mode")
       echo "{\"type\":\"amp\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"not_supported\",\"error\":\"Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype\",\"ms\":null,\"steps\":30,\"loss_start\":null,\"loss_end\":null,\"fp32_loss_end\":null,\"loss_rel_diff\":null,\"loss_tolerance\":0.02,\"params_changed\":false,\"matmul_dtype\":\"\",\"layer_norm_dtype\":\"\",\"softmax_dtype\":\"\",\"loss_dtype\":\"\",\"skipped_steps\":0,\"initial_scale\":null,\"final_scale\":null,\"injected_overflow_step\":null,\"overflow_handled\":false,\"peak_bytes\":null,\"fp32_peak_bytes\":null}" ;;
     *)
@@ -90,7 +95,7 @@ if [ -n "$bench_size" ] && [ "$bench_size" -gt 0 ]; then
     case "$mode" in fp32) t=50 ;; tf32) t=400 ;; bf16) t=750; [ "$behaviour" = slowbf16 ] && t=40 ;; *) t=700 ;; esac
     case "$behaviour" in
       "oom:$mode")
-        echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"runtime\",\"error\":\"CUDA out of memory. Tried to allocate 4.00 GiB\",\"size\":$bench_size,\"reps\":0,\"ms\":null,\"tflops\":null,\"timer\":\"cuda events\"}" ;;
+        echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"unavailable\",\"error\":\"CUDA out of memory. Tried to allocate 4.00 GiB\",\"size\":$bench_size,\"reps\":0,\"ms\":null,\"tflops\":null,\"timer\":\"cuda events\"}" ;;
       *)
         echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"size\":$bench_size,\"reps\":20,\"ms\":1.5,\"tflops\":$t,\"timer\":\"cuda events\"}" ;;
     esac

@@ -9,6 +9,7 @@
 //   FAKE_MEMORY_USED_PCT  percent of each GPU's memory in use (default 1)
 //   FAKE_COMPUTE_MODE     0 default, 2 prohibited, 3 exclusive process
 //   FAKE_MIG              "1": GPU 0 has MIG enabled
+//   FAKE_GPU_PROCESSES    "4242:136,77:1": compute processes on every GPU (pid:GiB)
 // CUDA_VISIBLE_DEVICES is honoured by the CUDA part, as the real driver does.
 
 #include <cstdint>
@@ -179,6 +180,30 @@ int nvmlDeviceGetMigMode(void* device, unsigned int* current, unsigned int* pend
 int nvmlDeviceGetMaxClockInfo(void* /*device*/, int /*type*/, unsigned int* mhz) {
   *mhz = 1980;
   return 0;
+}
+struct ProcessInfo {  // nvmlProcessInfo_v2_t
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gpu_instance;
+  unsigned int compute_instance;
+};
+int nvmlDeviceGetComputeRunningProcesses_v3(void* /*device*/, unsigned int* count,
+                                            ProcessInfo* infos) {
+  const std::string spec = env("FAKE_GPU_PROCESSES", "");
+  unsigned int n = 0;
+  for (const std::string& entry : split(spec, ',')) {
+    const auto f = split(entry, ':');
+    if (f.size() != 2) continue;
+    if (n < *count) {
+      infos[n] = {static_cast<unsigned int>(std::atoi(f[0].c_str())),
+                  static_cast<unsigned long long>(std::atoll(f[1].c_str())) << 30U, 0xffffffff,
+                  0xffffffff};
+    }
+    ++n;
+  }
+  const bool fits = n <= *count;
+  *count = n;
+  return fits ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 }
 int nvmlDeviceGetComputeMode(void* /*device*/, int* mode) {
   *mode = env_int("FAKE_COMPUTE_MODE", 0);

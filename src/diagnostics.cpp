@@ -408,6 +408,24 @@ void disagreement(Collector& c, const Report& r) {
 
 }  // namespace
 
+// A device that is reported but not gated never changes the exit code: what failed there is
+// said here, so that it is not missed.
+void ungated_failures(Collector& c, const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (d.selected || (d.index < 0 && d.kind == DeviceKind::cuda)) continue;
+    std::vector<std::string> failed;
+    for (const auto& [mode, p] : d.precisions) {
+      if (p.status == Status::failed) failed.push_back(std::string(mode_key(mode)) + " (" + p.reason + ")");
+    }
+    if (failed.empty()) continue;
+    c.add("ungated-device-failed", Severity::warning,
+          fmt::format("{} is reported, not gated, so the exit code does not count its failures: {}",
+                      d.label(), join(failed, "; ")),
+          d.kind == DeviceKind::cpu ? "gate the CPU too with --device all (or --device cpu)"
+                                    : "gate this GPU with --device " + std::to_string(d.index));
+  }
+}
+
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
   std::vector<Diagnostic> out;
   Collector c(out);
@@ -418,6 +436,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   cu_init(c, report, context);
   stack_and_devices(c, report, context);
   disagreement(c, report);
+  ungated_failures(c, report);
   return out;
 }
 

@@ -29,7 +29,12 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
                 (quick && p->status == Status::not_tested && p->hardware == Hardware::native &&
                  p->failure != ErrorKind::unavailable);
         r.reason = r.met && p->status == Status::not_tested
-                       ? "hardware support only (--quick: no kernel ran)"
+                       ? std::string("hardware support only (") +
+                             (report.run.command == "arch" ? "arch" : "--quick") + ": no kernel ran)"
+                   : !r.met && p->status == Status::not_tested && p->hardware != Hardware::native &&
+                           p->failure != ErrorKind::unavailable
+                       ? "the hardware is " + std::string(to_string(p->hardware)) +
+                             (p->hardware_reason.empty() ? "" : ": " + p->hardware_reason)
                        : p->reason;
       }
       results.push_back(std::move(r));

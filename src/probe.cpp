@@ -201,20 +201,26 @@ std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
   return "";
 }
 
+// Where no kernel runs (--quick, arch), what the stack alone says against a GPU: not known, or
+// no kernels for it ("" when nothing).
+std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
+  if (!stack.available) {
+    return "the LibTorch stack is not known (" + stack.error + "), so whether it runs here is not known";
+  }
+  if (d.kernels && !d.kernels->covered) {
+    return "no kernels for this GPU in this LibTorch build: " + d.kernels->reason;
+  }
+  return "";
+}
+
 // What keeps a GPU's checks from running when they were not run: the stack's blocker, and under
-// --quick, a stack that is not known or has no kernels for the GPU.
+// --quick, what the stack alone says against the GPU.
 NotRun gpu_not_run(const Options& o, const DeviceReport& d, const StackInfo& stack,
                    const std::string& blocker, const WorkerResult* result) {
   NotRun why = not_run(o, d.selected);
   if (result != nullptr && result->problem == ErrorKind::not_run) why.reason = result->problem_message;
   std::string blocked = blocker;
-  if (blocked.empty() && o.quick) {
-    if (!stack.available) {
-      blocked = "the LibTorch stack is not known (" + stack.error + "), so whether it runs here is not known";
-    } else if (d.kernels && !d.kernels->covered) {
-      blocked = "no kernels for this GPU in this LibTorch build: " + d.kernels->reason;
-    }
-  }
+  if (blocked.empty() && o.quick) blocked = stack_says_against(d, stack);
   if (!blocked.empty() && d.selected) {
     why.reason = blocked;
     why.unavailable = true;
@@ -570,12 +576,21 @@ Report run_arch(const Options& options, ProbeDeps deps) {
       d.kernels = kernel_coverage(cc, parse_arch_list(join(report.stack.arch_list, " ")));
     }
   }
+  // Gated when asked: a requirement is met by native hardware that this build's stack can run.
+  d.selected = !options.require.empty();
+  NotRun why{"offline (arch): no kernels run", false, ""};
+  const std::string blocked = !gpu_stack_blocker(report.stack, deps.engine.installed()).empty()
+                                  ? gpu_stack_blocker(report.stack, deps.engine.installed())
+                                  : stack_says_against(d, report.stack);
+  if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
   fill_precisions(
-      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr,
-      NotRun{"offline (arch): no kernels run", false, ""});
+      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr, why);
   report.devices.push_back(std::move(d));
-  report.exit_code = exit_code::kOk;
-  report.exit_reason = "arch report";
+  for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
+  report.requirements = evaluate_requirements(report, options.require, true);
+  const ExitDecision exit = decide_exit(report);
+  report.exit_code = exit.code;
+  report.exit_reason = options.require.empty() ? "arch report" : exit.reason;
   report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   return report;
 }

@@ -8,7 +8,10 @@ namespace precision_probe {
 
 std::string DeviceReport::label() const {
   if (kind == DeviceKind::cpu) return "CPU";
-  return index >= 0 ? fmt::format("GPU {}", index) : std::string("GPU");
+  if (index >= 0) return fmt::format("GPU {}", index);
+  // `arch CC`: the compute capability asked about.
+  if (gpu && gpu->source == "arch" && gpu->cc) return "cc " + gpu->cc->to_string();
+  return "GPU";
 }
 
 const PrecisionResult* DeviceReport::find(Mode mode) const {

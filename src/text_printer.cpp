@@ -330,7 +330,7 @@ class TextPrinter final : public Printer {
     if (r.collectives) print_collectives(*r.collectives, w);
     print_diagnostics(r, w);
     print_requirements(r, w);
-    if (r.run.command == "probe") {
+    if (r.run.command == "probe" || !r.requirements.empty()) {
       w.text(w.paint().bold(fmt::format("exit {}", r.exit_code)) + ": ", r.exit_reason, 4);
     }
   }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 
 #include "precision_probe/trace.hpp"
 
@@ -38,7 +39,10 @@ bool enabled_once() {
   // Read once; the worker sets its one variable (CUDA_VISIBLE_DEVICES) before any thread of its
   // own starts (the early CUDA context's thread has been joined by then).
   // NOLINTNEXTLINE(concurrency-mt-unsafe)
-  static const bool on = std::getenv("PRECISION_PROBE_TRACE") != nullptr;
+  static const bool on = [] {
+    const char* value = std::getenv("PRECISION_PROBE_TRACE");  // NOLINT(concurrency-mt-unsafe)
+    return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+  }();
   return on;
 }
 

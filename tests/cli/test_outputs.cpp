@@ -203,6 +203,30 @@ TEST(Outputs, EveryNonZeroExitWithoutATextReportSaysSoOnStderr) {
   }
 }
 
+TEST(Outputs, TraceIsOnlyOnWhenAskedFor) {
+  for (const char* value : {"0", ""}) {
+    const auto r = run_probe_binary({"--device", "cpu", "-q"}, {std::string("PRECISION_PROBE_TRACE=") + value});
+    EXPECT_EQ(r.err.find("trace:"), std::string::npos) << "'" << value << "': " << r.err;
+  }
+  const auto on = run_probe_binary({"--device", "cpu", "-q"}, {"PRECISION_PROBE_TRACE=1"});
+  EXPECT_NE(on.err.find("trace:"), std::string::npos);
+}
+
+TEST(Outputs, ArchGatesOnItsArchitectureWhenAsked) {
+  const std::string cuda = pp::testing::fake_engine_with_stack_cache("cuda");
+  const auto t4 = run_probe_binary({"arch", "7.5", "--require", "bf16"}, {cuda});
+  EXPECT_EQ(t4.exit_code, 1) << t4.out;
+  EXPECT_NE(t4.out.find("exit 1: bf16 on cc 7.5 is not_tested: the hardware is emulated"),
+            std::string::npos)
+      << t4.out;
+  EXPECT_EQ(run_probe_binary({"arch", "9.0", "--require", "bf16"}, {cuda}).exit_code, 0);
+  const auto cpu_only = run_probe_binary({"arch", "9.0", "--require", "bf16", "--format", "json"},
+                                         {pp::testing::fake_engine_with_stack_cache("cpu")});
+  EXPECT_EQ(cpu_only.exit_code, 3);
+  EXPECT_NE(cpu_only.err.find("precision-probe: exit 3:"), std::string::npos) << cpu_only.err;
+  EXPECT_EQ(run_probe_binary({"arch", "9.0", "--device", "0"}).exit_code, 2);
+}
+
 TEST(Outputs, QuietMeansNothingOnStdoutInEveryCase) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"-q", "--format", "json", "--require", "fp7"},

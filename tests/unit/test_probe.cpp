@@ -384,6 +384,68 @@ TEST(Probe, ArchReportsTheMatrixOffline) {
   EXPECT_EQ(p.driver.nvml_calls + p.driver.cuda_calls, 0);
 }
 
+TEST(Probe, ArchGatesOnItsVerdictsWhenAsked) {
+  Probe p;
+  pp::Options o;
+  o.command = pp::Command::arch;
+  o.arch_cc = "7.5";
+  o.require = {Mode::bf16};
+  auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
+  EXPECT_NE(r.exit_reason.find("bf16 on cc 7.5 is not_tested: the hardware is emulated"),
+            std::string::npos)
+      << r.exit_reason;
+  o.arch_cc = "9.0";
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk) << r.exit_reason;
+  // A build that cannot run there: the environment (3), as --quick says.
+  p.engine.stack = pp::testing::cpu_stack();
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
+  p.engine.stack = pp::testing::cuda_stack();
+  p.engine.stack.arch_list = {"sm_80"};
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
+  EXPECT_TRUE(p.engine.plans_seen.empty());
+}
+
+TEST(Probe, AnUngatedDeviceNeverChangesTheExitCodeButIsCalledOut) {
+  // The documented rule: the CPU (reported, not gated by default) fails, and the exit code
+  // stays 0; a diagnostic says what failed. Gated, the same failure is exit 4; a timeout, 5.
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  pp::ErrorKind cpu_problem = pp::ErrorKind::wrong_result;
+  p.engine.answer = [&p, &cpu_problem](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.index = plan.index;
+    r.stack = p.engine.stack;
+    r.finished = true;
+    for (Mode m : plan.amp) r.amp[m] = pp::testing::passed_amp(m);
+    for (Mode m : plan.smoke) {
+      r.smoke[m] = pp::testing::passed(1e-4);
+      if (plan.kind == pp::DeviceKind::cpu && m == Mode::bf16) {
+        r.smoke[m].ok = false;
+        r.smoke[m].error_kind = cpu_problem;
+        r.smoke[m].error = "what went wrong";
+      }
+    }
+    return r;
+  };
+  auto r = p.run();
+  EXPECT_EQ(device(r, "CPU")->find(Mode::bf16)->status, Status::failed);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk) << r.exit_reason;
+  EXPECT_TRUE(has_diagnostic(r, "ungated-device-failed"));
+  cpu_problem = pp::ErrorKind::timed_out;
+  EXPECT_EQ(p.run().exit_code, pp::exit_code::kOk);
+  p.options.devices.cpu = true;
+  EXPECT_EQ(p.run().exit_code, pp::exit_code::kTimedOut);
+  cpu_problem = pp::ErrorKind::wrong_result;
+  r = p.run();
+  EXPECT_EQ(r.exit_code, pp::exit_code::kCheckFailed);
+  EXPECT_FALSE(has_diagnostic(r, "ungated-device-failed"));
+}
+
 TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "precision_probe/exit_codes.hpp"
 #include "precision_probe/printers.hpp"
 
 namespace precision_probe {
@@ -73,10 +74,32 @@ class Exposition {
   std::vector<std::unique_ptr<Family>> families_;
 };
 
+// The device label's one spelling: "cpu", the visible GPU index, or "arch" (`arch CC`).
+std::string device_value(const DeviceReport& d) {
+  if (d.kind == DeviceKind::cpu) return "cpu";
+  return d.index >= 0 ? std::to_string(d.index) : "arch";
+}
+
 std::string device_labels(const DeviceReport& d) {
-  return fmt::format(R"(device="{}",kind="{}",uuid="{}",name="{}")",
-                     d.kind == DeviceKind::cpu ? std::string("cpu") : std::to_string(d.index),
+  return fmt::format(R"(device="{}",kind="{}",uuid="{}",name="{}")", device_value(d),
                      to_string(d.kind), escape(d.gpu ? d.gpu->uuid : ""), escape(d.name));
+}
+
+// A requirement's device labels: the device it was checked on, or device="none".
+std::string requirement_labels(const Report& r, const RequirementResult& q) {
+  for (const DeviceReport& d : r.devices) {
+    if (d.label() == q.device) return device_labels(d);
+  }
+  return R"(device="none",kind="",uuid="",name="")";
+}
+
+std::string exit_code_help() {
+  std::string help = "The probe's exit code:";
+  for (const exit_code::Meaning& m : exit_code::kMeanings) {
+    help += fmt::format(" {} {};", m.code, m.meaning);
+  }
+  help.back() = '.';
+  return help;
 }
 
 class PrometheusPrinter final : public Printer {
@@ -99,6 +122,10 @@ class PrometheusPrinter final : public Printer {
       Family& status = e.family(
           "precision_probe_status",
           "The precision's status on the device: 1 for the current status, 0 for the others.");
+      Family& hardware = e.family(
+          "precision_probe_hardware_native",
+          "1 if the device's hardware runs the precision natively (the architecture's verdict, "
+          "also under --quick), else 0.");
       Family& selected =
           e.family("precision_probe_device_selected", "1 if the device is gated by --require.");
       for (const DeviceReport& d : r.devices) {
@@ -107,6 +134,7 @@ class PrometheusPrinter final : public Printer {
         for (const auto& [mode, p] : d.precisions) {
           const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
           native.add(ml, p.status == Status::native ? 1 : 0);
+          hardware.add(ml, p.hardware == Hardware::native ? 1 : 0);
           for (Status st : {Status::native, Status::emulated, Status::unsupported, Status::failed,
                             Status::not_tested}) {
             status.add(fmt::format(R"({},status="{}")", ml, to_string(st)), p.status == st ? 1 : 0);
@@ -150,7 +178,7 @@ class PrometheusPrinter final : public Printer {
       Family& met = e.family("precision_probe_requirement_met",
                              "1 if --require's mode is met natively on the device.");
       for (const RequirementResult& q : r.requirements) {
-        met.add(fmt::format(R"(mode="{}",device="{}")", mode_key(q.mode), escape(q.device)),
+        met.add(fmt::format(R"({},mode="{}")", requirement_labels(r, q), mode_key(q.mode)),
                 q.met ? 1 : 0);
       }
       Family& diag =
@@ -167,10 +195,7 @@ class PrometheusPrinter final : public Printer {
       Family& duration = e.family("precision_probe_duration_seconds", "Wall time of the probe.");
       duration.add("", r.duration_ms / 1000.0);
     }
-    Family& exit =
-        e.family("precision_probe_exit_code",
-                 "The probe's exit code: 0 ok, 1 requirement not met, 2 usage, 3 environment, 4 "
-                 "failed check, 5 timed out.");
+    Family& exit = e.family("precision_probe_exit_code", exit_code_help());
     exit.add("", r.exit_code);
     e.write(out);
   }

@@ -152,6 +152,26 @@ TEST(FakeGpus, MemoryHeldByOthersLeavesChecksUntestedAndNamesTheHolders) {
   EXPECT_EQ(gated.exit_code, 3) << gated.out;
 }
 
+TEST(FakeGpus, PrometheusCarriesTheHardwareVerdictSoQuickIsNotAlarming) {
+  // Under --quick nothing is native by status (no kernel ran), but the hardware verdict is there:
+  // the documented alert on bf16 reads it and stays quiet on a healthy H200.
+  const auto quick = run_probe_binary(
+      {"--quick", "--format", "prometheus"},
+      with(fake_driver_env(kH200), {pp::testing::fake_engine_with_stack_cache("cuda")}));
+  EXPECT_EQ(quick.exit_code, 0) << quick.err;
+  EXPECT_NE(quick.out.find(R"(precision_probe_hardware_native{device="0",kind="cuda",)"),
+            std::string::npos)
+      << quick.out;
+  EXPECT_NE(quick.out.find(R"(name="NVIDIA H200",mode="bf16"} 1)"), std::string::npos);
+  const auto t4 = run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kT4));
+  EXPECT_NE(t4.out.find(R"(precision_probe_hardware_native{device="0",kind="cuda",uuid=)"),
+            std::string::npos);
+  EXPECT_NE(t4.out.find(R"(name="Tesla T4",mode="bf16"} 0)"), std::string::npos) << t4.out;
+  const auto arch = run_probe_binary({"arch", "9.0", "--format", "prometheus"});
+  EXPECT_EQ(arch.out.find(R"(device="-1")"), std::string::npos) << arch.out;
+  EXPECT_NE(arch.out.find(R"(device="arch")"), std::string::npos) << arch.out;
+}
+
 TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
   // Workers start before their GPU is known and narrow CUDA_VISIBLE_DEVICES themselves; each says
   // which GPU it ran on, and results from any other GPU than the planned one are not believed.

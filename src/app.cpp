@@ -111,8 +111,8 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   std::vector<std::string> contents;
   for (std::size_t i = 0; i < d.requests.size(); ++i) {
     const bool main = i == 0 && d.main_on_stdout;
-    contents.push_back(render(report, d.formats[i], main ? main_style(o, d, deps.system)
-                                                          : PrintStyle{}));
+    contents.push_back(
+        render(report, d.formats[i], main ? main_style(o, d, deps.system) : PrintStyle{}));
   }
   trace("report printed");
   bool stdout_failed = false;

@@ -171,10 +171,10 @@ void scan_value(Scan& scan, const OptionSpec& spec, const std::string& as_typed,
     scan.error = fmt::format("{}: empty value", as_typed);
   } else if (!attached && value != "-" && value.front() == '-') {
     // "--json -q" is a forgotten value, not a file named "-q".
-    scan.error = fmt::format("{}: '{}' looks like an option, not a {} (write {}={} if you mean it)",
-                             as_typed, printable(value, 40), spec.value, as_typed,
-                             std::string(spec.value) == "FILE" ? "./" + printable(value, 40)
-                                                               : printable(value, 40));
+    scan.error = fmt::format(
+        "{}: '{}' looks like an option, not a {} (write {}={} if you mean it)", as_typed,
+        printable(value, 40), spec.value, as_typed,
+        std::string(spec.value) == "FILE" ? "./" + printable(value, 40) : printable(value, 40));
   }
 }
 
@@ -218,7 +218,8 @@ Scan scan_command_line(int argc, const char* const* argv) {
     }
     const OptionSpec* spec = find_option(name);
     if (spec == nullptr) {
-      fail(fmt::format("unknown option '{}' (precision-probe --help lists them)", printable(name, 40)));
+      fail(fmt::format("unknown option '{}' (precision-probe --help lists them)",
+                       printable(name, 40)));
       continue;
     }
     const std::string primary = primary_name(*spec);
@@ -305,7 +306,8 @@ std::optional<double> parse_seconds(const std::string& text) {
 }
 
 std::optional<std::int64_t> parse_decimal(const std::string& text) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
   return parse_int(text);
@@ -343,7 +345,8 @@ class Reader {
     }
     for (const std::string& spec : raw_.many["--output-as"]) {
       const std::size_t colon = spec.find(':');
-      const auto f = colon == std::string::npos ? std::nullopt : parse_format(spec.substr(0, colon));
+      const auto f =
+          colon == std::string::npos ? std::nullopt : parse_format(spec.substr(0, colon));
       if (!f || colon + 1 >= spec.size()) {
         return fmt::format(
             "--output-as: '{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus)",
@@ -353,7 +356,8 @@ class Reader {
     }
     if (o_.quiet) {
       for (const ExtraOutput& e : o_.extra_outputs) {
-        if (e.path == "-") return fmt::format("-q keeps stdout silent, but {} - writes to it", e.flag);
+        if (e.path == "-")
+          return fmt::format("-q keeps stdout silent, but {} - writes to it", e.flag);
       }
     }
     return "";

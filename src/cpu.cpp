@@ -1,6 +1,8 @@
 #include "precision_probe/cpu.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <string>
 
 #include "precision_probe/strings.hpp"
 
@@ -30,6 +32,8 @@ CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
   std::vector<std::string> flags;
   std::string implementer;
   std::string part;
+  int cores_per_package = 0;
+  int siblings = 0;
   for (const std::string& line : split(cpuinfo_text, '\n')) {
     const std::size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -44,6 +48,17 @@ CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
       for (const std::string& flag : split(value, ' ')) {
         if (!flag.empty()) flags.push_back(to_lower(flag));
       }
+    } else if (key == "cpu mhz" && !cpu.mhz) {
+      try {
+        const double mhz = std::stod(value);
+        if (mhz > 0.0 && mhz < 100000.0) cpu.mhz = mhz;
+      } catch (const std::exception&) {
+        // not a number: no clock
+      }
+    } else if (key == "cpu cores" && cores_per_package == 0) {
+      cores_per_package = static_cast<int>(parse_int(value).value_or(0));
+    } else if (key == "siblings" && siblings == 0) {
+      siblings = static_cast<int>(parse_int(value).value_or(0));
     } else if (key == "cpu implementer" && implementer.empty()) {
       implementer = value;
     } else if (key == "cpu part" && part.empty()) {
@@ -54,12 +69,28 @@ CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
     cpu.model = "Arm CPU (implementer " + implementer + ", part " + part + ")";
   }
   if (cpu.model.empty()) cpu.model = "unknown CPU";
+  cpu.physical_cores = cpu.logical_cores;
+  if (cores_per_package > 0 && siblings >= cores_per_package && siblings <= 1024) {
+    cpu.physical_cores = std::max(1, cpu.logical_cores * cores_per_package / siblings);
+  }
   for (const std::string& wanted : relevant_cpu_features()) {
     if (std::find(flags.begin(), flags.end(), wanted) != flags.end()) {
       cpu.features.push_back(wanted);
     }
   }
   return cpu;
+}
+
+int cpu_fp32_flops_per_cycle(const CpuInfo& cpu) {
+  if (is_arm(cpu.architecture)) return 16;
+  if (has_feature(cpu, "avx512f")) return 64;
+  if (has_feature(cpu, "avx2") && has_feature(cpu, "fma")) return 32;
+  return 16;
+}
+
+std::optional<double> cpu_fp32_peak_gflops(const CpuInfo& cpu) {
+  if (!cpu.mhz || cpu.physical_cores <= 0) return std::nullopt;
+  return cpu.physical_cores * (*cpu.mhz / 1000.0) * cpu_fp32_flops_per_cycle(cpu);
 }
 
 bool has_feature(const CpuInfo& cpu, std::string_view feature) {

@@ -58,7 +58,8 @@ std::string holders(const GpuInfo& g) {
   std::vector<std::string> named;
   for (const GpuProcess& p : g.processes) {
     std::string one = fmt::format("PID {}{}", p.pid, p.name.empty() ? "" : " " + p.name);
-    if (p.used_bytes) one += fmt::format(": {:.1f} GiB", static_cast<double>(*p.used_bytes) / (1 << 30));
+    if (p.used_bytes)
+      one += fmt::format(": {:.1f} GiB", static_cast<double>(*p.used_bytes) / (1 << 30));
     named.push_back(one);
   }
   return named.empty() ? "" : " (" + join(named, ", ") + ")";
@@ -408,6 +409,29 @@ void disagreement(Collector& c, const Report& r) {
 
 }  // namespace
 
+// A CPU whose fp32 GEMM (--bench) reaches less than this share of what its cores and ISA allow is
+// running a reference BLAS (netlib's reaches 1-3 %; OpenBLAS and MKL 40-90 %).
+constexpr double kSlowBlasFraction = 0.10;
+
+void cpu_blas(Collector& c, const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (!d.cpu) continue;
+    const PrecisionResult* fp32 = d.find(Mode::fp32);
+    const auto peak = cpu_fp32_peak_gflops(*d.cpu);
+    if (fp32 == nullptr || !fp32->bench || !fp32->bench->outcome.ok || !peak) continue;
+    const double gflops = fp32->bench->outcome.tflops.value_or(0.0) * 1000.0;
+    if (gflops >= kSlowBlasFraction * *peak) continue;
+    c.add("cpu-blas-slow", Severity::warning,
+          fmt::format("the CPU's fp32 GEMM runs at {:.3g} GFLOP/s, {:.1f} % of the {:.0f} GFLOP/s "
+                      "its {} cores allow ({:.2f} GHz, {} FLOP per cycle): LibTorch is on a "
+                      "reference BLAS",
+                      gflops, 100.0 * gflops / *peak, *peak, d.cpu->physical_cores,
+                      d.cpu->mhz.value_or(0.0) / 1000.0, cpu_fp32_flops_per_cycle(*d.cpu)),
+          "install an optimised BLAS (Debian/Ubuntu: apt-get install libopenblas0-pthread, which "
+          "takes over libblas.so.3), or use a LibTorch built with MKL or OpenBLAS");
+  }
+}
+
 // A device that is reported but not gated never changes the exit code: what failed there is
 // said here, so that it is not missed.
 void ungated_failures(Collector& c, const Report& r) {
@@ -415,7 +439,8 @@ void ungated_failures(Collector& c, const Report& r) {
     if (d.selected || (d.index < 0 && d.kind == DeviceKind::cuda)) continue;
     std::vector<std::string> failed;
     for (const auto& [mode, p] : d.precisions) {
-      if (p.status == Status::failed) failed.push_back(std::string(mode_key(mode)) + " (" + p.reason + ")");
+      if (p.status == Status::failed)
+        failed.push_back(std::string(mode_key(mode)) + " (" + p.reason + ")");
     }
     if (failed.empty()) continue;
     c.add("ungated-device-failed", Severity::warning,
@@ -437,6 +462,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   stack_and_devices(c, report, context);
   disagreement(c, report);
   ungated_failures(c, report);
+  cpu_blas(c, report);
   return out;
 }
 

@@ -97,8 +97,8 @@ struct NvmlProcessInfoV2 {  // nvmlProcessInfo_v2_t, taken by the _v2 and _v3 en
   unsigned int gpu_instance_id;
   unsigned int compute_instance_id;
 };
-using nvmlDeviceGetComputeRunningProcesses_t =
-    nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV2*);
+using nvmlDeviceGetComputeRunningProcesses_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*,
+                                                                NvmlProcessInfoV2*);
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 constexpr int kNvmlClockSm = 1;
 

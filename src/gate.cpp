@@ -30,7 +30,8 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
                  p->failure != ErrorKind::unavailable);
         r.reason = r.met && p->status == Status::not_tested
                        ? std::string("hardware support only (") +
-                             (report.run.command == "arch" ? "arch" : "--quick") + ": no kernel ran)"
+                             (report.run.command == "arch" ? "arch" : "--quick") +
+                             ": no kernel ran)"
                    : !r.met && p->status == Status::not_tested && p->hardware != Hardware::native &&
                            p->failure != ErrorKind::unavailable
                        ? "the hardware is " + std::string(to_string(p->hardware)) +
@@ -107,8 +108,8 @@ ExitDecision decide_exit(const Report& report) {
       return {exit_code::kEnvironment, fmt::format("--require {}: {}", mode_key(r.mode), r.reason)};
     }
     if (!r.met && r.failure == ErrorKind::unavailable) {
-      return {exit_code::kEnvironment,
-              fmt::format("--require {} on {}: not tested: {}", mode_key(r.mode), r.device, r.reason)};
+      return {exit_code::kEnvironment, fmt::format("--require {} on {}: not tested: {}",
+                                                   mode_key(r.mode), r.device, r.reason)};
     }
   }
   if (environment != nullptr) {

@@ -39,8 +39,8 @@ std::string_view mark(Status s) {
 class MarkdownPrinter final : public Printer {
   void do_print(const Report& r, std::ostream& out) const override {
     if (!has_findings(r)) {
-      out << fmt::format("## precision-probe: ❌ {} error (exit {})\n\n",
-                         to_string(r.error->kind), r.exit_code)
+      out << fmt::format("## precision-probe: ❌ {} error (exit {})\n\n", to_string(r.error->kind),
+                         r.exit_code)
           << cell_text(r.error->message) << "\n";
       return;
     }

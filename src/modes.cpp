@@ -32,10 +32,11 @@ bool is_amp_mode(Mode mode) { return mode == Mode::amp_fp16 || mode == Mode::amp
 
 std::string accepted_mode_keys() {
   std::vector<std::string> keys;
+  keys.reserve(kAllModes.size() + kModeAliases.size());
   for (Mode mode : kAllModes) keys.emplace_back(mode_key(mode));
   for (const ModeAlias& alias : kModeAliases) {
-    keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) +
-                   " and " + std::string(mode_key(alias.modes[1])) + ")");
+    keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) + " and " +
+                   std::string(mode_key(alias.modes[1])) + ")");
   }
   return join(keys, ", ");
 }

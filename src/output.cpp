@@ -105,12 +105,12 @@ std::optional<int> descriptor_named(const std::string& path) {
   if (path == "/dev/stdin") return 0;
   if (path == "/dev/stdout") return 1;
   if (path == "/dev/stderr") return 2;
-  for (const std::string& prefix :
-       {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
-        fmt::format("/proc/{}/fd/", ::getpid())}) {
+  for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                    fmt::format("/proc/{}/fd/", ::getpid())}) {
     if (!starts_with(path, prefix)) continue;
     const std::string rest = path.substr(prefix.size());
-    if (rest.empty() || rest.size() > 6 || rest.find_first_not_of("0123456789") != std::string::npos) {
+    if (rest.empty() || rest.size() > 6 ||
+        rest.find_first_not_of("0123456789") != std::string::npos) {
       return std::nullopt;
     }
     return static_cast<int>(*parse_int(rest));
@@ -142,7 +142,7 @@ Resolved resolve(std::string path) {
         return r;
       }
       std::string next(target.data(), static_cast<std::size_t>(n));
-      path = next.front() == '/' ? next : directory_of(path) + "/" + next;
+      path = next.front() == '/' ? next : directory_of(path).append("/").append(next);
       r.exists = false;
       continue;
     }
@@ -166,7 +166,8 @@ Resolved resolve(std::string path) {
 
 std::string random_name() {
   std::array<unsigned char, 6> bytes{};
-  if (::getrandom(bytes.data(), bytes.size(), GRND_NONBLOCK) != static_cast<ssize_t>(bytes.size())) {
+  if (::getrandom(bytes.data(), bytes.size(), GRND_NONBLOCK) !=
+      static_cast<ssize_t>(bytes.size())) {
     static std::atomic<unsigned> counter{0};
     const unsigned value = static_cast<unsigned>(::getpid()) * 2654435761U + ++counter;
     std::memcpy(bytes.data(), &value, sizeof value);
@@ -184,9 +185,9 @@ enum class Commit { none, created, exchanged, backed_up, replaced };
 struct Target {
   OutputRequest request;
   Kind kind = Kind::file;
-  int fd = -1;             // the stream, or the file's unnamed temporary (O_TMPFILE)
-  bool owns_fd = false;    // opened here (closed at the end)
-  std::string identity;    // device and inode: two spellings of one file are one identity
+  int fd = -1;           // the stream, or the file's unnamed temporary (O_TMPFILE)
+  bool owns_fd = false;  // opened here (closed at the end)
+  std::string identity;  // device and inode: two spellings of one file are one identity
   // Regular files:
   std::string path, dir, base;
   int dir_fd = -1;
@@ -256,11 +257,11 @@ std::string prepare_target(Target& t, const StandardStreams& streams) {
     }
   } else if (r.kind == Kind::stream) {
     // A FIFO is opened without blocking: no reader is an error now, not a hang.
-    t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC |
-                                      (S_ISFIFO(r.st.st_mode) ? O_NONBLOCK : 0));
+    t.fd = ::open(r.path.c_str(),
+                  O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISFIFO(r.st.st_mode) ? O_NONBLOCK : 0));
     if (t.fd < 0) {
-      return failure(t, errno == ENXIO ? std::string("no process is reading the FIFO")
-                                       : error_string(errno));
+      return failure(
+          t, errno == ENXIO ? std::string("no process is reading the FIFO") : error_string(errno));
     }
     t.owns_fd = true;
     ::fstat(t.fd, &st);
@@ -339,7 +340,7 @@ class Prepared final : public PreparedOutputs {
       t.temp_slot = register_pending(t.dir + "/" + t.temp);
       t.fd = ::openat(t.dir_fd, t.temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
       if (t.fd < 0) {
-        const std::string problem = failure(t, "cannot create a temporary file: " + error_string(errno));
+        std::string problem = failure(t, "cannot create a temporary file: " + error_string(errno));
         unregister_pending(t.temp_slot);
         t.temp.clear();
         return problem;
@@ -375,7 +376,8 @@ class Prepared final : public PreparedOutputs {
       const int saved = errno;
       unregister_pending(t.temp_slot);
       t.temp.clear();
-      if (saved != EEXIST) return failure(t, "cannot link the new report in: " + error_string(saved));
+      if (saved != EEXIST)
+        return failure(t, "cannot link the new report in: " + error_string(saved));
     }
     return failure(t, "cannot find a free temporary name");
   }
@@ -384,8 +386,10 @@ class Prepared final : public PreparedOutputs {
     if (std::string problem = name_temporary(t); !problem.empty()) return problem;
     struct stat now {};
     const bool exists = ::fstatat(t.dir_fd, t.base.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
-    if (exists && !S_ISREG(now.st_mode)) return failure(t, "was replaced by something else during the run");
-    if (exists && ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) == 0) {
+    if (exists && !S_ISREG(now.st_mode))
+      return failure(t, "was replaced by something else during the run");
+    if (exists &&
+        ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) == 0) {
       t.commit = Commit::exchanged;  // the temporary's name now holds the old content
       t.backup = t.temp;
       t.backup_slot = t.temp_slot;
@@ -393,7 +397,8 @@ class Prepared final : public PreparedOutputs {
       t.temp_slot = -1;
       return "";
     }
-    if (!exists && ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_NOREPLACE) == 0) {
+    if (!exists &&
+        ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_NOREPLACE) == 0) {
       t.commit = Commit::created;
       unregister_pending(t.temp_slot);
       t.temp.clear();
@@ -427,11 +432,14 @@ class Prepared final : public PreparedOutputs {
       Target& t = *it;
       switch (t.commit) {
         case Commit::exchanged:
-          if (::renameat2(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) != 0) {
+          if (::renameat2(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) !=
+              0) {
             ::renameat(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str());
           }
           break;
-        case Commit::backed_up: ::renameat(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str()); break;
+        case Commit::backed_up:
+          ::renameat(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str());
+          break;
         case Commit::created: ::unlinkat(t.dir_fd, t.base.c_str(), 0); break;
         case Commit::replaced:  // documented: the one case that cannot be undone
         case Commit::none: break;

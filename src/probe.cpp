@@ -154,7 +154,8 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
   for (Mode mode : kAmpModes) {
     auto outcome = outcome_for(mode, known ? &planned->plan.amp : nullptr,
                                known ? &result->amp : nullptr, result);
-    if (!outcome && why.amp_reason.empty()) outcome = not_run_outcome<AmpOutcome>(why, support(mode));
+    if (!outcome && why.amp_reason.empty())
+      outcome = not_run_outcome<AmpOutcome>(why, support(mode));
     d.precisions.emplace_back(
         mode, combine_amp_verdict(support(mode), outcome,
                                   why.amp_reason.empty() ? why.reason : why.amp_reason));
@@ -180,7 +181,9 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
 
 NotRun not_run(const Options& o, bool selected) {
   NotRun why;
-  why.reason = o.quick ? "--quick: no kernels run" : !selected ? "not selected (--device)" : "not run";
+  why.reason = o.quick     ? "--quick: no kernels run"
+               : !selected ? "not selected (--device)"
+                           : "not run";
   if (!o.amp) why.amp_reason = "skipped (--no-amp)";
   return why;
 }
@@ -205,7 +208,8 @@ std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
 // no kernels for it ("" when nothing).
 std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
   if (!stack.available) {
-    return "the LibTorch stack is not known (" + stack.error + "), so whether it runs here is not known";
+    return "the LibTorch stack is not known (" + stack.error +
+           "), so whether it runs here is not known";
   }
   if (d.kernels && !d.kernels->covered) {
     return "no kernels for this GPU in this LibTorch build: " + d.kernels->reason;
@@ -218,7 +222,8 @@ std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
 NotRun gpu_not_run(const Options& o, const DeviceReport& d, const StackInfo& stack,
                    const std::string& blocker, const WorkerResult* result) {
   NotRun why = not_run(o, d.selected);
-  if (result != nullptr && result->problem == ErrorKind::not_run) why.reason = result->problem_message;
+  if (result != nullptr && result->problem == ErrorKind::not_run)
+    why.reason = result->problem_message;
   std::string blocked = blocker;
   if (blocked.empty() && o.quick) blocked = stack_says_against(d, stack);
   if (!blocked.empty() && d.selected) {
@@ -357,8 +362,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
   // asked what there is to plan.
   if (!options.quick) {
-    const int gpus =
-        gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
+    const int gpus = gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
     deps.engine.prestart({true, gpus, gpus == 1 && one_gpu_in_view(sys, visible)});
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();

@@ -113,7 +113,8 @@ json bench_json(const BenchResult& b) {
 json gpu_json(const GpuInfo& g) {
   json processes = json::array();
   for (const GpuProcess& p : g.processes) {
-    processes.push_back({{"pid", p.pid}, {"used_bytes", optional_or_null(p.used_bytes)}, {"name", p.name}});
+    processes.push_back(
+        {{"pid", p.pid}, {"used_bytes", optional_or_null(p.used_bytes)}, {"name", p.name}});
   }
   return json{
       {"uuid", g.uuid},

@@ -77,7 +77,8 @@ std::string number_cell(const std::optional<double>& v, const char* spec_text, d
 // Writes lines of fixed-width table cells and free text that wraps at the width.
 class Writer {
  public:
-  Writer(std::ostream& out, PrintStyle style) : out_(out), width_(static_cast<std::size_t>(style.width)), paint_(style.color) {}
+  Writer(std::ostream& out, PrintStyle style)
+      : out_(out), width_(static_cast<std::size_t>(style.width)), paint_(style.color) {}
 
   const Paint& paint() const { return paint_; }
   std::ostream& raw() { return out_; }
@@ -109,7 +110,8 @@ class Writer {
     if (first_lines.size() < 2) return;
     // The rest, rewrapped at the continuation width.
     std::string rest;
-    for (std::size_t i = 1; i < first_lines.size(); ++i) rest += (i > 1 ? " " : "") + first_lines[i];
+    for (std::size_t i = 1; i < first_lines.size(); ++i)
+      rest += (i > 1 ? " " : "") + first_lines[i];
     const std::size_t cont = width_ > indent + 20 ? width_ - indent : 20;
     for (const std::string& l : wrap(rest, cont)) line(std::string(indent, ' ') + l);
   }
@@ -143,13 +145,12 @@ void print_bench(const DeviceReport& d, Writer& w) {
     if (!p.bench) continue;
     const BenchResult& b = *p.bench;
     const BenchOutcome& o = b.outcome;
-    w.row(fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
-                      number_cell(o.tflops, "{:.4g}", scale),
-                      number_cell(o.sustained_tflops, "{:.4g}", scale),
-                      number_cell(b.ratio_to_fp32, "{:.2f}x"),
-                      number_cell(b.peak_tflops, "{:.4g}", scale),
-                      number_cell(b.percent_of_peak, "{:.1f}%"), o.size,
-                      number_cell(o.ms, "{:.3f}")),
+    w.row(fmt::format(
+              "  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
+              number_cell(o.tflops, "{:.4g}", scale),
+              number_cell(o.sustained_tflops, "{:.4g}", scale),
+              number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}", scale),
+              number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}")),
           !o.ok ? o.error : b.peak_source);
   }
 }
@@ -170,8 +171,8 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
   if (c.requested) {
     w.row("  all_reduce  " + w.paint().status(c.status, 12), c.reason);
     if (!c.all_reduce.empty()) {
-      w.line(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}  {}", "dtype", "exact",
-                         "size", "time", "algbw GB/s", "busbw GB/s", "note"));
+      w.line(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}  {}", "dtype", "exact", "size",
+                         "time", "algbw GB/s", "busbw GB/s", "note"));
     }
     for (const CollectiveOutcome& a : c.all_reduce) {
       w.row(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}", a.dtype,
@@ -225,17 +226,19 @@ void print_device(const DeviceReport& d, Writer& w) {
   const std::string label = d.index < 0 && d.kind == DeviceKind::cuda ? "ARCH" : d.label();
   w.text(w.paint().bold(fmt::format("{:<6}", label)), device_heading(d), 6);
   if (d.cpu) {
-    w.text("      ISA: ", d.cpu->features.empty() ? std::string("(none of note)")
-                                                   : join(d.cpu->features, " "), 11);
+    w.text("      ISA: ",
+           d.cpu->features.empty() ? std::string("(none of note)") : join(d.cpu->features, " "),
+           11);
   }
   if (d.kernels) {
-    w.text("      kernels: ", d.kernels->covered
-                                  ? d.kernels->via + " in this LibTorch build"
-                                  : w.paint()("none in this LibTorch build", "1;31") + " (" +
-                                        d.kernels->reason + ")", 15);
+    w.text("      kernels: ",
+           d.kernels->covered
+               ? d.kernels->via + " in this LibTorch build"
+               : w.paint()("none in this LibTorch build", "1;31") + " (" + d.kernels->reason + ")",
+           15);
   }
-  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}", "mode", "hardware",
-                     "status", "rel.error", "tolerance", "time", "note"));
+  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}", "mode", "hardware", "status",
+                     "rel.error", "tolerance", "time", "note"));
   bool any_amp = false;
   for (const auto& [mode, p] : d.precisions) {
     if (is_amp_mode(mode)) {
@@ -268,21 +271,22 @@ void print_header(const Report& r, Writer& w) {
   if (r.run.command == "probe") first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
   w.line(first);
   if (r.stack.available) {
-    w.text("", fmt::format("LibTorch {} ({}{}{})", r.stack.libtorch_version,
-                           r.stack.cuda_built ? "CUDA " + r.stack.cuda_version : "CPU only",
-                           r.stack.cudnn_version.empty() ? "" : ", cuDNN " + r.stack.cudnn_version,
-                           r.stack.arch_list.empty()
-                               ? ""
-                               : ", kernels: " + join(r.stack.arch_list, " ")),
-           4);
+    w.text(
+        "",
+        fmt::format("LibTorch {} ({}{}{})", r.stack.libtorch_version,
+                    r.stack.cuda_built ? "CUDA " + r.stack.cuda_version : "CPU only",
+                    r.stack.cudnn_version.empty() ? "" : ", cuDNN " + r.stack.cudnn_version,
+                    r.stack.arch_list.empty() ? "" : ", kernels: " + join(r.stack.arch_list, " ")),
+        4);
   } else {
     w.text("LibTorch: ", r.stack.error.empty() ? "unknown" : r.stack.error, 4);
   }
   if (r.run.command == "probe") {
     if (r.driver.status == DriverStatus::ok) {
-      w.text("", fmt::format("driver {} (supports CUDA {}) · {}", r.driver.version,
-                             r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "?",
-                             r.driver.message),
+      w.text("",
+             fmt::format("driver {} (supports CUDA {}) · {}", r.driver.version,
+                         r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "?",
+                         r.driver.message),
              4);
     } else {
       w.text("driver: ", fmt::format("{} · {}", to_string(r.driver.status), r.driver.message), 4);
@@ -311,8 +315,7 @@ void print_requirements(const Report& r, Writer& w) {
   for (const RequirementResult& q : r.requirements) {
     w.text(fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device) +
                w.paint()(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31") + " ",
-           fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason),
-           4);
+           fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason), 4);
   }
   w.line("");
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the copy-paste examples of docs/examples: YAML parses and has the expected shape, shell
 snippets pass `bash -n`, the Dockerfile uses only known instructions, and every example is
-referenced from docs/integrations.md. Exit 0 when all hold; prints what failed otherwise."""
+referenced from docs/integrations.md. Also that the docs stay inside the repository and list every
+environment variable the probe reads. Exit 0 when all hold; prints what failed otherwise."""
 
 import pathlib
 import re
@@ -76,6 +77,16 @@ check(sum(1 for l in lines if l.startswith("FROM ")) == 2, "Dockerfile: a multi-
 doc = (root / "docs" / "integrations.md").read_text()
 for f in ex.iterdir():
     check(f"examples/{f.name}" in doc, f"docs/integrations.md does not reference examples/{f.name}")
+
+# A clone is self-contained: nothing it ships points at files outside the repository.
+for path in [root / "README.md", root / "dev", root / ".ci" / "run", *(root / "docs").glob("*.md")]:
+    check("../shared" not in path.read_text(), f"{path.relative_to(root)} points outside the repository (../shared)")
+
+# Every environment variable --help lists is in the README's table.
+readme = (root / "README.md").read_text()
+cli_header = (root / "include" / "precision_probe" / "cli.hpp").read_text()
+for name in re.findall(r'\{"([A-Z_]+)", "', cli_header):
+    check(f"`{name}" in readme, f"README.md does not list the environment variable {name}")
 
 for p in problems:
     print("FAIL:", p)

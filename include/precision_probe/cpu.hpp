@@ -1,6 +1,7 @@
 #pragma once
 // The CPU: model, ISA features that matter for low precision, and what they mean per mode.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,8 +15,16 @@ struct CpuInfo {
   std::string model;         // "Intel(R) Xeon(R) Platinum 8480+"
   std::string architecture;  // "x86_64", "aarch64"
   int logical_cores = 0;
+  int physical_cores = 0;             // logical cores less SMT siblings ("cpu cores"/"siblings")
+  std::optional<double> mhz;          // the clock /proc/cpuinfo reports
   std::vector<std::string> features;  // the ISA features that matter, as the kernel names them
 };
+
+// What the cores, clock and vector ISA allow for fp32 FMAs, in GFLOP/s: physical cores x GHz x
+// FLOP per cycle (x86: 64 with AVX-512, 32 with AVX2 and FMA, 16 otherwise; Arm: 16). An upper
+// bound (turbo and FMA units vary), for telling an optimised BLAS from a reference one.
+std::optional<double> cpu_fp32_peak_gflops(const CpuInfo& cpu);
+int cpu_fp32_flops_per_cycle(const CpuInfo& cpu);
 
 // The ISA flags the probe looks for, per architecture family.
 const std::vector<std::string>& relevant_cpu_features();

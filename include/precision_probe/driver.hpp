@@ -119,9 +119,9 @@ struct GpuInfo {
   std::optional<bool> mig_enabled;
   bool mig_instance = false;
   std::optional<int> compute_mode;
-  std::optional<double> clock_ghz;  // maximum SM clock
+  std::optional<double> clock_ghz;    // maximum SM clock
   std::vector<GpuProcess> processes;  // compute processes holding its memory (NVML)
-  std::string source;               // "cuda+nvml", "cuda", "nvml"
+  std::string source;                 // "cuda+nvml", "cuda", "nvml"
 };
 std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"
 

@@ -43,8 +43,8 @@ struct ExtraOutput {
 struct Options {
   Command command = Command::probe;
   Format format = Format::text;
-  std::string output;                   // -o FILE; "" means stdout
-  std::string output_flag = "-o";       // "-o" or "--output", as typed
+  std::string output;              // -o FILE; "" means stdout
+  std::string output_flag = "-o";  // "-o" or "--output", as typed
   std::vector<ExtraOutput> extra_outputs;
   DeviceSelection devices;
   std::vector<Mode> require;

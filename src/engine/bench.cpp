@@ -155,7 +155,8 @@ double gemm_bytes(Mode mode, std::int64_t n) {
 std::int64_t fit_to_memory(Mode mode, std::int64_t size, std::int64_t free) {
   const double budget = 0.9 * static_cast<double>(free);
   std::int64_t n = size;
-  while (n > 256 && gemm_bytes(mode, n) > budget) n = std::max<std::int64_t>(256, (n - 1) / 256 * 256);
+  while (n > 256 && gemm_bytes(mode, n) > budget)
+    n = std::max<std::int64_t>(256, (n - 1) / 256 * 256);
   return gemm_bytes(mode, n) <= budget ? n : 0;
 }
 
@@ -184,7 +185,8 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
     const std::int64_t fitted = fit_to_memory(mode, size, *free);
     if (fitted == 0) {
       o.error_kind = ErrorKind::unavailable;
-      o.error = fmt::format("not enough free GPU memory for a benchmark ({:.2f} GiB free)", free_gib);
+      o.error =
+          fmt::format("not enough free GPU memory for a benchmark ({:.2f} GiB free)", free_gib);
       return o;
     }
     if (fitted < size) {

@@ -59,22 +59,22 @@ bool early_context_fits(const EarlyContext& early, const WorkerPlan& plan) {
 std::string restart_without_early_context(const char* argv0, const std::string& plan_text) {
   // The plan goes back on stdin, from memory.
   const int fd = ::memfd_create("precision-probe-plan", 0);
-  if (fd < 0) return fmt::format("memfd_create: {}", std::strerror(errno));
+  if (fd < 0) return fmt::format("memfd_create: {}", error_string(errno));
   std::size_t written = 0;
   while (written < plan_text.size()) {
     const ssize_t n = ::write(fd, plan_text.data() + written, plan_text.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fmt::format("writing the plan: {}", std::strerror(errno));
+    if (n <= 0) return fmt::format("writing the plan: {}", error_string(errno));
     written += static_cast<std::size_t>(n);
   }
   if (::lseek(fd, 0, SEEK_SET) != 0 || ::dup2(fd, STDIN_FILENO) < 0) {
-    return fmt::format("making the plan stdin: {}", std::strerror(errno));
+    return fmt::format("making the plan stdin: {}", error_string(errno));
   }
   ::close(fd);
   const char* args[] = {argv0, "--worker", nullptr};
   ::execv("/proc/self/exe",
           const_cast<char* const*>(args));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  return fmt::format("restarting the worker: {}", std::strerror(errno));
+  return fmt::format("restarting the worker: {}", error_string(errno));
 }
 
 }  // namespace precision_probe::engine

@@ -81,7 +81,7 @@ void* make_context(void* /*unused*/) {
   g_driver = ::dlopen(g_library, RTLD_NOW | RTLD_LOCAL);
   if (g_driver == nullptr) {
     r.stage = kPpEarlyNoDriver;
-    const char* why = ::dlerror();
+    const char* why = ::dlerror();  // NOLINT(concurrency-mt-unsafe): glibc keeps it per thread
     std::snprintf(r.dl_error, sizeof r.dl_error, "%s", why != nullptr ? why : "dlopen failed");
     return nullptr;
   }

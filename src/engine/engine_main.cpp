@@ -66,8 +66,10 @@ int run_worker(const char* argv0) {
   // one CUDA sees.
   if (!early_kept) {
     if (plan.kind == pp::DeviceKind::cpu) {
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread of the worker runs yet
       ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
     } else if (!plan.cuda_visible_devices.empty()) {
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread of the worker runs yet
       ::setenv("CUDA_VISIBLE_DEVICES", plan.cuda_visible_devices.c_str(), 1);
     }
   }

@@ -111,14 +111,15 @@ TEST(FakeGpus, AStackThatCannotRunOnTheGpuIsAnEnvironmentProblemEvenUnderQuick) 
   const std::string empty_engine = empty_dir + "/precision-probe-engine";
   std::ofstream(empty_engine).flush();
   ::chmod(empty_engine.c_str(), 0755);
-  for (const std::string& engine :
-       {pp::testing::fake_engine_with_stack_cache("cpu"),
-        std::string("PRECISION_PROBE_ENGINE=/nonexistent/engine"),
-        "PRECISION_PROBE_ENGINE=" + empty_engine, std::string("PRECISION_PROBE_ENGINE=/etc/hostname")}) {
+  for (const std::string& engine : {pp::testing::fake_engine_with_stack_cache("cpu"),
+                                    std::string("PRECISION_PROBE_ENGINE=/nonexistent/engine"),
+                                    "PRECISION_PROBE_ENGINE=" + empty_engine,
+                                    std::string("PRECISION_PROBE_ENGINE=/etc/hostname")}) {
     for (bool quick : {false, true}) {
       std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
       if (quick) args.emplace_back("--quick");
-      const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {engine, "FAKE_ENGINE_STACK=cpu"}));
+      const auto r =
+          run_probe_binary(args, with(fake_driver_env(kH200), {engine, "FAKE_ENGINE_STACK=cpu"}));
       EXPECT_EQ(r.exit_code, 3) << engine << (quick ? " --quick" : "") << "\n" << r.err;
       const json j = json::parse(r.out);
       EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
@@ -129,9 +130,9 @@ TEST(FakeGpus, AStackThatCannotRunOnTheGpuIsAnEnvironmentProblemEvenUnderQuick) 
 
 TEST(FakeGpus, MemoryHeldByOthersLeavesChecksUntestedAndNamesTheHolders) {
   // Another process holds 136 of 141 GiB; the training run then runs out of memory.
-  const auto env = with(fake_driver_env(kH200),
-                        {"FAKE_MEMORY_USED_PCT=97", "FAKE_GPU_PROCESSES=4242:136",
-                         "FAKE_ENGINE=oom:amp_bf16", "FAKE_ENGINE_ON=cuda"});
+  const auto env =
+      with(fake_driver_env(kH200), {"FAKE_MEMORY_USED_PCT=97", "FAKE_GPU_PROCESSES=4242:136",
+                                    "FAKE_ENGINE=oom:amp_bf16", "FAKE_ENGINE_ON=cuda"});
   const auto r = run_probe_binary({"--format", "json"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);

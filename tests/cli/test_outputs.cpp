@@ -26,14 +26,14 @@ namespace {
 // Runs the binary through `sh -c SCRIPT`, where "$@" is the binary and the fake engine's
 // environment is set as run_probe_binary sets it.
 pp::testing::Run run_in_shell(const std::string& script, std::vector<std::string> env = {}) {
-  std::vector<std::string> overrides = {
-      "PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
-      "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1", "CUDA_VISIBLE_DEVICES",
-      "NVIDIA_VISIBLE_DEVICES"};
+  std::vector<std::string> overrides = {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+                                        "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                        "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1",
+                                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"};
   overrides.insert(overrides.end(), env.begin(), env.end());
-  const pp::ProcessOutput out = pp::run_process({"/bin/sh", "-c", script, "sh", PP_BINARY},
-                                                pp::environment_with(overrides), "",
-                                                std::chrono::seconds(60));
+  const pp::ProcessOutput out =
+      pp::run_process({"/bin/sh", "-c", script, "sh", PP_BINARY}, pp::environment_with(overrides),
+                      "", std::chrono::seconds(60));
   return {out.exit_code, out.out, out.err, out.term_signal};
 }
 
@@ -135,9 +135,9 @@ TEST(Outputs, AClosedPipeIsExitSixWithAMessage) {
 TEST(Outputs, OneFileNamedTwiceIsRefusedBeforeAnyCheckRuns) {
   const std::string dir = pp::testing::make_temp_dir();
   const std::string log = dir + "/engine.log";
-  const auto r = run_probe_binary(
-      {"--device", "cpu", "-o", dir + "/r.json", "--json", dir + "/./r.json"},
-      {"FAKE_ENGINE_LOG=" + log});
+  const auto r =
+      run_probe_binary({"--device", "cpu", "-o", dir + "/r.json", "--json", dir + "/./r.json"},
+                       {"FAKE_ENGINE_LOG=" + log});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("-o and --json name the same file"), std::string::npos) << r.err;
   EXPECT_EQ(read_all(log), "") << "a check ran";
@@ -169,12 +169,12 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
     std::ofstream(dir + "/r.json") << "old";
     pp::ChildProcess child;
     std::string error;
-    ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
-                            pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
-                                                  "PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
-                                                  "PRECISION_PROBE_LIBNVML=libnvml-no.so.1",
-                                                  "FAKE_ENGINE=hang"}),
-                            "", error))
+    ASSERT_TRUE(child.start(
+        {PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
+        pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+                              "PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
+                              "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang"}),
+        "", error))
         << error;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
@@ -191,9 +191,10 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
 }
 
 TEST(Outputs, EveryNonZeroExitWithoutATextReportSaysSoOnStderr) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--format", "markdown"}, {"--format", "prometheus"},
-        {"--format", "json"}, {"-q"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--format", "markdown"},
+                                               {"--format", "prometheus"},
+                                               {"--format", "json"},
+                                               {"-q"}}) {
     std::vector<std::string> full = {"--device", "cpu", "--require", "tf32"};
     full.insert(full.end(), args.begin(), args.end());
     const auto r = run_probe_binary(full);
@@ -205,7 +206,8 @@ TEST(Outputs, EveryNonZeroExitWithoutATextReportSaysSoOnStderr) {
 
 TEST(Outputs, TraceIsOnlyOnWhenAskedFor) {
   for (const char* value : {"0", ""}) {
-    const auto r = run_probe_binary({"--device", "cpu", "-q"}, {std::string("PRECISION_PROBE_TRACE=") + value});
+    const auto r = run_probe_binary({"--device", "cpu", "-q"},
+                                    {std::string("PRECISION_PROBE_TRACE=") + value});
     EXPECT_EQ(r.err.find("trace:"), std::string::npos) << "'" << value << "': " << r.err;
   }
   const auto on = run_probe_binary({"--device", "cpu", "-q"}, {"PRECISION_PROBE_TRACE=1"});
@@ -230,7 +232,9 @@ TEST(Outputs, ArchGatesOnItsArchitectureWhenAsked) {
 TEST(Outputs, QuietMeansNothingOnStdoutInEveryCase) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"-q", "--format", "json", "--require", "fp7"},
-        {"-q", "--version"}, {"-q", "--help"}, {"-q", "--device", "cpu"},
+        {"-q", "--version"},
+        {"-q", "--help"},
+        {"-q", "--device", "cpu"},
         {"-q", "arch", "9.0", "--format", "json"}}) {
     const auto r = run_probe_binary(args);
     EXPECT_EQ(r.out, "") << args[1];

@@ -54,9 +54,9 @@ std::string fake_engine_with_stack_cache(const std::string& stack) {
   const std::string dir = make_temp_dir();
   const std::string engine = dir + "/precision-probe-engine";
   if (::symlink(PP_FAKE_ENGINE, engine.c_str()) != 0) return "PRECISION_PROBE_ENGINE=";
-  const ProcessOutput described = run_process(
-      {engine, "--describe"}, environment_with({"FAKE_ENGINE_STACK=" + stack}), "",
-      std::chrono::seconds(10));
+  const ProcessOutput described =
+      run_process({engine, "--describe"}, environment_with({"FAKE_ENGINE_STACK=" + stack}), "",
+                  std::chrono::seconds(10));
   std::ofstream(dir + "/precision-probe-stack.json") << described.out;
   return "PRECISION_PROBE_ENGINE=" + engine;
 }

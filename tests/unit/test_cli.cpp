@@ -153,7 +153,8 @@ TEST(Cli, HelpVersionAndArch) {
   }
   EXPECT_NE(help.text.find("fp8 (fp8_e4m3 and fp8_e5m2)"), std::string::npos);
   for (const auto& m : pp::exit_code::kMeanings) {
-    EXPECT_NE(help.text.find(std::to_string(m.code) + "  " + m.meaning), std::string::npos) << m.code;
+    EXPECT_NE(help.text.find(std::to_string(m.code) + "  " + m.meaning), std::string::npos)
+        << m.code;
   }
   for (const auto& v : pp::kEnvironmentVariables) {
     EXPECT_NE(help.text.find(v.name), std::string::npos) << v.name;

@@ -240,6 +240,40 @@ TEST(Diagnostics, Bf16EmulatedOnOlderGpus) {
   EXPECT_EQ(find(r, "tf32-off-by-default"), std::nullopt);  // no TF32 on a T4
 }
 
+TEST(Diagnostics, AReferenceBlasIsCalledOut) {
+  // Two cores at 2.6 GHz with AVX-512 allow 332 GFLOP/s of fp32 FMAs; netlib's BLAS reaches 8.
+  Machine s;
+  std::string cpuinfo;
+  for (int i = 0; i < 2; ++i) {
+    cpuinfo += "processor\t: " + std::to_string(i) +
+               "\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2596.1\nsiblings\t: 2\ncpu cores\t: "
+               "2\nflags\t\t: avx2 fma avx512f\n\n";
+  }
+  s.system.files["/proc/cpuinfo"] = cpuinfo;
+  s.options.bench = true;
+  double gflops = 8.2;
+  s.engine.answer = [&gflops](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.finished = true;
+    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
+    pp::BenchOutcome b;
+    b.ran = b.ok = true;
+    b.size = 1024;
+    b.tflops = gflops / 1000.0;
+    r.bench[Mode::fp32] = b;
+    return r;
+  };
+  const auto slow = find(s.run(), "cpu-blas-slow");
+  ASSERT_NE(slow, std::nullopt);
+  EXPECT_NE(slow->message.find("8.2 GFLOP/s, 2.5 % of the 332 GFLOP/s its 2 cores allow"),
+            std::string::npos)
+      << slow->message;
+  EXPECT_NE(slow->hint.find("libopenblas0-pthread"), std::string::npos);
+  gflops = 237.0;  // OpenBLAS on the same machine
+  EXPECT_EQ(find(s.run(), "cpu-blas-slow"), std::nullopt);
+}
+
 // Every code the probe can emit has its section in docs/diagnostics.md.
 TEST(Diagnostics, EveryCodeIsDocumented) {
   std::ifstream source(PP_SOURCE_DIR "/src/diagnostics.cpp");

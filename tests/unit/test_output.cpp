@@ -181,8 +181,9 @@ TEST(Output, TargetsThatCannotTakeAReportAreRefusedBeforeTheRun) {
   // A closed stdout is no place for a report.
   pp::StandardStreams closed;
   closed.out_closed = true;
-  EXPECT_NE(pp::prepare_outputs({{"-", "the report on stdout"}}, closed).error.find("stdout is closed"),
-            std::string::npos);
+  EXPECT_NE(
+      pp::prepare_outputs({{"-", "the report on stdout"}}, closed).error.find("stdout is closed"),
+      std::string::npos);
 }
 
 TEST(Output, OneFileNamedTwiceIsAUsageError) {
@@ -202,7 +203,8 @@ TEST(Output, OneFileNamedTwiceIsAUsageError) {
         << a << " / " << b << ": " << prepared.error;
   }
   EXPECT_EQ(read_all(dir + "/r.json"), "old");
-  EXPECT_EQ(pp::prepare_outputs({{dir + "/a.json", "-o"}, {dir + "/b.json", "--json"}}, {}).error, "");
+  EXPECT_EQ(pp::prepare_outputs({{dir + "/a.json", "-o"}, {dir + "/b.json", "--json"}}, {}).error,
+            "");
 }
 
 TEST(Output, AFailedWriteLeavesEveryFileAsItWasAndNoTemporary) {

@@ -242,10 +242,30 @@ TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {
   }
   EXPECT_GT(count, 20);
   EXPECT_NE(narrow.str().find("           fix: start the container"), std::string::npos);
-  EXPECT_NE(narrow.str().find("\n                (NVIDIA Container Toolkit), `runtime: nvidia`"), std::string::npos)
+  EXPECT_NE(narrow.str().find("\n                (NVIDIA Container Toolkit), `runtime: nvidia`"),
+            std::string::npos)
       << narrow.str();
   // On a wide terminal the note stays on its row.
   std::ostringstream wide;
   pp::make_printer(pp::Format::text, pp::PrintStyle{false, 200})->print(r, wide);
   EXPECT_NE(wide.str().find("         -  FP4 needs cc 10.0+\n"), std::string::npos) << wide.str();
+}
+
+TEST(TextPrinter, CpuThroughputIsInGigaflops) {
+  pp::Report r = sample();
+  pp::DeviceReport cpu;
+  cpu.kind = pp::DeviceKind::cpu;
+  cpu.name = "AMD EPYC";
+  pp::PrecisionResult fp32 = native(2e-7, 1e-5);
+  pp::BenchResult b;
+  b.outcome.ran = b.outcome.ok = true;
+  b.outcome.size = 1024;
+  b.outcome.tflops = 0.0082;  // 8.2 GFLOP/s: "0.0082" TFLOP/s would read as nothing
+  b.outcome.ms = 261.0;
+  fp32.bench = b;
+  cpu.precisions = {{Mode::fp32, fp32}};
+  r.devices = {cpu};
+  const std::string text = render(r, pp::Format::text);
+  EXPECT_NE(text.find("  bench        GFLOP/s sustained"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fp32             8.2 "), std::string::npos) << text;
 }

@@ -157,7 +157,7 @@ TEST(Verdict, UnderQuickTheRecommendationSaysItRestsOnTheHardwareAlone) {
   const auto r = pp::recommend(d);
   EXPECT_EQ(r.dtype, "bf16");
   EXPECT_NE(r.reason.find("rests on the hardware alone"), std::string::npos) << r.reason;
-  EXPECT_EQ(pp::recommend(gpu_with({9, 0}, Status::native, Status::native))
-                .reason.find("hardware alone"),
-            std::string::npos);
+  EXPECT_EQ(
+      pp::recommend(gpu_with({9, 0}, Status::native, Status::native)).reason.find("hardware alone"),
+      std::string::npos);
 }

@@ -6,11 +6,14 @@ Measures wall time (median of N runs, plus the first, cold run) of:
   full       precision-probe (smoke tests on every GPU)   vs  the Python check (import torch,
                                                               fp16 and bf16 3x3 matmuls)
 and the peak RSS of the largest process of each (the probe's worker included); and the full probe
-with PRECISION_PROBE_EARLY_CONTEXT=0, to show what the early CUDA context saves. Prints a table
-and writes bench-startup.json. Targets (docs/performance.md): full <= 1.0 s and >= 6x faster
-than the Python check; --quick <= 0.15 s.
+with PRECISION_PROBE_EARLY_CONTEXT=0, to show what the early CUDA context saves. With --baseline
+(another build of the probe, an earlier commit's), its full and --quick runs alternate with this
+build's, run for run, and the table ends with the change. Prints a table and writes
+bench-startup.json. Targets (docs/performance.md): full <= 1.0 s and >= 6x faster than the Python
+check; --quick <= 0.15 s.
 
-  usage: bench/startup.py [--probe build-gpu/bin/precision-probe] [--runs 5] [--out DIR]
+  usage: bench/startup.py [--probe build-gpu/bin/precision-probe] [--baseline PROBE] [--runs 5]
+                          [--out DIR]
 """
 
 import argparse
@@ -52,7 +55,20 @@ def run_once(argv):
 
 
 def measure(name, argv, runs):
-    results = [run_once(argv) for _ in range(runs)]
+    return summarise(name, argv, [run_once(argv) for _ in range(runs)])
+
+
+def measure_alternating(pairs, runs):
+    """Runs each (name, argv) of `pairs` once per round, round after round, so that drift in the
+    machine's state falls on all of them alike."""
+    results = {name: [] for name, _ in pairs}
+    for _ in range(runs):
+        for name, argv in pairs:
+            results[name].append(run_once(argv))
+    return [summarise(name, argv, results[name]) for name, argv in pairs]
+
+
+def summarise(name, argv, results):
     walls = [r[0] for r in results]
     codes = sorted({r[1] for r in results})
     return {
@@ -71,6 +87,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--probe", default="build-gpu/bin/precision-probe")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", help="another build of the probe to compare with, run for run")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
     if not os.path.exists(args.probe):
@@ -80,9 +97,17 @@ def main():
     # Each pair is measured in the same run, alternating nothing else: the reference first.
     if shutil.which("nvidia-smi"):
         rows.append(measure("nvidia-smi compute_cap", ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv"], args.runs))
-    rows.append(measure("precision-probe --quick", [args.probe, "--quick", "--format", "json"], args.runs))
+    if args.baseline:
+        rows += measure_alternating([("precision-probe --quick", [args.probe, "--quick", "--format", "json"]),
+                                     ("baseline --quick", [args.baseline, "--quick", "--format", "json"])], args.runs)
+    else:
+        rows.append(measure("precision-probe --quick", [args.probe, "--quick", "--format", "json"], args.runs))
     rows.append(measure("python3 torch fp16/bf16 check", [sys.executable, "-c", PYTHON_CHECK], max(2, args.runs // 2)))
-    rows.append(measure("precision-probe (full)", [args.probe, "--format", "json"], args.runs))
+    if args.baseline:
+        rows += measure_alternating([("precision-probe (full)", [args.probe, "--format", "json"]),
+                                     ("baseline (full)", [args.baseline, "--format", "json"])], args.runs)
+    else:
+        rows.append(measure("precision-probe (full)", [args.probe, "--format", "json"], args.runs))
     rows.append(measure("precision-probe --no-amp", [args.probe, "--no-amp", "--format", "json"], args.runs))
     rows.append(measure("probe, no early CUDA context", ["env", "PRECISION_PROBE_EARLY_CONTEXT=0", args.probe, "--format", "json"], args.runs))
 
@@ -106,6 +131,11 @@ def main():
             "amp_at_most_0.3s": full - no_amp <= 0.3,
         },
     }
+    if args.baseline:
+        summary["baseline_full_s"] = by_name["baseline (full)"]["median_s"]
+        summary["baseline_quick_s"] = by_name["baseline --quick"]["median_s"]
+        summary["full_change"] = full / summary["baseline_full_s"] - 1.0
+        summary["quick_change"] = quick / summary["baseline_quick_s"] - 1.0
     if "nvidia-smi compute_cap" in by_name:
         summary["nvidia_smi_s"] = by_name["nvidia-smi compute_cap"]["median_s"]
         summary["quick_vs_nvidia_smi"] = quick / summary["nvidia_smi_s"]
@@ -123,6 +153,10 @@ def main():
     print(f"early CUDA context: {no_early - full:.3f} s saved (full probe without it: {no_early:.3f} s)")
     print(f"--quick: {quick:.3f} s (target <= 0.15 s: {'met' if quick <= 0.15 else 'MISSED'})"
           + (f", {summary['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in summary else ""))
+    if args.baseline:
+        print(f"against the baseline: full {summary['baseline_full_s']:.3f} -> {full:.3f} s "
+              f"({100 * summary['full_change']:+.1f} %), --quick {summary['baseline_quick_s']:.3f} -> "
+              f"{quick:.3f} s ({100 * summary['quick_change']:+.1f} %)")
     return 0
 
 

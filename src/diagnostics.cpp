@@ -328,9 +328,14 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
             d.label() + " is in compute mode Prohibited: no process may create a context on it",
             "`nvidia-smi -i " + std::to_string(d.index) + " -c DEFAULT` (as root)");
     }
-    const bool busy =
-        g.memory_total && g.memory_used && *g.memory_total > 0 &&
-        static_cast<double>(*g.memory_used) > 0.9 * static_cast<double>(*g.memory_total);
+    // In use: what is not free (NVML's own "used" counts reserved memory too, and can exceed the
+    // total it reports).
+    const std::optional<std::uint64_t> in_use =
+        g.memory_total && g.memory_free
+            ? std::optional<std::uint64_t>(*g.memory_total - std::min(*g.memory_free, *g.memory_total))
+            : g.memory_used;
+    const bool busy = g.memory_total && in_use && *g.memory_total > 0 &&
+                      static_cast<double>(*in_use) > 0.9 * static_cast<double>(*g.memory_total);
     if (g.compute_mode == 3 && g.memory_used && *g.memory_used > (512ULL << 20)) {
       c.add("compute-mode-exclusive-busy", Severity::warning,
             d.label() + " is in compute mode Exclusive Process and another process holds it (" +
@@ -341,7 +346,7 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     } else if (busy) {
       c.add("gpu-memory-busy", Severity::warning,
             fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes{}{}", d.label(),
-                        static_cast<double>(*g.memory_used) / (1 << 30),
+                        static_cast<double>(*in_use) / (1 << 30),
                         static_cast<double>(*g.memory_total) / (1 << 30), holders(g),
                         untested_for_memory(d)),
             "free the GPU (stop those processes), or choose another with --device; "

@@ -52,7 +52,8 @@ bool LossScaleModel::update(bool found_inf) {
 ErrorKind classify_error(std::string_view message) {
   const std::string m = to_lower(message);
   auto has = [&m](std::string_view needle) { return m.find(needle) != std::string::npos; };
-  if (has("out of memory") || has("error while loading shared libraries")) {
+  if (has("out of memory") || has("status_alloc_failed") || has("memoryallocation") ||
+      has("error while loading shared libraries")) {
     return ErrorKind::unavailable;
   }
   if (has("no kernel image is available") || has("driver version is insufficient") ||

@@ -161,3 +161,16 @@ TEST(Verdict, UnderQuickTheRecommendationSaysItRestsOnTheHardwareAlone) {
       pp::recommend(gpu_with({9, 0}, Status::native, Status::native)).reason.find("hardware alone"),
       std::string::npos);
 }
+
+TEST(Verdict, OutOfMemoryInAnyLibraryIsTheMachinesState) {
+  // As LibTorch, cuBLAS and the runtime say it on an H200 whose memory another process holds.
+  for (const char* message :
+       {"CUDA out of memory. Tried to allocate 32.00 MiB. GPU 0 has a total capacity of 139.80 GiB",
+        "CUDA error: out of memory",
+        "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        "cudaErrorMemoryAllocation: out of memory"}) {
+    EXPECT_EQ(pp::classify_error(message), pp::ErrorKind::unavailable) << message;
+  }
+  EXPECT_EQ(pp::classify_error("CUDA error: an illegal memory access was encountered"),
+            pp::ErrorKind::runtime);
+}

@@ -37,12 +37,12 @@ reports() {
   section trace env PRECISION_PROBE_TRACE=1 $P --format json -o /dev/null
 }
 
-# Another process holds all but LEFT MiB of GPU 0's memory (4 GiB, 1 GiB, 256 MiB): what could not run is not_tested
+# Another process holds all but LEFT MiB of GPU 0's memory (MEMORY_LEFT, default "4096 1024 256"): what could not run is not_tested
 # (never failed, never exit 4), a requirement that needed it is exit 3, the holder is named, and
 # --bench sizes its GEMMs to what is free.
 memory() {
   local left
-  for left in 4096 1024 256; do
+  for left in ${MEMORY_LEFT:-4096 1024 256}; do
     python3 - "$left" > "$OUT/holder-$left.log" 2>&1 <<'EOF' &
 import sys, time, torch
 free, total = torch.cuda.mem_get_info(0)

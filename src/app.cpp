@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "precision_probe/cli.hpp"
+#include "precision_probe/driver_agent.hpp"
 #include "precision_probe/exit_codes.hpp"
 #include "precision_probe/printers.hpp"
 #include "precision_probe/probe.hpp"
@@ -102,7 +103,7 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   PreparedOutputsResult prepared = prepare_outputs(d.requests, deps.streams);
   if (!prepared.error.empty()) return fail_usage(prepared.error, cl, deps);
 
-  auto driver = deps.make_driver();
+  auto driver = deps.make_driver(o);
   auto engine = deps.make_engine();
   const ProbeDeps probe_deps{deps.system, *driver, *engine};
   Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
@@ -181,10 +182,17 @@ int run_app(int argc, const char* const* argv, const AppDeps& deps) {
 
 int main_entry(int argc, char** argv) {
   const StandardStreams streams = claim_standard_streams();
+  if (argc == 3 && std::string_view(argv[1]) == kDriverAgentFlag) return run_driver_agent(argv[2]);
   install_signal_handlers();
   const auto system = make_real_system();
   const std::string self = self_executable_path();
-  const AppDeps deps{*system, [&system] { return make_system_driver(*system); },
+  // A driver query is bounded as one check is, and by the run.
+  auto make_driver = [&system, &self](const Options& o) {
+    const double seconds = std::min(o.timeout_s, o.check_timeout_s);
+    return make_contained_driver(*system, self,
+                                 std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+  };
+  const AppDeps deps{*system, make_driver,
                      [&system, &self] { return make_process_engine(*system, self); }, streams};
   int code = run_app(argc, argv, deps);
   // The last error a file system can report comes at close (NFS, a full quota).

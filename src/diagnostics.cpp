@@ -80,7 +80,26 @@ const char* const kGpuContainerHint =
     "`nvidia.com/gpu` resource limit in Kubernetes (NVIDIA device plugin); on a host, install "
     "the NVIDIA driver";
 
+// A driver query that hung or crashed: the state a health probe is run for.
+void driver_fault(Collector& c, const Report& r) {
+  if (r.driver.status == DriverStatus::hung) {
+    c.add("driver-hung", Severity::error,
+          "the NVIDIA driver does not answer: " + r.driver.message +
+              "; the GPUs were not tested",
+          "read the kernel log for Xid errors (`dmesg | grep -i xid`: 79 is a GPU fallen off the "
+          "bus, 48/63/64/94/95 memory errors), drain the node, reset the GPU (`nvidia-smi -r -i "
+          "N`, with nothing running on it) or reboot; `nvidia-smi` hangs as well in this state");
+  } else if (r.driver.status == DriverStatus::crashed) {
+    c.add("driver-crashed", Severity::error,
+          "a query of the NVIDIA driver crashed: " + r.driver.message + "; the GPUs were not tested",
+          "the driver's user-space libraries do not match its kernel module or are damaged: compare "
+          "`cat /proc/driver/nvidia/version` with the libnvidia-ml/libcuda versions the container "
+          "mounts (NVIDIA Container Toolkit), and reinstall the driver if they differ");
+  }
+}
+
 void driver_library(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  if (driver_faulted(r.driver)) return;
   if (r.driver.status != DriverStatus::not_found && !(ctx.cuda && !ctx.cuda->loaded)) return;
   const bool nvml_only = ctx.nvml.loaded && ctx.nvml.init_result == 0;
   if (nvml_only) {
@@ -459,6 +478,7 @@ void ungated_failures(Collector& c, const Report& r) {
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
   std::vector<Diagnostic> out;
   Collector c(out);
+  driver_fault(c, report);
   driver_library(c, report, context);
   device_nodes(c, context);
   visible_devices(c, report, context);

@@ -16,6 +16,21 @@ std::string_view to_string(DriverStatus status) {
     case DriverStatus::not_found: return "not_found";
     case DriverStatus::init_failed: return "init_failed";
     case DriverStatus::no_devices: return "no_devices";
+    case DriverStatus::hung: return "hung";
+    case DriverStatus::crashed: return "crashed";
+  }
+  return "?";
+}
+
+bool driver_faulted(const DriverInfo& driver) {
+  return driver.status == DriverStatus::hung || driver.status == DriverStatus::crashed;
+}
+
+std::string_view to_string(QueryFault fault) {
+  switch (fault) {
+    case QueryFault::none: return "none";
+    case QueryFault::hung: return "hung";
+    case QueryFault::crashed: return "crashed";
   }
   return "?";
 }
@@ -180,7 +195,20 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
   d.version = nvml_ok ? nvml.driver_version : version_from_proc(proc_driver_version_text);
   d.cuda_version = nvml_ok ? nvml.cuda_version : std::nullopt;
 
-  if (cuda && cuda->loaded) {
+  const bool cuda_answered = cuda && cuda->fault == QueryFault::none;
+  auto fault_status = [](QueryFault f) {
+    return f == QueryFault::hung ? DriverStatus::hung : DriverStatus::crashed;
+  };
+  if (cuda && !cuda_answered) {
+    // CUDA's query hung or crashed: the GPUs NVML lists (if it answered) are shown, not usable.
+    d.cuda_queried = true;
+    d.status = fault_status(cuda->fault);
+    d.message = cuda->fault_message;
+    if (nvml_ok) facts.gpus = map_visible(nvml, visible, facts.order_is_reliable);
+  } else if (nvml.fault != QueryFault::none && !cuda_answered) {
+    d.status = fault_status(nvml.fault);
+    d.message = nvml.fault_message;
+  } else if (cuda && cuda->loaded) {
     d.cuda_queried = true;
     d.libcuda_path = cuda->library;
     d.cu_init_result = cuda->init_result;

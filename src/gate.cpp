@@ -62,6 +62,13 @@ ExitDecision decide_exit(const Report& report) {
     return {exit_code::kTimedOut,
             "interrupted by " + report.run.interrupted + "; the report is partial"};
   }
+  // A driver that hangs is a hung GPU (5); one whose library crashes, a broken environment (3):
+  // wherever GPUs are selected, whether or not a mode was required.
+  if (report.run.gpus_selected && report.driver.status == DriverStatus::hung) {
+    return {exit_code::kTimedOut, "the NVIDIA driver hangs: " + report.driver.message};
+  }
+  const bool driver_crashed =
+      report.run.gpus_selected && report.driver.status == DriverStatus::crashed;
   const PrecisionResult* environment = nullptr;
   const DeviceReport* environment_device = nullptr;
   const PrecisionResult* failed = nullptr;
@@ -99,6 +106,9 @@ ExitDecision decide_exit(const Report& report) {
     if (c->failure == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
     if (c->failure == ErrorKind::environment) return {exit_code::kEnvironment, why};
     if (c->status == Status::failed && other_failure.empty()) other_failure = why;
+  }
+  if (driver_crashed) {
+    return {exit_code::kEnvironment, "the NVIDIA driver crashed: " + report.driver.message};
   }
   if (!report.run.unavailable_selection.empty()) {
     return {exit_code::kEnvironment, report.run.unavailable_selection};

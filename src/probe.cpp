@@ -127,14 +127,17 @@ std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_m
 struct NotRun {
   std::string reason;
   bool unavailable = false;
-  std::string amp_reason;  // the training modes' own reason, when it differs (--no-amp)
+  std::string amp_reason;       // the training modes' own reason, when it differs (--no-amp)
+  bool any_hardware = false;    // unavailable whatever the hardware (its verdict is not known)
 };
 
 // The outcome a check that never ran gets: none (skipped), or unavailable with the reason, for
 // the modes the hardware has.
 template <typename Outcome>
 std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict& hardware) {
-  if (!why.unavailable || hardware.hardware == Hardware::unsupported) return std::nullopt;
+  if (!why.unavailable || (hardware.hardware == Hardware::unsupported && !why.any_hardware)) {
+    return std::nullopt;
+  }
   Outcome o;
   o.error_kind = ErrorKind::unavailable;
   o.error = why.reason;
@@ -179,6 +182,15 @@ void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* pl
   d.recommendation = recommend(d);
 }
 
+// --device as a user would write it.
+std::string selection_text(const DeviceSelection& s) {
+  if (s.all_gpus) return s.cpu ? "all" : "gpu";
+  std::vector<std::string> parts;
+  if (s.cpu) parts.emplace_back("cpu");
+  for (int i : s.gpu_indices) parts.push_back(std::to_string(i));
+  return join(parts, ",");
+}
+
 NotRun not_run(const Options& o, bool selected) {
   NotRun why;
   why.reason = o.quick     ? "--quick: no kernels run"
@@ -219,9 +231,18 @@ std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
 
 // What keeps a GPU's checks from running when they were not run: the stack's blocker, and under
 // --quick, what the stack alone says against the GPU.
-NotRun gpu_not_run(const Options& o, const DeviceReport& d, const StackInfo& stack,
+NotRun gpu_not_run(const Options& o, const DeviceReport& d, const Report& report,
                    const std::string& blocker, const WorkerResult* result) {
+  const StackInfo& stack = report.stack;
   NotRun why = not_run(o, d.selected);
+  if (driver_faulted(report.driver) && (result == nullptr || result->smoke.empty())) {
+    // The driver did not answer: nothing is known of this GPU, nothing was tested on it.
+    why.reason = "not tested: " + report.driver.message;
+    why.unavailable = true;
+    why.any_hardware = !d.gpu || !d.gpu->cc;
+    why.amp_reason.clear();
+    return why;
+  }
   if (result != nullptr && result->problem == ErrorKind::not_run)
     why.reason = result->problem_message;
   std::string blocked = blocker;
@@ -231,6 +252,25 @@ NotRun gpu_not_run(const Options& o, const DeviceReport& d, const StackInfo& sta
     why.unavailable = true;
   }
   return why;
+}
+
+}  // namespace
+
+namespace {
+
+// A driver that hung or crashed lists no GPU: the device nodes say how many there are, so that
+// the report shows each as not tested rather than none at all.
+void add_unanswered_gpus(GpuFacts& facts, const System& system, const VisibleDevicesSpec& visible) {
+  if (!driver_faulted(facts.driver) || !facts.gpus.empty()) return;
+  const int count = expected_gpu_workers(system, visible, DeviceSelection{});
+  const std::vector<std::string> nodes = gpu_device_nodes(system);
+  for (int i = 0; i < count; ++i) {
+    GpuInfo g;
+    g.index = i;
+    g.name = fmt::format("GPU behind /dev/{}", nodes[static_cast<std::size_t>(i)]);
+    g.source = "device node";
+    facts.gpus.push_back(g);
+  }
 }
 
 }  // namespace
@@ -347,6 +387,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   report.run.seed = options.seed.value_or(fresh_seed());
   report.run.timeout_s = options.timeout_s;
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
+  report.run.devices = selection_text(options.devices);
+  report.run.gpus_selected = options.devices.all_gpus || !options.devices.gpu_indices.empty();
 
   // --- Driver facts: NVML first (fast); cuInit alongside the workers unless needed now. ---
   const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
@@ -354,7 +396,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
   // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
-  const StackInfo cached_stack = deps.engine.describe(false);
+  const StackInfo cached_stack = deps.engine.describe(std::nullopt);
   const bool cache_complete = cached_stack.available && cached_stack.error.empty();
   const bool engine_installed = deps.engine.installed();
   // A stack that cannot run GPU kernels at all: no GPU worker is started.
@@ -367,11 +409,15 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();
   trace("NVML answered");
-  const bool nvml_ok = nvml.loaded && nvml.init_result == 0;
+  const bool nvml_ok = nvml.fault == QueryFault::none && nvml.loaded && nvml.init_result == 0;
   GpuFacts facts = merge_gpu_facts(nvml, std::nullopt, visible, proc_version);
   std::optional<CudaSnapshot> cuda;
   std::future<CudaSnapshot> pending_cuda;
-  if (!nvml_ok || !facts.order_is_reliable) {
+  if (nvml.fault != QueryFault::none) {
+    // A driver that hangs or crashes in NVML is not asked again through CUDA: the GPUs its
+    // device nodes show are reported, not tested.
+    add_unanswered_gpus(facts, sys, visible);
+  } else if (!nvml_ok || !facts.order_is_reliable) {
     cuda = deps.driver.query_cuda();
     facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
   } else if (!options.quick) {
@@ -493,6 +539,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     trace("cuInit answered");
     facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
   }
+  if (nvml.fault == QueryFault::none) add_unanswered_gpus(facts, sys, visible);
   report.driver = facts.driver;
   name_gpu_processes(facts.gpus, sys);
 
@@ -529,7 +576,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
                     : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
     };
-    fill_precisions(d, support, p, r, gpu_not_run(options, d, report.stack, gpu_blocker, r));
+    fill_precisions(d, support, p, r, gpu_not_run(options, d, report, gpu_blocker, r));
     report.devices.push_back(std::move(d));
   }
   DeviceReport cpu_report;
@@ -562,7 +609,9 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.tool = this_tool();
   report.host = collect_host(deps.system);
   report.run.command = "arch";
-  report.stack = deps.engine.describe(true);
+  report.stack = deps.engine.describe(std::chrono::milliseconds(
+      static_cast<long long>(std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
+  if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   const ComputeCapability cc =
       parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});
 
@@ -594,7 +643,8 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.requirements = evaluate_requirements(report, options.require, true);
   const ExitDecision exit = decide_exit(report);
   report.exit_code = exit.code;
-  report.exit_reason = options.require.empty() ? "arch report" : exit.reason;
+  report.exit_reason = exit.code == exit_code::kOk && options.require.empty() ? "arch report"
+                                                                               : exit.reason;
   report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   return report;
 }

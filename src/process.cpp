@@ -179,16 +179,17 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
   while (!sinks.empty()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
+    if (left.count() <= 0 || interrupt_requested()) {
+      (left.count() <= 0 ? result.timed_out : result.interrupted) = true;
       child.kill_group();
       break;
     }
     std::vector<pollfd> fds;
     fds.reserve(sinks.size());
     for (const auto& [fd, sink] : sinks) fds.push_back({fd, POLLIN, 0});
-    const int ready = ::poll(fds.data(), fds.size(),
-                             static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
+    // Short slices, so that an interrupt is seen promptly.
+    const int ready =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 100)));
     if (ready < 0 && errno != EINTR) break;
     for (const pollfd& p : fds) {
       if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
@@ -202,7 +203,9 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     }
   }
   const int status = child.wait();
-  if (WIFEXITED(status) && !result.timed_out) result.exit_code = WEXITSTATUS(status);
+  if (WIFEXITED(status) && !result.timed_out && !result.interrupted) {
+    result.exit_code = WEXITSTATUS(status);
+  }
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   return result;
 }

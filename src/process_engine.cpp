@@ -110,7 +110,7 @@ class ProcessEngine final : public Engine {
 
   bool installed() const override { return !engine_path_.empty(); }
 
-  StackInfo describe(bool allow_spawn) override {
+  StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override {
     StackInfo stack;
     stack.source = "none";
     if (engine_path_.empty()) {
@@ -125,7 +125,7 @@ class ProcessEngine final : public Engine {
         return stack;
       }
     }
-    if (!allow_spawn) {
+    if (!spawn_within) {
       stack = StackInfo{};
       stack.source = "none";
       stack.error = "LibTorch not loaded under --quick and no build cache at " + cache;
@@ -133,8 +133,7 @@ class ProcessEngine final : public Engine {
     }
     const ProcessOutput out =
         // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
-        run_process({engine_path_, "--describe"}, environment_with({}), "",
-                    std::chrono::seconds(60));
+        run_process({engine_path_, "--describe"}, environment_with({}), "", *spawn_within);
     std::string error;
     if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
       stack.source = "engine";
@@ -142,10 +141,17 @@ class ProcessEngine final : public Engine {
     }
     stack = StackInfo{};
     stack.source = "none";
-    stack.error = out.start_error.empty()
-                      ? fmt::format("the engine could not describe the stack: {}",
-                                    last_line(out.err.empty() ? error : out.err))
-                      : out.start_error;
+    if (out.timed_out || out.interrupted) {
+      stack.error = out.timed_out
+                        ? fmt::format("the engine did not describe the stack within {:.0f} s",
+                                      static_cast<double>(spawn_within->count()) / 1000.0)
+                        : "the engine was describing the stack when the run was interrupted";
+    } else {
+      stack.error = out.start_error.empty()
+                        ? fmt::format("the engine could not describe the stack: {}",
+                                      last_line(out.err.empty() ? error : out.err))
+                        : out.start_error;
+    }
     return stack;
   }
 

@@ -221,7 +221,8 @@ json report_json(const Report& r) {
   json required = json::array();
   for (const std::string& m : r.run.required) required.push_back(m);
   j["run"] = {{"command", r.run.command}, {"quick", r.run.quick},         {"bench", r.run.bench},
-              {"seed", r.run.seed},       {"timeout_s", r.run.timeout_s}, {"required", required}};
+              {"seed", r.run.seed},       {"timeout_s", r.run.timeout_s}, {"required", required},
+              {"devices", r.run.devices}};
   j["stack"] = {{"available", r.stack.available},
                 {"source", r.stack.source},
                 {"libtorch_version", r.stack.libtorch_version},

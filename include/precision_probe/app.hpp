@@ -6,6 +6,7 @@
 
 #include "precision_probe/driver.hpp"
 #include "precision_probe/engine.hpp"
+#include "precision_probe/options.hpp"
 #include "precision_probe/output.hpp"
 #include "precision_probe/system.hpp"
 
@@ -13,7 +14,8 @@ namespace precision_probe {
 
 struct AppDeps {
   const System& system;
-  std::function<std::unique_ptr<DriverApi>()> make_driver;
+  // The driver for a run: its queries bounded by the run's deadlines.
+  std::function<std::unique_ptr<DriverApi>(const Options&)> make_driver;
   std::function<std::unique_ptr<Engine>()> make_engine;
   StandardStreams streams;
 };

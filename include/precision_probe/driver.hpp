@@ -17,6 +17,14 @@ class System;
 
 // --- What the two driver libraries report, as raw snapshots -----------------------------------
 
+// A driver query runs in a process of its own (driver_agent.hpp): whether it answered.
+enum class QueryFault {
+  none,
+  hung,     // no answer within the deadline (a GPU fallen off the bus: Xid 79)
+  crashed,  // the query process died (a driver library that segfaults), or answered garbage
+};
+std::string_view to_string(QueryFault fault);
+
 // A process holding a GPU's memory, as NVML lists compute processes. In a container the PID may
 // be the host's; the name is read from /proc where that PID is visible.
 struct GpuProcess {
@@ -38,6 +46,8 @@ struct NvmlDevice {
 };
 
 struct NvmlSnapshot {
+  QueryFault fault = QueryFault::none;
+  std::string fault_message;        // what happened to the query, when it faulted
   bool loaded = false;              // libnvidia-ml could be opened
   std::string load_error;           // dlerror() text
   int init_result = -1;             // nvmlInit_v2's return (0 success)
@@ -68,6 +78,8 @@ struct PeerLink {
 };
 
 struct CudaSnapshot {
+  QueryFault fault = QueryFault::none;
+  std::string fault_message;
   bool loaded = false;  // libcuda could be opened
   std::string library;  // the path that was loaded
   std::string load_error;
@@ -87,13 +99,20 @@ class DriverApi {
   virtual CudaSnapshot query_cuda() = 0;
 };
 
-// The real driver. Library names come from PRECISION_PROBE_LIBNVML / PRECISION_PROBE_LIBCUDA
-// when set (a test hook, documented in docs/diagnostics.md), else libnvidia-ml.so.1 / libcuda.so.1.
+// The real driver, called in this process. Library names come from PRECISION_PROBE_LIBNVML /
+// PRECISION_PROBE_LIBCUDA when set (a test hook, documented in docs/diagnostics.md), else
+// libnvidia-ml.so.1 / libcuda.so.1. Only the driver agent (driver_agent.hpp) calls it.
 std::unique_ptr<DriverApi> make_system_driver(const System& system);
+
+// The snapshots as the driver agent sends them (one JSON document each).
+std::string encode_nvml_snapshot(const NvmlSnapshot& snapshot);
+std::string encode_cuda_snapshot(const CudaSnapshot& snapshot);
+bool decode_nvml_snapshot(std::string_view text, NvmlSnapshot& snapshot, std::string& error);
+bool decode_cuda_snapshot(std::string_view text, CudaSnapshot& snapshot, std::string& error);
 
 // --- The merged view the report uses -----------------------------------------------------------
 
-enum class DriverStatus { ok, not_found, init_failed, no_devices };
+enum class DriverStatus { ok, not_found, init_failed, no_devices, hung, crashed };
 std::string_view to_string(DriverStatus status);
 
 struct DriverInfo {
@@ -142,6 +161,9 @@ struct GpuFacts {
                                   // differently (MIG, mixed models): ask CUDA before trusting
                                   // explicit indices
 };
+
+// Whether a driver query hung or crashed (DriverStatus hung or crashed).
+bool driver_faulted(const DriverInfo& driver);
 
 // Merges the snapshots. Without a CUDA snapshot, CUDA_VISIBLE_DEVICES is applied to NVML's list.
 GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnapshot>& cuda,

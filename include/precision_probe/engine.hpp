@@ -79,8 +79,9 @@ class Engine {
   // Runs every plan, in parallel, within `limits`; one result per plan, in the same order.
   virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
   // The LibTorch stack without touching a device: the build-time cache next to the engine, else
-  // (when `allow_spawn`) a `--describe` run of the engine.
-  virtual StackInfo describe(bool allow_spawn) = 0;
+  // (when `spawn_within` is given) a `--describe` run of the engine, killed after that long or
+  // when an interrupt arrives.
+  virtual StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) = 0;
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
 };

@@ -63,12 +63,14 @@ struct ProcessOutput {
   int exit_code = -1;   // -1 when killed by a signal or timed out
   int term_signal = 0;  // the signal that ended it, 0 otherwise
   bool timed_out = false;
+  bool interrupted = false;  // SIGINT/SIGTERM/SIGHUP/SIGQUIT arrived (install_signal_handlers)
   std::string out;
   std::string err;
   std::string start_error;  // set when it could not be started
 };
 
-// Runs a command to completion (or `timeout`), collecting stdout and stderr.
+// Runs a command to completion, `timeout`, or an interrupt (the child is then killed with its
+// process group), collecting stdout and stderr.
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& input, std::chrono::milliseconds timeout);
 

@@ -17,7 +17,7 @@ else
   stack="{\"arch_list\":[${arch_json}],\"available\":true,\"cpu_threads\":8,\"cuda_built\":true,\"cuda_version\":\"13.0\",\"cudnn_version\":\"91300\",\"error\":\"\",\"libtorch_version\":\"2.11.0\",\"source\":\"engine\"}"
 fi
 case "${1:-}" in
-  --describe) echo "$stack"; exit 0 ;;
+  --describe) [ "${FAKE_ENGINE:-}" = hang ] && sleep 1000; echo "$stack"; exit 0 ;;
   --worker) ;;
   *) echo "usage: fake-engine --worker | --describe" >&2; exit 2 ;;
 esac

@@ -10,8 +10,13 @@
 //   FAKE_COMPUTE_MODE     0 default, 2 prohibited, 3 exclusive process
 //   FAKE_MIG              "1": GPU 0 has MIG enabled
 //   FAKE_GPU_PROCESSES    "4242:136,77:1": compute processes on every GPU (pid:GiB)
+//   FAKE_NVML_FAULT       hang | segv: nvmlInit never returns, or crashes the process
+//   FAKE_CUINIT_FAULT     hang | segv: cuInit likewise
 // CUDA_VISIBLE_DEVICES is honoured by the CUDA part, as the real driver does.
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +38,16 @@ struct Gpu {
 std::string env(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : fallback;
+}
+
+// A driver in the state a health probe is run for: a call that never returns, or one that
+// crashes the process that made it.
+void fault(const char* variable) {
+  const std::string what = env(variable, "");
+  if (what == "hang") {
+    for (;;) ::pause();
+  }
+  if (what == "segv") std::raise(SIGSEGV);
 }
 
 int env_int(const char* name, int fallback) {
@@ -120,7 +135,10 @@ Memory memory_of(const Gpu& g) {
 extern "C" {
 
 // ---------------------------------------------------------------- NVML
-int nvmlInit_v2() { return env_int("FAKE_NVML_INIT_RESULT", 0); }
+int nvmlInit_v2() {
+  fault("FAKE_NVML_FAULT");
+  return env_int("FAKE_NVML_INIT_RESULT", 0);
+}
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int result) { return result == 0 ? "Success" : "Driver Not Loaded"; }
 int nvmlSystemGetDriverVersion(char* out, unsigned int size) {
@@ -215,7 +233,10 @@ int nvmlDeviceGetComputeMode(void* /*device*/, int* mode) {
 static int cuinit_result() {
   return env_int("FAKE_CUINIT_RESULT", visible_gpus().empty() ? 100 : 0);
 }
-int cuInit(unsigned int /*flags*/) { return cuinit_result(); }
+int cuInit(unsigned int /*flags*/) {
+  fault("FAKE_CUINIT_FAULT");
+  return cuinit_result();
+}
 int cuDriverGetVersion(int* version) {
   *version = env_int("FAKE_CUDA_VERSION", 13000);
   return 0;

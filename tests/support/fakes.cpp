@@ -144,7 +144,7 @@ std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, 
   return results;
 }
 
-StackInfo FakeEngine::describe(bool /*allow_spawn*/) {
+StackInfo FakeEngine::describe(std::optional<std::chrono::milliseconds> /*spawn_within*/) {
   ++describe_calls;
   StackInfo s = stack;
   s.source = "build cache";

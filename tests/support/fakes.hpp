@@ -100,7 +100,7 @@ class FakeEngine : public Engine {
   void prestart(const Prestart& what) override { prestarts.push_back(what); }
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override;
   Limits last_limits;
-  StackInfo describe(bool allow_spawn) override;
+  StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override;
   bool is_installed = true;
   bool installed() const override { return is_installed; }
 };

@@ -1,0 +1,167 @@
+// A sick driver and misbehaving workers, for real: the fake driver's nvmlInit or cuInit hangs or
+// segfaults, the fake engine hangs, lingers or floods. The probe must end within its deadlines
+// with a complete report and the documented exit code, whatever the driver does.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "binary.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::testing::fake_driver_env;
+using pp::testing::run_probe_binary;
+
+namespace {
+
+const char* kH200 = "NVIDIA H200:9.0:132:141";
+
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+bool has_diagnostic(const json& report, const std::string& code) {
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("code") == code) return true;
+  }
+  return false;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST(DriverFaults, AHungNvmlIsContainedAndReportedAsHung) {
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--quick"}, std::vector<std::string>{}}) {
+    std::vector<std::string> args = {"--format", "json", "--check-timeout", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+    EXPECT_LT(seconds_since(start), 10.0) << "the hang was not bounded";
+    EXPECT_EQ(r.exit_code, 5) << r.err;  // a driver that hangs is a hung GPU
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j.at("driver").at("status"), "hung");
+    EXPECT_NE(j.at("driver").at("message").get<std::string>().find("did not answer within 1 s"),
+              std::string::npos);
+    EXPECT_TRUE(has_diagnostic(j, "driver-hung"));
+    EXPECT_NE(j.at("exit_reason").get<std::string>().find("the NVIDIA driver hangs"),
+              std::string::npos);
+  }
+}
+
+TEST(DriverFaults, ASegfaultingDriverLibraryDoesNotKillTheProbe) {
+  for (const char* fault : {"FAKE_NVML_FAULT=segv", "FAKE_CUINIT_FAULT=segv"}) {
+    const auto r =
+        run_probe_binary({"--format", "json", "--require", "bf16"},
+                         with(fake_driver_env(kH200), {fault, "FAKE_NVML_INIT_RESULT=999"}));
+    EXPECT_EQ(r.term_signal, 0) << fault;
+    EXPECT_EQ(r.exit_code, 3) << fault << ": " << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j.at("driver").at("status"), "crashed") << fault;
+    EXPECT_NE(j.at("driver").at("message").get<std::string>().find("(SIGSEGV)"), std::string::npos);
+    EXPECT_TRUE(has_diagnostic(j, "driver-crashed"));
+  }
+}
+
+TEST(DriverFaults, AHungCuInitBoundsTheFullRunAndTheWorkersResultsStand) {
+  // NVML answers; cuInit (in the background, beside the workers) never does.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--format", "json", "--check-timeout", "2"},
+                                  with(fake_driver_env(kH200), {"FAKE_CUINIT_FAULT=hang"}));
+  EXPECT_LT(seconds_since(start), 10.0);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("status"), "hung");
+  EXPECT_EQ(j.at("devices").at(0).at("name"), "NVIDIA H200");  // NVML's facts stay
+}
+
+TEST(DriverFaults, OnlyTheCpuSelectedAHungDriverIsSaidButDoesNotFailTheRun) {
+  const auto r = run_probe_binary({"--device", "cpu", "--format", "json", "--check-timeout", "1"},
+                                  with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("status"), "hung");
+  EXPECT_TRUE(has_diagnostic(j, "driver-hung"));
+  EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "native");
+}
+
+TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
+  pp::ChildProcess child;
+  std::string error;
+  auto env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
+  env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
+  ASSERT_TRUE(child.start({PP_BINARY, "--quick", "--format", "json"}, pp::environment_with(env), "",
+                          error))
+      << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(child.pid(), SIGTERM), 0);
+  std::string out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(child.stdout_fd(), buffer, sizeof buffer)) > 0) {
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  const int status = child.wait();
+  EXPECT_LT(seconds_since(start), 2.0) << "SIGTERM was not honoured while the driver hung";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  EXPECT_EQ(json::parse(out).at("driver").at("status"), "hung");
+}
+
+TEST(DriverFaults, ArchIsBoundedAndInterruptible) {
+  // No stack cache and an engine whose --describe never answers: arch ends at --timeout.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"arch", "9.0", "--timeout", "1", "--format", "json"},
+                                  {"FAKE_ENGINE=hang"});
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // the matrix stands; the stack is unknown
+  EXPECT_NE(json::parse(r.out).at("stack").at("error").get<std::string>().find("within 1 s"),
+            std::string::npos);
+  // And SIGINT ends it at once, exit 5.
+  pp::ChildProcess child;
+  std::string error;
+  ASSERT_TRUE(child.start({PP_BINARY, "arch", "9.0"},
+                          pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+                                                "FAKE_ENGINE=hang"}),
+                          "", error))
+      << error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto interrupted = std::chrono::steady_clock::now();
+  ::kill(child.pid(), SIGINT);
+  const int status = child.wait();
+  EXPECT_LT(seconds_since(interrupted), 2.0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+}
+
+TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
+  // In a private /dev with one GPU node: NVML hangs, so nothing names the GPU but its node.
+  std::vector<std::string> env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
+  env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
+  const pp::ProcessOutput probe = pp::run_process(
+      {"/bin/sh", "-c",
+       "unshare -m sh -c 'mount -t tmpfs tmpfs /dev && mknod -m 666 /dev/null c 1 3 && "
+       "mknod -m 666 /dev/nvidia0 c 195 0 && mknod -m 666 /dev/nvidiactl c 195 255 || exit 90; "
+       "exec \"$0\" --format json --check-timeout 1' \"$0\"",
+       PP_BINARY},
+      pp::environment_with(env), "", std::chrono::seconds(30));
+  if (probe.exit_code == 90 || probe.out.empty()) {
+    GTEST_SKIP() << "needs root for unshare -m and mknod: " << probe.err;
+  }
+  EXPECT_EQ(probe.exit_code, 5) << probe.err;
+  const json gpu = json::parse(probe.out).at("devices").at(0);
+  EXPECT_EQ(gpu.at("name"), "GPU behind /dev/nvidia0");
+  EXPECT_EQ(gpu.at("precisions").at("bf16").at("status"), "not_tested");
+  EXPECT_NE(gpu.at("precisions").at("bf16").at("reason").get<std::string>().find("did not answer"),
+            std::string::npos);
+}

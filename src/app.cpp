@@ -1,5 +1,6 @@
 #include "precision_probe/app.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ const std::string kErrorPrefix = "precision-probe: error: ";
 
 // One line on stderr. Nothing can be done when stderr itself fails.
 void say(const AppDeps& deps, const std::string& line) {
-  (void)write_all(deps.streams.err_fd, line + "\n");
+  (void)write_all(deps.streams.err_fd, terminal_safe(line) + "\n");
 }
 
 // Where the reports of a run go, in order: the main report (stdout, or -o FILE) and the extras.
@@ -84,11 +85,15 @@ int fail_usage(const std::string& message, const CommandLine& cl, const AppDeps&
 void delivery_failed(Report& report, const std::string& problem, bool stdout_failed,
                      const Options& o, const Delivery& d, const AppDeps& deps) {
   report.error = RunFailure{FailureKind::output, problem};
+  // One line on stderr: what failed, and the verdict where it stands (3, 4, 5).
+  std::string line = kErrorPrefix + "the report could not be delivered: " + problem;
   if (report.exit_code == exit_code::kOk || report.exit_code == exit_code::kRequirementNotMet) {
     report.exit_code = exit_code::kOutputFailed;
     report.exit_reason = "the report could not be delivered: " + problem;
+  } else {
+    line += fmt::format(" (exit {}: {})", report.exit_code, report.exit_reason);
   }
-  say(deps, kErrorPrefix + "the report could not be delivered: " + problem);
+  say(deps, line);
   if (stdout_failed || o.quiet || deps.streams.out_closed) return;
   if (d.main_on_stdout) {
     (void)write_all(deps.streams.out_fd, render(report, o.format, main_style(o, d, deps.system)));
@@ -100,7 +105,8 @@ void delivery_failed(Report& report, const std::string& problem, bool stdout_fai
 int run_checked(const CommandLine& cl, const AppDeps& deps) {
   const Options& o = cl.options;
   const Delivery d = plan_delivery(o);
-  PreparedOutputsResult prepared = prepare_outputs(d.requests, deps.streams);
+  PreparedOutputsResult prepared =
+      prepare_outputs(d.requests, deps.streams, o.quiet ? o.quiet_flag : "");
   if (!prepared.error.empty()) return fail_usage(prepared.error, cl, deps);
 
   auto driver = deps.make_driver(o);
@@ -117,9 +123,15 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   }
   trace("report printed");
   bool stdout_failed = false;
-  if (const std::string problem = prepared.outputs->deliver(contents, stdout_failed);
+  // Delivery within what is left of the run's time (a few seconds at least).
+  const auto left = std::chrono::milliseconds(
+      static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
+  if (const std::string problem = prepared.outputs->deliver(contents, deadline, stdout_failed);
       !problem.empty()) {
     delivery_failed(report, problem, stdout_failed, o, d, deps);
+    return report.exit_code;
   }
   // Whenever stdout does not carry a text report that ends with the verdict, stderr says it.
   if (report.exit_code != exit_code::kOk && (!d.main_on_stdout || o.format != Format::text)) {
@@ -131,6 +143,10 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
 // Help and version: on stdout unless -q.
 int print_text(const CommandLine& cl, const std::string& text, const AppDeps& deps) {
   if (cl.quiet) return exit_code::kOk;
+  if (deps.streams.out_closed) {
+    say(deps, kErrorPrefix + "stdout is closed: nowhere to print the text asked for");
+    return exit_code::kUsage;
+  }
   if (const std::string problem = write_all(deps.streams.out_fd, text); !problem.empty()) {
     say(deps, kErrorPrefix + "cannot write to stdout: " + problem);
     return exit_code::kOutputFailed;
@@ -142,6 +158,21 @@ int print_text(const CommandLine& cl, const std::string& text, const AppDeps& de
 // no file the probe opens later takes its number (and receives a report meant for stdout).
 StandardStreams claim_standard_streams() {
   StandardStreams streams;
+  // The descriptors the probe was given: /dev/fd/N may name only these.
+  streams.inherited.clear();
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(dir);
+    while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): one thread
+      const auto fd = parse_int(entry->d_name);
+      if (fd && *fd != own) streams.inherited.push_back(static_cast<int>(*fd));
+    }
+    ::closedir(dir);
+  }
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (std::find(streams.inherited.begin(), streams.inherited.end(), fd) == streams.inherited.end()) {
+      streams.inherited.push_back(fd);  // held open below, if it was closed
+    }
+  }
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
     if (fd == STDOUT_FILENO) streams.out_closed = true;

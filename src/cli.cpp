@@ -171,9 +171,11 @@ void scan_value(Scan& scan, const OptionSpec& spec, const std::string& as_typed,
     scan.error = fmt::format("{}: empty value", as_typed);
   } else if (!attached && value != "-" && value.front() == '-') {
     // "--json -q" is a forgotten value, not a file named "-q".
+    // The form that takes it as it is: --name=VALUE (a short option keeps an '=' in its value).
+    const std::string spelled = as_typed.compare(0, 2, "--") == 0 ? as_typed : primary_name(spec);
     scan.error = fmt::format(
         "{}: '{}' looks like an option, not a {} (write {}={} if you mean it)", as_typed,
-        printable(value, 40), spec.value, as_typed,
+        printable(value, 40), spec.value, spelled,
         std::string(spec.value) == "FILE" ? "./" + printable(value, 40) : printable(value, 40));
   }
 }
@@ -355,9 +357,15 @@ class Reader {
       o_.extra_outputs.push_back({*f, spec.substr(colon + 1), "--output-as"});
     }
     if (o_.quiet) {
+      if (given("--output") && value("--output") == "-") {
+        return fmt::format("{} keeps stdout silent, but {} - writes to it", typed("--quiet"),
+                           typed("--output"));
+      }
       for (const ExtraOutput& e : o_.extra_outputs) {
-        if (e.path == "-")
-          return fmt::format("-q keeps stdout silent, but {} - writes to it", e.flag);
+        if (e.path == "-") {
+          return fmt::format("{} keeps stdout silent, but {} - writes to it", typed("--quiet"),
+                             e.flag);
+        }
       }
     }
     return "";
@@ -476,6 +484,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     return cl;
   }
   o.quiet = raw.flags["--quiet"];
+  o.quiet_flag = Reader(scan, raw, o).typed("--quiet");
   o.quick = raw.flags["--quick"];
   o.nccl = raw.flags["--nccl"];
   o.bench = raw.flags["--bench"];

@@ -37,7 +37,7 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
       run_process({self, std::string(kDriverAgentFlag), which},
                   environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}),
                   "", timeout);
-  const std::string seconds = fmt::format("{:.0f} s", static_cast<double>(timeout.count()) / 1000.0);
+  const std::string seconds = fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
   if (out.timed_out) {
     answer.fault = QueryFault::hung;
     answer.message = fmt::format("{} did not answer within {} (--check-timeout): the driver hangs",

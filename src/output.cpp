@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -29,18 +30,26 @@ namespace precision_probe {
 
 namespace {
 
-constexpr int kMaxPending = 64;
-std::array<std::array<char, PATH_MAX>, kMaxPending> g_pending_paths{};
-std::array<std::atomic<int>, kMaxPending> g_pending_used{};
+// A name in a directory: the directory's descriptor and a short name (".pp-" and 12 hex digits),
+// so that a signal handler can remove it with unlinkat() whatever the length of the path.
+struct PendingName {
+  int dir_fd = -1;
+  std::array<char, 32> name{};
+};
 
-// Registers `path` before it is created; returns its slot (-1 when full: the name then is not
-// cleaned up by a signal, only by the normal paths).
-int register_pending(const std::string& path) {
-  if (path.size() >= PATH_MAX) return -1;
+constexpr int kMaxPending = 2 * static_cast<int>(kMaxOutputs) + 8;
+std::array<PendingName, kMaxPending> g_pending{};
+std::array<std::atomic<int>, kMaxPending> g_pending_used{};  // 0 free, 2 being set, 1 live
+
+// Registers a name before it is created; returns its slot (-1 when none is free: the name is then
+// removed only by the normal paths).
+int register_pending(int dir_fd, const std::string& name) {
+  if (name.size() >= g_pending[0].name.size()) return -1;
   for (int i = 0; i < kMaxPending; ++i) {
     int expected = 0;
-    if (g_pending_used[i].compare_exchange_strong(expected, 2)) {  // 2: being written
-      std::memcpy(g_pending_paths[i].data(), path.c_str(), path.size() + 1);
+    if (g_pending_used[i].compare_exchange_strong(expected, 2)) {
+      g_pending[i].dir_fd = dir_fd;
+      std::memcpy(g_pending[i].name.data(), name.c_str(), name.size() + 1);
       g_pending_used[i].store(1);
       return i;
     }
@@ -57,29 +66,36 @@ void unregister_pending(int& slot) {
 
 void remove_pending_temporaries() noexcept {
   for (int i = 0; i < kMaxPending; ++i) {
-    if (g_pending_used[i].load() == 1) ::unlink(g_pending_paths[i].data());
+    if (g_pending_used[i].load() == 1) ::unlinkat(g_pending[i].dir_fd, g_pending[i].name.data(), 0);
   }
 }
 
 // --- Writing through ---------------------------------------------------------------------------
 
-std::string write_all(int fd, const std::string& data) {
+std::string write_all(int fd, const std::string& data,
+                      std::chrono::steady_clock::time_point deadline) {
+  struct stat st {};
+  // Chunks a pipe takes whole once poll() says it has room (PIPE_BUF), larger ones for files.
+  const std::size_t chunk = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1U << 20U : PIPE_BUF;
   std::size_t written = 0;
   while (written < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    // Not stopped by a first signal: an interrupted run still delivers its report (a second signal
+    // ends the probe at once).
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "the reader stopped reading (the run's time is up)";
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) return error_string(errno);
+    if (ready <= 0) continue;
+    const ssize_t n = ::write(fd, data.data() + written, std::min(chunk, data.size() - written));
     if (n > 0) {
       written += static_cast<std::size_t>(n);
-      continue;
+    } else if (n == 0) {
+      return "nothing could be written";
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return error_string(errno);
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, 30000);
-      if (ready == 0) return "the reader stopped reading (waited 30 s)";
-      if (ready < 0 && errno != EINTR) return error_string(errno);
-      continue;
-    }
-    return n == 0 ? "nothing could be written" : error_string(errno);
   }
   return "";
 }
@@ -187,7 +203,10 @@ struct Target {
   Kind kind = Kind::file;
   int fd = -1;           // the stream, or the file's unnamed temporary (O_TMPFILE)
   bool owns_fd = false;  // opened here (closed at the end)
-  std::string identity;  // device and inode: two spellings of one file are one identity
+  int fd_number = -1;    // a descriptor the probe was given: /dev/stdout is 1
+  bool stdout = false;   // written last
+  std::string identity;  // a regular file's device and inode (and name, for a new one): two
+                         // spellings of one file are one identity; "" for a stream
   // Regular files:
   std::string path, dir, base;
   int dir_fd = -1;
@@ -217,6 +236,11 @@ std::string open_file(Target& t) {
   if (t.dir_fd < 0) {
     return failure(t, fmt::format("directory {}: {}", printable_path(t.dir), error_string(errno)));
   }
+  struct stat dir {};
+  if (t.existed && ::geteuid() != 0 && ::fstat(t.dir_fd, &dir) == 0 && (dir.st_mode & S_ISVTX) != 0 &&
+      t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
+    return failure(t, "cannot replace it: it belongs to another user, in a sticky directory");
+  }
   t.fd = ::openat(t.dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (t.fd >= 0) {
     t.owns_fd = true;
@@ -228,7 +252,7 @@ std::string open_file(Target& t) {
   // No unnamed temporaries here: check now that a file can be created, make it when delivering.
   t.named_temporary = true;
   const std::string probe = random_name();
-  int slot = register_pending(t.dir + "/" + probe);
+  int slot = register_pending(t.dir_fd, probe);
   const int fd = ::openat(t.dir_fd, probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   const int saved = errno;
   if (fd >= 0) {
@@ -240,7 +264,26 @@ std::string open_file(Target& t) {
   return "";
 }
 
-std::string prepare_target(Target& t, const StandardStreams& streams) {
+// A descriptor the probe was given (/dev/stdout, /dev/fd/N): open when the probe started, open
+// for writing, not a directory.
+std::string check_descriptor(const Target& t, int number, const StandardStreams& streams) {
+  if (number == 1 && streams.out_closed) return "stdout is closed (give -o FILE, or -q)";
+  if (std::find(streams.inherited.begin(), streams.inherited.end(), number) ==
+      streams.inherited.end()) {
+    return fmt::format("descriptor {} was not given to the probe", number);
+  }
+  const int flags = ::fcntl(t.fd, F_GETFL);
+  struct stat st {};
+  if (flags < 0 || ::fstat(t.fd, &st) != 0) return fmt::format("descriptor {} is not open", number);
+  if (S_ISDIR(st.st_mode)) return fmt::format("descriptor {} is a directory", number);
+  if ((flags & O_ACCMODE) == O_RDONLY) {
+    return fmt::format("descriptor {} is not open for writing", number);
+  }
+  return "";
+}
+
+std::string prepare_target(Target& t, const StandardStreams& streams,
+                           const std::string& quiet_flag) {
   if (t.request.path.empty()) return t.request.flag + ": empty file name";
   const Resolved r = t.request.path == "-" ? Resolved{Kind::standard_stream, 1, "", false, {}, ""}
                                            : resolve(t.request.path);
@@ -248,36 +291,50 @@ std::string prepare_target(Target& t, const StandardStreams& streams) {
   t.kind = r.kind;
   struct stat st {};
   if (r.kind == Kind::standard_stream) {
+    t.fd_number = r.fd_number;
     t.fd = r.fd_number == 1 ? streams.out_fd : r.fd_number == 2 ? streams.err_fd : r.fd_number;
-    if (r.fd_number == 1 && streams.out_closed) {
-      return failure(t, "stdout is closed (give -o FILE, or -q)");
+    t.stdout = r.fd_number == 1;
+    if (t.stdout && !quiet_flag.empty()) {
+      return fmt::format("{} keeps stdout silent, but {} {} writes to it", quiet_flag,
+                         t.request.flag, shown(t));
     }
-    if (::fstat(t.fd, &st) != 0) {
-      return failure(t, fmt::format("descriptor {} is not open", r.fd_number));
+    if (std::string problem = check_descriptor(t, r.fd_number, streams); !problem.empty()) {
+      return failure(t, problem);
     }
-  } else if (r.kind == Kind::stream) {
+    ::fstat(t.fd, &st);
+    // Stdout redirected to a file is that file: naming it again would write it twice.
+    if (S_ISREG(st.st_mode)) t.identity = fmt::format("{}:{}:", st.st_dev, st.st_ino);
+    return "";
+  }
+  if (r.kind == Kind::stream) {
     // A FIFO is opened without blocking: no reader is an error now, not a hang.
-    t.fd = ::open(r.path.c_str(),
-                  O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISFIFO(r.st.st_mode) ? O_NONBLOCK : 0));
+    const bool fifo = S_ISFIFO(r.st.st_mode);
+    t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
     if (t.fd < 0) {
-      return failure(
-          t, errno == ENXIO ? std::string("no process is reading the FIFO") : error_string(errno));
+      return failure(t, errno == ENXIO && fifo ? std::string("no process is reading the FIFO")
+                                                : error_string(errno));
     }
     t.owns_fd = true;
-    ::fstat(t.fd, &st);
+    return "";
+  }
+  t.path = r.path;
+  t.existed = r.exists;
+  t.old = r.st;
+  if (std::string problem = open_file(t); !problem.empty()) return problem;
+  if (t.existed) {
+    st = t.old;
   } else {
-    t.path = r.path;
-    t.existed = r.exists;
-    t.old = r.st;
-    if (std::string problem = open_file(t); !problem.empty()) return problem;
-    if (t.existed) {
-      st = t.old;
-    } else {
-      ::fstat(t.dir_fd, &st);
-    }
+    ::fstat(t.dir_fd, &st);
   }
   t.identity = fmt::format("{}:{}:{}", st.st_dev, st.st_ino, t.existed ? "" : t.base);
   return "";
+}
+
+// Two targets that would write one file twice: the same regular file (by any spelling), or the
+// same descriptor. Streams that share a terminal or a pipe (stdout and stderr) are not that.
+bool same_target(const Target& a, const Target& b) {
+  if (a.fd_number >= 0 && a.fd_number == b.fd_number) return true;
+  return !a.identity.empty() && a.identity == b.identity;
 }
 
 // --- The run's targets -------------------------------------------------------------------------
@@ -296,8 +353,11 @@ class Prepared final : public PreparedOutputs {
     }
   }
 
-  std::string deliver(const std::vector<std::string>& contents, bool& stdout_failed) override {
+  std::string deliver(const std::vector<std::string>& contents,
+                      std::chrono::steady_clock::time_point deadline,
+                      bool& stdout_failed) override {
     stdout_failed = false;
+    // The files' new content first, in their unnamed temporaries: nothing is replaced yet.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (targets_[i].kind != Kind::file) continue;
       if (std::string problem = fill(targets_[i], contents[i]); !problem.empty()) {
@@ -305,29 +365,31 @@ class Prepared final : public PreparedOutputs {
         return problem;
       }
     }
+    // The streams but stdout: one that fails leaves every file as it was.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].kind != Kind::file) continue;
-      if (std::string problem = commit(targets_[i]); !problem.empty()) {
-        abandon();
-        return problem;
-      }
-    }
-    // Streams after the files, stdout last: a stream that fails puts the files back.
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].kind != Kind::file && targets_[i].fd != streams_.out_fd) order.push_back(i);
-    }
-    for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].kind != Kind::file && targets_[i].fd == streams_.out_fd) order.push_back(i);
-    }
-    for (std::size_t i : order) {
-      if (std::string problem = write_all(targets_[i].fd, contents[i]); !problem.empty()) {
-        stdout_failed = targets_[i].fd == streams_.out_fd;
+      if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline); !problem.empty()) {
         abandon();
         return failure(targets_[i], problem);
       }
     }
+    // The files, together: the old contents' names last only until every one is in place.
+    for (Target& t : targets_) {
+      if (t.kind != Kind::file) continue;
+      if (std::string problem = commit(t); !problem.empty()) {
+        abandon();
+        return problem;
+      }
+    }
     for (Target& t : targets_) finish(t);
+    // Stdout last, so that it can still say what failed before it.
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      if (!targets_[i].stdout) continue;
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline); !problem.empty()) {
+        stdout_failed = true;
+        return failure(targets_[i], problem);
+      }
+    }
     return "";
   }
 
@@ -337,7 +399,7 @@ class Prepared final : public PreparedOutputs {
   std::string fill(Target& t, const std::string& content) {
     if (t.named_temporary) {
       t.temp = random_name();
-      t.temp_slot = register_pending(t.dir + "/" + t.temp);
+      t.temp_slot = register_pending(t.dir_fd, t.temp);
       t.fd = ::openat(t.dir_fd, t.temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
       if (t.fd < 0) {
         std::string problem = failure(t, "cannot create a temporary file: " + error_string(errno));
@@ -367,7 +429,7 @@ class Prepared final : public PreparedOutputs {
     const std::string by_fd = fmt::format("/proc/self/fd/{}", t.fd);
     for (int attempt = 0; attempt < 8; ++attempt) {
       t.temp = random_name();
-      t.temp_slot = register_pending(t.dir + "/" + t.temp);
+      t.temp_slot = register_pending(t.dir_fd, t.temp);
       // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd works for everyone else.
       if (::linkat(t.fd, "", t.dir_fd, t.temp.c_str(), AT_EMPTY_PATH) == 0 ||
           ::linkat(AT_FDCWD, by_fd.c_str(), t.dir_fd, t.temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
@@ -411,7 +473,7 @@ class Prepared final : public PreparedOutputs {
     // then rename over it.
     if (exists) {
       t.backup = random_name();
-      t.backup_slot = register_pending(t.dir + "/" + t.backup);
+      t.backup_slot = register_pending(t.dir_fd, t.backup);
       if (::linkat(t.dir_fd, t.base.c_str(), t.dir_fd, t.backup.c_str(), 0) != 0) {
         unregister_pending(t.backup_slot);
         t.backup.clear();  // no hard links here either: this replacement cannot be undone
@@ -473,15 +535,20 @@ class Prepared final : public PreparedOutputs {
 }  // namespace
 
 PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
-                                      const StandardStreams& streams) {
+                                      const StandardStreams& streams,
+                                      const std::string& quiet_flag) {
   PreparedOutputsResult result;
+  if (requests.size() > kMaxOutputs) {
+    result.error = fmt::format("{} outputs asked for; at most {}", requests.size(), kMaxOutputs);
+    return result;
+  }
   std::vector<Target> targets(requests.size());
   std::string error;
   for (std::size_t i = 0; i < requests.size() && error.empty(); ++i) {
     targets[i].request = requests[i];
-    error = prepare_target(targets[i], streams);
+    error = prepare_target(targets[i], streams, quiet_flag);
     for (std::size_t j = 0; j < i && error.empty(); ++j) {
-      if (targets[j].identity != targets[i].identity) continue;
+      if (!same_target(targets[j], targets[i])) continue;
       error = requests[j].flag == requests[i].flag
                   ? fmt::format("{} names one file twice ({} and {})", requests[i].flag,
                                 shown(targets[j]), shown(targets[i]))

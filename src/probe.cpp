@@ -294,6 +294,7 @@ namespace {
 Limits limits_within(const Options& o, std::chrono::milliseconds left) {
   Limits limits;
   limits.total = std::max(left, std::chrono::milliseconds(1));
+  limits.timeout_s = o.timeout_s;
   limits.per_check = std::chrono::milliseconds(static_cast<long long>(o.check_timeout_s * 1000.0));
   return limits;
 }
@@ -351,6 +352,7 @@ void finish_report(Report& report, const Options& options, const DiagnosticConte
   report.exit_code = exit.code;
   report.exit_reason = exit.reason;
   report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  make_printable(report);
 }
 
 }  // namespace
@@ -646,6 +648,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.exit_reason = exit.code == exit_code::kOk && options.require.empty() ? "arch report"
                                                                                : exit.reason;
   report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  make_printable(report);
   return report;
 }
 

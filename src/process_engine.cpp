@@ -143,7 +143,7 @@ class ProcessEngine final : public Engine {
     stack.source = "none";
     if (out.timed_out || out.interrupted) {
       stack.error = out.timed_out
-                        ? fmt::format("the engine did not describe the stack within {:.0f} s",
+                        ? fmt::format("the engine did not describe the stack within {:g} s",
                                       static_cast<double>(spawn_within->count()) / 1000.0)
                         : "the engine was describing the stack when the run was interrupted";
     } else {
@@ -178,8 +178,7 @@ class ProcessEngine final : public Engine {
         const std::string why =
             interrupt_requested()
                 ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
-                : fmt::format("timed out after {:.0f} s (--timeout)",
-                              static_cast<double>(limits.total.count()) / 1000.0);
+                : fmt::format("timed out after {:g} s (--timeout)", limits.timeout_s);
         for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
         return;
       }
@@ -188,7 +187,7 @@ class ProcessEngine final : public Engine {
         if ((workers[i].out_open || workers[i].err_open) &&
             now - workers[i].last_line > limits.per_check) {
           stop(workers[i], results[i],
-               fmt::format("timed out: a check did not finish within {:.0f} s (--check-timeout)",
+               fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
                            static_cast<double>(limits.per_check.count()) / 1000.0));
         }
       }

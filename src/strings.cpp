@@ -75,6 +75,12 @@ std::string printable(std::string_view text, std::size_t max_chars) {
       break;
     }
     if (starts_character) ++kept;
+    // C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8) act on terminals as ESC sequences do.
+    if (c == 0xc2 && i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+      ++i;
+      continue;
+    }
     if (c < 0x20 || c == 0x7f) {
       static const char* hex = "0123456789abcdef";
       out += "\\x";
@@ -86,6 +92,8 @@ std::string printable(std::string_view text, std::size_t max_chars) {
   }
   return out;
 }
+
+std::string terminal_safe(std::string_view text) { return printable(text, text.size() + 1); }
 
 std::string printable_path(std::string_view path, std::size_t max_chars) {
   std::size_t chars = 0;

@@ -2,11 +2,13 @@
 // Delivering the reports of a run: to stdout and to files, so that nothing is ever destroyed and
 // no failure goes unnoticed. A regular file (or a path that does not exist yet) is replaced
 // atomically, all the files of a run together or none; the target of a symbolic link is replaced,
-// not the link. A character device (/dev/null, a terminal), a FIFO and the standard streams
-// (/dev/stdout, /dev/fd/N) are written through: they are never replaced. Every target is opened
-// and checked before the run (prepare), so that bad output paths are usage errors found at once;
-// deliver() then writes every report and checks every write. docs/reliability.md has the rules.
+// not the link. A character device (/dev/null, a terminal), a FIFO and the descriptors the probe
+// was given (/dev/stdout, /dev/fd/N) are written through: they are never replaced. Every target is
+// opened and checked before the run (prepare), so that bad output paths are usage errors found at
+// once; deliver() then writes every report and checks every write. docs/reliability.md has the
+// rules.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,23 +21,31 @@ struct OutputRequest {
   std::string flag;  // the option as typed ("-o", "--json", "--output-as"), for messages
 };
 
-// The file descriptors the probe writes to as its stdout and stderr, and whether stdout was
-// closed when the probe started (its descriptor then holds /dev/null, so that nothing else is
-// opened in its place).
+// The file descriptors the probe writes to as its stdout and stderr, whether stdout was closed
+// when the probe started (its descriptor then holds /dev/null, so that nothing else is opened in
+// its place), and the descriptors it was given (open when it started: /dev/fd/N may name only
+// those).
 struct StandardStreams {
   int out_fd = 1;
   int err_fd = 2;
   bool out_closed = false;
+  std::vector<int> inherited = {0, 1, 2};
 };
+
+// The most outputs one run takes.
+inline constexpr std::size_t kMaxOutputs = 32;
 
 class PreparedOutputs {
  public:
   virtual ~PreparedOutputs() = default;
-  // Writes contents[i] to the i-th request's target. Regular files are replaced together or not
-  // at all; streams are written through after them and a stream that fails puts the files back as
-  // they were. Returns "" on success, else what failed (one line). `stdout_failed` tells whether
-  // the failure was on stdout itself (then nothing more can be printed there).
-  virtual std::string deliver(const std::vector<std::string>& contents, bool& stdout_failed) = 0;
+  // Writes contents[i] to the i-th request's target, before `deadline` (and before a signal):
+  // first the streams other than stdout, then the regular files (replaced together, or not at all:
+  // a stream that failed leaves them as they were), then stdout. Returns "" on success, else what
+  // failed (one line). `stdout_failed` tells whether the failure was on stdout itself (then
+  // nothing more can be printed there).
+  virtual std::string deliver(const std::vector<std::string>& contents,
+                              std::chrono::steady_clock::time_point deadline,
+                              bool& stdout_failed) = 0;
 };
 
 struct PreparedOutputsResult {
@@ -44,17 +54,21 @@ struct PreparedOutputsResult {
 };
 
 // Checks and opens every target: a directory, a block device, a socket, a FIFO without a
-// reader, a closed stdout, an unwritable directory, or one file named twice (by any spelling)
+// reader, a closed stdout, a descriptor the probe was not given, an unwritable directory, one file
+// named twice (by any spelling), or stdout when `quiet_flag` (-q or --quiet, as typed) is given,
 // are refused here, before anything runs.
 PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
-                                      const StandardStreams& streams);
+                                      const StandardStreams& streams,
+                                      const std::string& quiet_flag = "");
 
-// Writes all of `data` to `fd`, through EINTR, and through EAGAIN on a non-blocking descriptor
-// (waiting up to 30 s for the reader). Returns "" or the error text.
-std::string write_all(int fd, const std::string& data);
+// Writes all of `data` to `fd`, through EINTR and partial writes, waiting while the reader does
+// not read, until `deadline`. Returns "" or the error text.
+std::string write_all(int fd, const std::string& data,
+                      std::chrono::steady_clock::time_point deadline =
+                          std::chrono::steady_clock::now() + std::chrono::seconds(30));
 
-// The paths of temporary files that exist right now (an output being committed), for a signal
-// handler that must remove them before the process ends. Async-signal-safe.
+// The temporary files that exist right now (an output being committed), removed by a signal
+// handler before the process ends. Async-signal-safe.
 void remove_pending_temporaries() noexcept;
 
 }  // namespace precision_probe

@@ -154,6 +154,11 @@ struct Report {
 
 ToolInfo this_tool();
 
+// Escapes control characters in every text of the report that came from outside the probe (a
+// driver's message, a library name given in the environment, a worker's stderr, /etc/os-release),
+// so that no printer can pass an escape sequence to a terminal.
+void make_printable(Report& report);
+
 // Whether the report holds what the run found: false for bad input and internal errors, whose
 // report carries only the header and the error.
 bool has_findings(const Report& report);

@@ -22,6 +22,10 @@ std::optional<std::int64_t> parse_int(std::string_view text);
 // `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
 std::string printable(std::string_view text, std::size_t max_chars = 80);
 
+// Control characters (C0, DEL, C1) escaped, nothing cut: for text from outside (a driver's
+// message, a library name, a worker's stderr) on its way to a terminal or a report.
+std::string terminal_safe(std::string_view text);
+
 // A path for a one-line message: escaped as printable() does, and when longer than `max_chars`,
 // its end kept ("...dir/report.json"): the file name is what tells paths apart.
 std::string printable_path(std::string_view path, std::size_t max_chars = 60);

@@ -240,3 +240,48 @@ TEST(Outputs, QuietMeansNothingOnStdoutInEveryCase) {
     EXPECT_EQ(r.out, "") << args[1];
   }
 }
+
+TEST(Outputs, ControlCharactersFromOutsideNeverReachTheTerminal) {
+  // A library name with an escape sequence, a newline and a bell, as an attacker could set it.
+  const auto r = run_probe_binary({"--require", "bf16", "-q"},
+                                  {"PRECISION_PROBE_LIBCUDA=x\x1b]0;pwn\n\a", "CUDA_VISIBLE_DEVICES"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const auto text = run_probe_binary({}, {"PRECISION_PROBE_LIBCUDA=x\x1b[31m\xc2\x9b"});
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.out.find("\xc2\x9b"), std::string::npos) << "a C1 control passed";
+  EXPECT_NE(text.out.find("\\x1b[31m\\u009b"), std::string::npos) << text.out;
+}
+
+TEST(Outputs, AStalledReaderIsBoundedAndLeavesNoTemporary) {
+  // stdout's reader never reads: the run ends within its time (at least 5 s for the delivery),
+  // exit 6, the files of the run in place and no temporary left.
+  const std::string dir = pp::testing::make_temp_dir();
+  std::ofstream(dir + "/a.json") << "old";
+  const std::string took = pp::testing::make_temp_dir() + "/ms";
+  const auto r = run_in_shell(
+      "( head -c 65536 /dev/zero; s=$(date +%s%N); \"$@\" --device cpu --timeout 1 --json \"" +
+      dir + "/a.json\"; echo $(( ($(date +%s%N) - s) / 1000000 )) > " + took + " ) | sleep 8");
+  ASSERT_FALSE(read_all(took).empty()) << r.err;
+  EXPECT_LT(std::stoi(read_all(took)), 7500) << r.err;
+  EXPECT_NE(r.err.find("the reader stopped reading"), std::string::npos) << r.err;
+  EXPECT_NO_THROW(json::parse(read_all(dir + "/a.json")));
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"a.json"});
+}
+
+TEST(Outputs, MessagesSayWhatToTypeAndRoundNothing) {
+  const auto o = run_probe_binary({"-o", "-q"});
+  EXPECT_NE(o.err.find("(write --output=./-q if you mean it)"), std::string::npos) << o.err;
+  const auto quiet = run_probe_binary({"--quiet", "--json", "-"});
+  EXPECT_NE(quiet.err.find("--quiet keeps stdout silent, but --json - writes to it"),
+            std::string::npos)
+      << quiet.err;
+  EXPECT_EQ(run_probe_binary({"-q", "-o", "-"}).exit_code, 2);
+  const auto half = run_probe_binary({"--device", "cpu", "--timeout", "0.5", "--format", "json"},
+                                     {"FAKE_ENGINE=hang"});
+  EXPECT_NE(half.out.find("timed out after 0.5 s (--timeout)"), std::string::npos) << half.out;
+  const auto help = run_in_shell("\"$@\" --help >&-");
+  EXPECT_EQ(help.exit_code, 2) << help.err;
+  EXPECT_NE(help.err.find("stdout is closed"), std::string::npos);
+}

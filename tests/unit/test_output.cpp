@@ -44,6 +44,10 @@ std::vector<std::string> files_in(const std::string& dir) {
   return names;
 }
 
+std::chrono::steady_clock::time_point soon() {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(10);
+}
+
 // Prepares and delivers `contents` to `paths` (flag "--json" for each); "" or the error.
 std::string deliver(const std::vector<std::string>& paths, const std::vector<std::string>& contents,
                     pp::StandardStreams streams = {}) {
@@ -52,7 +56,7 @@ std::string deliver(const std::vector<std::string>& paths, const std::vector<std
   auto prepared = pp::prepare_outputs(requests, streams);
   if (!prepared.error.empty()) return "prepare: " + prepared.error;
   bool stdout_failed = false;
-  return prepared.outputs->deliver(contents, stdout_failed);
+  return prepared.outputs->deliver(contents, soon(), stdout_failed);
 }
 
 // Runs `body` in a child process; its exit status 0 is success. For what changes the process
@@ -174,6 +178,11 @@ TEST(Output, TargetsThatCannotTakeAReportAreRefusedBeforeTheRun) {
     EXPECT_EQ(prepared.error.find('\n'), std::string::npos);
   }
   if (can_make_device_nodes(dir)) {
+    // A character device with no driver behind it: its open fails (ENXIO), and says so.
+    ASSERT_EQ(::mknod((dir + "/nodriver").c_str(), S_IFCHR | 0600, makedev(240, 7)), 0);
+    const std::string no_driver = pp::prepare_outputs({{dir + "/nodriver", "-o"}}, {}).error;
+    EXPECT_NE(no_driver.find("No such device"), std::string::npos) << no_driver;
+    EXPECT_EQ(no_driver.find("FIFO"), std::string::npos) << no_driver;
     ASSERT_EQ(::mknod((dir + "/disk").c_str(), S_IFBLK | 0600, makedev(7, 0)), 0);
     EXPECT_NE(pp::prepare_outputs({{dir + "/disk", "-o"}}, {}).error.find("block device"),
               std::string::npos);
@@ -275,9 +284,61 @@ TEST(Output, AClosedPipeIsAnErrorNotASignal) {
   auto prepared = pp::prepare_outputs({{"-", "the report on stdout"}}, streams);
   ASSERT_EQ(prepared.error, "");
   bool stdout_failed = false;
-  const std::string error = prepared.outputs->deliver({"report"}, stdout_failed);
+  const std::string error = prepared.outputs->deliver({"report"}, soon(), stdout_failed);
   ::signal(SIGPIPE, previous);
   ::close(fds[1]);
   EXPECT_NE(error.find("Broken pipe"), std::string::npos) << error;
   EXPECT_TRUE(stdout_failed);
+}
+
+TEST(Output, OnlyDescriptorsTheProbeWasGivenCanBeNamed) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::ofstream(dir + "/ro.txt") << "x";
+  const int read_only = ::open((dir + "/ro.txt").c_str(), O_RDONLY);
+  const int directory = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pp::StandardStreams streams;
+  streams.inherited = {0, 1, 2, read_only, directory, fds[1]};
+  auto error_for = [&streams](int fd) {
+    return pp::prepare_outputs({{"/dev/fd/" + std::to_string(fd), "--json"}}, streams).error;
+  };
+  EXPECT_NE(error_for(read_only).find("is not open for writing"), std::string::npos);
+  EXPECT_NE(error_for(directory).find("is a directory"), std::string::npos);
+  EXPECT_EQ(error_for(fds[1]), "");
+  // A descriptor the probe opened itself (here: one the caller did not pass) is refused.
+  streams.inherited = {0, 1, 2};
+  EXPECT_NE(error_for(fds[1]).find("was not given to the probe"), std::string::npos);
+  for (int fd : {read_only, directory, fds[0], fds[1]}) ::close(fd);
+}
+
+TEST(Output, QuietRefusesEverySpellingOfStdout) {
+  for (const char* path : {"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
+    const auto prepared = pp::prepare_outputs({{path, "--json"}}, {}, "--quiet");
+    EXPECT_NE(prepared.error.find("--quiet keeps stdout silent, but --json"), std::string::npos)
+        << path << ": " << prepared.error;
+  }
+  EXPECT_EQ(pp::prepare_outputs({{"/dev/stderr", "--json"}}, {}, "-q").error, "");
+}
+
+TEST(Output, StdoutAndStderrOnOnePipeAreNotOneFileNamedTwice) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pp::StandardStreams streams;
+  streams.out_fd = fds[1];
+  streams.err_fd = fds[1];
+  EXPECT_EQ(pp::prepare_outputs({{"-", "the report on stdout"}, {"/dev/stderr", "--json"}}, streams)
+                .error,
+            "");
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST(Output, AtMostThirtyTwoOutputs) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::vector<pp::OutputRequest> many;
+  for (int i = 0; i < 33; ++i) many.push_back({dir + "/r" + std::to_string(i), "--output-as"});
+  EXPECT_NE(pp::prepare_outputs(many, {}).error.find("at most 32"), std::string::npos);
+  many.pop_back();
+  EXPECT_EQ(pp::prepare_outputs(many, {}).error, "");
 }

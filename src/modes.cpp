@@ -72,6 +72,26 @@ ModeListParse parse_mode_list(std::string_view text) {
   return result;
 }
 
+double smoke_tolerance(Mode mode) {
+  switch (mode) {
+    case Mode::fp32: return 1e-5;  // fp32 accumulation over K=256: ~1e-7
+    case Mode::tf32: return 5e-3;  // inputs rounded to 10 mantissa bits: ~3e-4
+    case Mode::fp16:
+      return 1e-3;  // fp16 output rounding: <= 2^-11 ~ 4.9e-4
+    // bf16: its output rounding, <= 2^-8 ~ 3.9e-3; fp8 and fp4: exact low-precision inputs,
+    // bf16 output rounding.
+    case Mode::bf16:
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+    case Mode::fp4: return 1e-2;
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: return 0.0;
+  }
+  return 0.0;
+}
+
+double amp_loss_tolerance(Mode mode) { return mode == Mode::amp_fp16 ? 0.02 : 0.05; }
+
 std::string_view to_string(Hardware hardware) {
   switch (hardware) {
     case Hardware::native: return "native";

@@ -2,14 +2,20 @@
 #include "precision_probe/output.hpp"
 #include "precision_probe/strings.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -24,11 +30,37 @@ namespace {
 
 volatile sig_atomic_t g_interrupt_signal = 0;
 
+// The process groups of the children alive now, for the second signal's handler to kill.
+constexpr int kMaxGroups = 128;
+std::array<std::atomic<pid_t>, kMaxGroups> g_groups{};
+
+int register_group(pid_t pgid) {
+  for (int i = 0; i < kMaxGroups; ++i) {
+    pid_t expected = 0;
+    if (g_groups[i].compare_exchange_strong(expected, pgid)) return i;
+  }
+  return -1;
+}
+
+void unregister_group(int& slot) {
+  if (slot >= 0) g_groups[slot].store(0);
+  slot = -1;
+}
+
+void kill_every_group() noexcept {
+  for (auto& group : g_groups) {
+    const pid_t pgid = group.load();
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+}
+
 constexpr std::array<int, 4> kInterruptSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 void on_interrupt(int signal) {
   if (g_interrupt_signal != 0) {
-    // The second signal: end now, as the default action would, leaving no temporary file.
+    // The second signal: end now, as the default action would, leaving no worker and no
+    // temporary file behind.
+    kill_every_group();
     remove_pending_temporaries();
     ::signal(signal, SIG_DFL);
     ::raise(signal);
@@ -47,11 +79,13 @@ void close_fd(int& fd) {
 ChildProcess::~ChildProcess() {
   if (running()) {
     kill_group();
-    wait();
+    wait_for(std::chrono::seconds(2));  // a child stuck in the kernel is left, not waited for
   }
+  unregister_group(group_slot_);
   close_fd(in_fd_);
   close_fd(out_fd_);
   close_fd(err_fd_);
+  close_fd(exit_fd_);
 }
 
 bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
@@ -122,6 +156,10 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
   in_fd_ = in_pipe[1];
   out_fd_ = out_pipe[0];
   err_fd_ = err_pipe[0];
+  group_slot_ = register_group(pid_);
+  // Through syscall(): the C library's wrapper is newer than some systems the probe runs on.
+  exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (exit_fd_ >= 0) ::fcntl(exit_fd_, F_SETFD, FD_CLOEXEC);
   return true;
 }
 
@@ -139,19 +177,6 @@ void ChildProcess::send_input(const std::string& input) {
   close_fd(in_fd_);
 }
 
-void ChildProcess::detach() {
-  close_fd(in_fd_);
-  close_fd(out_fd_);
-  close_fd(err_fd_);
-  if (!running()) return;
-  const pid_t pid = pid_;
-  std::thread([pid] {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }).detach();
-  reaped_ = true;
-}
 
 void ChildProcess::close_stdout() { close_fd(out_fd_); }
 void ChildProcess::close_stderr() { close_fd(err_fd_); }
@@ -162,10 +187,68 @@ void ChildProcess::kill_group() {
 
 int ChildProcess::wait() {
   if (pid_ <= 0 || reaped_) return status_;
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  ::kill(-pid_, SIGKILL);  // what it left running in its group
   while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
   }
   reaped_ = true;
+  unregister_group(group_slot_);
   return status_;
+}
+
+bool ChildProcess::try_reap() {
+  if (pid_ <= 0 || reaped_) return true;
+  // Exited? Looked at without reaping: until it is reaped its PID, and so its group's, cannot be
+  // reused, so whatever it left running in its group can be ended first.
+  siginfo_t info{};
+  const int rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (rc == 0 && info.si_pid == 0) return false;  // still running
+  if (rc == 0) {
+    ::kill(-pid_, SIGKILL);
+  } else if (errno != ECHILD) {
+    return false;
+  }
+  const pid_t got = ::waitpid(pid_, &status_, WNOHANG);
+  if (got == pid_ || (got < 0 && errno == ECHILD)) {
+    reaped_ = true;
+    unregister_group(group_slot_);
+  }
+  return reaped_;
+}
+
+bool ChildProcess::wait_for(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!try_reap()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const int slice = static_cast<int>(std::min<long long>(left.count(), 20));
+    if (exit_fd_ >= 0) {
+      pollfd p{exit_fd_, POLLIN, 0};
+      ::poll(&p, 1, slice);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(slice));
+    }
+  }
+  return true;
+}
+
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+}
+
+void drain_available(int fd, std::string& sink) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buffer[8192];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) sink.append(buffer, static_cast<std::size_t>(n));
+  }
 }
 
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
@@ -184,15 +267,21 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
       child.kill_group();
       break;
     }
+    if (child.try_reap()) {
+      // Exited: what it wrote is in the pipes; a process it left behind may hold them open.
+      for (const auto& [fd, sink] : sinks) drain_available(fd, *sink);
+      break;
+    }
     std::vector<pollfd> fds;
-    fds.reserve(sinks.size());
+    fds.reserve(sinks.size() + 1);
     for (const auto& [fd, sink] : sinks) fds.push_back({fd, POLLIN, 0});
-    // Short slices, so that an interrupt is seen promptly.
+    if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
+    // Short slices, so that an interrupt (and, without a pidfd, an exit) is seen promptly.
     const int ready =
         ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 100)));
     if (ready < 0 && errno != EINTR) break;
     for (const pollfd& p : fds) {
-      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      if (p.fd == child.exit_fd() || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       char buffer[8192];
       const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
       if (n > 0) {
@@ -202,11 +291,19 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
       }
     }
   }
-  const int status = child.wait();
+  child.kill_group();  // whatever it left running
+  if (!child.wait_for(std::chrono::seconds(2))) {
+    result.start_error = fmt::format("process {} could not be ended (state {})", child.pid(),
+                                     process_state(child.pid()));
+    return result;
+  }
+  const int status = child.status();
   if (WIFEXITED(status) && !result.timed_out && !result.interrupted) {
     result.exit_code = WEXITSTATUS(status);
   }
-  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  if (WIFSIGNALED(status) && !result.timed_out && !result.interrupted) {
+    result.term_signal = WTERMSIG(status);
+  }
   return result;
 }
 

@@ -35,6 +35,11 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
 }
 
+// The longest result line a worker may send (the longest real one is a few hundred bytes).
+constexpr std::size_t kMaxLine = 1U << 20U;
+
+enum class Stream { out, err, exit };
+
 struct Worker {
   std::unique_ptr<ChildProcess> child;
   std::string pending;  // stdout bytes after the last newline
@@ -101,8 +106,10 @@ class ProcessEngine final : public Engine {
     }
     spares_.clear();  // workers started ahead that no plan needed: stopped (killed and reaped)
     pump(workers, results, deadline, limits);
+    // Killed workers get two seconds together to go; one that does not is named.
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      finish(workers[i], results[i]);
+      finish(workers[i], results[i], grace);
       check_device(plans[i], results[i]);
     }
     return results;
@@ -161,15 +168,22 @@ class ProcessEngine final : public Engine {
             std::chrono::steady_clock::time_point deadline, Limits limits) {
     while (true) {
       std::vector<pollfd> fds;
-      std::vector<std::pair<std::size_t, bool>> owners;  // worker, is_stdout
+      std::vector<std::pair<std::size_t, Stream>> owners;
       for (std::size_t i = 0; i < workers.size(); ++i) {
-        if (workers[i].out_open) {
-          fds.push_back({workers[i].child->stdout_fd(), POLLIN, 0});
-          owners.emplace_back(i, true);
+        const Worker& w = workers[i];
+        if (w.out_open) {
+          fds.push_back({w.child->stdout_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::out);
         }
-        if (workers[i].err_open) {
-          fds.push_back({workers[i].child->stderr_fd(), POLLIN, 0});
-          owners.emplace_back(i, false);
+        if (w.err_open) {
+          fds.push_back({w.child->stderr_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::err);
+        }
+        // Its exit is noticed by itself, not by its pipes closing: a process it started may hold
+        // them open.
+        if ((w.out_open || w.err_open) && w.child->exit_fd() >= 0) {
+          fds.push_back({w.child->exit_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::exit);
         }
       }
       if (fds.empty()) return;
@@ -182,15 +196,7 @@ class ProcessEngine final : public Engine {
         for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
         return;
       }
-      // The per-check watchdog: a worker silent for longer than one check may take is hung.
-      for (std::size_t i = 0; i < workers.size(); ++i) {
-        if ((workers[i].out_open || workers[i].err_open) &&
-            now - workers[i].last_line > limits.per_check) {
-          stop(workers[i], results[i],
-               fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
-                           static_cast<double>(limits.per_check.count()) / 1000.0));
-        }
-      }
+      watch(workers, results, now, limits);
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       // Short slices so that a signal arriving just before poll() is seen promptly.
       const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
@@ -198,8 +204,29 @@ class ProcessEngine final : public Engine {
       if (ready <= 0) continue;
       for (std::size_t f = 0; f < fds.size(); ++f) {
         if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        const auto [i, is_stdout] = owners[f];
-        read_from(workers[i], results[i], is_stdout);
+        const auto [i, stream] = owners[f];
+        if (stream == Stream::exit) {
+          exited(workers[i], results[i]);
+        } else {
+          read_from(workers[i], results[i], stream == Stream::out);
+        }
+      }
+    }
+  }
+
+  // The per-check watchdog (a worker silent for longer than one check may take is hung), and,
+  // where the kernel has no pidfd, the check for workers that exited.
+  void watch(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
+             std::chrono::steady_clock::time_point now, Limits limits) {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (!w.out_open && !w.err_open) continue;
+      if (now - w.last_line > limits.per_check) {
+        stop(w, results[i],
+             fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
+                         static_cast<double>(limits.per_check.count()) / 1000.0));
+      } else if (w.child->exit_fd() < 0 && w.child->try_reap()) {
+        exited(w, results[i]);
       }
     }
   }
@@ -211,6 +238,19 @@ class ProcessEngine final : public Engine {
     if (!result.finished && result.problem == ErrorKind::none) {
       result.problem = ErrorKind::timed_out;
       result.problem_message = why;
+    }
+    close_streams(w);
+  }
+
+  // The worker exited: what it wrote before is read, whatever still holds its pipes.
+  void exited(Worker& w, WorkerResult& result) {
+    w.child->try_reap();  // ends what it left running in its group, too
+    for (Stream stream : {Stream::out, Stream::err}) {
+      const bool open = stream == Stream::out ? w.out_open : w.err_open;
+      if (!open) continue;
+      std::string rest;
+      drain_available(stream == Stream::out ? w.child->stdout_fd() : w.child->stderr_fd(), rest);
+      consume(w, result, rest, stream == Stream::out);
     }
     close_streams(w);
   }
@@ -230,14 +270,20 @@ class ProcessEngine final : public Engine {
       }
       return;
     }
+    consume(w, result, std::string_view(buffer, static_cast<std::size_t>(n)), is_stdout);
+  }
+
+  // Takes what a worker wrote: stderr's tail is kept (and traced), stdout's lines applied.
+  void consume(Worker& w, WorkerResult& result, std::string_view data, bool is_stdout) {
     if (!is_stdout) {
       // Tracing: the workers' phase timings go through to our stderr.
-      if (tracing()) std::fwrite(buffer, 1, static_cast<std::size_t>(n), stderr);
-      w.err_tail.append(buffer, static_cast<std::size_t>(n));
+      if (tracing()) std::fwrite(data.data(), 1, data.size(), stderr);
+      w.err_tail.append(data);
       if (w.err_tail.size() > kStderrTail) w.err_tail.erase(0, w.err_tail.size() - kStderrTail);
       return;
     }
-    w.pending.append(buffer, static_cast<std::size_t>(n));
+    if (!w.out_open) return;
+    w.pending.append(data);
     std::size_t nl = 0;
     while ((nl = w.pending.find('\n')) != std::string::npos) {
       const std::string line = w.pending.substr(0, nl);
@@ -250,17 +296,29 @@ class ProcessEngine final : public Engine {
         trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
                                                 ? "GPU " + std::to_string(result.index)
                                                 : std::string("CPU")));
-        close_streams(w);  // all said: its exit is not worth waiting for
-        return;
-      }
-      if (!applied && result.problem == ErrorKind::none) {
-        result.problem = ErrorKind::crashed;
-        result.problem_message = "the engine sent a malformed line (" + error + ")";
+        // All said: whatever it does now (its exit, a process it left) is ended, not awaited.
         w.child->kill_group();
         close_streams(w);
         return;
       }
+      if (!applied) return violation(w, result, "the engine sent a malformed line (" + error + ")");
     }
+    if (w.pending.size() > kMaxLine) {
+      violation(w, result, fmt::format("the engine sent a line longer than {} MiB (a protocol "
+                                       "violation)",
+                                       kMaxLine >> 20U));
+    }
+  }
+
+  // A worker that broke the protocol: stopped, its unfinished checks failed with `why`.
+  static void violation(Worker& w, WorkerResult& result, const std::string& why) {
+    if (result.problem == ErrorKind::none) {
+      result.problem = ErrorKind::crashed;
+      result.problem_message = why;
+    }
+    w.pending.clear();
+    w.child->kill_group();
+    close_streams(w);
   }
 
   static void close_streams(Worker& w) {
@@ -270,14 +328,30 @@ class ProcessEngine final : public Engine {
     w.err_open = false;
   }
 
-  static void finish(Worker& w, WorkerResult& result) {
+  // The end of a worker: reaped (a killed one given until `grace` to go), and, if it did not
+  // finish, why. A worker stuck in the kernel cannot be killed: it is named instead.
+  static void finish(Worker& w, WorkerResult& result,
+                     std::chrono::steady_clock::time_point grace) {
     if (!w.child) return;
     if (result.finished) {
-      w.child->detach();
+      w.child->try_reap();  // killed at "done"; reaped when it has gone, not waited for here
       return;
     }
-    const int status = w.child->wait();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        grace - std::chrono::steady_clock::now());
+    if (!w.child->wait_for(std::max(left, std::chrono::milliseconds(0)))) {
+      const char state = process_state(w.child->pid());
+      if (result.problem == ErrorKind::none) result.problem = ErrorKind::crashed;
+      result.problem_message += fmt::format(
+          "{}the engine worker (PID {}) could not be ended{}", result.problem_message.empty() ? "" : "; ",
+          w.child->pid(),
+          state == 'D' ? ": it is stuck in the kernel (uninterruptible sleep, usually inside the "
+                         "driver); the GPU needs a reset"
+                       : fmt::format(" (state {})", state));
+      return;
+    }
     if (result.problem != ErrorKind::none) return;
+    const int status = w.child->status();
     const std::string detail = last_line(w.err_tail);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
         classify_error(detail) == ErrorKind::unavailable) {
@@ -306,7 +380,8 @@ class ProcessEngine final : public Engine {
   // failure.
   std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
                                              bool early_context, std::string& error) const {
-    std::vector<std::string> overrides;
+    // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
+    std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
     std::vector<std::string> argv = {engine_path_, "--worker"};

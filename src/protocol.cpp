@@ -1,6 +1,10 @@
 #include "precision_probe/protocol.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -241,6 +245,98 @@ std::string encode_progress(std::string_view what) {
 
 namespace {
 
+// --- What a worker may not be believed on ------------------------------------------------------
+// Each returns "" when every value can be, else the first that cannot: the outcome is then failed
+// with that reason (the probe checks what it can, it does not take the worker's word).
+
+bool finite_at_least(const std::optional<double>& v, double low) {
+  return !v || (std::isfinite(*v) && *v >= low);
+}
+
+// Within 1 % of each other (figures a worker derives from others it also sends).
+bool agree(double a, double b) { return std::abs(a - b) <= 0.01 * std::max(std::abs(a), std::abs(b)); }
+
+constexpr double kLongestCallMs = 1e6;      // 1000 s: no single check takes that long
+constexpr double kFastestTflops = 1e5;      // 100 PFLOP/s: no single device reaches that
+constexpr std::int64_t kLargestDim = 65536;
+
+std::string impossible_smoke(const SmokeOutcome& o) {
+  if (!finite_at_least(o.rel_error, 0.0)) return fmt::format("rel_error {}", *o.rel_error);
+  if (!finite_at_least(o.ms, 0.0) || (o.ms && *o.ms > kLongestCallMs)) return fmt::format("ms {}", *o.ms);
+  for (std::int64_t dim : {o.m, o.n, o.k}) {
+    if (o.ran && (dim < 1 || dim > kLargestDim)) return fmt::format("a matrix size of {}", dim);
+  }
+  return "";
+}
+
+std::string impossible_amp(const AmpOutcome& o) {
+  if (o.ran && (o.steps < 1 || o.steps > 100000)) return fmt::format("{} steps", o.steps);
+  if (o.skipped_steps < 0 || o.skipped_steps > std::max(o.steps, 0)) {
+    return fmt::format("{} skipped steps of {}", o.skipped_steps, o.steps);
+  }
+  for (const auto& [name, v] : {std::pair{"loss_start", o.loss_start}, std::pair{"loss_end", o.loss_end},
+                                std::pair{"fp32_loss_end", o.fp32_loss_end}}) {
+    if (v && !std::isfinite(*v) && o.ok) return fmt::format("{} {}", name, *v);
+  }
+  if (!finite_at_least(o.ms, 0.0)) return fmt::format("ms {}", *o.ms);
+  for (const auto& v : {o.initial_scale, o.final_scale}) {
+    if (v && !(std::isfinite(*v) && *v > 0.0)) return fmt::format("a loss scale of {}", *v);
+  }
+  for (const auto& v : {o.peak_bytes, o.fp32_peak_bytes}) {
+    if (v && *v < 0) return fmt::format("a peak memory of {} bytes", *v);
+  }
+  // The distance to the fp32 run is the probe's to work out.
+  if (o.loss_rel_diff && o.loss_end && o.fp32_loss_end && *o.fp32_loss_end != 0.0 &&
+      std::isfinite(*o.loss_end) && std::isfinite(*o.fp32_loss_end)) {
+    const double diff = std::abs(*o.loss_end - *o.fp32_loss_end) / std::abs(*o.fp32_loss_end);
+    if (!agree(diff, *o.loss_rel_diff) && std::abs(diff - *o.loss_rel_diff) > 1e-12) {
+      return fmt::format("loss_rel_diff {} where the losses give {}", *o.loss_rel_diff, diff);
+    }
+  }
+  return "";
+}
+
+std::string impossible_bench(const BenchOutcome& o) {
+  if (!o.ran) return "";
+  if (o.size < 16 || o.size > kLargestDim) return fmt::format("a GEMM size of {}", o.size);
+  if (o.reps < 1 || o.reps > 100000) return fmt::format("{} timed calls", o.reps);
+  const double flop = 2.0 * std::pow(static_cast<double>(o.size), 3.0);
+  for (const auto& [ms, tflops] : {std::pair{o.ms, o.tflops}, std::pair{o.sustained_ms, o.sustained_tflops}}) {
+    if (!ms && !tflops) continue;
+    if (!ms || !tflops || !(std::isfinite(*ms) && *ms > 0.0 && *ms < kLongestCallMs)) {
+      return "a time without its throughput, or an impossible time";
+    }
+    if (!(std::isfinite(*tflops) && *tflops > 0.0 && *tflops < kFastestTflops)) {
+      return fmt::format("{} TFLOP/s", *tflops);
+    }
+    if (!agree(flop / (*ms * 1e-3) / 1e12, *tflops)) {
+      return fmt::format("{} TFLOP/s where its size and time give {:.4g}", *tflops,
+                         flop / (*ms * 1e-3) / 1e12);
+    }
+  }
+  return "";
+}
+
+std::string impossible_collective(const CollectiveOutcome& o) {
+  if (!o.ran) return "";
+  if (o.ranks < 2 || o.bytes <= 0) return fmt::format("{} ranks, {} bytes", o.ranks, o.bytes);
+  if (!o.time_ms || !(std::isfinite(*o.time_ms) && *o.time_ms > 0.0)) return "an impossible time";
+  const double algbw = static_cast<double>(o.bytes) / (*o.time_ms * 1e-3) / 1e9;
+  if (!o.algbw_gbps || !agree(algbw, *o.algbw_gbps)) return "an algorithm bandwidth its size and time do not give";
+  const double busbw = algbw * 2.0 * (o.ranks - 1) / o.ranks;
+  if (!o.busbw_gbps || !agree(busbw, *o.busbw_gbps)) return "a bus bandwidth its algorithm bandwidth does not give";
+  return "";
+}
+
+// Fails an outcome with the value that cannot be.
+template <typename Outcome>
+void disbelieve(Outcome& o, const std::string& what) {
+  if (what.empty()) return;
+  o.ok = false;
+  o.error_kind = ErrorKind::wrong_result;
+  o.error = "the engine reported an impossible value: " + what;
+}
+
 bool read_amp(const json& j, WorkerResult& result, std::string& error) {
   const auto mode = parse_mode(j.at("mode").get<std::string>());
   if (!mode || !is_amp_mode(*mode)) {
@@ -263,7 +359,7 @@ bool read_amp(const json& j, WorkerResult& result, std::string& error) {
   o.loss_end = read_optional_number(j, "loss_end");
   o.fp32_loss_end = read_optional_number(j, "fp32_loss_end");
   o.loss_rel_diff = read_optional_number(j, "loss_rel_diff");
-  o.loss_tolerance = j.value("loss_tolerance", 0.0);
+  o.loss_tolerance = amp_loss_tolerance(*mode);  // the probe's, not the worker's
   o.params_changed = j.value("params_changed", false);
   o.matmul_dtype = j.value("matmul_dtype", "");
   o.layer_norm_dtype = j.value("layer_norm_dtype", "");
@@ -282,6 +378,7 @@ bool read_amp(const json& j, WorkerResult& result, std::string& error) {
     o.error_kind = ErrorKind::wrong_result;
     o.error = "the engine reported ok without a final loss within tolerance of the fp32 run";
   }
+  disbelieve(o, impossible_amp(o));
   result.amp[*mode] = o;
   return true;
 }
@@ -305,6 +402,7 @@ bool read_collective(const json& j, WorkerResult& result, std::string& error) {
   o.time_ms = read_optional_number(j, "time_ms");
   o.algbw_gbps = read_optional_number(j, "algbw_gbps");
   o.busbw_gbps = read_optional_number(j, "busbw_gbps");
+  disbelieve(o, impossible_collective(o));
   result.nccl_version = j.value("nccl_version", "");
   result.collectives.push_back(o);
   return true;
@@ -335,6 +433,7 @@ bool read_bench(const json& j, WorkerResult& result, std::string& error) {
     o.error_kind = ErrorKind::wrong_result;
     o.error = "the engine reported a benchmark without a positive throughput";
   }
+  disbelieve(o, impossible_bench(o));
   result.bench[*mode] = o;
   return true;
 }
@@ -365,7 +464,7 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
       o.ran = j.at("ran").get<bool>();
       o.ok = j.at("ok").get<bool>();
       o.rel_error = read_optional_number(j, "rel_error");
-      o.tolerance = j.value("tolerance", 0.0);
+      o.tolerance = smoke_tolerance(*mode);  // the probe's, not the worker's
       o.ms = read_optional_number(j, "ms");
       o.m = j.value("m", std::int64_t{0});
       o.n = j.value("n", std::int64_t{0});
@@ -382,8 +481,12 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
       if (o.ok && (!o.rel_error || *o.rel_error > o.tolerance)) {
         o.ok = false;
         o.error_kind = ErrorKind::wrong_result;
-        o.error = "the engine reported ok without a relative error within tolerance";
+        o.error = o.rel_error ? fmt::format("wrong result: relative error {:.3g} exceeds the "
+                                            "tolerance {:.3g}",
+                                            *o.rel_error, o.tolerance)
+                              : "the engine reported ok without a relative error";
       }
+      disbelieve(o, impossible_smoke(o));
       result.smoke[*mode] = o;
     } else if (type == "collective") {
       if (!read_collective(j, result, error)) return false;

@@ -46,6 +46,12 @@ struct ModeListParse {
 };
 ModeListParse parse_mode_list(std::string_view text);
 
+// The probe's own tolerances, which a worker's word never overrides: a smoke test's relative error
+// against float64 (the error budget of the output rounding, with margin; docs/report.md), and how
+// close a training run's final loss must be to the fp32 run's (relative).
+double smoke_tolerance(Mode mode);
+double amp_loss_tolerance(Mode mode);
+
 // What the hardware offers for a mode, before anything runs.
 enum class Hardware { native, emulated, unsupported };
 // The verdict after the smoke test (or without it).

@@ -21,7 +21,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
   ChildProcess(ChildProcess&&) = delete;
   ChildProcess& operator=(ChildProcess&&) = delete;
-  ~ChildProcess();  // kills and reaps a child still running
+  ~ChildProcess();  // kills a child still running with its group, and reaps it (waiting 2 s at most)
 
   // Starts `argv[0]` (a path) with `env` (KEY=VALUE entries) in its own process group.
   // Returns false and sets `error` when it cannot be started.
@@ -37,27 +37,41 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   int stdout_fd() const { return out_fd_; }
   int stderr_fd() const { return err_fd_; }
+  // Readable once the child has exited (a pidfd), so that its exit is seen even when a grandchild
+  // holds its pipes open; -1 where the kernel has no pidfd_open (then poll try_reap()).
+  int exit_fd() const { return exit_fd_; }
   void close_stdout();
   void close_stderr();
 
-  // Sends SIGKILL to the child's process group.
+  // Sends SIGKILL to the child's process group (the child and whatever it started).
   void kill_group();
+  // Reaps the child if it has exited, without waiting; true once it is reaped.
+  bool try_reap();
+  // Waits up to `limit` for the child to exit; true once it is reaped. A child stuck in the
+  // kernel (uninterruptible sleep) may never exit, even after SIGKILL.
+  bool wait_for(std::chrono::milliseconds limit);
   // Waits for the child to exit; returns the raw wait status (see exit_code/term_signal).
   int wait();
+  int status() const { return status_; }
   bool running() const { return pid_ > 0 && !reaped_; }
-  // Stops tracking the child: it finishes exiting on its own and a background thread reaps it.
-  // For a worker that has said everything: its exit (tearing down LibTorch's memory and the CUDA
-  // context) is nothing the caller needs to wait for.
-  void detach();
 
  private:
   pid_t pid_ = -1;
   int in_fd_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
+  int exit_fd_ = -1;
+  int group_slot_ = -1;  // in the table the signal handler kills from
   bool reaped_ = false;
   int status_ = 0;
 };
+
+// Reads what `fd` holds now, without waiting (it is made non-blocking), appending to `sink`.
+void drain_available(int fd, std::string& sink);
+
+// The state letter of a process in /proc/PID/stat ('R', 'S', 'D' for uninterruptible sleep,
+// 'Z'...), or '?' when it cannot be read.
+char process_state(pid_t pid);
 
 struct ProcessOutput {
   int exit_code = -1;   // -1 when killed by a signal or timed out
@@ -83,7 +97,8 @@ std::string self_executable_path();
 
 // The probe's signals, set once in main(): SIGINT, SIGTERM, SIGHUP and SIGQUIT set a flag that
 // the engine's wait loop sees; it then stops its workers and the probe reports what it has (exit
-// 5). A second such signal ends the probe at once, removing any temporary output file first.
+// 5). A second such signal ends the probe at once, killing every child's process group and
+// removing any temporary output file first.
 // SIGPIPE and SIGXFSZ are ignored, so that a closed pipe or a file-size limit is a write error the
 // probe reports (workers get every signal's default back).
 void install_signal_handlers();

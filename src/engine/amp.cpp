@@ -277,7 +277,6 @@ std::string check(Mode mode, const Run& run, AmpOutcome& o, bool on_cuda) {
 
 }  // namespace
 
-double amp_loss_tolerance(Mode mode) { return mode == Mode::amp_fp16 ? 0.02 : 0.05; }
 
 AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
   AmpSetup s;

@@ -126,8 +126,6 @@ void run_at_once(std::size_t count, const std::function<void(std::size_t)>& task
 // float64 reference computed on the CPU from the same (quantised) inputs.
 SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed);
 
-// The relative tolerance per precision (the error budget of the output rounding, with margin).
-double smoke_tolerance(Mode mode);
 
 // --- Throughput (bench.cpp) ---------------------------------------------------------------------
 
@@ -173,8 +171,6 @@ std::vector<double> train_fp32(const AmpSetup& setup, const Target& target);
 // Peak device memory of one training step, fp32 and AMP (GPUs only). Run it with nothing else
 // on the device: the allocator's statistics are per device.
 void measure_amp_memory(Mode mode, AmpOutcome& outcome, AmpSetup& setup, const Target& target);
-// How close the AMP run's final loss must be to the fp32 run's (relative).
-double amp_loss_tolerance(Mode mode);
 
 // The device memory free for new allocations (the caching allocator's unused blocks released
 // first); nullopt on the CPU.

@@ -3,6 +3,10 @@
 // hangs or dies leaves every finished result behind. `--describe` prints the LibTorch stack.
 
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cstdlib>
@@ -190,8 +194,19 @@ int run_worker(const char* argv0) {
 
 }  // namespace
 
+// A worker never outlives the probe that started it, even a probe killed with SIGKILL: the
+// kernel kills the worker when the probe's thread that started it ends. A probe already gone
+// (between the start and this line) ends the worker at once.
+static void end_with_the_probe() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of the worker's own starts
+  const char* parent = std::getenv("PRECISION_PROBE_PARENT");
+  if (parent != nullptr && std::to_string(::getppid()) != parent) std::_Exit(1);
+}
+
 int main(int argc, char** argv) {
   const std::string verb = argc > 1 ? argv[1] : "";
+  if (verb == "--worker") end_with_the_probe();
   try {
     // With --early-context, the CUDA context was begun before main() (early_context.hpp).
     if (verb == "--worker" &&

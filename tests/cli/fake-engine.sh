@@ -7,7 +7,10 @@
 #   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
 #   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
 #   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100 sm_120)
+#                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
+#                      then stays) | flood (an endless line)
 #   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS" to, once it has its plan
+#   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
 set -u
 archs=${FAKE_ENGINE_ARCHS:-"sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"}
 arch_json=$(printf '%s\n' $archs | sed 's/.*/"&"/' | paste -sd, -)
@@ -25,6 +28,7 @@ plan=$(cat)
 [ -z "$plan" ] && exit 0  # started ahead and not needed
 kind=$(printf '%s' "$plan" | sed -n 's/.*"kind":"\([a-z]*\)".*/\1/p')
 [ -n "${FAKE_ENGINE_LOG:-}" ] && echo "$kind $*" >> "$FAKE_ENGINE_LOG"
+[ -n "${FAKE_ENGINE_PIDS:-}" ] && echo "$$" >> "$FAKE_ENGINE_PIDS"
 modes=$(printf '%s' "$plan" | sed -n 's/.*"smoke":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 amp_modes=$(printf '%s' "$plan" | sed -n 's/.*"amp":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')
 behaviour=${FAKE_ENGINE:-ok}
@@ -33,20 +37,28 @@ case "${FAKE_ENGINE_ON:-any}" in any|"$kind") ;; *) behaviour=ok ;; esac
 echo "{\"type\":\"hello\",\"protocol\":2,\"stack\":$stack}"
 ranks=$(printf '%s' "$plan" | sed -n 's/.*"collective_ranks":\([0-9]*\).*/\1/p')
 if [ -n "$ranks" ] && [ "$ranks" -gt 0 ]; then
+  # Bandwidths as nccl-tests defines them, from the size, the time and the ranks.
+  busbw=$(awk -v r="$ranks" 'BEGIN { printf "%.4f", 268435456 / 1.5e-3 / 1e9 * 2 * (r - 1) / r }')
   # The NCCL all-reduce: exact unless FAKE_ENGINE=inexact:DTYPE; FAKE_ENGINE=nonccl: no NCCL.
   for dtype in fp32 fp16 bf16; do
     if [ "$behaviour" = nonccl ]; then
       echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":false,\"ok\":false,\"error_kind\":\"not_supported\",\"error\":\"this LibTorch (1.13.0) was built without NCCL (c10d ProcessGroupNCCL)\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":null,\"algbw_gbps\":null,\"busbw_gbps\":null,\"nccl_version\":\"\"}"
     elif [ "$behaviour" = "inexact:$dtype" ]; then
-      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":false,\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the all-reduce sum is not exact on every rank\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9,\"busbw_gbps\":178.9,\"nccl_version\":\"2.27.7\"}"
+      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":false,\"error_kind\":\"wrong_result\",\"error\":\"wrong result: the all-reduce sum is not exact on every rank\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9567,\"busbw_gbps\":$busbw,\"nccl_version\":\"2.27.7\"}"
     else
-      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9,\"busbw_gbps\":178.9,\"nccl_version\":\"2.27.7\"}"
+      echo "{\"type\":\"collective\",\"op\":\"all_reduce\",\"dtype\":\"$dtype\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"ranks\":$ranks,\"bytes\":268435456,\"time_ms\":1.5,\"algbw_gbps\":178.9567,\"busbw_gbps\":$busbw,\"nccl_version\":\"2.27.7\"}"
     fi
   done
   echo '{"type":"done"}'
   exit 0
 fi
 [ "$behaviour" = garbage ] && { echo "this is not json"; exit 0; }
+[ "$behaviour" = flood ] && { head -c 2100000 /dev/zero | tr '\0' x; echo; exit 0; }
+if [ "$behaviour" = orphan ]; then
+  sleep 1000 &
+  [ -n "${FAKE_ENGINE_PIDS:-}" ] && echo "$!" >> "$FAKE_ENGINE_PIDS"
+  exit 1
+fi
 [ "$behaviour" = hang ] && { sleep 1000; exit 0; }
 # The GPU it runs on: the plan's CUDA_VISIBLE_DEVICES, as a real worker would find it, or another
 # one (FAKE_ENGINE=wronggpu), as a worker that did not honour it would.
@@ -93,12 +105,15 @@ if [ -n "$bench_size" ] && [ "$bench_size" -gt 0 ]; then
   # Throughput: fp32 1x; bf16 15x, or no faster than fp32 with FAKE_ENGINE=slowbf16.
   for mode in $modes; do
     case "$mode" in fp32) t=50 ;; tf32) t=400 ;; bf16) t=750; [ "$behaviour" = slowbf16 ] && t=40 ;; *) t=700 ;; esac
+    ms=$(awk -v n="$bench_size" -v t="$t" 'BEGIN { printf "%.9g", 2 * n * n * n / (t * 1e9) }')
     case "$behaviour" in
       "oom:$mode")
         echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":false,\"ok\":false,\"error_kind\":\"unavailable\",\"error\":\"CUDA out of memory. Tried to allocate 4.00 GiB\",\"size\":$bench_size,\"reps\":0,\"ms\":null,\"tflops\":null,\"timer\":\"cuda events\"}" ;;
       *)
-        echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"size\":$bench_size,\"reps\":20,\"ms\":1.5,\"tflops\":$t,\"timer\":\"cuda events\"}" ;;
+        echo "{\"type\":\"bench\",\"mode\":\"$mode\",\"ran\":true,\"ok\":true,\"error_kind\":\"none\",\"error\":\"\",\"size\":$bench_size,\"reps\":20,\"ms\":$ms,\"tflops\":$t,\"timer\":\"cuda events\"}" ;;
     esac
   done
 fi
 echo '{"type":"done"}'
+[ "$behaviour" = linger ] && sleep 1000
+exit 0

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -164,4 +166,87 @@ TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
   EXPECT_EQ(gpu.at("precisions").at("bf16").at("status"), "not_tested");
   EXPECT_NE(gpu.at("precisions").at("bf16").at("reason").get<std::string>().find("did not answer"),
             std::string::npos);
+}
+
+namespace {
+
+// Whether a process is still there (a zombie counts as gone: it has ended).
+bool alive(const std::string& pid) {
+  if (pid.empty()) return false;
+  const std::string stat = pp::testing::read_all("/proc/" + pid + "/stat");
+  const std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+std::vector<std::string> pids_in(const std::string& file) {
+  std::vector<std::string> pids;
+  std::istringstream in(pp::testing::read_all(file));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) pids.push_back(line);
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST(Workers, AnExitIsSeenEvenWhenAnOrphanHoldsTheWorkersStdout) {
+  const std::string pids = pp::testing::make_temp_dir() + "/pids";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--device", "cpu", "--format", "json"},
+                                  {"FAKE_ENGINE=orphan", "FAKE_ENGINE_PIDS=" + pids});
+  EXPECT_LT(seconds_since(start), 10.0) << "the exit was not noticed: it waited for the pipes";
+  EXPECT_EQ(r.exit_code, 4);
+  const json fp32 = json::parse(r.out).at("devices").back().at("precisions").at("fp32");
+  EXPECT_NE(fp32.at("reason").get<std::string>().find("exited with code 1 before finishing"),
+            std::string::npos)
+      << fp32.dump();
+  // And what it left behind was ended with it.
+  const auto left = pids_in(pids);
+  ASSERT_EQ(left.size(), 2U);
+  EXPECT_FALSE(alive(left[1])) << "the orphan outlived the probe";
+}
+
+TEST(Workers, AWorkerThatSaysDoneAndLingersIsEnded) {
+  const std::string pids = pp::testing::make_temp_dir() + "/pids";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--device", "cpu", "--format", "json"},
+                                  {"FAKE_ENGINE=linger", "FAKE_ENGINE_PIDS=" + pids});
+  EXPECT_LT(seconds_since(start), 10.0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& pid : pids_in(pids)) EXPECT_FALSE(alive(pid)) << pid << " lingers";
+}
+
+TEST(Workers, AnEndlessLineIsAProtocolViolationAndTheRestOfTheReportStands) {
+  const auto r = run_probe_binary({"--device", "cpu", "--format", "json"}, {"FAKE_ENGINE=flood"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  const json j = json::parse(r.out);
+  const json cpu = j.at("devices").back();
+  EXPECT_NE(cpu.at("precisions").at("fp32").at("reason").get<std::string>().find(
+                "a line longer than 1 MiB"),
+            std::string::npos);
+  EXPECT_EQ(cpu.at("kind"), "cpu");  // the report has its devices (it once had none: bad_alloc)
+}
+
+TEST(Workers, NoWorkerOutlivesAProbeEndedBySighupOrSigquit) {
+  for (int sig : {SIGHUP, SIGQUIT}) {
+    const std::string pids = pp::testing::make_temp_dir() + "/pids";
+    pp::ChildProcess child;
+    std::string error;
+    ASSERT_TRUE(child.start(
+        {PP_BINARY, "--device", "cpu", "-q"},
+        pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+                              "PRECISION_PROBE_LIBCUDA=nope.so", "PRECISION_PROBE_LIBNVML=nope.so",
+                              "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
+        "", error))
+        << error;
+    for (int i = 0; i < 100 && pids_in(pids).empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(pids_in(pids).empty());
+    ASSERT_EQ(::kill(child.pid(), sig), 0);
+    const int status = child.wait();
+    ASSERT_TRUE(WIFEXITED(status)) << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 5);
+    for (const std::string& pid : pids_in(pids)) EXPECT_FALSE(alive(pid)) << "signal " << sig;
+  }
 }

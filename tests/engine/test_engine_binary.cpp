@@ -3,7 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -128,4 +134,61 @@ TEST(EngineBinary, ATrainingModeLibTorchRefusesCostsNoTrainingRun) {
   };
   EXPECT_EQ(started("training fp32"), admitted) << r.out << r.err;
   EXPECT_EQ(started("training fp16") + started("training bf16"), admitted) << r.err;
+}
+
+namespace {
+
+// The children of a process, as /proc shows them.
+std::vector<int> children_of(int parent) {
+  std::vector<int> children;
+  const pp::ProcessOutput ls =
+      pp::run_process({"/bin/ls", "/proc"}, pp::environment_with({}), "", std::chrono::seconds(5));
+  std::istringstream names(ls.out);
+  for (std::string name; std::getline(names, name);) {
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + name + "/stat");
+    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state;
+    int ppid = 0;
+    fields >> state >> ppid;
+    if (ppid == parent && state != "Z") children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+bool alive(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
+  // A long CPU benchmark keeps the real worker busy; the probe is then killed outright, and the
+  // worker must go with it (PR_SET_PDEATHSIG), not compute on.
+  pp::ChildProcess probe;
+  std::string error;
+  ASSERT_TRUE(probe.start({PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192",
+                           "--no-amp", "-q"},
+                          pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                                "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                                "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
+                          "", error))
+      << error;
+  std::vector<int> workers;
+  for (int i = 0; i < 200 && workers.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    workers = children_of(probe.pid());
+  }
+  ASSERT_FALSE(workers.empty()) << "no worker was started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // into its checks
+  ASSERT_EQ(::kill(probe.pid(), SIGKILL), 0);
+  probe.wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int pid : workers) EXPECT_FALSE(alive(pid)) << "worker " << pid << " outlived the probe";
 }

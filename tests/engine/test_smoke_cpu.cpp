@@ -35,7 +35,7 @@ TEST(EngineCpu, Bf16RunsWithinItsToleranceAndIsLessPreciseThanFp32) {
   const auto fp32 = eng::run_smoke(Mode::fp32, kCpu, 2);
   ASSERT_TRUE(bf16.ok) << bf16.error;
   EXPECT_GT(*bf16.rel_error, *fp32.rel_error);
-  EXPECT_LT(*bf16.rel_error, eng::smoke_tolerance(Mode::bf16));
+  EXPECT_LT(*bf16.rel_error, pp::smoke_tolerance(Mode::bf16));
 }
 
 TEST(EngineCpu, Fp16OnTheCpuDependsOnTheLibTorchVersion) {

@@ -1,7 +1,9 @@
-// libFuzzer target for everything that reads user input: the command line (arguments separated
-// by NUL bytes in the input), --device lists, --require lists, compute capabilities,
-// CUDA_VISIBLE_DEVICES, arch lists and /proc/cpuinfo. None may crash, hang or leak, whatever the
-// bytes; the sanitizers (address, undefined) catch what a crash would not.
+// libFuzzer target for everything that reads input the probe does not control: the command line
+// (arguments separated by NUL bytes in the input), --device lists, --require lists, compute
+// capabilities, CUDA_VISIBLE_DEVICES, arch lists and /proc/cpuinfo; and what its children send:
+// the worker protocol's result lines (each line of the input, as a crashing worker may leave them:
+// cut anywhere), plans, and the driver agent's snapshots. None may crash, hang or leak, whatever
+// the bytes; the sanitizers (address, undefined) catch what a crash would not.
 //
 //   ./dev fuzz [SECONDS]     (clang, libclang-rt's libFuzzer)
 
@@ -16,6 +18,7 @@
 #include "precision_probe/driver.hpp"
 #include "precision_probe/modes.hpp"
 #include "precision_probe/options.hpp"
+#include "precision_probe/protocol.hpp"
 
 namespace pp = precision_probe;
 
@@ -54,5 +57,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto targets = pp::parse_arch_list(text);
   pp::kernel_coverage(pp::ComputeCapability{9, 0}, targets);
   pp::parse_cpuinfo(text, "x86_64");
+
+  // What children send: a worker's result lines, a plan, the driver agent's snapshots.
+  pp::WorkerResult result;
+  std::string error;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    const std::string_view line(text.data() + start,
+                                (nl == std::string::npos ? text.size() : nl) - start);
+    pp::apply_result_line(line, result, error);
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  for (const auto& [mode, o] : result.smoke) {
+    // Believed only within the probe's own tolerance.
+    if (o.ok && !(o.rel_error && *o.rel_error <= pp::smoke_tolerance(mode))) __builtin_trap();
+  }
+  pp::WorkerPlan plan;
+  pp::decode_plan(text, plan, error);
+  pp::NvmlSnapshot nvml;
+  pp::decode_nvml_snapshot(text, nvml, error);
+  pp::CudaSnapshot cuda;
+  pp::decode_cuda_snapshot(text, cuda, error);
   return 0;
 }

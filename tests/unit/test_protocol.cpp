@@ -100,3 +100,75 @@ TEST(Protocol, ErrorsAreClassified) {
   EXPECT_EQ(pp::classify_error("CUDA error: an illegal memory access was encountered"),
             pp::ErrorKind::runtime);
 }
+
+namespace {
+
+// The outcome a result line leaves, as the probe reads it.
+pp::WorkerResult applied(const std::string& line) {
+  pp::WorkerResult r;
+  std::string error;
+  EXPECT_TRUE(pp::apply_result_line(line, r, error)) << error;
+  return r;
+}
+
+}  // namespace
+
+TEST(Protocol, TheProbesToleranceNotTheWorkersDecides) {
+  // The worker claims a tolerance of 0.5 and calls 0.3 ok; the probe's tolerance for bf16 is 1e-2.
+  const auto r = applied(
+      R"({"type":"smoke","mode":"bf16","ran":true,"ok":true,"rel_error":0.3,"tolerance":0.5,)"
+      R"("ms":0.1,"m":256,"n":256,"k":256,"method":"at::mm","error_kind":"none","error":""})");
+  const pp::SmokeOutcome& o = r.smoke.at(Mode::bf16);
+  EXPECT_FALSE(o.ok);
+  EXPECT_DOUBLE_EQ(o.tolerance, pp::smoke_tolerance(Mode::bf16));
+  EXPECT_NE(o.error.find("relative error 0.3 exceeds the tolerance 0.01"), std::string::npos)
+      << o.error;
+}
+
+TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":-1e-7,"ms":0.1,)"
+       R"("m":256,"n":256,"k":256,"error_kind":"none"})",
+       "rel_error -1e-07"},
+      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":1e12,)"
+       R"("m":256,"n":256,"k":256,"error_kind":"none"})",
+       "ms 1000000000000"},
+      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":0.1,)"
+       R"("m":0,"n":256,"k":256,"error_kind":"none"})",
+       "a matrix size of 0"},
+      {R"({"type":"amp","mode":"amp_bf16","ran":true,"ok":true,"error_kind":"none","steps":24,)"
+       R"("loss_start":2.3,"loss_end":0.5,"fp32_loss_end":0.6,"loss_rel_diff":0.001})",
+       "loss_rel_diff 0.001 where the losses give"},
+      {R"({"type":"amp","mode":"amp_fp16","ran":true,"ok":true,"error_kind":"none","steps":24,)"
+       R"("skipped_steps":30,"loss_start":2.3,"loss_end":0.5,"fp32_loss_end":0.5,"loss_rel_diff":0})",
+       "30 skipped steps of 24"},
+      {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+       R"("reps":20,"ms":1.4,"tflops":7000})",
+       "7000 TFLOP/s where its size and time give"},
+      {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+       R"("reps":20,"ms":1e-9,"tflops":1.1e12})",
+       "1100000000000 TFLOP/s"},
+  };
+  for (const auto& [line, expected] : cases) {
+    const auto r = applied(line);
+    std::string error;
+    bool ok = true;
+    for (const auto& [m, o] : r.smoke) ok = ok && o.ok, error += o.error;
+    for (const auto& [m, o] : r.amp) ok = ok && o.ok, error += o.error;
+    for (const auto& [m, o] : r.bench) ok = ok && o.ok, error += o.error;
+    EXPECT_FALSE(ok) << line;
+    EXPECT_NE(error.find("impossible value: " + expected), std::string::npos)
+        << line << "\n" << error;
+  }
+  // A collective whose bus bandwidth its own figures do not give.
+  const auto c = applied(
+      R"({"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
+      R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":999})");
+  EXPECT_FALSE(c.collectives.at(0).ok);
+  EXPECT_NE(c.collectives.at(0).error.find("a bus bandwidth"), std::string::npos);
+  // And what is consistent passes.
+  const auto good = applied(
+      R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+      R"("reps":20,"ms":1.385,"tflops":793.8})");
+  EXPECT_TRUE(good.bench.at(Mode::bf16).ok) << good.bench.at(Mode::bf16).error;
+}

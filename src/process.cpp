@@ -198,6 +198,11 @@ int ChildProcess::wait() {
   return status_;
 }
 
+void ChildProcess::release() {
+  if (!try_reap()) reaped_ = true;
+  unregister_group(group_slot_);
+}
+
 bool ChildProcess::try_reap() {
   if (pid_ <= 0 || reaped_) return true;
   // Exited? Looked at without reaping: until it is reaped its PID, and so its group's, cannot be

@@ -334,7 +334,7 @@ class ProcessEngine final : public Engine {
                      std::chrono::steady_clock::time_point grace) {
     if (!w.child) return;
     if (result.finished) {
-      w.child->try_reap();  // killed at "done"; reaped when it has gone, not waited for here
+      w.child->release();  // killed at "done": its teardown is not the probe's to wait for
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

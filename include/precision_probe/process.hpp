@@ -53,6 +53,9 @@ class ChildProcess {
   // Waits for the child to exit; returns the raw wait status (see exit_code/term_signal).
   int wait();
   int status() const { return status_; }
+  // Stops tracking a child that has been killed (kill_group): its exit (the kernel and the driver
+  // tearing down its memory and CUDA context) is not waited for; the system reaps it.
+  void release();
   bool running() const { return pid_ > 0 && !reaped_; }
 
  private:

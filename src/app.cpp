@@ -124,8 +124,8 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   trace("report printed");
   bool stdout_failed = false;
   // Delivery within what is left of the run's time (a few seconds at least).
-  const auto left = std::chrono::milliseconds(
-      static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
+  const auto left =
+      std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
   const auto deadline =
       std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
   if (const std::string problem = prepared.outputs->deliver(contents, deadline, stdout_failed);
@@ -169,7 +169,8 @@ StandardStreams claim_standard_streams() {
     ::closedir(dir);
   }
   for (int fd = 0; fd <= 2; ++fd) {
-    if (std::find(streams.inherited.begin(), streams.inherited.end(), fd) == streams.inherited.end()) {
+    if (std::find(streams.inherited.begin(), streams.inherited.end(), fd) ==
+        streams.inherited.end()) {
       streams.inherited.push_back(fd);  // held open below, if it was closed
     }
   }

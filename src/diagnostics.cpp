@@ -84,17 +84,17 @@ const char* const kGpuContainerHint =
 void driver_fault(Collector& c, const Report& r) {
   if (r.driver.status == DriverStatus::hung) {
     c.add("driver-hung", Severity::error,
-          "the NVIDIA driver does not answer: " + r.driver.message +
-              "; the GPUs were not tested",
+          "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",
           "read the kernel log for Xid errors (`dmesg | grep -i xid`: 79 is a GPU fallen off the "
           "bus, 48/63/64/94/95 memory errors), drain the node, reset the GPU (`nvidia-smi -r -i "
           "N`, with nothing running on it) or reboot; `nvidia-smi` hangs as well in this state");
   } else if (r.driver.status == DriverStatus::crashed) {
-    c.add("driver-crashed", Severity::error,
-          "a query of the NVIDIA driver crashed: " + r.driver.message + "; the GPUs were not tested",
-          "the driver's user-space libraries do not match its kernel module or are damaged: compare "
-          "`cat /proc/driver/nvidia/version` with the libnvidia-ml/libcuda versions the container "
-          "mounts (NVIDIA Container Toolkit), and reinstall the driver if they differ");
+    c.add(
+        "driver-crashed", Severity::error,
+        "a query of the NVIDIA driver crashed: " + r.driver.message + "; the GPUs were not tested",
+        "the driver's user-space libraries do not match its kernel module or are damaged: compare "
+        "`cat /proc/driver/nvidia/version` with the libnvidia-ml/libcuda versions the container "
+        "mounts (NVIDIA Container Toolkit), and reinstall the driver if they differ");
   }
 }
 
@@ -351,7 +351,8 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     // total it reports).
     const std::optional<std::uint64_t> in_use =
         g.memory_total && g.memory_free
-            ? std::optional<std::uint64_t>(*g.memory_total - std::min(*g.memory_free, *g.memory_total))
+            ? std::optional<std::uint64_t>(*g.memory_total -
+                                           std::min(*g.memory_free, *g.memory_total))
             : g.memory_used;
     const bool busy = g.memory_total && in_use && *g.memory_total > 0 &&
                       static_cast<double>(*in_use) > 0.9 * static_cast<double>(*g.memory_total);

@@ -33,10 +33,10 @@ struct AgentAnswer {
 AgentAnswer ask_agent(const std::string& self, const std::string& which, const std::string& what,
                       std::chrono::milliseconds timeout) {
   AgentAnswer answer;
-  const ProcessOutput out =
-      run_process({self, std::string(kDriverAgentFlag), which},
-                  environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}),
-                  "", timeout);
+  const ProcessOutput out = run_process(
+      {self, std::string(kDriverAgentFlag), which},
+      environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}), "",
+      timeout);
   const std::string seconds = fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
   if (out.timed_out) {
     answer.fault = QueryFault::hung;
@@ -54,8 +54,9 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
                                  signal_name(out.term_signal));
   } else if (out.exit_code != 0) {
     answer.fault = QueryFault::crashed;
-    answer.message = fmt::format("the process that called {} exited with code {}{}", what,
-                                 out.exit_code, out.err.empty() ? "" : ": " + printable(out.err, 160));
+    answer.message =
+        fmt::format("the process that called {} exited with code {}{}", what, out.exit_code,
+                    out.err.empty() ? "" : ": " + printable(out.err, 160));
   }
   answer.text = out.out;
   return answer;
@@ -68,7 +69,8 @@ class ContainedDriver final : public DriverApi {
 
   NvmlSnapshot query_nvml() override {
     NvmlSnapshot snapshot;
-    AgentAnswer answer = ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", timeout_);
+    AgentAnswer answer =
+        ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", timeout_);
     std::string error;
     if (answer.fault == QueryFault::none && !decode_nvml_snapshot(answer.text, snapshot, error)) {
       snapshot = NvmlSnapshot{};
@@ -83,8 +85,8 @@ class ContainedDriver final : public DriverApi {
 
   CudaSnapshot query_cuda() override {
     CudaSnapshot snapshot;
-    AgentAnswer answer = ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)",
-                                   timeout_);
+    AgentAnswer answer =
+        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", timeout_);
     std::string error;
     if (answer.fault == QueryFault::none && !decode_cuda_snapshot(answer.text, snapshot, error)) {
       snapshot = CudaSnapshot{};

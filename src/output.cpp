@@ -237,8 +237,8 @@ std::string open_file(Target& t) {
     return failure(t, fmt::format("directory {}: {}", printable_path(t.dir), error_string(errno)));
   }
   struct stat dir {};
-  if (t.existed && ::geteuid() != 0 && ::fstat(t.dir_fd, &dir) == 0 && (dir.st_mode & S_ISVTX) != 0 &&
-      t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
+  if (t.existed && ::geteuid() != 0 && ::fstat(t.dir_fd, &dir) == 0 &&
+      (dir.st_mode & S_ISVTX) != 0 && t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
     return failure(t, "cannot replace it: it belongs to another user, in a sticky directory");
   }
   t.fd = ::openat(t.dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
@@ -312,7 +312,7 @@ std::string prepare_target(Target& t, const StandardStreams& streams,
     t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
     if (t.fd < 0) {
       return failure(t, errno == ENXIO && fifo ? std::string("no process is reading the FIFO")
-                                                : error_string(errno));
+                                               : error_string(errno));
     }
     t.owns_fd = true;
     return "";
@@ -368,7 +368,8 @@ class Prepared final : public PreparedOutputs {
     // The streams but stdout: one that fails leaves every file as it was.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline); !problem.empty()) {
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+          !problem.empty()) {
         abandon();
         return failure(targets_[i], problem);
       }
@@ -385,7 +386,8 @@ class Prepared final : public PreparedOutputs {
     // Stdout last, so that it can still say what failed before it.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (!targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline); !problem.empty()) {
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+          !problem.empty()) {
         stdout_failed = true;
         return failure(targets_[i], problem);
       }

@@ -127,8 +127,8 @@ std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_m
 struct NotRun {
   std::string reason;
   bool unavailable = false;
-  std::string amp_reason;       // the training modes' own reason, when it differs (--no-amp)
-  bool any_hardware = false;    // unavailable whatever the hardware (its verdict is not known)
+  std::string amp_reason;     // the training modes' own reason, when it differs (--no-amp)
+  bool any_hardware = false;  // unavailable whatever the hardware (its verdict is not known)
 };
 
 // The outcome a check that never ran gets: none (skipped), or unavailable with the reason, for
@@ -645,8 +645,8 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.requirements = evaluate_requirements(report, options.require, true);
   const ExitDecision exit = decide_exit(report);
   report.exit_code = exit.code;
-  report.exit_reason = exit.code == exit_code::kOk && options.require.empty() ? "arch report"
-                                                                               : exit.reason;
+  report.exit_reason =
+      exit.code == exit_code::kOk && options.require.empty() ? "arch report" : exit.reason;
   report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   make_printable(report);
   return report;

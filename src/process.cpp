@@ -177,7 +177,6 @@ void ChildProcess::send_input(const std::string& input) {
   close_fd(in_fd_);
 }
 
-
 void ChildProcess::close_stdout() { close_fd(out_fd_); }
 void ChildProcess::close_stderr() { close_fd(err_fd_); }
 

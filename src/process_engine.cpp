@@ -304,9 +304,10 @@ class ProcessEngine final : public Engine {
       if (!applied) return violation(w, result, "the engine sent a malformed line (" + error + ")");
     }
     if (w.pending.size() > kMaxLine) {
-      violation(w, result, fmt::format("the engine sent a line longer than {} MiB (a protocol "
-                                       "violation)",
-                                       kMaxLine >> 20U));
+      violation(w, result,
+                fmt::format("the engine sent a line longer than {} MiB (a protocol "
+                            "violation)",
+                            kMaxLine >> 20U));
     }
   }
 
@@ -330,8 +331,7 @@ class ProcessEngine final : public Engine {
 
   // The end of a worker: reaped (a killed one given until `grace` to go), and, if it did not
   // finish, why. A worker stuck in the kernel cannot be killed: it is named instead.
-  static void finish(Worker& w, WorkerResult& result,
-                     std::chrono::steady_clock::time_point grace) {
+  static void finish(Worker& w, WorkerResult& result, std::chrono::steady_clock::time_point grace) {
     if (!w.child) return;
     if (result.finished) {
       w.child->release();  // killed at "done": its teardown is not the probe's to wait for
@@ -343,8 +343,8 @@ class ProcessEngine final : public Engine {
       const char state = process_state(w.child->pid());
       if (result.problem == ErrorKind::none) result.problem = ErrorKind::crashed;
       result.problem_message += fmt::format(
-          "{}the engine worker (PID {}) could not be ended{}", result.problem_message.empty() ? "" : "; ",
-          w.child->pid(),
+          "{}the engine worker (PID {}) could not be ended{}",
+          result.problem_message.empty() ? "" : "; ", w.child->pid(),
           state == 'D' ? ": it is stuck in the kernel (uninterruptible sleep, usually inside the "
                          "driver); the GPU needs a reset"
                        : fmt::format(" (state {})", state));

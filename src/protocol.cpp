@@ -254,15 +254,18 @@ bool finite_at_least(const std::optional<double>& v, double low) {
 }
 
 // Within 1 % of each other (figures a worker derives from others it also sends).
-bool agree(double a, double b) { return std::abs(a - b) <= 0.01 * std::max(std::abs(a), std::abs(b)); }
+bool agree(double a, double b) {
+  return std::abs(a - b) <= 0.01 * std::max(std::abs(a), std::abs(b));
+}
 
-constexpr double kLongestCallMs = 1e6;      // 1000 s: no single check takes that long
-constexpr double kFastestTflops = 1e5;      // 100 PFLOP/s: no single device reaches that
+constexpr double kLongestCallMs = 1e6;  // 1000 s: no single check takes that long
+constexpr double kFastestTflops = 1e5;  // 100 PFLOP/s: no single device reaches that
 constexpr std::int64_t kLargestDim = 65536;
 
 std::string impossible_smoke(const SmokeOutcome& o) {
   if (!finite_at_least(o.rel_error, 0.0)) return fmt::format("rel_error {}", *o.rel_error);
-  if (!finite_at_least(o.ms, 0.0) || (o.ms && *o.ms > kLongestCallMs)) return fmt::format("ms {}", *o.ms);
+  if (!finite_at_least(o.ms, 0.0) || (o.ms && *o.ms > kLongestCallMs))
+    return fmt::format("ms {}", *o.ms);
   for (std::int64_t dim : {o.m, o.n, o.k}) {
     if (o.ran && (dim < 1 || dim > kLargestDim)) return fmt::format("a matrix size of {}", dim);
   }
@@ -274,8 +277,9 @@ std::string impossible_amp(const AmpOutcome& o) {
   if (o.skipped_steps < 0 || o.skipped_steps > std::max(o.steps, 0)) {
     return fmt::format("{} skipped steps of {}", o.skipped_steps, o.steps);
   }
-  for (const auto& [name, v] : {std::pair{"loss_start", o.loss_start}, std::pair{"loss_end", o.loss_end},
-                                std::pair{"fp32_loss_end", o.fp32_loss_end}}) {
+  for (const auto& [name, v] :
+       {std::pair{"loss_start", o.loss_start}, std::pair{"loss_end", o.loss_end},
+        std::pair{"fp32_loss_end", o.fp32_loss_end}}) {
     if (v && !std::isfinite(*v) && o.ok) return fmt::format("{} {}", name, *v);
   }
   if (!finite_at_least(o.ms, 0.0)) return fmt::format("ms {}", *o.ms);
@@ -301,7 +305,8 @@ std::string impossible_bench(const BenchOutcome& o) {
   if (o.size < 16 || o.size > kLargestDim) return fmt::format("a GEMM size of {}", o.size);
   if (o.reps < 1 || o.reps > 100000) return fmt::format("{} timed calls", o.reps);
   const double flop = 2.0 * std::pow(static_cast<double>(o.size), 3.0);
-  for (const auto& [ms, tflops] : {std::pair{o.ms, o.tflops}, std::pair{o.sustained_ms, o.sustained_tflops}}) {
+  for (const auto& [ms, tflops] :
+       {std::pair{o.ms, o.tflops}, std::pair{o.sustained_ms, o.sustained_tflops}}) {
     if (!ms && !tflops) continue;
     if (!ms || !tflops || !(std::isfinite(*ms) && *ms > 0.0 && *ms < kLongestCallMs)) {
       return "a time without its throughput, or an impossible time";
@@ -322,9 +327,11 @@ std::string impossible_collective(const CollectiveOutcome& o) {
   if (o.ranks < 2 || o.bytes <= 0) return fmt::format("{} ranks, {} bytes", o.ranks, o.bytes);
   if (!o.time_ms || !(std::isfinite(*o.time_ms) && *o.time_ms > 0.0)) return "an impossible time";
   const double algbw = static_cast<double>(o.bytes) / (*o.time_ms * 1e-3) / 1e9;
-  if (!o.algbw_gbps || !agree(algbw, *o.algbw_gbps)) return "an algorithm bandwidth its size and time do not give";
+  if (!o.algbw_gbps || !agree(algbw, *o.algbw_gbps))
+    return "an algorithm bandwidth its size and time do not give";
   const double busbw = algbw * 2.0 * (o.ranks - 1) / o.ranks;
-  if (!o.busbw_gbps || !agree(busbw, *o.busbw_gbps)) return "a bus bandwidth its algorithm bandwidth does not give";
+  if (!o.busbw_gbps || !agree(busbw, *o.busbw_gbps))
+    return "a bus bandwidth its algorithm bandwidth does not give";
   return "";
 }
 
@@ -481,9 +488,10 @@ bool apply_result_line(std::string_view line, WorkerResult& result, std::string&
       if (o.ok && (!o.rel_error || *o.rel_error > o.tolerance)) {
         o.ok = false;
         o.error_kind = ErrorKind::wrong_result;
-        o.error = o.rel_error ? fmt::format("wrong result: relative error {:.3g} exceeds the "
-                                            "tolerance {:.3g}",
-                                            *o.rel_error, o.tolerance)
+        o.error = o.rel_error ? fmt::format(
+                                    "wrong result: relative error {:.3g} exceeds the "
+                                    "tolerance {:.3g}",
+                                    *o.rel_error, o.tolerance)
                               : "the engine reported ok without a relative error";
       }
       disbelieve(o, impossible_smoke(o));

@@ -60,8 +60,8 @@ void make_printable(PrecisionResult& p) {
     }
   }
   if (p.bench) {
-    for (std::string* s : {&p.bench->outcome.error, &p.bench->outcome.note,
-                           &p.bench->outcome.timer, &p.bench->peak_source}) {
+    for (std::string* s : {&p.bench->outcome.error, &p.bench->outcome.note, &p.bench->outcome.timer,
+                           &p.bench->peak_source}) {
       safe(*s);
     }
   }
@@ -70,7 +70,8 @@ void make_printable(PrecisionResult& p) {
 void make_printable(DeviceReport& d) {
   safe(d.name);
   if (d.gpu) {
-    for (std::string* s : {&d.gpu->name, &d.gpu->uuid, &d.gpu->pci_bus_id, &d.gpu->source}) safe(*s);
+    for (std::string* s : {&d.gpu->name, &d.gpu->uuid, &d.gpu->pci_bus_id, &d.gpu->source})
+      safe(*s);
     for (GpuProcess& p : d.gpu->processes) safe(p.name);
   }
   if (d.cpu) {
@@ -88,11 +89,11 @@ void make_printable(DeviceReport& d) {
 }  // namespace
 
 void make_printable(Report& r) {
-  for (std::string* s : {&r.host.hostname, &r.host.os, &r.host.kernel, &r.host.machine,
-                         &r.stack.source, &r.stack.libtorch_version, &r.stack.cuda_version,
-                         &r.stack.cudnn_version, &r.stack.error, &r.driver.version,
-                         &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
-                         &r.run.unavailable_selection, &r.exit_reason}) {
+  for (std::string* s :
+       {&r.host.hostname, &r.host.os, &r.host.kernel, &r.host.machine, &r.stack.source,
+        &r.stack.libtorch_version, &r.stack.cuda_version, &r.stack.cudnn_version, &r.stack.error,
+        &r.driver.version, &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
+        &r.run.unavailable_selection, &r.exit_reason}) {
     safe(*s);
   }
   for (std::string& a : r.stack.arch_list) safe(a);

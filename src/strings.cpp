@@ -76,7 +76,8 @@ std::string printable(std::string_view text, std::size_t max_chars) {
     }
     if (starts_character) ++kept;
     // C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8) act on terminals as ESC sequences do.
-    if (c == 0xc2 && i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
+    if (c == 0xc2 && i + 1 < text.size() &&
+        (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
       ++i;
       continue;

@@ -56,9 +56,9 @@ struct WorkerResult {
 // How long workers may take: all of them together, and any one check (a worker that says
 // nothing for that long is stopped: a hung kernel cannot be cancelled from inside its process).
 struct Limits {
-  std::chrono::milliseconds total{60000};     // what is left of the run's time
+  std::chrono::milliseconds total{60000};  // what is left of the run's time
   std::chrono::milliseconds per_check{45000};
-  double timeout_s = 60.0;                     // --timeout as given, for messages
+  double timeout_s = 60.0;  // --timeout as given, for messages
 };
 
 // Workers worth starting before their plans are known: one for the CPU and `gpus` for GPUs.

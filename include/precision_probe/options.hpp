@@ -50,7 +50,7 @@ struct Options {
   std::vector<Mode> require;
   ColorMode color = ColorMode::automatic;
   bool quiet = false;
-  std::string quiet_flag = "-q";  // as typed: "-q" or "--quiet"
+  std::string quiet_flag = "-q";           // as typed: "-q" or "--quiet"
   bool quick = false;                      // facts and architecture verdicts only: no kernels
   std::optional<std::uint64_t> seed;       // random inputs; a fresh seed per run by default
   double timeout_s = 60.0;                 // bound on the whole run

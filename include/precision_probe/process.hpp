@@ -21,7 +21,8 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
   ChildProcess(ChildProcess&&) = delete;
   ChildProcess& operator=(ChildProcess&&) = delete;
-  ~ChildProcess();  // kills a child still running with its group, and reaps it (waiting 2 s at most)
+  ~ChildProcess();  // kills a child still running with its group, and reaps it (waiting 2 s at
+                    // most)
 
   // Starts `argv[0]` (a path) with `env` (KEY=VALUE entries) in its own process group.
   // Returns false and sets `error` when it cannot be started.

@@ -102,7 +102,7 @@ struct RunInfo {
   double timeout_s = 0.0;
   std::vector<std::string> required;
   std::string devices = "gpu";  // --device as given ("gpu", "cpu", "all", "0,1", "cpu,0")
-  bool gpus_selected = true;     // the selection includes GPUs (all of them, or named ones)
+  bool gpus_selected = true;    // the selection includes GPUs (all of them, or named ones)
   // Set when --device named GPUs but none is visible: an environment problem (exit 3).
   std::string unavailable_selection;
   // Set when SIGINT or SIGTERM arrived during the run ("SIGTERM"): exit 5.

@@ -277,7 +277,6 @@ std::string check(Mode mode, const Run& run, AmpOutcome& o, bool on_cuda) {
 
 }  // namespace
 
-
 AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
   AmpSetup s;
   try {

@@ -126,7 +126,6 @@ void run_at_once(std::size_t count, const std::function<void(std::size_t)>& task
 // float64 reference computed on the CPU from the same (quantised) inputs.
 SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed);
 
-
 // --- Throughput (bench.cpp) ---------------------------------------------------------------------
 
 // The throughput of a square GEMM of `size` in `mode` right after warm-up (on GPUs after a rest,

@@ -20,7 +20,6 @@
 
 namespace precision_probe::engine {
 
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -101,8 +101,8 @@ TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   std::string error;
   auto env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
   env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
-  ASSERT_TRUE(child.start({PP_BINARY, "--quick", "--format", "json"}, pp::environment_with(env), "",
-                          error))
+  ASSERT_TRUE(
+      child.start({PP_BINARY, "--quick", "--format", "json"}, pp::environment_with(env), "", error))
       << error;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto start = std::chrono::steady_clock::now();
@@ -123,8 +123,8 @@ TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
 TEST(DriverFaults, ArchIsBoundedAndInterruptible) {
   // No stack cache and an engine whose --describe never answers: arch ends at --timeout.
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_probe_binary({"arch", "9.0", "--timeout", "1", "--format", "json"},
-                                  {"FAKE_ENGINE=hang"});
+  const auto r =
+      run_probe_binary({"arch", "9.0", "--timeout", "1", "--format", "json"}, {"FAKE_ENGINE=hang"});
   EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(r.exit_code, 0) << r.err;  // the matrix stands; the stack is unknown
   EXPECT_NE(json::parse(r.out).at("stack").at("error").get<std::string>().find("within 1 s"),
@@ -132,10 +132,10 @@ TEST(DriverFaults, ArchIsBoundedAndInterruptible) {
   // And SIGINT ends it at once, exit 5.
   pp::ChildProcess child;
   std::string error;
-  ASSERT_TRUE(child.start({PP_BINARY, "arch", "9.0"},
-                          pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
-                                                "FAKE_ENGINE=hang"}),
-                          "", error))
+  ASSERT_TRUE(child.start(
+      {PP_BINARY, "arch", "9.0"},
+      pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "FAKE_ENGINE=hang"}), "",
+      error))
       << error;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto interrupted = std::chrono::steady_clock::now();
@@ -230,8 +230,11 @@ TEST(Workers, AnEndlessLineIsAProtocolViolationAndTheRestOfTheReportStands) {
   EXPECT_EQ(r.exit_code, 4) << r.err;
   const json j = json::parse(r.out);
   const json cpu = j.at("devices").back();
-  EXPECT_NE(cpu.at("precisions").at("fp32").at("reason").get<std::string>().find(
-                "a line longer than 1 MiB"),
+  EXPECT_NE(cpu.at("precisions")
+                .at("fp32")
+                .at("reason")
+                .get<std::string>()
+                .find("a line longer than 1 MiB"),
             std::string::npos);
   EXPECT_EQ(cpu.at("kind"), "cpu");  // the report has its devices (it once had none: bad_alloc)
 }

@@ -243,8 +243,9 @@ TEST(Outputs, QuietMeansNothingOnStdoutInEveryCase) {
 
 TEST(Outputs, ControlCharactersFromOutsideNeverReachTheTerminal) {
   // A library name with an escape sequence, a newline and a bell, as an attacker could set it.
-  const auto r = run_probe_binary({"--require", "bf16", "-q"},
-                                  {"PRECISION_PROBE_LIBCUDA=x\x1b]0;pwn\n\a", "CUDA_VISIBLE_DEVICES"});
+  const auto r =
+      run_probe_binary({"--require", "bf16", "-q"},
+                       {"PRECISION_PROBE_LIBCUDA=x\x1b]0;pwn\n\a", "CUDA_VISIBLE_DEVICES"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

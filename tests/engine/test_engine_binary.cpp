@@ -173,12 +173,12 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
   // worker must go with it (PR_SET_PDEATHSIG), not compute on.
   pp::ChildProcess probe;
   std::string error;
-  ASSERT_TRUE(probe.start({PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192",
-                           "--no-amp", "-q"},
-                          pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
-                                                "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
-                                                "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
-                          "", error))
+  ASSERT_TRUE(probe.start(
+      {PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192", "--no-amp", "-q"},
+      pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                            "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                            "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
+      "", error))
       << error;
   std::vector<int> workers;
   for (int i = 0; i < 200 && workers.empty(); ++i) {

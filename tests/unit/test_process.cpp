@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 
@@ -44,4 +45,31 @@ TEST(Process, EnvironmentOverridesSetAndUnset) {
   EXPECT_NE(std::find(env.begin(), env.end(), "PP_TEST_A=1"), env.end());
   EXPECT_NE(std::find(env.begin(), env.end(), "PP_TEST_EMPTY="), env.end());
   for (const auto& e : env) EXPECT_NE(e.rfind("HOME=", 0), 0U) << e;
+}
+
+TEST(Process, AnExitIsSeenWhileAnOrphanHoldsThePipes) {
+  // The child exits at once; what it left behind holds stdout for 30 s. The exit is what counts,
+  // and what it left is ended with it.
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = pp::run_process({"/bin/sh", "-c", "sleep 30 & echo said; exit 7"},
+                                   pp::environment_with({}), "", 20s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(out.exit_code, 7);
+  EXPECT_EQ(out.out, "said\n");
+}
+
+TEST(Process, WaitingIsBoundedAndTheStateIsReadable) {
+  // A child that does not exit within the limit is not waited for beyond it; its state can be
+  // named (a worker stuck in the kernel shows 'D').
+  pp::ChildProcess child;
+  std::string error;
+  ASSERT_TRUE(child.start({"/bin/sleep", "30"}, pp::environment_with({}), "", error)) << error;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(child.wait_for(200ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(pp::process_state(child.pid()), 'S');
+  child.kill_group();
+  EXPECT_TRUE(child.wait_for(5s));
+  EXPECT_TRUE(WIFSIGNALED(child.status()));
+  EXPECT_EQ(pp::process_state(999999999), '?');
 }

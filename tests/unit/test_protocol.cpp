@@ -157,8 +157,8 @@ TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
     for (const auto& [m, o] : r.amp) ok = ok && o.ok, error += o.error;
     for (const auto& [m, o] : r.bench) ok = ok && o.ok, error += o.error;
     EXPECT_FALSE(ok) << line;
-    EXPECT_NE(error.find("impossible value: " + expected), std::string::npos)
-        << line << "\n" << error;
+    EXPECT_NE(error.find("impossible value: " + expected), std::string::npos) << line << "\n"
+                                                                              << error;
   }
   // A collective whose bus bandwidth its own figures do not give.
   const auto c = applied(

@@ -1,7 +1,7 @@
 # Compiler warnings and sanitizers shared by every target of the project.
 
 add_library(pp_warnings INTERFACE)
-target_compile_options(pp_warnings INTERFACE -Wall -Wextra -Wshadow)
+target_compile_options(pp_warnings INTERFACE -Wall -Wextra -Wshadow -Wswitch-enum)
 if(PP_WARNINGS_AS_ERRORS)
   target_compile_options(pp_warnings INTERFACE -Werror)
 endif()

@@ -9,8 +9,6 @@
 
 namespace precision_probe {
 
-std::string ComputeCapability::to_string() const { return fmt::format("{}.{}", major, minor); }
-
 namespace {
 
 bool all_digits(std::string_view text) {
@@ -67,54 +65,10 @@ std::string architecture_name(ComputeCapability cc) {
   }
 }
 
-// The precision matrix. One row per mode; docs/precision-matrix.md mirrors it and a unit test
-// checks that the two agree.
-const std::vector<MatrixRule>& precision_matrix() {
-  static const std::vector<MatrixRule> rules = {
-      {Mode::fp32, {1, 0}, Hardware::native, ""},
-      {Mode::tf32,
-       {8, 0},
-       Hardware::emulated,
-       "no TF32 tensor cores before cc 8.0 (Ampere): LibTorch computes these matmuls in full FP32, "
-       "correct but with no speed-up"},
-      {Mode::fp16,
-       {7, 0},
-       Hardware::emulated,
-       "no FP16 tensor cores before cc 7.0 (Volta): FP16 runs on the CUDA cores"},
-      {Mode::bf16,
-       {8, 0},
-       Hardware::emulated,
-       "no BF16 tensor cores before cc 8.0 (Ampere): cuBLAS emulates BF16 with FP32 arithmetic, "
-       "slower than FP32"},
-      {Mode::fp8_e4m3,
-       {8, 9},
-       Hardware::unsupported,
-       "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
-      {Mode::fp8_e5m2,
-       {8, 9},
-       Hardware::unsupported,
-       "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
-      {Mode::fp4, {10, 0}, Hardware::unsupported, "FP4 tensor cores need cc 10.0+ (Blackwell)"},
-      {Mode::amp_fp16,
-       {7, 0},
-       Hardware::emulated,
-       "no FP16 tensor cores before cc 7.0 (Volta): autocast to FP16 runs on the CUDA cores"},
-      {Mode::amp_bf16,
-       {8, 0},
-       Hardware::emulated,
-       "no BF16 tensor cores before cc 8.0 (Ampere): autocast to BF16 is emulated, slower than "
-       "FP32"},
-  };
-  return rules;
-}
-
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode) {
-  for (const MatrixRule& rule : precision_matrix()) {
-    if (rule.mode != mode) continue;
-    if (cc >= rule.native_from) return {Hardware::native, ""};
-    return {rule.below, fmt::format("cc {}: {}", cc.to_string(), rule.why_below)};
-  }
-  return {Hardware::unsupported, "unknown mode"};
+  const GpuRule& rule = mode_info(mode).gpu;
+  if (cc >= rule.native_from) return {Hardware::native, ""};
+  return {rule.below, fmt::format("cc {}: {}", cc.to_string(), rule.why_below)};
 }
 
 std::string ArchTarget::to_string() const {

@@ -105,25 +105,16 @@ HardwareVerdict cpu_hardware_support(const CpuInfo& cpu, Mode mode) {
                             : (has_feature(cpu, "avx512_bf16") || has_feature(cpu, "amx_bf16"));
   const std::string fp16_names = arm ? "FP16 arithmetic (asimdhp)" : "AVX512-FP16 or AMX-FP16";
   const std::string bf16_names = arm ? "BF16 instructions (bf16)" : "AVX512-BF16 or AMX-BF16";
-  switch (mode) {
-    case Mode::fp32: return {Hardware::native, ""};
-    case Mode::tf32:
-      return {Hardware::unsupported,
-              "TF32 is an NVIDIA tensor-core format; CPUs have no TF32 arithmetic"};
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2:
-      return {Hardware::unsupported,
-              "no FP8 matrix instructions on this CPU, and LibTorch has no "
-              "FP8 matmul on CPUs"};
-    case Mode::fp4: return {Hardware::unsupported, "no FP4 matrix instructions on CPUs"};
-    case Mode::fp16:
-    case Mode::amp_fp16:
+  const ModeInfo& info = mode_info(mode);
+  switch (info.cpu) {
+    case CpuNeeds::nothing: return {Hardware::native, ""};
+    case CpuNeeds::unavailable: return {Hardware::unsupported, std::string(info.cpu_why)};
+    case CpuNeeds::fp16_isa:
       if (fp16_isa) return {Hardware::native, ""};
       return {Hardware::emulated, "no " + fp16_names +
                                       ": LibTorch converts FP16 to FP32 for the arithmetic, "
                                       "slower than FP32"};
-    case Mode::bf16:
-    case Mode::amp_bf16:
+    case CpuNeeds::bf16_isa:
       if (bf16_isa) return {Hardware::native, ""};
       return {Hardware::emulated, "no " + bf16_names +
                                       ": LibTorch converts BF16 to FP32 for the arithmetic, "

@@ -403,7 +403,7 @@ void disagreement(Collector& c, const Report& r) {
   }
   if (gpus.size() < 2) return;
   std::vector<std::string> differences;
-  for (Mode mode : kAllModes) {
+  for (Mode mode : all_modes()) {
     std::map<Status, std::vector<std::string>> by_status;
     for (const DeviceReport* d : gpus) {
       if (const PrecisionResult* p = d->find(mode))

@@ -54,16 +54,16 @@ class MarkdownPrinter final : public Printer {
                            ? r.driver.version
                            : std::string(to_string(r.driver.status)));
     out << "| device |";
-    for (Mode m : kAllModes) out << ' ' << mode_key(m) << " |";
+    for (Mode m : all_modes()) out << ' ' << mode_key(m) << " |";
     out << " recommendation |\n|---|";
-    for (std::size_t i = 0; i < kAllModes.size(); ++i) out << "---|";
+    for (std::size_t i = 0; i < all_modes().size(); ++i) out << "---|";
     out << "---|\n";
     for (const DeviceReport& d : r.devices) {
       std::string name = d.label() + " " + d.name;
       if (d.gpu && d.gpu->cc) name += " (cc " + d.gpu->cc->to_string() + ")";
       if (!d.selected) name += " · not gated";
       out << "| " << cell_text(name) << " |";
-      for (Mode m : kAllModes) {
+      for (Mode m : all_modes()) {
         const PrecisionResult* p = d.find(m);
         if (p == nullptr) {
           out << " |";

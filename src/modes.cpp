@@ -6,34 +6,67 @@
 
 namespace precision_probe {
 
-std::string_view mode_key(Mode mode) {
-  switch (mode) {
-    case Mode::fp32: return "fp32";
-    case Mode::tf32: return "tf32";
-    case Mode::fp16: return "fp16";
-    case Mode::bf16: return "bf16";
-    case Mode::fp8_e4m3: return "fp8_e4m3";
-    case Mode::fp8_e5m2: return "fp8_e5m2";
-    case Mode::fp4: return "fp4";
-    case Mode::amp_fp16: return "amp_fp16";
-    case Mode::amp_bf16: return "amp_bf16";
-  }
-  return "?";
+std::string ComputeCapability::to_string() const {
+  return std::to_string(major) + "." + std::to_string(minor);
 }
 
+const ModeInfo& mode_info(Mode mode) {
+  // The table's rows are in the enum's order (a test checks it).
+  return kModeTable[static_cast<std::size_t>(mode)];
+}
+
+namespace {
+
+std::vector<Mode> modes_where(bool (*keep)(const ModeInfo&)) {
+  std::vector<Mode> modes;
+  for (const ModeInfo& info : kModeTable) {
+    if (keep(info)) modes.push_back(info.mode);
+  }
+  return modes;
+}
+
+}  // namespace
+
+const std::vector<Mode>& all_modes() {
+  static const std::vector<Mode> modes = modes_where([](const ModeInfo&) { return true; });
+  return modes;
+}
+
+const std::vector<Mode>& matmul_modes() {
+  static const std::vector<Mode> modes =
+      modes_where([](const ModeInfo& i) { return i.kind == ModeKind::matmul; });
+  return modes;
+}
+
+const std::vector<Mode>& training_modes() {
+  static const std::vector<Mode> modes =
+      modes_where([](const ModeInfo& i) { return i.kind == ModeKind::training; });
+  return modes;
+}
+
+std::string_view mode_key(Mode mode) { return mode_info(mode).key; }
+
 std::optional<Mode> parse_mode(std::string_view key) {
-  for (Mode mode : kAllModes) {
-    if (mode_key(mode) == key) return mode;
+  for (const ModeInfo& info : kModeTable) {
+    if (info.key == key) return info.mode;
   }
   return std::nullopt;
 }
 
-bool is_amp_mode(Mode mode) { return mode == Mode::amp_fp16 || mode == Mode::amp_bf16; }
+bool is_amp_mode(Mode mode) { return mode_info(mode).kind == ModeKind::training; }
+
+double smoke_tolerance(Mode mode) {
+  return is_amp_mode(mode) ? 0.0 : mode_info(mode).tolerance;
+}
+
+double amp_loss_tolerance(Mode mode) {
+  return is_amp_mode(mode) ? mode_info(mode).tolerance : 0.0;
+}
 
 std::string accepted_mode_keys() {
   std::vector<std::string> keys;
-  keys.reserve(kAllModes.size() + kModeAliases.size());
-  for (Mode mode : kAllModes) keys.emplace_back(mode_key(mode));
+  keys.reserve(kModeTable.size() + kModeAliases.size());
+  for (const ModeInfo& info : kModeTable) keys.emplace_back(info.key);
   for (const ModeAlias& alias : kModeAliases) {
     keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) + " and " +
                    std::string(mode_key(alias.modes[1])) + ")");
@@ -71,26 +104,6 @@ ModeListParse parse_mode_list(std::string_view text) {
   }
   return result;
 }
-
-double smoke_tolerance(Mode mode) {
-  switch (mode) {
-    case Mode::fp32: return 1e-5;  // fp32 accumulation over K=256: ~1e-7
-    case Mode::tf32: return 5e-3;  // inputs rounded to 10 mantissa bits: ~3e-4
-    case Mode::fp16:
-      return 1e-3;  // fp16 output rounding: <= 2^-11 ~ 4.9e-4
-    // bf16: its output rounding, <= 2^-8 ~ 3.9e-3; fp8 and fp4: exact low-precision inputs,
-    // bf16 output rounding.
-    case Mode::bf16:
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2:
-    case Mode::fp4: return 1e-2;
-    case Mode::amp_fp16:
-    case Mode::amp_bf16: return 0.0;
-  }
-  return 0.0;
-}
-
-double amp_loss_tolerance(Mode mode) { return mode == Mode::amp_fp16 ? 0.02 : 0.05; }
 
 std::string_view to_string(Hardware hardware) {
   switch (hardware) {

@@ -56,16 +56,16 @@ bool names(std::string_view name, std::string_view token) {
 }
 
 double value_for(const PeakEntry& e, Mode mode) {
-  switch (mode) {
-    case Mode::fp32: return e.fp32;
-    case Mode::tf32: return e.tf32;
-    case Mode::fp16: return e.fp16;
-    case Mode::bf16: return e.bf16;
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2: return e.fp8;
-    case Mode::fp4: return e.fp4;
-    default: return 0.0;
+  switch (mode_info(mode).peak) {
+    case PeakColumn::fp32: return e.fp32;
+    case PeakColumn::tf32: return e.tf32;
+    case PeakColumn::fp16: return e.fp16;
+    case PeakColumn::bf16: return e.bf16;
+    case PeakColumn::fp8: return e.fp8;
+    case PeakColumn::fp4: return e.fp4;
+    case PeakColumn::none: return 0.0;
   }
+  return 0.0;
 }
 
 }  // namespace
@@ -83,16 +83,18 @@ double flops_per_clock_per_sm(ComputeCapability cc, Mode mode) {
   if (cc.major == 9) fp16 = 4096.0;
   if (cc.major >= 10) fp16 = 8192.0;
   if (cc.major == 12) fp16 = 1024.0;
-  switch (mode) {
-    case Mode::fp32: return fp32;
-    case Mode::tf32: return cc.major >= 8 ? fp16 / 2.0 : 0.0;
-    case Mode::fp16: return fp16;
-    case Mode::bf16: return cc.major >= 8 ? fp16 : 0.0;
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2: return cc.as_int() >= 89 ? fp16 * 2.0 : 0.0;
-    case Mode::fp4: return cc.major >= 10 ? fp16 * 4.0 : 0.0;
-    default: return 0.0;
+  // Tensor-core formats only where the architecture has them (the mode table's rule).
+  if (gpu_hardware_support(cc, mode).hardware != Hardware::native) return 0.0;
+  switch (mode_info(mode).peak) {
+    case PeakColumn::fp32: return fp32;
+    case PeakColumn::tf32: return fp16 / 2.0;
+    case PeakColumn::fp16:
+    case PeakColumn::bf16: return fp16;
+    case PeakColumn::fp8: return fp16 * 2.0;
+    case PeakColumn::fp4: return fp16 * 4.0;
+    case PeakColumn::none: return 0.0;
   }
+  return 0.0;
 }
 
 std::optional<Peak> dense_peak(std::string_view device_name, std::optional<ComputeCapability> cc,

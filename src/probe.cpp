@@ -148,13 +148,13 @@ template <typename SupportFn>
 void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
                      const WorkerResult* result, const NotRun& why) {
   const bool known = planned != nullptr && result != nullptr;
-  for (Mode mode : kPrecisionModes) {
+  for (Mode mode : matmul_modes()) {
     auto outcome = outcome_for(mode, known ? &planned->plan.smoke : nullptr,
                                known ? &result->smoke : nullptr, result);
     if (!outcome) outcome = not_run_outcome<SmokeOutcome>(why, support(mode));
     d.precisions.emplace_back(mode, combine_verdict(support(mode), outcome, why.reason));
   }
-  for (Mode mode : kAmpModes) {
+  for (Mode mode : training_modes()) {
     auto outcome = outcome_for(mode, known ? &planned->plan.amp : nullptr,
                                known ? &result->amp : nullptr, result);
     if (!outcome && why.amp_reason.empty())
@@ -450,8 +450,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (!options.quick) {
     PlannedWorker cpu_worker;
     cpu_worker.plan.kind = DeviceKind::cpu;
-    cpu_worker.plan.smoke = runnable_modes(kPrecisionModes, cpu_support);
-    if (options.amp) cpu_worker.plan.amp = runnable_modes(kAmpModes, cpu_support);
+    cpu_worker.plan.smoke = runnable_modes(matmul_modes(), cpu_support);
+    if (options.amp) cpu_worker.plan.amp = runnable_modes(training_modes(), cpu_support);
     cpu_worker.plan.seed = report.run.seed;
     if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
     planned.push_back(cpu_worker);
@@ -463,8 +463,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
       w.plan.index = gpu.index;
       w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
       auto gpu_support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
-      w.plan.smoke = runnable_modes(kPrecisionModes, gpu_support);
-      if (options.amp) w.plan.amp = runnable_modes(kAmpModes, gpu_support);
+      w.plan.smoke = runnable_modes(matmul_modes(), gpu_support);
+      if (options.amp) w.plan.amp = runnable_modes(training_modes(), gpu_support);
       w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
       if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
       planned.push_back(w);

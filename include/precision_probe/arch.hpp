@@ -13,21 +13,6 @@
 
 namespace precision_probe {
 
-struct ComputeCapability {
-  int major = 0;
-  int minor = 0;
-
-  int as_int() const { return major * 10 + minor; }  // 8.9 -> 89
-  std::string to_string() const;                     // "8.9"
-  friend bool operator==(ComputeCapability a, ComputeCapability b) {
-    return a.major == b.major && a.minor == b.minor;
-  }
-  friend bool operator<(ComputeCapability a, ComputeCapability b) {
-    return a.as_int() < b.as_int();
-  }
-  friend bool operator>=(ComputeCapability a, ComputeCapability b) { return !(a < b); }
-};
-
 // Accepts "8.9", "sm_89", "sm89", "89", "compute_90" and "9.0a"-style suffixes are refused.
 // Major 1..15, minor 0..9. nullopt on anything else.
 std::optional<ComputeCapability> parse_compute_capability(std::string_view text);
@@ -43,14 +28,6 @@ struct HardwareVerdict {
 // What the GPU of this compute capability offers for a matmul precision or AMP mode.
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode);
 
-// One row of the precision matrix: the lowest compute capability with native support.
-struct MatrixRule {
-  Mode mode;
-  ComputeCapability native_from;
-  Hardware below;  // what older architectures get: emulated or unsupported
-  std::string_view why_below;
-};
-const std::vector<MatrixRule>& precision_matrix();
 
 // The GPU code a LibTorch build carries: sm_XY binaries (cubins) and compute_XY PTX.
 struct ArchTarget {

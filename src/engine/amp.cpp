@@ -44,13 +44,11 @@ constexpr int kInjectedOverflowStep = 3;
 at::ScalarType low_dtype(Mode mode) { return mode == Mode::amp_fp16 ? at::kHalf : at::kBFloat16; }
 
 std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "fp32";
-    case at::kHalf: return "fp16";
-    case at::kBFloat16: return "bf16";
-    case at::kDouble: return "fp64";
-    default: return c10::toString(t);
-  }
+  if (t == at::kFloat) return "fp32";
+  if (t == at::kHalf) return "fp16";
+  if (t == at::kBFloat16) return "bf16";
+  if (t == at::kDouble) return "fp64";
+  return c10::toString(t);
 }
 
 struct Forward {

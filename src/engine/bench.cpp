@@ -16,48 +16,9 @@
 
 #include "engine.hpp"
 #include "error_text.hpp"
+#include "kernels.hpp"
 
 namespace precision_probe::engine {
-
-namespace {
-
-struct Operands {
-  at::Tensor a, b;
-};
-
-Operands random_operands(Mode mode, const Target& target, std::int64_t n, at::Generator& gen) {
-  const auto on = at::TensorOptions().device(target.device);
-  switch (mode) {
-    case Mode::fp32:
-    case Mode::tf32:
-      return {at::randn({n, n}, gen, on.dtype(at::kFloat)),
-              at::randn({n, n}, gen, on.dtype(at::kFloat))};
-    case Mode::fp16:
-      return {at::randn({n, n}, gen, on.dtype(at::kHalf)),
-              at::randn({n, n}, gen, on.dtype(at::kHalf))};
-    case Mode::bf16:
-      return {at::randn({n, n}, gen, on.dtype(at::kBFloat16)),
-              at::randn({n, n}, gen, on.dtype(at::kBFloat16))};
-#if PP_TORCH_AT_LEAST(2, 4)
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2: {
-      const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
-      return {at::randn({n, n}, gen, on.dtype(at::kBFloat16)).to(a_type),
-              at::randn({n, n}, gen, on.dtype(at::kBFloat16)).to(at::kFloat8_e4m3fn).t()};
-    }
-#endif
-#if PP_TORCH_AT_LEAST(2, 8)
-    case Mode::fp4:
-      return {at::randint(0, 256, {n, n / 2}, gen, on.dtype(at::kByte)).view(at::kFloat4_e2m1fn_x2),
-              at::randint(0, 256, {n, n / 2}, gen, on.dtype(at::kByte))
-                  .view(at::kFloat4_e2m1fn_x2)
-                  .t()};
-#endif
-    default: throw std::logic_error("no benchmark for this mode in this LibTorch");
-  }
-}
-
-}  // namespace
 
 std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<void(int)>& call) {
   for (int i = 0; i < warmup; ++i) call(i);
@@ -86,7 +47,7 @@ double median_of(std::vector<double> ms) {
 
 // Makes the inputs of `mode` (fresh random data from `seed`) and calls `measure(call)`, where
 // call(i) runs one GEMM on the i-th input set in turn. What a call needs besides its operands is
-// made beforehand (fp8's unit scales), so that nothing but the GEMM runs between the events.
+// made beforehand (fp8's and fp4's scales), so that nothing but the GEMM runs between the events.
 template <typename Measure>
 void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed,
                Measure&& measure) {
@@ -97,22 +58,14 @@ void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t
     const std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_current_seed(seed);
   }
-  // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU.
+  // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU;
+  // everything a call needs (scales) made with them, so that only the GEMM runs between events.
   const int sets = target.cuda ? 3 : 2;
-  std::vector<Operands> inputs;
-  inputs.reserve(static_cast<std::size_t>(sets));
-  for (int i = 0; i < sets; ++i) inputs.push_back(random_operands(mode, target, size, gen));
-  const at::Tensor scale =
-      at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
-  const std::function<void(int)> call = [&](int i) {
-    const Operands& in = inputs[static_cast<std::size_t>(i) % inputs.size()];
-#if PP_TORCH_AT_LEAST(2, 4)
-    if (mode == Mode::fp8_e4m3 || mode == Mode::fp8_e5m2) {
-      at::_scaled_mm(in.a, in.b, scale, scale, {}, {}, at::kBFloat16);
-      return;
-    }
-#endif
-    matmul(mode, in.a, in.b, target);
+  std::vector<Gemm> gemms;
+  gemms.reserve(static_cast<std::size_t>(sets));
+  for (int i = 0; i < sets; ++i) gemms.push_back(random_gemm(mode, target, size, gen));
+  const std::function<void(int)> call = [&gemms](int i) {
+    gemms[static_cast<std::size_t>(i) % gemms.size()]();
   };
   synchronize(target);
   measure(call);
@@ -121,24 +74,6 @@ void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t
 double tflops_of(std::int64_t size, double ms) {
   return 2.0 * std::pow(static_cast<double>(size), 3.0) / (ms * 1e-3) / 1e12;
 }
-
-// Bytes per element of a mode's operands and of its output.
-double operand_bytes(Mode mode) {
-  switch (mode) {
-    case Mode::fp32:
-    case Mode::tf32:
-    case Mode::amp_fp16:
-    case Mode::amp_bf16: return 4.0;
-    case Mode::fp16:
-    case Mode::bf16: return 2.0;
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2: return 1.0;
-    case Mode::fp4: return 0.5;
-  }
-  return 4.0;
-}
-
-double output_bytes(Mode mode) { return operand_bytes(mode) >= 2.0 ? operand_bytes(mode) : 2.0; }
 
 // What a benchmark of size n holds on the device: the rotated input sets, the output, the bf16
 // operands fp8's are made from, and room for cuBLAS's workspace.

@@ -62,24 +62,26 @@ std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<
 // A smoke test prepared on the CPU: the inputs in the precision under test and the float64
 // reference of their product. `outcome` is already final when preparation failed or the mode
 // cannot run here.
+// A mode's operands on the CPU, made from float64 data (kernels.hpp makes them).
+struct QuantisedOperands {
+  at::Tensor a, b;            // in the mode's storage (fp4: e2m1 codes packed two to a byte)
+  bool b_transposed = false;  // b is stored [n, k]: the device uses b.t(), a column-major [k, n]
+  at::Tensor a_values;        // float64 [m, k]: what `a` holds
+  at::Tensor b_values;        // float64 [k, n]: what `b` holds
+  std::string method;         // "at::mm bfloat16"
+};
+
 struct PreparedSmoke {
   Mode mode = Mode::fp32;
   SmokeOutcome outcome;
   bool ready = false;
-  at::Tensor a, b;            // CPU, in the precision under test
-  bool b_transposed = false;  // b is stored [n, k]: the device uses b.t(), a column-major [k, n]
-  at::Tensor reference;       // CPU, float64
+  QuantisedOperands operands;  // CPU, in the precision under test
+  at::Tensor reference;        // CPU, float64
 };
 PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed);
 // Runs a prepared smoke test on the device and checks it against the reference.
 SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
 
-// The matmul of a mode on device operands: at::mm, or at::_scaled_mm for fp8 (bf16 output) and
-// fp4 (NVFP4, block scales of 1). `b` is column-major where _scaled_mm wants it.
-at::Tensor matmul(Mode mode, const at::Tensor& a, const at::Tensor& b, const Target& target);
-
-// Whether this LibTorch has the API a mode needs (fp8: 2.4+, fp4: 2.8+); `why` says what lacks.
-bool available_in_this_libtorch(Mode mode, std::string& why);
 
 // Sets the float32 matmul precision for one check and restores it afterwards. Only the
 // string setter exists in every LibTorch from 1.13 to 2.11.
@@ -95,11 +97,9 @@ class Float32PrecisionScope {
 
  private:
   static std::string name_of(at::Float32MatmulPrecision p) {
-    switch (p) {
-      case at::Float32MatmulPrecision::HIGH: return "high";
-      case at::Float32MatmulPrecision::MEDIUM: return "medium";
-      default: return "highest";
-    }
+    if (p == at::Float32MatmulPrecision::HIGH) return "high";
+    if (p == at::Float32MatmulPrecision::MEDIUM) return "medium";
+    return "highest";
   }
   std::string saved_;
 };

@@ -44,7 +44,7 @@ std::optional<pp::ComputeCapability> gpu_cc() {
 
 TEST(EngineGpu, EveryPrecisionTheHardwareHasComputesTheRightNumbers) {
   REQUIRE_GPU(cc);
-  for (Mode m : pp::kPrecisionModes) {
+  for (Mode m : pp::matmul_modes()) {
     const auto hw = pp::gpu_hardware_support(*cc, m);
     if (hw.hardware == pp::Hardware::unsupported) continue;
     const auto o = eng::run_smoke(m, gpu0(), 42);
@@ -65,7 +65,7 @@ TEST(EngineGpu, EverySmokePreloadRunsOnTheGpu) {
   // run, or the code it should load is loaded later, one module after another.
   std::vector<eng::PreparedSmoke> prepared;
   std::vector<Mode> modes;
-  for (Mode m : pp::kPrecisionModes) {
+  for (Mode m : pp::matmul_modes()) {
     if (pp::gpu_hardware_support(*cc, m).hardware != pp::Hardware::native) continue;
     eng::PreparedSmoke p = eng::prepare_smoke(m, gpu0(), 5);
     if (!p.ready) continue;  // this LibTorch lacks the API

@@ -148,7 +148,7 @@ TEST(Cli, HelpVersionAndArch) {
   EXPECT_EQ(help.action, Action::help);
   EXPECT_NE(help.text.find("--require"), std::string::npos);
   // Every mode --require accepts, every exit code and every environment variable.
-  for (pp::Mode m : pp::kAllModes) {
+  for (pp::Mode m : pp::all_modes()) {
     EXPECT_NE(help.text.find(std::string(pp::mode_key(m))), std::string::npos) << pp::mode_key(m);
   }
   EXPECT_NE(help.text.find("fp8 (fp8_e4m3 and fp8_e5m2)"), std::string::npos);

@@ -6,7 +6,7 @@ namespace pp = precision_probe;
 using pp::Mode;
 
 TEST(Modes, KeysRoundTrip) {
-  for (Mode m : pp::kAllModes) {
+  for (Mode m : pp::all_modes()) {
     const auto parsed = pp::parse_mode(pp::mode_key(m));
     ASSERT_TRUE(parsed.has_value()) << pp::mode_key(m);
     EXPECT_EQ(*parsed, m);
@@ -34,4 +34,19 @@ TEST(Modes, BadListsNameTheProblem) {
   EXPECT_NE(pp::parse_mode_list("  ").error.find("empty"), std::string::npos);
   // Control characters in user input are escaped, never echoed raw.
   EXPECT_NE(pp::parse_mode_list("bf\x1b[31m").error.find("\\x1b"), std::string::npos);
+}
+
+TEST(Modes, TheTableIsInTheEnumsOrderAndEveryRowIsWhole) {
+  for (std::size_t i = 0; i < pp::kModeTable.size(); ++i) {
+    const pp::ModeInfo& row = pp::kModeTable[i];
+    EXPECT_EQ(static_cast<std::size_t>(row.mode), i) << row.key;
+    EXPECT_EQ(&pp::mode_info(row.mode), &row);
+    EXPECT_FALSE(row.key.empty());
+    EXPECT_GT(row.tolerance, 0.0) << row.key;
+    EXPECT_TRUE(row.gpu.below != pp::Hardware::native || row.gpu.native_from.major <= 1) << row.key;
+    EXPECT_EQ(row.cpu == pp::CpuNeeds::unavailable, !row.cpu_why.empty()) << row.key;
+  }
+  EXPECT_EQ(pp::matmul_modes().size() + pp::training_modes().size(), pp::all_modes().size());
+  EXPECT_DOUBLE_EQ(pp::smoke_tolerance(Mode::bf16), 1e-2);
+  EXPECT_DOUBLE_EQ(pp::amp_loss_tolerance(Mode::amp_fp16), 0.02);
 }

@@ -84,7 +84,7 @@ for path in [root / "README.md", root / "dev", root / ".ci" / "run", *(root / "d
 
 # Every environment variable --help lists is in the README's table.
 readme = (root / "README.md").read_text()
-cli_header = (root / "include" / "precision_probe" / "cli.hpp").read_text()
+cli_header = (root / "src" / "probe" / "cli" / "cli.hpp").read_text()
 for name in re.findall(r'\{"([A-Z_]+)", "', cli_header):
     check(f"`{name}" in readme, f"README.md does not list the environment variable {name}")
 

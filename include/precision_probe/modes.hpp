@@ -40,6 +40,9 @@ struct ComputeCapability {
   friend constexpr bool operator>=(ComputeCapability a, ComputeCapability b) { return !(a < b); }
 };
 
+// The marketing name of the architecture ("Hopper"), or "unknown".
+std::string architecture_name(ComputeCapability cc);
+
 // A LibTorch version, major.minor.
 struct Version {
   int major = 0;

@@ -6,16 +6,84 @@
 #include <utility>
 #include <vector>
 
-#include "precision_probe/arch.hpp"
-#include "precision_probe/cpu.hpp"
-#include "precision_probe/driver.hpp"
-#include "precision_probe/engine.hpp"
 #include "precision_probe/modes.hpp"
 #include "precision_probe/results.hpp"
 
 namespace precision_probe {
 
 inline constexpr int kSchemaVersion = 1;
+
+// --- The devices and the driver, as the report describes them ---------------------------------
+
+enum class DeviceKind { cpu, cuda };
+std::string_view to_string(DeviceKind kind);
+
+struct KernelCoverage {
+  bool covered = false;
+  std::string via;     // "sm_90" or "compute_80 (PTX, JIT-compiled by the driver at first use)"
+  std::string reason;  // why not covered; empty when covered
+};
+
+struct CpuInfo {
+  std::string model;         // "Intel(R) Xeon(R) Platinum 8480+"
+  std::string architecture;  // "x86_64", "aarch64"
+  int logical_cores = 0;
+  int physical_cores = 0;             // logical cores less SMT siblings ("cpu cores"/"siblings")
+  std::optional<double> mhz;          // the clock /proc/cpuinfo reports
+  std::vector<std::string> features;  // the ISA features that matter, as the kernel names them
+};
+
+// A process holding a GPU's memory, as NVML lists compute processes. In a container the PID may
+// be the host's; the name is read from /proc where that PID is visible.
+struct GpuProcess {
+  unsigned int pid = 0;
+  std::optional<std::uint64_t> used_bytes;
+  std::string name;
+};
+
+struct GpuInfo {
+  int index = -1;  // the visible index, what --device takes
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::optional<ComputeCapability> cc;
+  std::optional<int> sm_count;
+  std::optional<std::uint64_t> memory_total, memory_free, memory_used;
+  std::optional<bool> mig_enabled;
+  bool mig_instance = false;
+  std::optional<int> compute_mode;
+  std::optional<double> clock_ghz;    // maximum SM clock
+  std::vector<GpuProcess> processes;  // compute processes holding its memory (NVML)
+  std::string source;                 // "cuda+nvml", "cuda", "nvml"
+};
+std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"
+
+// Peer-to-peer access from one visible GPU to another (cuDeviceCanAccessPeer and its attributes).
+struct PeerLink {
+  int from = 0;
+  int to = 0;
+  bool access = false;
+  std::optional<int> performance_rank;  // lower is faster (NVLink ranks above PCIe)
+  bool native_atomics = false;
+};
+
+enum class DriverStatus { ok, not_found, init_failed, no_devices, hung, crashed };
+std::string_view to_string(DriverStatus status);
+
+struct DriverInfo {
+  DriverStatus status = DriverStatus::not_found;
+  std::string version;              // "580.159.04" (NVML, else /proc/driver/nvidia/version)
+  std::optional<int> cuda_version;  // highest CUDA version the driver supports, 13000
+  std::string message;              // one line: what was found or what went wrong
+  std::string libcuda_path;
+  bool nvml_loaded = false;
+  bool cuda_queried = false;  // cuInit ran (false under --quick when NVML answered)
+  std::optional<int> cu_init_result;
+  std::string cu_init_error_name;
+};
+
+// A CUDA version number as text: 13000 -> "13.0", 12040 -> "12.4".
+std::string cuda_version_text(int version);
 
 // A precision's measured throughput, set against fp32's and the datasheet's.
 struct BenchResult {
@@ -151,8 +219,6 @@ struct Report {
   std::string exit_reason;
   double duration_ms = 0.0;
 };
-
-ToolInfo this_tool();
 
 // Escapes control characters in every text of the report that came from outside the probe (a
 // driver's message, a library name given in the environment, a worker's stderr, /etc/os-release),

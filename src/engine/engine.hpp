@@ -14,7 +14,7 @@
 
 #include "precision_probe/modes.hpp"
 #include "precision_probe/results.hpp"
-#include "precision_probe/trace.hpp"
+#include "common/trace.hpp"
 
 #define PP_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||     \
@@ -81,7 +81,6 @@ struct PreparedSmoke {
 PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed);
 // Runs a prepared smoke test on the device and checks it against the reference.
 SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
-
 
 // Sets the float32 matmul precision for one check and restores it afterwards. Only the
 // string setter exists in every LibTorch from 1.13 to 2.11.

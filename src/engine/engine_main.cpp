@@ -18,10 +18,10 @@
 
 #include <ATen/Parallel.h>
 
-#include "early_context.hpp"
-#include "engine.hpp"
-#include "error_text.hpp"
-#include "precision_probe/protocol.hpp"
+#include "engine/device/early_context.hpp"
+#include "engine/engine.hpp"
+#include "engine/error_text.hpp"
+#include "common/protocol.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "early_context.hpp"
+#include "engine/device/early_context.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "precision_probe/process.hpp"
+#include "probe/platform/process.hpp"
 
 namespace pp = precision_probe;
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

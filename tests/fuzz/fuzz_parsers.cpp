@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "precision_probe/arch.hpp"
-#include "precision_probe/cli.hpp"
-#include "precision_probe/cpu.hpp"
-#include "precision_probe/driver.hpp"
+#include "common/arch.hpp"
+#include "probe/cli/cli.hpp"
+#include "probe/facts/cpu.hpp"
+#include "probe/driver/driver.hpp"
 #include "precision_probe/modes.hpp"
-#include "precision_probe/options.hpp"
-#include "precision_probe/protocol.hpp"
+#include "probe/cli/options.hpp"
+#include "common/protocol.hpp"
 
 namespace pp = precision_probe;
 

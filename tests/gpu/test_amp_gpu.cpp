@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
-#include "precision_probe/process.hpp"
+#include "probe/platform/process.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 #ifdef PP_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #endif
-#include "precision_probe/arch.hpp"
+#include "common/arch.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "precision_probe/process.hpp"
+#include "probe/platform/process.hpp"
 
 namespace precision_probe::testing {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "precision_probe/driver.hpp"
-#include "precision_probe/engine.hpp"
-#include "precision_probe/system.hpp"
+#include "probe/driver/driver.hpp"
+#include "probe/run/engine_client.hpp"
+#include "probe/platform/system.hpp"
 
 namespace precision_probe::testing {
 

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "precision_probe/arch.hpp"
-#include "precision_probe/strings.hpp"
+#include "common/arch.hpp"
+#include "common/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::ComputeCapability;

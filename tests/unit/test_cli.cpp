@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "precision_probe/cli.hpp"
-#include "precision_probe/exit_codes.hpp"
+#include "probe/cli/cli.hpp"
+#include "probe/verdicts/exit_codes.hpp"
 
 namespace pp = precision_probe;
 using Action = pp::CommandLine::Action;

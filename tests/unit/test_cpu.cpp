@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes.hpp"
-#include "precision_probe/cpu.hpp"
+#include "probe/facts/cpu.hpp"
 
 namespace pp = precision_probe;
 using pp::Hardware;

@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "fakes.hpp"
-#include "precision_probe/exit_codes.hpp"
-#include "precision_probe/probe.hpp"
+#include "probe/verdicts/exit_codes.hpp"
+#include "probe/run/probe.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;
@@ -279,7 +279,7 @@ TEST(Diagnostics, AReferenceBlasIsCalledOut) {
 
 // Every code the probe can emit has its section in docs/diagnostics.md.
 TEST(Diagnostics, EveryCodeIsDocumented) {
-  std::ifstream source(PP_SOURCE_DIR "/src/diagnostics.cpp");
+  std::ifstream source(PP_SOURCE_DIR "/src/probe/verdicts/diagnostics.cpp");
   std::ifstream docs(PP_SOURCE_DIR "/docs/diagnostics.md");
   ASSERT_TRUE(source && docs);
   const std::string code_text((std::istreambuf_iterator<char>(source)),

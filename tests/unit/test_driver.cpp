@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "fakes.hpp"
-#include "precision_probe/driver.hpp"
-#include "precision_probe/strings.hpp"
+#include "probe/driver/driver.hpp"
+#include "common/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::testing::driver_with;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "precision_probe/exit_codes.hpp"
-#include "precision_probe/gate.hpp"
+#include "probe/verdicts/exit_codes.hpp"
+#include "probe/verdicts/gate.hpp"
 
 namespace pp = precision_probe;
 using pp::ErrorKind;

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "binary.hpp"
-#include "precision_probe/output.hpp"
+#include "probe/outputs/output.hpp"
 
 namespace pp = precision_probe;
 using pp::testing::read_all;

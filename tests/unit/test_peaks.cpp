@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "fakes.hpp"
-#include "precision_probe/peaks.hpp"
-#include "precision_probe/verdict.hpp"
+#include "probe/verdicts/peaks.hpp"
+#include "probe/verdicts/verdict.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;

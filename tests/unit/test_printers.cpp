@@ -5,9 +5,10 @@
 
 #include "binary.hpp"
 #include "fakes.hpp"
-#include "precision_probe/printers.hpp"
+#include "probe/outputs/printers.hpp"
 #include "precision_probe/report_json.hpp"
-#include "precision_probe/strings.hpp"
+#include "common/strings.hpp"
+#include "probe/run/probe.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "fakes.hpp"
-#include "precision_probe/exit_codes.hpp"
-#include "precision_probe/probe.hpp"
+#include "probe/verdicts/exit_codes.hpp"
+#include "probe/run/probe.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "precision_probe/process.hpp"
+#include "probe/platform/process.hpp"
 
 namespace pp = precision_probe;
 using namespace std::chrono_literals;

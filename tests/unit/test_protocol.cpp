@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "fakes.hpp"
-#include "precision_probe/protocol.hpp"
+#include "common/protocol.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;

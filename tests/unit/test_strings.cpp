@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "precision_probe/strings.hpp"
+#include "common/strings.hpp"
 
 namespace pp = precision_probe;
 

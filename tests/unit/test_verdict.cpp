@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes.hpp"
-#include "precision_probe/verdict.hpp"
+#include "probe/verdicts/verdict.hpp"
 
 namespace pp = precision_probe;
 using pp::ErrorKind;

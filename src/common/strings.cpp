@@ -1,0 +1,161 @@
+#include "common/strings.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace precision_probe {
+
+std::string trim(std::string_view text) {
+  std::size_t begin = 0;
+  std::size_t end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin])) != 0) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1])) != 0) --end;
+  return std::string(text.substr(begin, end - begin));
+}
+
+std::string to_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t pos = text.find(separator, start);
+    if (pos == std::string_view::npos) {
+      parts.emplace_back(text.substr(start));
+      return parts;
+    }
+    parts.emplace_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::size_t offset = text[0] == '+' ? 1 : 0;
+  if (offset == text.size()) return std::nullopt;
+  std::int64_t value = 0;
+  const char* first = text.data() + offset;
+  const char* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  return value;
+}
+
+std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const bool starts_character = (c & 0xc0) != 0x80;  // not a UTF-8 continuation byte
+    if (starts_character && kept == max_chars) {
+      out += "...";
+      break;
+    }
+    if (starts_character) ++kept;
+    // C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8) act on terminals as ESC sequences do.
+    if (c == 0xc2 && i + 1 < text.size() &&
+        (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+      ++i;
+      continue;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string terminal_safe(std::string_view text) { return printable(text, text.size() + 1); }
+
+std::string printable_path(std::string_view path, std::size_t max_chars) {
+  std::size_t chars = 0;
+  for (char c : path) chars += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
+  if (chars <= max_chars || max_chars < 4) return printable(path, max_chars);
+  // Keep the last max_chars - 3 characters, cut at a character boundary.
+  std::size_t skip = chars - (max_chars - 3);
+  std::size_t i = 0;
+  for (; i < path.size() && skip > 0; ++i) {
+    if (i + 1 >= path.size() || (static_cast<unsigned char>(path[i + 1]) & 0xc0) != 0x80) --skip;
+  }
+  return "..." + printable(path.substr(i), max_chars);
+}
+
+std::size_t visible_width(std::string_view text) {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\033') {  // ESC [ ... m
+      while (i < text.size() && text[i] != 'm') ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) ++width;
+  }
+  return width;
+}
+
+std::vector<std::string> wrap(std::string_view text, std::size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (const std::string& word : split(text, ' ')) {
+    if (word.empty()) continue;
+    if (!line.empty() && visible_width(line) + 1 + visible_width(word) > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string error_string(int errnum) {
+  char buffer[256] = {};
+  // The GNU strerror_r returns the message (maybe not in `buffer`).
+  return ::strerror_r(errnum, buffer, sizeof buffer);
+}
+
+std::string format_uuid(const unsigned char (&b)[16], bool mig) {
+  return fmt::format(
+      "{}-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-"
+      "{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+      mig ? "MIG" : "GPU", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+      b[12], b[13], b[14], b[15]);
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,48 @@
+#pragma once
+// What a worker is asked (its plan) and what it answered, as plain values: the two ends of the
+// worker protocol (protocol.hpp), shared by the probe and the engine.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "precision_probe/report.hpp"
+
+namespace precision_probe {
+
+// What one worker is asked to do.
+struct WorkerPlan {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;                    // the visible GPU index in the report; -1 for the CPU
+  std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID); the
+                                     // worker sets it before it touches CUDA
+  std::vector<Mode> smoke;           // matmul precisions to smoke-test
+  std::vector<Mode> amp;             // mixed-precision training modes to run
+  std::uint64_t seed = 0;            // random inputs are drawn from this seed
+  bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
+  std::int64_t bench_size = 0;       // > 0: benchmark every smoke mode that passed, at this size
+  int collective_ranks = 0;          // > 0: this worker runs the NCCL all-reduce over that many
+                                     // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
+};
+
+// What one worker answered. A worker that died or ran out of time still yields a result: the
+// checks it did not finish are absent from `smoke` and `problem` says why.
+struct WorkerResult {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;
+  std::optional<StackInfo> stack;
+  std::string device_name;  // the device as LibTorch names it
+  std::string device_uuid;  // the GPU the worker ran on ("GPU-..."), when it said
+  std::map<Mode, SmokeOutcome> smoke;
+  std::map<Mode, AmpOutcome> amp;
+  std::map<Mode, BenchOutcome> bench;
+  std::vector<CollectiveOutcome> collectives;
+  std::string nccl_version;
+  bool finished = false;                // the worker said "done"
+  ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
+  std::string problem_message;
+};
+
+}  // namespace precision_probe

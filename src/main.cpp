@@ -1,3 +1,0 @@
-#include "precision_probe/app.hpp"
-
-int main(int argc, char** argv) { return precision_probe::main_entry(argc, argv); }

@@ -1,0 +1,44 @@
+#pragma once
+// The command line: argv -> Options. CLI11 stays behind this header.
+
+#include <array>
+#include <string>
+
+#include "probe/cli/options.hpp"
+
+namespace precision_probe {
+
+struct CommandLine {
+  enum class Action { run, help, version, usage_error };
+  Action action = Action::run;
+  Options options;
+  std::string text;             // the help or version text, or the usage error (one line)
+  bool json_requested = false;  // --format json was asked for, even if parsing failed later
+  bool quiet = false;           // -q was given, even if parsing failed later
+};
+
+CommandLine parse_command_line(int argc, const char* const* argv);
+
+// "precision-probe 0.1.0 (LibTorch 2.11.0, CUDA 13.0)"
+std::string version_text();
+
+// The environment variables the probe reads, for --help (README.md lists the same).
+struct EnvironmentVariable {
+  const char* name;
+  const char* effect;
+};
+inline constexpr std::array<EnvironmentVariable, 9> kEnvironmentVariables = {{
+    {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
+    {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
+    {"NO_COLOR", "no colour in the text report"},
+    {"TERM", "'dumb': no colour"},
+    {"PRECISION_PROBE_TRACE",
+     "1: print when each start-up phase ended, on stderr (0 or empty: off)"},
+    {"PRECISION_PROBE_EARLY_CONTEXT",
+     "0: a GPU worker makes its CUDA context after LibTorch loads"},
+    {"PRECISION_PROBE_ENGINE", "the engine executable to use instead of the installed one"},
+    {"PRECISION_PROBE_LIBCUDA", "another name or path for libcuda.so.1"},
+    {"PRECISION_PROBE_LIBNVML", "another name or path for libnvidia-ml.so.1"},
+}};
+
+}  // namespace precision_probe

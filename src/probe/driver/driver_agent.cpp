@@ -1,0 +1,136 @@
+// The driver agent (driver_agent.hpp): the probe's driver queries, each in a child process.
+
+#include "probe/driver/driver_agent.hpp"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "probe/outputs/output.hpp"
+#include "probe/platform/process.hpp"
+#include "common/strings.hpp"
+#include "probe/platform/system.hpp"
+#include "common/trace.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+constexpr const char* kParentVariable = "PRECISION_PROBE_PARENT";
+
+// Runs the agent for `which` and reads its answer; a fault when it did not give one.
+struct AgentAnswer {
+  QueryFault fault = QueryFault::none;
+  std::string message;  // the fault, in a line
+  std::string text;     // the snapshot's JSON
+};
+
+AgentAnswer ask_agent(const std::string& self, const std::string& which, const std::string& what,
+                      std::chrono::milliseconds timeout) {
+  AgentAnswer answer;
+  const ProcessOutput out = run_process(
+      {self, std::string(kDriverAgentFlag), which},
+      environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}), "",
+      timeout);
+  const std::string seconds = fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
+  if (out.timed_out) {
+    answer.fault = QueryFault::hung;
+    answer.message = fmt::format("{} did not answer within {} (--check-timeout): the driver hangs",
+                                 what, seconds);
+  } else if (out.interrupted) {
+    answer.fault = QueryFault::hung;
+    answer.message = fmt::format("{} had not answered when the run was interrupted", what);
+  } else if (!out.start_error.empty()) {
+    answer.fault = QueryFault::crashed;
+    answer.message = "the driver query could not be started: " + out.start_error;
+  } else if (out.term_signal != 0) {
+    answer.fault = QueryFault::crashed;
+    answer.message = fmt::format("{} crashed the process that called it ({})", what,
+                                 signal_name(out.term_signal));
+  } else if (out.exit_code != 0) {
+    answer.fault = QueryFault::crashed;
+    answer.message =
+        fmt::format("the process that called {} exited with code {}{}", what, out.exit_code,
+                    out.err.empty() ? "" : ": " + printable(out.err, 160));
+  }
+  answer.text = out.out;
+  return answer;
+}
+
+class ContainedDriver final : public DriverApi {
+ public:
+  ContainedDriver(std::string self, std::chrono::milliseconds timeout)
+      : self_(std::move(self)), timeout_(timeout) {}
+
+  NvmlSnapshot query_nvml() override {
+    NvmlSnapshot snapshot;
+    AgentAnswer answer =
+        ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", timeout_);
+    std::string error;
+    if (answer.fault == QueryFault::none && !decode_nvml_snapshot(answer.text, snapshot, error)) {
+      snapshot = NvmlSnapshot{};
+      answer.fault = QueryFault::crashed;
+      answer.message = "the NVML query answered garbage (" + printable(error, 120) + ")";
+    }
+    snapshot.fault = answer.fault;
+    snapshot.fault_message = answer.message;
+    trace("NVML answered (driver agent)");
+    return snapshot;
+  }
+
+  CudaSnapshot query_cuda() override {
+    CudaSnapshot snapshot;
+    AgentAnswer answer =
+        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", timeout_);
+    std::string error;
+    if (answer.fault == QueryFault::none && !decode_cuda_snapshot(answer.text, snapshot, error)) {
+      snapshot = CudaSnapshot{};
+      answer.fault = QueryFault::crashed;
+      answer.message = "the CUDA query answered garbage (" + printable(error, 120) + ")";
+    }
+    snapshot.fault = answer.fault;
+    snapshot.fault_message = answer.message;
+    if (snapshot.fault != QueryFault::none) snapshot.loaded = true;  // it was there to hang
+    return snapshot;
+  }
+
+ private:
+  std::string self_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<DriverApi> make_contained_driver(const System& /*system*/, std::string self_exe,
+                                                 std::chrono::milliseconds timeout) {
+  return std::make_unique<ContainedDriver>(std::move(self_exe), timeout);
+}
+
+int run_driver_agent(std::string_view which) {
+  // Ends with the probe, even when the probe is killed; and not at all if it is already gone.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const auto system = make_real_system();
+  const std::string parent = system->getenv(kParentVariable).value_or("");
+  if (!parent.empty() && parent != std::to_string(::getppid())) return 1;
+  const auto driver = make_system_driver(*system);
+  std::string text;
+  if (which == "nvml") {
+    text = encode_nvml_snapshot(driver->query_nvml());
+  } else if (which == "cuda") {
+    text = encode_cuda_snapshot(driver->query_cuda());
+  } else {
+    std::fprintf(stderr, "precision-probe: --driver-agent takes nvml or cuda\n");
+    return 2;
+  }
+  text += '\n';
+  const std::string problem = write_all(STDOUT_FILENO, text);
+  // Leave without unloading the driver (an initialised libcuda does not like being unloaded).
+  std::_Exit(problem.empty() ? 0 : 6);
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,33 @@
+#pragma once
+// The driver is the least trusted component: an NVML or CUDA call can hang (a GPU fallen off the
+// bus) or crash (a broken driver library) exactly when a probe is run. So the probe never calls it
+// in its own process: each query runs in a short-lived child, the probe's own executable started
+// as `precision-probe --driver-agent nvml|cuda`, which prints the snapshot as JSON and exits. The
+// probe waits for it within the run's deadlines and its signals; a child that does not answer in
+// time is killed and the query reported as hung, one that dies as crashed. Later telemetry (NVML
+// during long runs) goes through the same agent.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "probe/driver/driver.hpp"
+
+namespace precision_probe {
+
+class System;
+
+// The argument that makes the probe's executable a driver agent.
+inline constexpr std::string_view kDriverAgentFlag = "--driver-agent";
+
+// The probe's driver: each query in a child (`self_exe` is the probe's own executable), killed
+// after `timeout` or when an interrupt arrives.
+std::unique_ptr<DriverApi> make_contained_driver(const System& system, std::string self_exe,
+                                                 std::chrono::milliseconds timeout);
+
+// The child's side: queries `which` ("nvml" or "cuda") in this process, prints the snapshot, and
+// returns the exit code. It ends with its parent (PR_SET_PDEATHSIG).
+int run_driver_agent(std::string_view which);
+
+}  // namespace precision_probe

@@ -1,0 +1,380 @@
+// The real driver: NVML and the CUDA driver API loaded with dlopen. Only the handful of entry
+// points the probe needs are declared here; their ABI has been stable for many driver
+// generations. Where the CUDA toolkit's headers are present the constants are checked against them.
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "probe/driver/driver.hpp"
+#include "common/strings.hpp"
+#include "probe/platform/system.hpp"
+
+#if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)
+#include <cuda.h>
+static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == 16);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE == 20);
+static_assert(CU_DEVICE_ATTRIBUTE_CLOCK_RATE == 13);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
+static_assert(CUDA_ERROR_NO_DEVICE == 100);
+static_assert(CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK == 1);
+static_assert(CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED == 3);
+static_assert(sizeof(CUuuid) == 16);
+#endif
+
+namespace precision_probe {
+namespace {
+
+// --- CUDA driver API -------------------------------------------------------------------------
+using CUresult = int;
+using CUdevice = int;
+struct CuUuid {
+  unsigned char bytes[16];
+};
+constexpr int kAttrMultiprocessorCount = 16;
+constexpr int kAttrComputeMode = 20;
+constexpr int kAttrClockRate = 13;  // kHz
+constexpr int kAttrCcMajor = 75;
+constexpr int kAttrCcMinor = 76;
+
+using cuInit_t = CUresult (*)(unsigned int);
+using cuDriverGetVersion_t = CUresult (*)(int*);
+using cuDeviceGetCount_t = CUresult (*)(int*);
+using cuDeviceGet_t = CUresult (*)(CUdevice*, int);
+using cuDeviceGetName_t = CUresult (*)(char*, int, CUdevice);
+using cuDeviceGetUuid_t = CUresult (*)(CuUuid*, CUdevice);
+using cuDeviceGetAttribute_t = CUresult (*)(int*, int, CUdevice);
+using cuDeviceTotalMem_t = CUresult (*)(std::size_t*, CUdevice);
+using cuDeviceGetPCIBusId_t = CUresult (*)(char*, int, CUdevice);
+using cuGetErrorName_t = CUresult (*)(CUresult, const char**);
+using cuDeviceCanAccessPeer_t = CUresult (*)(int*, CUdevice, CUdevice);
+using cuDeviceGetP2PAttribute_t = CUresult (*)(int*, int, CUdevice, CUdevice);
+constexpr int kP2PPerformanceRank = 1;
+constexpr int kP2PNativeAtomics = 3;
+using cuGetErrorString_t = CUresult (*)(CUresult, const char**);
+
+// --- NVML --------------------------------------------------------------------------------------
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct NvmlPciInfo {  // nvmlPciInfo_t (v3)
+  char bus_id_legacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;
+  unsigned int pci_subsystem_id;
+  char bus_id[32];
+};
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+
+using nvmlInit_t = nvmlReturn_t (*)();
+using nvmlShutdown_t = nvmlReturn_t (*)();
+using nvmlErrorString_t = const char* (*)(nvmlReturn_t);
+using nvmlSystemGetDriverVersion_t = nvmlReturn_t (*)(char*, unsigned int);
+using nvmlSystemGetCudaDriverVersion_t = nvmlReturn_t (*)(int*);
+using nvmlDeviceGetCount_t = nvmlReturn_t (*)(unsigned int*);
+using nvmlDeviceGetHandleByIndex_t = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
+using nvmlDeviceGetString_t = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
+using nvmlDeviceGetPciInfo_t = nvmlReturn_t (*)(nvmlDevice_t, NvmlPciInfo*);
+using nvmlDeviceGetCudaComputeCapability_t = nvmlReturn_t (*)(nvmlDevice_t, int*, int*);
+using nvmlDeviceGetMemoryInfo_t = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
+using nvmlDeviceGetMigMode_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
+using nvmlDeviceGetComputeMode_t = nvmlReturn_t (*)(nvmlDevice_t, int*);
+using nvmlDeviceGetMaxClockInfo_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+struct NvmlProcessInfoV2 {  // nvmlProcessInfo_v2_t, taken by the _v2 and _v3 entry points
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+using nvmlDeviceGetComputeRunningProcesses_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*,
+                                                                NvmlProcessInfoV2*);
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+constexpr int kNvmlClockSm = 1;
+
+// A dlopen'ed library, closed on destruction unless released.
+class Library {
+ public:
+  explicit Library(const std::string& name) {
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) {
+      const char* err = dlerror();  // NOLINT(concurrency-mt-unsafe): glibc keeps it per thread
+      error_ = err != nullptr ? err : ("cannot open " + name);
+    }
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library() {
+    if (handle_ != nullptr && !keep_loaded_) dlclose(handle_);
+  }
+  // Leaves the library loaded when this object goes: an initialised driver must not be unloaded.
+  void keep_loaded() { keep_loaded_ = true; }
+  bool loaded() const { return handle_ != nullptr; }
+  const std::string& error() const { return error_; }
+
+  template <typename Fn>
+  Fn get(const char* name) const {
+    return handle_ != nullptr ? reinterpret_cast<Fn>(dlsym(handle_, name)) : nullptr;
+  }
+  template <typename Fn>
+  Fn get_any(std::initializer_list<const char*> names) const {
+    for (const char* name : names) {
+      if (auto fn = get<Fn>(name)) return fn;
+    }
+    return nullptr;
+  }
+  // The file the loader actually picked (through a symbol's address).
+  std::string path_of(const char* symbol) const {
+    Dl_info info{};
+    void* address = handle_ != nullptr ? dlsym(handle_, symbol) : nullptr;
+    if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) {
+      return info.dli_fname;
+    }
+    return "";
+  }
+
+ private:
+  void* handle_ = nullptr;
+  std::string error_;
+  bool keep_loaded_ = false;
+};
+
+// The compute processes on a device (at most 64 are listed).
+std::vector<GpuProcess> compute_processes(nvmlDeviceGetComputeRunningProcesses_t get,
+                                          nvmlDevice_t dev) {
+  std::vector<GpuProcess> out;
+  std::array<NvmlProcessInfoV2, 64> infos{};
+  unsigned int count = infos.size();
+  if (get(dev, &count, infos.data()) != kNvmlSuccess) return out;
+  for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
+    GpuProcess p;
+    p.pid = infos[i].pid;
+    if (infos[i].used_gpu_memory != kNvmlValueNotAvailable) p.used_bytes = infos[i].used_gpu_memory;
+    out.push_back(p);
+  }
+  return out;
+}
+
+class SystemDriver final : public DriverApi {
+ public:
+  SystemDriver(std::string nvml_name, std::string cuda_name)
+      : nvml_name_(std::move(nvml_name)), cuda_name_(std::move(cuda_name)) {}
+  SystemDriver(const SystemDriver&) = delete;
+  SystemDriver& operator=(const SystemDriver&) = delete;
+  ~SystemDriver() override = default;
+
+  NvmlSnapshot query_nvml() override {
+    NvmlSnapshot snap;
+    Library lib(nvml_name_);
+    snap.loaded = lib.loaded();
+    if (!snap.loaded) {
+      snap.load_error = lib.error();
+      return snap;
+    }
+    auto init = lib.get_any<nvmlInit_t>({"nvmlInit_v2", "nvmlInit"});
+    auto shutdown = lib.get<nvmlShutdown_t>("nvmlShutdown");
+    auto error_string = lib.get<nvmlErrorString_t>("nvmlErrorString");
+    if (init == nullptr) {
+      snap.loaded = false;
+      snap.load_error = nvml_name_ + " has no nvmlInit_v2";
+      return snap;
+    }
+    snap.init_result = init();
+    if (snap.init_result != kNvmlSuccess) {
+      snap.init_error = error_string != nullptr ? error_string(snap.init_result) : "unknown error";
+      return snap;
+    }
+    char buffer[96] = {};
+    if (auto fn = lib.get<nvmlSystemGetDriverVersion_t>("nvmlSystemGetDriverVersion");
+        fn != nullptr && fn(buffer, sizeof buffer) == kNvmlSuccess) {
+      snap.driver_version = buffer;
+    }
+    int cuda_version = 0;
+    if (auto fn = lib.get_any<nvmlSystemGetCudaDriverVersion_t>(
+            {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+        fn != nullptr && fn(&cuda_version) == kNvmlSuccess) {
+      snap.cuda_version = cuda_version;
+    }
+    auto get_count =
+        lib.get_any<nvmlDeviceGetCount_t>({"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+    auto get_handle = lib.get_any<nvmlDeviceGetHandleByIndex_t>(
+        {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+    auto get_name = lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetName");
+    auto get_uuid = lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetUUID");
+    auto get_pci =
+        lib.get_any<nvmlDeviceGetPciInfo_t>({"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
+    auto get_cc =
+        lib.get<nvmlDeviceGetCudaComputeCapability_t>("nvmlDeviceGetCudaComputeCapability");
+    auto get_mem = lib.get<nvmlDeviceGetMemoryInfo_t>("nvmlDeviceGetMemoryInfo");
+    auto get_mig = lib.get<nvmlDeviceGetMigMode_t>("nvmlDeviceGetMigMode");
+    auto get_mode = lib.get<nvmlDeviceGetComputeMode_t>("nvmlDeviceGetComputeMode");
+    auto get_clock = lib.get<nvmlDeviceGetMaxClockInfo_t>("nvmlDeviceGetMaxClockInfo");
+    auto get_processes = lib.get_any<nvmlDeviceGetComputeRunningProcesses_t>(
+        {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+    unsigned int count = 0;
+    if (get_count != nullptr && get_handle != nullptr && get_count(&count) == kNvmlSuccess) {
+      for (unsigned int i = 0; i < count && i < 1024; ++i) {
+        nvmlDevice_t dev = nullptr;
+        if (get_handle(i, &dev) != kNvmlSuccess) continue;
+        NvmlDevice d;
+        char text[128] = {};
+        if (get_name != nullptr && get_name(dev, text, sizeof text) == kNvmlSuccess) d.name = text;
+        std::memset(text, 0, sizeof text);
+        if (get_uuid != nullptr && get_uuid(dev, text, sizeof text) == kNvmlSuccess) d.uuid = text;
+        // Room to spare in case a newer driver writes a larger structure.
+        alignas(NvmlPciInfo) unsigned char pci_storage[sizeof(NvmlPciInfo) + 256] = {};
+        auto* pci = reinterpret_cast<NvmlPciInfo*>(pci_storage);
+        if (get_pci != nullptr && get_pci(dev, pci) == kNvmlSuccess) {
+          pci->bus_id[sizeof pci->bus_id - 1] = '\0';
+          d.pci_bus_id = pci->bus_id;
+        }
+        int major = 0;
+        int minor = 0;
+        if (get_cc != nullptr && get_cc(dev, &major, &minor) == kNvmlSuccess) {
+          d.cc = ComputeCapability{major, minor};
+        }
+        NvmlMemory mem{};
+        if (get_mem != nullptr && get_mem(dev, &mem) == kNvmlSuccess) {
+          d.memory_total = mem.total;
+          d.memory_free = mem.free;
+          d.memory_used = mem.used;
+        }
+        unsigned int current = 0;
+        unsigned int pending = 0;
+        if (get_mig != nullptr && get_mig(dev, &current, &pending) == kNvmlSuccess) {
+          d.mig_enabled = current == 1;
+        }
+        int mode = 0;
+        if (get_mode != nullptr && get_mode(dev, &mode) == kNvmlSuccess) d.compute_mode = mode;
+        unsigned int mhz = 0;
+        if (get_clock != nullptr && get_clock(dev, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
+          d.max_clock_ghz = mhz / 1000.0;
+        }
+        if (get_processes != nullptr) d.processes = compute_processes(get_processes, dev);
+        snap.devices.push_back(std::move(d));
+      }
+    }
+    if (shutdown != nullptr) shutdown();
+    return snap;
+  }
+
+  CudaSnapshot query_cuda() override {
+    CudaSnapshot snap;
+    if (!cuda_) cuda_ = std::make_unique<Library>(cuda_name_);
+    const Library* lib = cuda_.get();
+    snap.loaded = lib->loaded();
+    if (!snap.loaded) {
+      snap.load_error = lib->error();
+      return snap;
+    }
+    snap.library = lib->path_of("cuInit");
+    auto init = lib->get<cuInit_t>("cuInit");
+    auto error_name = lib->get<cuGetErrorName_t>("cuGetErrorName");
+    auto error_string = lib->get<cuGetErrorString_t>("cuGetErrorString");
+    if (init == nullptr) {
+      snap.loaded = false;
+      snap.load_error = cuda_name_ + " has no cuInit";
+      return snap;
+    }
+    int version = 0;
+    if (auto fn = lib->get<cuDriverGetVersion_t>("cuDriverGetVersion");
+        fn != nullptr && fn(&version) == 0) {
+      snap.driver_cuda_version = version;
+    }
+    cuda_->keep_loaded();  // cuInit is about to run: unloading an initialised driver is unsafe
+    snap.init_result = init(0);
+    if (snap.init_result != 0) {
+      const char* text = nullptr;
+      snap.init_error_name =
+          (error_name != nullptr && error_name(snap.init_result, &text) == 0 && text)
+              ? text
+              : fmt::format("CUresult {}", snap.init_result);
+      text = nullptr;
+      snap.init_error_string =
+          (error_string != nullptr && error_string(snap.init_result, &text) == 0 && text) ? text
+                                                                                          : "";
+      return snap;
+    }
+    auto get_count = lib->get<cuDeviceGetCount_t>("cuDeviceGetCount");
+    auto get = lib->get<cuDeviceGet_t>("cuDeviceGet");
+    auto get_name = lib->get<cuDeviceGetName_t>("cuDeviceGetName");
+    auto get_uuid = lib->get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
+    auto get_attr = lib->get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute");
+    auto total_mem = lib->get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
+    auto bus_id = lib->get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId");
+    int count = 0;
+    if (get_count == nullptr || get == nullptr || get_count(&count) != 0) return snap;
+    for (int i = 0; i < count && i < 1024; ++i) {
+      CUdevice dev = 0;
+      if (get(&dev, i) != 0) continue;
+      CudaDevice d;
+      char text[256] = {};
+      if (get_name != nullptr && get_name(text, sizeof text - 1, dev) == 0) d.name = text;
+      CuUuid uuid{};
+      if (get_uuid != nullptr && get_uuid(&uuid, dev) == 0) {
+        d.uuid = format_uuid(uuid.bytes, d.name.find(" MIG ") != std::string::npos);
+      }
+      auto attr = [&](int which) -> std::optional<int> {
+        int value = 0;
+        if (get_attr != nullptr && get_attr(&value, which, dev) == 0) return value;
+        return std::nullopt;
+      };
+      const auto major = attr(kAttrCcMajor);
+      const auto minor = attr(kAttrCcMinor);
+      if (major && minor) d.cc = ComputeCapability{*major, *minor};
+      d.sm_count = attr(kAttrMultiprocessorCount);
+      d.compute_mode = attr(kAttrComputeMode);
+      if (const auto khz = attr(kAttrClockRate); khz && *khz > 0) d.clock_ghz = *khz / 1e6;
+      std::size_t bytes = 0;
+      if (total_mem != nullptr && total_mem(&bytes, dev) == 0) d.memory_total = bytes;
+      std::memset(text, 0, sizeof text);
+      if (bus_id != nullptr && bus_id(text, 64, dev) == 0) d.pci_bus_id = text;
+      snap.devices.push_back(std::move(d));
+    }
+    auto can_access = lib->get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
+    auto p2p_attr = lib->get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
+    const int n = static_cast<int>(snap.devices.size());
+    for (int i = 0; i < n && can_access != nullptr; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        PeerLink link;
+        link.from = i;
+        link.to = j;
+        int value = 0;
+        link.access = can_access(&value, i, j) == 0 && value != 0;
+        if (p2p_attr != nullptr && p2p_attr(&value, kP2PPerformanceRank, i, j) == 0) {
+          link.performance_rank = value;
+        }
+        link.native_atomics =
+            p2p_attr != nullptr && p2p_attr(&value, kP2PNativeAtomics, i, j) == 0 && value != 0;
+        snap.peers.push_back(link);
+      }
+    }
+    return snap;
+  }
+
+ private:
+  std::string nvml_name_;
+  std::string cuda_name_;
+  std::unique_ptr<Library> cuda_;
+};
+
+}  // namespace
+
+std::unique_ptr<DriverApi> make_system_driver(const System& system) {
+  return std::make_unique<SystemDriver>(
+      system.getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1"),
+      system.getenv("PRECISION_PROBE_LIBCUDA").value_or("libcuda.so.1"));
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,126 @@
+#include "probe/facts/cpu.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "common/strings.hpp"
+
+namespace precision_probe {
+
+const std::vector<std::string>& relevant_cpu_features() {
+  static const std::vector<std::string> features = {
+      // x86
+      "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+      "amx_fp16",
+      // Arm
+      "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2", "svebf16", "sme", "sme2"};
+  return features;
+}
+
+namespace {
+
+bool is_arm(std::string_view machine) {
+  return machine == "aarch64" || machine == "arm64" || starts_with(machine, "armv");
+}
+
+}  // namespace
+
+CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
+  CpuInfo cpu;
+  cpu.architecture = std::string(machine);
+  std::vector<std::string> flags;
+  std::string implementer;
+  std::string part;
+  int cores_per_package = 0;
+  int siblings = 0;
+  for (const std::string& line : split(cpuinfo_text, '\n')) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = to_lower(trim(std::string_view(line).substr(0, colon)));
+    const std::string value = trim(std::string_view(line).substr(colon + 1));
+    if (key == "processor") {
+      ++cpu.logical_cores;
+    } else if ((key == "model name" || key == "hardware" || key == "model") && cpu.model.empty() &&
+               !value.empty() && !parse_int(value)) {
+      cpu.model = value;
+    } else if ((key == "flags" || key == "features") && flags.empty()) {
+      for (const std::string& flag : split(value, ' ')) {
+        if (!flag.empty()) flags.push_back(to_lower(flag));
+      }
+    } else if (key == "cpu mhz" && !cpu.mhz) {
+      try {
+        const double mhz = std::stod(value);
+        if (mhz > 0.0 && mhz < 100000.0) cpu.mhz = mhz;
+      } catch (const std::exception&) {
+        // not a number: no clock
+      }
+    } else if (key == "cpu cores" && cores_per_package == 0) {
+      cores_per_package = static_cast<int>(parse_int(value).value_or(0));
+    } else if (key == "siblings" && siblings == 0) {
+      siblings = static_cast<int>(parse_int(value).value_or(0));
+    } else if (key == "cpu implementer" && implementer.empty()) {
+      implementer = value;
+    } else if (key == "cpu part" && part.empty()) {
+      part = value;
+    }
+  }
+  if (cpu.model.empty() && !implementer.empty()) {
+    cpu.model = "Arm CPU (implementer " + implementer + ", part " + part + ")";
+  }
+  if (cpu.model.empty()) cpu.model = "unknown CPU";
+  cpu.physical_cores = cpu.logical_cores;
+  if (cores_per_package > 0 && siblings >= cores_per_package && siblings <= 1024) {
+    cpu.physical_cores = std::max(1, cpu.logical_cores * cores_per_package / siblings);
+  }
+  for (const std::string& wanted : relevant_cpu_features()) {
+    if (std::find(flags.begin(), flags.end(), wanted) != flags.end()) {
+      cpu.features.push_back(wanted);
+    }
+  }
+  return cpu;
+}
+
+int cpu_fp32_flops_per_cycle(const CpuInfo& cpu) {
+  if (is_arm(cpu.architecture)) return 16;
+  if (has_feature(cpu, "avx512f")) return 64;
+  if (has_feature(cpu, "avx2") && has_feature(cpu, "fma")) return 32;
+  return 16;
+}
+
+std::optional<double> cpu_fp32_peak_gflops(const CpuInfo& cpu) {
+  if (!cpu.mhz || cpu.physical_cores <= 0) return std::nullopt;
+  return cpu.physical_cores * (*cpu.mhz / 1000.0) * cpu_fp32_flops_per_cycle(cpu);
+}
+
+bool has_feature(const CpuInfo& cpu, std::string_view feature) {
+  return std::find(cpu.features.begin(), cpu.features.end(), feature) != cpu.features.end();
+}
+
+HardwareVerdict cpu_hardware_support(const CpuInfo& cpu, Mode mode) {
+  const bool arm = is_arm(cpu.architecture);
+  const bool fp16_isa = arm ? (has_feature(cpu, "asimdhp") || has_feature(cpu, "fphp"))
+                            : (has_feature(cpu, "avx512_fp16") || has_feature(cpu, "amx_fp16"));
+  const bool bf16_isa = arm ? has_feature(cpu, "bf16")
+                            : (has_feature(cpu, "avx512_bf16") || has_feature(cpu, "amx_bf16"));
+  const std::string fp16_names = arm ? "FP16 arithmetic (asimdhp)" : "AVX512-FP16 or AMX-FP16";
+  const std::string bf16_names = arm ? "BF16 instructions (bf16)" : "AVX512-BF16 or AMX-BF16";
+  const ModeInfo& info = mode_info(mode);
+  switch (info.cpu) {
+    case CpuNeeds::nothing: return {Hardware::native, ""};
+    case CpuNeeds::unavailable: return {Hardware::unsupported, std::string(info.cpu_why)};
+    case CpuNeeds::fp16_isa:
+      if (fp16_isa) return {Hardware::native, ""};
+      return {Hardware::emulated, "no " + fp16_names +
+                                      ": LibTorch converts FP16 to FP32 for the arithmetic, "
+                                      "slower than FP32"};
+    case CpuNeeds::bf16_isa:
+      if (bf16_isa) return {Hardware::native, ""};
+      return {Hardware::emulated, "no " + bf16_names +
+                                      ": LibTorch converts BF16 to FP32 for the arithmetic, "
+                                      "slower than FP32"};
+  }
+  return {Hardware::unsupported, "unknown mode"};
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,117 @@
+// Markdown for CI job summaries ($GITHUB_STEP_SUMMARY, GitLab notes): the verdict first, one table
+// of devices by precision, then requirements and diagnostics.
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "probe/outputs/printers.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+std::string cell_text(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string_view mark(Status s) {
+  switch (s) {
+    case Status::native: return "✅";
+    case Status::emulated: return "⚠️";
+    case Status::unsupported: return "➖";
+    case Status::failed: return "❌";
+    case Status::not_tested: return "⏭️";
+  }
+  return "";
+}
+
+class MarkdownPrinter final : public Printer {
+  void do_print(const Report& r, std::ostream& out) const override {
+    if (!has_findings(r)) {
+      out << fmt::format("## precision-probe: ❌ {} error (exit {})\n\n", to_string(r.error->kind),
+                         r.exit_code)
+          << cell_text(r.error->message) << "\n";
+      return;
+    }
+    out << fmt::format("## precision-probe: {} exit {}\n\n", r.exit_code == 0 ? "✅" : "❌",
+                       r.exit_code);
+    out << cell_text(r.exit_reason) << "\n\n";
+    out << fmt::format("`{}` · {} · LibTorch {}{} · driver {}\n\n", cell_text(r.host.hostname),
+                       cell_text(r.host.os), cell_text(r.stack.libtorch_version),
+                       r.stack.cuda_built ? " (CUDA " + r.stack.cuda_version + ")" : " (CPU only)",
+                       r.driver.status == DriverStatus::ok
+                           ? r.driver.version
+                           : std::string(to_string(r.driver.status)));
+    out << "| device |";
+    for (Mode m : all_modes()) out << ' ' << mode_key(m) << " |";
+    out << " recommendation |\n|---|";
+    for (std::size_t i = 0; i < all_modes().size(); ++i) out << "---|";
+    out << "---|\n";
+    for (const DeviceReport& d : r.devices) {
+      std::string name = d.label() + " " + d.name;
+      if (d.gpu && d.gpu->cc) name += " (cc " + d.gpu->cc->to_string() + ")";
+      if (!d.selected) name += " · not gated";
+      out << "| " << cell_text(name) << " |";
+      for (Mode m : all_modes()) {
+        const PrecisionResult* p = d.find(m);
+        if (p == nullptr) {
+          out << " |";
+          continue;
+        }
+        out << ' ' << mark(p->status) << ' ' << to_string(p->status);
+        if (p->bench && p->bench->outcome.tflops)
+          out << fmt::format(" · {:.4g} TF/s", *p->bench->outcome.tflops);
+        out << " |";
+      }
+      out << ' ' << d.recommendation.dtype
+          << (d.recommendation.loss_scaling ? " + loss scaling" : "") << " |\n";
+    }
+    if (!r.requirements.empty()) {
+      out << "\n### Requirements\n\n| mode | device | met | status | reason "
+             "|\n|---|---|---|---|---|\n";
+      for (const RequirementResult& q : r.requirements) {
+        out << fmt::format("| {} | {} | {} | {} | {} |\n", mode_key(q.mode), cell_text(q.device),
+                           q.met ? "✅" : "❌", to_string(q.status), cell_text(q.reason));
+      }
+    }
+    // Reasons for everything that is not native, once per device and mode.
+    bool notes = false;
+    for (const DeviceReport& d : r.devices) {
+      for (const auto& [mode, p] : d.precisions) {
+        if (p.status == Status::native || p.reason.empty() || !d.selected) continue;
+        if (!notes) out << "\n### Why not native\n\n";
+        notes = true;
+        out << fmt::format("- **{} {}** ({}): {}\n", d.label(), mode_key(mode), to_string(p.status),
+                           cell_text(p.reason));
+      }
+    }
+    if (!r.diagnostics.empty()) {
+      out << "\n### Diagnostics\n\n";
+      for (const Diagnostic& dg : r.diagnostics) {
+        out << fmt::format("- **{}** `{}`: {}", to_string(dg.severity), dg.code,
+                           cell_text(dg.message));
+        if (!dg.hint.empty()) out << " — fix: " << cell_text(dg.hint);
+        out << '\n';
+      }
+    }
+    out << fmt::format("\n<sub>precision-probe {} · {:.2f} s · seed {}</sub>\n", r.tool.version,
+                       r.duration_ms / 1000.0, r.run.seed);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Printer> make_markdown_printer() { return std::make_unique<MarkdownPrinter>(); }
+
+}  // namespace precision_probe

@@ -1,0 +1,570 @@
+// Delivering reports (output.hpp): classify every target before the run, then write them so that
+// regular files are replaced all together or not at all and nothing that is not a regular file is
+// ever replaced.
+
+#include "probe/outputs/output.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/strings.hpp"
+
+namespace precision_probe {
+
+// --- Temporary names that exist right now, for the signal handlers -----------------------------
+
+namespace {
+
+// A name in a directory: the directory's descriptor and a short name (".pp-" and 12 hex digits),
+// so that a signal handler can remove it with unlinkat() whatever the length of the path.
+struct PendingName {
+  int dir_fd = -1;
+  std::array<char, 32> name{};
+};
+
+constexpr int kMaxPending = 2 * static_cast<int>(kMaxOutputs) + 8;
+std::array<PendingName, kMaxPending> g_pending{};
+std::array<std::atomic<int>, kMaxPending> g_pending_used{};  // 0 free, 2 being set, 1 live
+
+// Registers a name before it is created; returns its slot (-1 when none is free: the name is then
+// removed only by the normal paths).
+int register_pending(int dir_fd, const std::string& name) {
+  if (name.size() >= g_pending[0].name.size()) return -1;
+  for (int i = 0; i < kMaxPending; ++i) {
+    int expected = 0;
+    if (g_pending_used[i].compare_exchange_strong(expected, 2)) {
+      g_pending[i].dir_fd = dir_fd;
+      std::memcpy(g_pending[i].name.data(), name.c_str(), name.size() + 1);
+      g_pending_used[i].store(1);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unregister_pending(int& slot) {
+  if (slot >= 0) g_pending_used[slot].store(0);
+  slot = -1;
+}
+
+}  // namespace
+
+void remove_pending_temporaries() noexcept {
+  for (int i = 0; i < kMaxPending; ++i) {
+    if (g_pending_used[i].load() == 1) ::unlinkat(g_pending[i].dir_fd, g_pending[i].name.data(), 0);
+  }
+}
+
+// --- Writing through ---------------------------------------------------------------------------
+
+std::string write_all(int fd, const std::string& data,
+                      std::chrono::steady_clock::time_point deadline) {
+  struct stat st {};
+  // Chunks a pipe takes whole once poll() says it has room (PIPE_BUF), larger ones for files.
+  const std::size_t chunk = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1U << 20U : PIPE_BUF;
+  std::size_t written = 0;
+  while (written < data.size()) {
+    // Not stopped by a first signal: an interrupted run still delivers its report (a second signal
+    // ends the probe at once).
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "the reader stopped reading (the run's time is up)";
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) return error_string(errno);
+    if (ready <= 0) continue;
+    const ssize_t n = ::write(fd, data.data() + written, std::min(chunk, data.size() - written));
+    if (n > 0) {
+      written += static_cast<std::size_t>(n);
+    } else if (n == 0) {
+      return "nothing could be written";
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return error_string(errno);
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// --- Classifying a target ------------------------------------------------------------------------
+
+enum class Kind { standard_stream, stream, file };
+
+struct Resolved {
+  Kind kind = Kind::file;
+  int fd_number = -1;  // standard_stream: /dev/stdout is 1
+  std::string path;    // symbolic links followed
+  bool exists = false;
+  struct stat st {};
+  std::string error;  // refused: why
+};
+
+// The descriptor a path names without opening anything: /dev/stdout, /dev/stderr, /dev/stdin,
+// /dev/fd/N, /proc/self/fd/N and /proc/<our pid>/fd/N.
+std::optional<int> descriptor_named(const std::string& path) {
+  if (path == "/dev/stdin") return 0;
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                    fmt::format("/proc/{}/fd/", ::getpid())}) {
+    if (!starts_with(path, prefix)) continue;
+    const std::string rest = path.substr(prefix.size());
+    if (rest.empty() || rest.size() > 6 ||
+        rest.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return static_cast<int>(*parse_int(rest));
+  }
+  return std::nullopt;
+}
+
+Resolved resolve(std::string path) {
+  Resolved r;
+  for (int hops = 0; hops < 40; ++hops) {
+    if (const auto fd = descriptor_named(path)) {
+      r.kind = Kind::standard_stream;
+      r.fd_number = *fd;
+      if (*fd == 0) r.error = "is standard input";
+      return r;
+    }
+    r.path = path;
+    if (::lstat(path.c_str(), &r.st) != 0) {
+      if (errno == ENOENT) return r;  // a new file (its directory is checked when it is opened)
+      r.error = error_string(errno);
+      return r;
+    }
+    r.exists = true;
+    if (S_ISLNK(r.st.st_mode)) {
+      std::array<char, PATH_MAX> target{};
+      const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
+      if (n <= 0) {
+        r.error = "cannot read the symbolic link: " + error_string(errno);
+        return r;
+      }
+      std::string next(target.data(), static_cast<std::size_t>(n));
+      path = next.front() == '/' ? next : directory_of(path).append("/").append(next);
+      r.exists = false;
+      continue;
+    }
+    if (S_ISREG(r.st.st_mode)) return r;
+    if (S_ISCHR(r.st.st_mode) || S_ISFIFO(r.st.st_mode)) {
+      r.kind = Kind::stream;
+      return r;
+    }
+    if (S_ISDIR(r.st.st_mode)) {
+      r.error = "is a directory";
+    } else if (S_ISBLK(r.st.st_mode)) {
+      r.error = "is a block device (a report is never written onto a disk)";
+    } else {
+      r.error = "is a socket or another special file";
+    }
+    return r;
+  }
+  r.error = "too many levels of symbolic links";
+  return r;
+}
+
+std::string random_name() {
+  std::array<unsigned char, 6> bytes{};
+  if (::getrandom(bytes.data(), bytes.size(), GRND_NONBLOCK) !=
+      static_cast<ssize_t>(bytes.size())) {
+    static std::atomic<unsigned> counter{0};
+    const unsigned value = static_cast<unsigned>(::getpid()) * 2654435761U + ++counter;
+    std::memcpy(bytes.data(), &value, sizeof value);
+  }
+  std::string name = ".pp-";
+  for (unsigned char b : bytes) name += fmt::format("{:02x}", b);
+  return name;
+}
+
+// --- One target --------------------------------------------------------------------------------
+
+// How a regular file was put in place, for undoing it.
+enum class Commit { none, created, exchanged, backed_up, replaced };
+
+struct Target {
+  OutputRequest request;
+  Kind kind = Kind::file;
+  int fd = -1;           // the stream, or the file's unnamed temporary (O_TMPFILE)
+  bool owns_fd = false;  // opened here (closed at the end)
+  int fd_number = -1;    // a descriptor the probe was given: /dev/stdout is 1
+  bool stdout = false;   // written last
+  std::string identity;  // a regular file's device and inode (and name, for a new one): two
+                         // spellings of one file are one identity; "" for a stream
+  // Regular files:
+  std::string path, dir, base;
+  int dir_fd = -1;
+  bool existed = false;
+  struct stat old {};
+  bool named_temporary = false;  // no O_TMPFILE on this file system: a named one, made late
+  std::string temp;              // the name the new content has in `dir` while committing
+  int temp_slot = -1;
+  Commit commit = Commit::none;
+  std::string backup;  // the old content's name (exchanged, backed_up)
+  int backup_slot = -1;
+};
+
+std::string shown(const Target& t) { return printable_path(t.request.path); }
+
+std::string failure(const Target& t, const std::string& what) {
+  return fmt::format("{}: {}: {}", t.request.flag, shown(t), what);
+}
+
+// A file's unnamed temporary (or, where the file system has none, a check that a file can be
+// created in its directory).
+std::string open_file(Target& t) {
+  t.dir = directory_of(t.path);
+  t.base = t.path.substr(t.path.rfind('/') == std::string::npos ? 0 : t.path.rfind('/') + 1);
+  if (t.base.empty() || t.base == "." || t.base == "..") return failure(t, "not a file name");
+  t.dir_fd = ::open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (t.dir_fd < 0) {
+    return failure(t, fmt::format("directory {}: {}", printable_path(t.dir), error_string(errno)));
+  }
+  struct stat dir {};
+  if (t.existed && ::geteuid() != 0 && ::fstat(t.dir_fd, &dir) == 0 &&
+      (dir.st_mode & S_ISVTX) != 0 && t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
+    return failure(t, "cannot replace it: it belongs to another user, in a sticky directory");
+  }
+  t.fd = ::openat(t.dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (t.fd >= 0) {
+    t.owns_fd = true;
+    return "";
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT) {
+    return failure(t, "cannot create a file in its directory: " + error_string(errno));
+  }
+  // No unnamed temporaries here: check now that a file can be created, make it when delivering.
+  t.named_temporary = true;
+  const std::string probe = random_name();
+  int slot = register_pending(t.dir_fd, probe);
+  const int fd = ::openat(t.dir_fd, probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  const int saved = errno;
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlinkat(t.dir_fd, probe.c_str(), 0);
+  }
+  unregister_pending(slot);
+  if (fd < 0) return failure(t, "cannot create a file in its directory: " + error_string(saved));
+  return "";
+}
+
+// A descriptor the probe was given (/dev/stdout, /dev/fd/N): open when the probe started, open
+// for writing, not a directory.
+std::string check_descriptor(const Target& t, int number, const StandardStreams& streams) {
+  if (number == 1 && streams.out_closed) return "stdout is closed (give -o FILE, or -q)";
+  if (std::find(streams.inherited.begin(), streams.inherited.end(), number) ==
+      streams.inherited.end()) {
+    return fmt::format("descriptor {} was not given to the probe", number);
+  }
+  const int flags = ::fcntl(t.fd, F_GETFL);
+  struct stat st {};
+  if (flags < 0 || ::fstat(t.fd, &st) != 0) return fmt::format("descriptor {} is not open", number);
+  if (S_ISDIR(st.st_mode)) return fmt::format("descriptor {} is a directory", number);
+  if ((flags & O_ACCMODE) == O_RDONLY) {
+    return fmt::format("descriptor {} is not open for writing", number);
+  }
+  return "";
+}
+
+std::string prepare_target(Target& t, const StandardStreams& streams,
+                           const std::string& quiet_flag) {
+  if (t.request.path.empty()) return t.request.flag + ": empty file name";
+  const Resolved r = t.request.path == "-" ? Resolved{Kind::standard_stream, 1, "", false, {}, ""}
+                                           : resolve(t.request.path);
+  if (!r.error.empty()) return failure(t, r.error);
+  t.kind = r.kind;
+  struct stat st {};
+  if (r.kind == Kind::standard_stream) {
+    t.fd_number = r.fd_number;
+    t.fd = r.fd_number == 1 ? streams.out_fd : r.fd_number == 2 ? streams.err_fd : r.fd_number;
+    t.stdout = r.fd_number == 1;
+    if (t.stdout && !quiet_flag.empty()) {
+      return fmt::format("{} keeps stdout silent, but {} {} writes to it", quiet_flag,
+                         t.request.flag, shown(t));
+    }
+    if (std::string problem = check_descriptor(t, r.fd_number, streams); !problem.empty()) {
+      return failure(t, problem);
+    }
+    ::fstat(t.fd, &st);
+    // Stdout redirected to a file is that file: naming it again would write it twice.
+    if (S_ISREG(st.st_mode)) t.identity = fmt::format("{}:{}:", st.st_dev, st.st_ino);
+    return "";
+  }
+  if (r.kind == Kind::stream) {
+    // A FIFO is opened without blocking: no reader is an error now, not a hang.
+    const bool fifo = S_ISFIFO(r.st.st_mode);
+    t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (t.fd < 0) {
+      return failure(t, errno == ENXIO && fifo ? std::string("no process is reading the FIFO")
+                                               : error_string(errno));
+    }
+    t.owns_fd = true;
+    return "";
+  }
+  t.path = r.path;
+  t.existed = r.exists;
+  t.old = r.st;
+  if (std::string problem = open_file(t); !problem.empty()) return problem;
+  if (t.existed) {
+    st = t.old;
+  } else {
+    ::fstat(t.dir_fd, &st);
+  }
+  t.identity = fmt::format("{}:{}:{}", st.st_dev, st.st_ino, t.existed ? "" : t.base);
+  return "";
+}
+
+// Two targets that would write one file twice: the same regular file (by any spelling), or the
+// same descriptor. Streams that share a terminal or a pipe (stdout and stderr) are not that.
+bool same_target(const Target& a, const Target& b) {
+  if (a.fd_number >= 0 && a.fd_number == b.fd_number) return true;
+  return !a.identity.empty() && a.identity == b.identity;
+}
+
+// --- The run's targets -------------------------------------------------------------------------
+
+class Prepared final : public PreparedOutputs {
+ public:
+  Prepared(std::vector<Target> targets, const StandardStreams& streams)
+      : targets_(std::move(targets)), streams_(streams) {}
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() override {
+    for (Target& t : targets_) {
+      discard(t);
+      if (t.owns_fd && t.fd >= 0) ::close(t.fd);
+      if (t.dir_fd >= 0) ::close(t.dir_fd);
+    }
+  }
+
+  std::string deliver(const std::vector<std::string>& contents,
+                      std::chrono::steady_clock::time_point deadline,
+                      bool& stdout_failed) override {
+    stdout_failed = false;
+    // The files' new content first, in their unnamed temporaries: nothing is replaced yet.
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      if (targets_[i].kind != Kind::file) continue;
+      if (std::string problem = fill(targets_[i], contents[i]); !problem.empty()) {
+        abandon();
+        return problem;
+      }
+    }
+    // The streams but stdout: one that fails leaves every file as it was.
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+          !problem.empty()) {
+        abandon();
+        return failure(targets_[i], problem);
+      }
+    }
+    // The files, together: the old contents' names last only until every one is in place.
+    for (Target& t : targets_) {
+      if (t.kind != Kind::file) continue;
+      if (std::string problem = commit(t); !problem.empty()) {
+        abandon();
+        return problem;
+      }
+    }
+    for (Target& t : targets_) finish(t);
+    // Stdout last, so that it can still say what failed before it.
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      if (!targets_[i].stdout) continue;
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+          !problem.empty()) {
+        stdout_failed = true;
+        return failure(targets_[i], problem);
+      }
+    }
+    return "";
+  }
+
+ private:
+  // Writes a file's new content into its temporary, with the old file's mode (and owner, as
+  // root), and makes it durable.
+  std::string fill(Target& t, const std::string& content) {
+    if (t.named_temporary) {
+      t.temp = random_name();
+      t.temp_slot = register_pending(t.dir_fd, t.temp);
+      t.fd = ::openat(t.dir_fd, t.temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+      if (t.fd < 0) {
+        std::string problem = failure(t, "cannot create a temporary file: " + error_string(errno));
+        unregister_pending(t.temp_slot);
+        t.temp.clear();
+        return problem;
+      }
+      t.owns_fd = true;
+    }
+    if (std::string problem = write_all(t.fd, content); !problem.empty()) {
+      return failure(t, problem);
+    }
+    if (t.existed) {
+      if (::geteuid() == 0 && (t.old.st_uid != 0 || t.old.st_gid != 0)) {
+        (void)::fchown(t.fd, t.old.st_uid, t.old.st_gid);  // best effort: the content matters
+      }
+      (void)::fchmod(t.fd, t.old.st_mode & 07777);
+    }
+    if (::fsync(t.fd) != 0) return failure(t, "cannot flush: " + error_string(errno));
+    return "";
+  }
+
+  // Gives an unnamed temporary a short name in the target's directory (any length of target name
+  // works: the temporary name does not grow with it).
+  std::string name_temporary(Target& t) {
+    if (t.named_temporary) return "";
+    const std::string by_fd = fmt::format("/proc/self/fd/{}", t.fd);
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      t.temp = random_name();
+      t.temp_slot = register_pending(t.dir_fd, t.temp);
+      // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd works for everyone else.
+      if (::linkat(t.fd, "", t.dir_fd, t.temp.c_str(), AT_EMPTY_PATH) == 0 ||
+          ::linkat(AT_FDCWD, by_fd.c_str(), t.dir_fd, t.temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        return "";
+      }
+      const int saved = errno;
+      unregister_pending(t.temp_slot);
+      t.temp.clear();
+      if (saved != EEXIST)
+        return failure(t, "cannot link the new report in: " + error_string(saved));
+    }
+    return failure(t, "cannot find a free temporary name");
+  }
+
+  std::string commit(Target& t) {
+    if (std::string problem = name_temporary(t); !problem.empty()) return problem;
+    struct stat now {};
+    const bool exists = ::fstatat(t.dir_fd, t.base.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && !S_ISREG(now.st_mode))
+      return failure(t, "was replaced by something else during the run");
+    if (exists &&
+        ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) == 0) {
+      t.commit = Commit::exchanged;  // the temporary's name now holds the old content
+      t.backup = t.temp;
+      t.backup_slot = t.temp_slot;
+      t.temp.clear();
+      t.temp_slot = -1;
+      return "";
+    }
+    if (!exists &&
+        ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_NOREPLACE) == 0) {
+      t.commit = Commit::created;
+      unregister_pending(t.temp_slot);
+      t.temp.clear();
+      return "";
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+      return failure(t, "cannot replace it: " + error_string(errno));
+    }
+    // No exchange on this file system: keep the old file under a second name (a hard link),
+    // then rename over it.
+    if (exists) {
+      t.backup = random_name();
+      t.backup_slot = register_pending(t.dir_fd, t.backup);
+      if (::linkat(t.dir_fd, t.base.c_str(), t.dir_fd, t.backup.c_str(), 0) != 0) {
+        unregister_pending(t.backup_slot);
+        t.backup.clear();  // no hard links here either: this replacement cannot be undone
+      }
+    }
+    if (::renameat(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str()) != 0) {
+      return failure(t, "cannot replace it: " + error_string(errno));
+    }
+    unregister_pending(t.temp_slot);
+    t.temp.clear();
+    t.commit = !exists ? Commit::created : t.backup.empty() ? Commit::replaced : Commit::backed_up;
+    return "";
+  }
+
+  // Puts every committed file back as it was and removes every temporary.
+  void abandon() {
+    for (auto it = targets_.rbegin(); it != targets_.rend(); ++it) {
+      Target& t = *it;
+      switch (t.commit) {
+        case Commit::exchanged:
+          if (::renameat2(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) !=
+              0) {
+            ::renameat(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str());
+          }
+          break;
+        case Commit::backed_up:
+          ::renameat(t.dir_fd, t.backup.c_str(), t.dir_fd, t.base.c_str());
+          break;
+        case Commit::created: ::unlinkat(t.dir_fd, t.base.c_str(), 0); break;
+        case Commit::replaced:  // documented: the one case that cannot be undone
+        case Commit::none: break;
+      }
+      t.commit = Commit::none;
+      discard(t);
+    }
+  }
+
+  // Ends a committed file: the old content's name goes, and the directory is made durable.
+  void finish(Target& t) {
+    if (t.kind != Kind::file) return;
+    discard(t);
+    ::fsync(t.dir_fd);
+    t.commit = Commit::none;
+  }
+
+  static void discard(Target& t) {
+    if (!t.temp.empty()) ::unlinkat(t.dir_fd, t.temp.c_str(), 0);
+    if (!t.backup.empty()) ::unlinkat(t.dir_fd, t.backup.c_str(), 0);
+    t.temp.clear();
+    t.backup.clear();
+    unregister_pending(t.temp_slot);
+    unregister_pending(t.backup_slot);
+  }
+
+  std::vector<Target> targets_;
+  StandardStreams streams_;
+};
+
+}  // namespace
+
+PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
+                                      const StandardStreams& streams,
+                                      const std::string& quiet_flag) {
+  PreparedOutputsResult result;
+  if (requests.size() > kMaxOutputs) {
+    result.error = fmt::format("{} outputs asked for; at most {}", requests.size(), kMaxOutputs);
+    return result;
+  }
+  std::vector<Target> targets(requests.size());
+  std::string error;
+  for (std::size_t i = 0; i < requests.size() && error.empty(); ++i) {
+    targets[i].request = requests[i];
+    error = prepare_target(targets[i], streams, quiet_flag);
+    for (std::size_t j = 0; j < i && error.empty(); ++j) {
+      if (!same_target(targets[j], targets[i])) continue;
+      error = requests[j].flag == requests[i].flag
+                  ? fmt::format("{} names one file twice ({} and {})", requests[i].flag,
+                                shown(targets[j]), shown(targets[i]))
+                  : fmt::format("{} and {} name the same file ({})", requests[j].flag,
+                                requests[i].flag, shown(targets[i]));
+    }
+  }
+  auto prepared = std::make_unique<Prepared>(std::move(targets), streams);
+  if (!error.empty()) {
+    result.error = error;
+    return result;
+  }
+  result.outputs = std::move(prepared);
+  return result;
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,346 @@
+// The human report: a header, one table per device, diagnostics, requirements and the verdict.
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "probe/outputs/printers.hpp"
+#include "common/strings.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+class Paint {
+ public:
+  explicit Paint(bool enabled) : enabled_(enabled) {}
+  std::string operator()(std::string_view text, std::string_view code) const {
+    if (!enabled_ || code.empty()) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+  std::string status(Status s, int width) const {
+    std::string padded = fmt::format("{:<{}}", to_string(s), width);
+    switch (s) {
+      case Status::native: return (*this)(padded, "32");
+      case Status::emulated: return (*this)(padded, "33");
+      case Status::failed: return (*this)(padded, "1;31");
+      case Status::unsupported:
+      case Status::not_tested: return (*this)(padded, "2");
+    }
+    return padded;
+  }
+  std::string bold(std::string_view text) const { return (*this)(text, "1"); }
+
+ private:
+  bool enabled_;
+};
+
+std::string bytes_gib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string device_heading(const DeviceReport& d) {
+  std::vector<std::string> parts;
+  if (d.gpu) {
+    const GpuInfo& g = *d.gpu;
+    if (g.cc) parts.push_back(fmt::format("cc {} {}", g.cc->to_string(), architecture_name(*g.cc)));
+    if (g.sm_count) parts.push_back(fmt::format("{} SMs", *g.sm_count));
+    if (g.memory_total) {
+      parts.push_back(g.memory_free ? fmt::format("{} ({} free)", bytes_gib(*g.memory_total),
+                                                  bytes_gib(*g.memory_free))
+                                    : bytes_gib(*g.memory_total));
+    }
+    if (g.mig_instance) parts.emplace_back("MIG instance");
+    if (!g.pci_bus_id.empty()) parts.push_back(g.pci_bus_id);
+  }
+  if (d.cpu) {
+    parts.push_back(d.cpu->architecture);
+    parts.push_back(fmt::format("{} threads", d.cpu->logical_cores));
+  }
+  if (d.index >= 0 || d.kind == DeviceKind::cpu) {
+    parts.emplace_back(d.selected ? "selected" : "reported, not gated");
+  }
+  std::string out = d.name;
+  for (const std::string& p : parts) out += " · " + p;
+  return out;
+}
+
+std::string number_cell(const std::optional<double>& v, const char* spec_text, double scale = 1.0) {
+  if (!v) return "-";
+  return fmt::format(fmt::runtime(spec_text), *v * scale);
+}
+
+// Writes lines of fixed-width table cells and free text that wraps at the width.
+class Writer {
+ public:
+  Writer(std::ostream& out, PrintStyle style)
+      : out_(out), width_(static_cast<std::size_t>(style.width)), paint_(style.color) {}
+
+  const Paint& paint() const { return paint_; }
+  std::ostream& raw() { return out_; }
+
+  // Cells followed by a note: on the same line where it fits, else wrapped in the note's column,
+  // else beneath the row, indented.
+  void row(const std::string& cells, const std::string& note) {
+    const std::size_t used = visible_width(cells) + 2;
+    if (note.empty()) {
+      line(cells);
+    } else if (used + visible_width(note) <= width_) {
+      line(cells + "  " + note);
+    } else if (width_ >= used + kMinNoteColumn) {
+      const auto lines = wrap(note, width_ - used);
+      line(cells + "  " + lines.front());
+      for (std::size_t i = 1; i < lines.size(); ++i) line(std::string(used, ' ') + lines[i]);
+    } else {
+      line(cells);
+      text(std::string(kNoteIndent, ' '), note, kNoteIndent);
+    }
+  }
+
+  // Free text after `prefix`, its continuation lines indented by `indent`.
+  void text(const std::string& prefix, const std::string& body, std::size_t indent) {
+    const std::size_t first = visible_width(prefix);
+    const std::size_t room = width_ > first + 20 ? width_ - first : 20;
+    const auto first_lines = wrap(body, room);
+    line(prefix + first_lines.front());
+    if (first_lines.size() < 2) return;
+    // The rest, rewrapped at the continuation width.
+    std::string rest;
+    for (std::size_t i = 1; i < first_lines.size(); ++i)
+      rest += (i > 1 ? " " : "") + first_lines[i];
+    const std::size_t cont = width_ > indent + 20 ? width_ - indent : 20;
+    for (const std::string& l : wrap(rest, cont)) line(std::string(indent, ' ') + l);
+  }
+
+  // One line, without trailing spaces.
+  void line(const std::string& text) {
+    std::size_t end = text.size();
+    while (end > 0 && text[end - 1] == ' ') --end;
+    out_ << std::string_view(text).substr(0, end) << '\n';
+  }
+
+ private:
+  static constexpr std::size_t kMinNoteColumn = 30;
+  static constexpr std::size_t kNoteIndent = 6;
+  std::ostream& out_;
+  std::size_t width_;
+  Paint paint_;
+};
+
+// --bench: one row per measured precision. CPUs in GFLOP/s, where TFLOP/s would print 0.00.
+void print_bench(const DeviceReport& d, Writer& w) {
+  bool any = false;
+  for (const auto& [mode, p] : d.precisions) any = any || p.bench.has_value();
+  if (!any) return;
+  const bool giga = d.kind == DeviceKind::cpu;
+  const double scale = giga ? 1000.0 : 1.0;
+  w.line(fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", "bench",
+                     giga ? "GFLOP/s" : "TFLOP/s", "sustained", "vs fp32", "peak", "of peak",
+                     "size", "ms/GEMM", "peak source / note"));
+  for (const auto& [mode, p] : d.precisions) {
+    if (!p.bench) continue;
+    const BenchResult& b = *p.bench;
+    const BenchOutcome& o = b.outcome;
+    w.row(fmt::format(
+              "  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
+              number_cell(o.tflops, "{:.4g}", scale),
+              number_cell(o.sustained_tflops, "{:.4g}", scale),
+              number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}", scale),
+              number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}")),
+          !o.ok ? o.error : b.peak_source);
+  }
+}
+
+std::string mib(std::int64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+void print_collectives(const CollectivesReport& c, Writer& w) {
+  std::string heading = w.paint().bold("collectives") +
+                        (c.nccl_version.empty() ? "" : " (NCCL " + c.nccl_version + ")");
+  if (!c.devices.empty()) {
+    std::vector<std::string> ids;
+    for (int d : c.devices) ids.push_back(std::to_string(d));
+    heading += " · GPUs " + join(ids, ",");
+  }
+  w.line(heading);
+  if (c.requested) {
+    w.row("  all_reduce  " + w.paint().status(c.status, 12), c.reason);
+    if (!c.all_reduce.empty()) {
+      w.line(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}  {}", "dtype", "exact", "size",
+                         "time", "algbw GB/s", "busbw GB/s", "note"));
+    }
+    for (const CollectiveOutcome& a : c.all_reduce) {
+      w.row(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}", a.dtype,
+                        a.ran ? (a.ok ? "yes" : "NO") : "-", mib(a.bytes),
+                        number_cell(a.time_ms, "{:.3f} ms"), number_cell(a.algbw_gbps, "{:.1f}"),
+                        number_cell(a.busbw_gbps, "{:.1f}")),
+            a.error);
+    }
+  }
+  for (const PeerLink& p : c.peers) {
+    w.line(fmt::format(
+        "  peer access GPU {} -> GPU {}: {}{}{}", p.from, p.to, p.access ? "yes" : "no",
+        p.performance_rank ? fmt::format(", performance rank {}", *p.performance_rank) : "",
+        p.native_atomics ? ", native atomics" : ""));
+  }
+  w.line("");
+}
+
+// The training runs: loss from first to last step, distance to the fp32 run, loss scaling and
+// peak memory against fp32.
+void print_amp(const DeviceReport& d, Writer& w) {
+  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>5}  {:<17} {:<14} {:<18} {:<20}  {}", "training",
+                     "hardware", "status", "steps", "loss first->last", "vs fp32", "loss scale",
+                     "peak memory", "note"));
+  for (const auto& [mode, p] : d.precisions) {
+    if (!is_amp_mode(mode)) continue;
+    const AmpOutcome a = p.amp.value_or(AmpOutcome{});
+    const std::string steps = a.ran ? std::to_string(a.steps) : "-";
+    const std::string loss = a.loss_start && a.loss_end
+                                 ? fmt::format("{:.3f} -> {:.3f}", *a.loss_start, *a.loss_end)
+                                 : "-";
+    const std::string diff =
+        a.loss_rel_diff
+            ? fmt::format("{:.2g}% (<={:.0f}%)", *a.loss_rel_diff * 100.0, a.loss_tolerance * 100.0)
+            : "-";
+    const std::string scale =
+        a.final_scale ? fmt::format("{:.0f} ({} skipped)", *a.final_scale, a.skipped_steps) : "-";
+    const std::string memory = a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0
+                                   ? fmt::format("{} ({:.2f}x)", mib(*a.peak_bytes),
+                                                 static_cast<double>(*a.peak_bytes) /
+                                                     static_cast<double>(*a.fp32_peak_bytes))
+                                   : "-";
+    w.row(fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware)) +
+              w.paint().status(p.status, 12) +
+              fmt::format(" {:>5}  {:<17} {:<14} {:<18} {:<20}", steps, loss, diff, scale, memory),
+          p.reason);
+  }
+}
+
+void print_device(const DeviceReport& d, Writer& w) {
+  const std::string label = d.index < 0 && d.kind == DeviceKind::cuda ? "ARCH" : d.label();
+  w.text(w.paint().bold(fmt::format("{:<6}", label)), device_heading(d), 6);
+  if (d.cpu) {
+    w.text("      ISA: ",
+           d.cpu->features.empty() ? std::string("(none of note)") : join(d.cpu->features, " "),
+           11);
+  }
+  if (d.kernels) {
+    w.text("      kernels: ",
+           d.kernels->covered
+               ? d.kernels->via + " in this LibTorch build"
+               : w.paint()("none in this LibTorch build", "1;31") + " (" + d.kernels->reason + ")",
+           15);
+  }
+  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}", "mode", "hardware", "status",
+                     "rel.error", "tolerance", "time", "note"));
+  bool any_amp = false;
+  for (const auto& [mode, p] : d.precisions) {
+    if (is_amp_mode(mode)) {
+      any_amp = true;
+      continue;
+    }
+    const std::string rel = p.smoke.ran ? number_cell(p.smoke.rel_error, "{:.2e}") : "-";
+    const std::string tol = p.smoke.ran ? fmt::format("{:.1e}", p.smoke.tolerance) : "-";
+    const std::string ms = p.smoke.ran ? number_cell(p.smoke.ms, "{:.1f} ms") : "-";
+    w.row(fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware)) +
+              w.paint().status(p.status, 12) + fmt::format(" {:>10} {:>10} {:>9}", rel, tol, ms),
+          p.reason);
+  }
+  if (any_amp) print_amp(d, w);
+  print_bench(d, w);
+  if (!d.recommendation.dtype.empty()) {
+    w.text("  recommendation: ",
+           fmt::format("{}{} ({})", w.paint().bold(d.recommendation.dtype),
+                       d.recommendation.loss_scaling ? " with dynamic loss scaling" : "",
+                       d.recommendation.reason),
+           4);
+  }
+  w.line("");
+}
+
+void print_header(const Report& r, Writer& w) {
+  std::string first = w.paint().bold(fmt::format("{} {}", r.tool.name, r.tool.version)) + " on " +
+                      r.host.hostname + " (" + (r.host.os.empty() ? r.host.machine : r.host.os) +
+                      (r.host.container ? ", container" : "") + ")";
+  if (r.run.command == "probe") first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
+  w.line(first);
+  if (r.stack.available) {
+    w.text(
+        "",
+        fmt::format("LibTorch {} ({}{}{})", r.stack.libtorch_version,
+                    r.stack.cuda_built ? "CUDA " + r.stack.cuda_version : "CPU only",
+                    r.stack.cudnn_version.empty() ? "" : ", cuDNN " + r.stack.cudnn_version,
+                    r.stack.arch_list.empty() ? "" : ", kernels: " + join(r.stack.arch_list, " ")),
+        4);
+  } else {
+    w.text("LibTorch: ", r.stack.error.empty() ? "unknown" : r.stack.error, 4);
+  }
+  if (r.run.command == "probe") {
+    if (r.driver.status == DriverStatus::ok) {
+      w.text("",
+             fmt::format("driver {} (supports CUDA {}) · {}", r.driver.version,
+                         r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "?",
+                         r.driver.message),
+             4);
+    } else {
+      w.text("driver: ", fmt::format("{} · {}", to_string(r.driver.status), r.driver.message), 4);
+    }
+  }
+  w.line("");
+}
+
+void print_diagnostics(const Report& r, Writer& w) {
+  if (r.diagnostics.empty()) return;
+  w.line(w.paint().bold("diagnostics"));
+  for (const Diagnostic& d : r.diagnostics) {
+    const char* color = d.severity == Severity::error     ? "1;31"
+                        : d.severity == Severity::warning ? "33"
+                                                          : "36";
+    w.text("  " + w.paint()(fmt::format("{:<8}", to_string(d.severity)), color),
+           d.code + ": " + d.message, 10);
+    if (!d.hint.empty()) w.text("           fix: ", d.hint, 16);
+  }
+  w.line("");
+}
+
+void print_requirements(const Report& r, Writer& w) {
+  if (r.requirements.empty()) return;
+  w.line(w.paint().bold("requirements"));
+  for (const RequirementResult& q : r.requirements) {
+    w.text(fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device) +
+               w.paint()(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31") + " ",
+           fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason), 4);
+  }
+  w.line("");
+}
+
+class TextPrinter final : public Printer {
+ public:
+  explicit TextPrinter(PrintStyle style) : style_(style) {}
+
+ private:
+  void do_print(const Report& r, std::ostream& out) const override {
+    if (!has_findings(r)) return;  // usage errors go to stderr as one line
+    Writer w(out, style_);
+    print_header(r, w);
+    for (const DeviceReport& d : r.devices) print_device(d, w);
+    if (r.collectives) print_collectives(*r.collectives, w);
+    print_diagnostics(r, w);
+    print_requirements(r, w);
+    if (r.run.command == "probe" || !r.requirements.empty()) {
+      w.text(w.paint().bold(fmt::format("exit {}", r.exit_code)) + ": ", r.exit_reason, 4);
+    }
+  }
+
+  PrintStyle style_;
+};
+
+}  // namespace
+
+std::unique_ptr<Printer> make_text_printer(PrintStyle style) {
+  return std::make_unique<TextPrinter>(style);
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,379 @@
+#include "probe/platform/process.hpp"
+#include "probe/outputs/output.hpp"
+#include "common/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <thread>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace precision_probe {
+
+namespace {
+
+volatile sig_atomic_t g_interrupt_signal = 0;
+
+// The process groups of the children alive now, for the second signal's handler to kill.
+constexpr int kMaxGroups = 128;
+std::array<std::atomic<pid_t>, kMaxGroups> g_groups{};
+
+int register_group(pid_t pgid) {
+  for (int i = 0; i < kMaxGroups; ++i) {
+    pid_t expected = 0;
+    if (g_groups[i].compare_exchange_strong(expected, pgid)) return i;
+  }
+  return -1;
+}
+
+void unregister_group(int& slot) {
+  if (slot >= 0) g_groups[slot].store(0);
+  slot = -1;
+}
+
+void kill_every_group() noexcept {
+  for (auto& group : g_groups) {
+    const pid_t pgid = group.load();
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+}
+
+constexpr std::array<int, 4> kInterruptSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+void on_interrupt(int signal) {
+  if (g_interrupt_signal != 0) {
+    // The second signal: end now, as the default action would, leaving no worker and no
+    // temporary file behind.
+    kill_every_group();
+    remove_pending_temporaries();
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+    return;
+  }
+  g_interrupt_signal = signal;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+ChildProcess::~ChildProcess() {
+  if (running()) {
+    kill_group();
+    wait_for(std::chrono::seconds(2));  // a child stuck in the kernel is left, not waited for
+  }
+  unregister_group(group_slot_);
+  close_fd(in_fd_);
+  close_fd(out_fd_);
+  close_fd(err_fd_);
+  close_fd(exit_fd_);
+}
+
+bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& input, std::string& error) {
+  if (!start(argv, env, error)) return false;
+  send_input(input);
+  return true;
+}
+
+bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         std::string& error) {
+  if (argv.empty()) {
+    error = "no command";
+    return false;
+  }
+  int in_pipe[2] = {-1, -1};
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    error = "pipe: " + error_string(errno);
+    for (int* p : {in_pipe, out_pipe, err_pipe}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+    return false;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ}) {
+    sigaddset(&default_signals, s);
+  }
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  const int rc = ::posix_spawn(&pid_, argv[0].c_str(), &actions, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close_fd(in_pipe[0]);
+  close_fd(out_pipe[1]);
+  close_fd(err_pipe[1]);
+  if (rc != 0) {
+    error = "cannot start " + argv[0] + ": " + error_string(rc);
+    pid_ = -1;
+    close_fd(in_pipe[1]);
+    close_fd(out_pipe[0]);
+    close_fd(err_pipe[0]);
+    return false;
+  }
+  reaped_ = false;
+  in_fd_ = in_pipe[1];
+  out_fd_ = out_pipe[0];
+  err_fd_ = err_pipe[0];
+  group_slot_ = register_group(pid_);
+  // Through syscall(): the C library's wrapper is newer than some systems the probe runs on.
+  exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (exit_fd_ >= 0) ::fcntl(exit_fd_, F_SETFD, FD_CLOEXEC);
+  return true;
+}
+
+void ChildProcess::send_input(const std::string& input) {
+  if (in_fd_ < 0) return;
+  // The input is small (a plan of a few hundred bytes): it fits the pipe buffer. A child that
+  // exits without reading it gives EPIPE (SIGPIPE is ignored), which is not an error here.
+  std::size_t written = 0;
+  while (written < input.size()) {
+    const ssize_t n = ::write(in_fd_, input.data() + written, input.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  close_fd(in_fd_);
+}
+
+void ChildProcess::close_stdout() { close_fd(out_fd_); }
+void ChildProcess::close_stderr() { close_fd(err_fd_); }
+
+void ChildProcess::kill_group() {
+  if (running()) ::kill(-pid_, SIGKILL);
+}
+
+int ChildProcess::wait() {
+  if (pid_ <= 0 || reaped_) return status_;
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  ::kill(-pid_, SIGKILL);  // what it left running in its group
+  while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  unregister_group(group_slot_);
+  return status_;
+}
+
+void ChildProcess::release() {
+  if (!try_reap()) reaped_ = true;
+  unregister_group(group_slot_);
+}
+
+bool ChildProcess::try_reap() {
+  if (pid_ <= 0 || reaped_) return true;
+  // Exited? Looked at without reaping: until it is reaped its PID, and so its group's, cannot be
+  // reused, so whatever it left running in its group can be ended first.
+  siginfo_t info{};
+  const int rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (rc == 0 && info.si_pid == 0) return false;  // still running
+  if (rc == 0) {
+    ::kill(-pid_, SIGKILL);
+  } else if (errno != ECHILD) {
+    return false;
+  }
+  const pid_t got = ::waitpid(pid_, &status_, WNOHANG);
+  if (got == pid_ || (got < 0 && errno == ECHILD)) {
+    reaped_ = true;
+    unregister_group(group_slot_);
+  }
+  return reaped_;
+}
+
+bool ChildProcess::wait_for(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!try_reap()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const int slice = static_cast<int>(std::min<long long>(left.count(), 20));
+    if (exit_fd_ >= 0) {
+      pollfd p{exit_fd_, POLLIN, 0};
+      ::poll(&p, 1, slice);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(slice));
+    }
+  }
+  return true;
+}
+
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
+}
+
+void drain_available(int fd, std::string& sink) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  char buffer[8192];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) sink.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& input, std::chrono::milliseconds timeout) {
+  ProcessOutput result;
+  ChildProcess child;
+  if (!child.start(argv, env, input, result.start_error)) return result;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<int, std::string*> sinks = {{child.stdout_fd(), &result.out},
+                                       {child.stderr_fd(), &result.err}};
+  while (!sinks.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || interrupt_requested()) {
+      (left.count() <= 0 ? result.timed_out : result.interrupted) = true;
+      child.kill_group();
+      break;
+    }
+    if (child.try_reap()) {
+      // Exited: what it wrote is in the pipes; a process it left behind may hold them open.
+      for (const auto& [fd, sink] : sinks) drain_available(fd, *sink);
+      break;
+    }
+    std::vector<pollfd> fds;
+    fds.reserve(sinks.size() + 1);
+    for (const auto& [fd, sink] : sinks) fds.push_back({fd, POLLIN, 0});
+    if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
+    // Short slices, so that an interrupt (and, without a pidfd, an exit) is seen promptly.
+    const int ready =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) break;
+    for (const pollfd& p : fds) {
+      if (p.fd == child.exit_fd() || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char buffer[8192];
+      const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[p.fd]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        sinks.erase(p.fd);
+      }
+    }
+  }
+  child.kill_group();  // whatever it left running
+  if (!child.wait_for(std::chrono::seconds(2))) {
+    result.start_error = fmt::format("process {} could not be ended (state {})", child.pid(),
+                                     process_state(child.pid()));
+    return result;
+  }
+  const int status = child.status();
+  if (WIFEXITED(status) && !result.timed_out && !result.interrupted) {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  if (WIFSIGNALED(status) && !result.timed_out && !result.interrupted) {
+    result.term_signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const std::string& o : overrides) {
+    const std::size_t eq = o.find('=');
+    if (eq == std::string::npos) {
+      vars.erase(o);
+    } else {
+      vars[o.substr(0, eq)] = o.substr(eq + 1);
+    }
+  }
+  std::vector<std::string> env;
+  env.reserve(vars.size());
+  for (const auto& [key, value] : vars) {
+    std::string entry = key;
+    entry += '=';
+    entry += value;
+    env.push_back(std::move(entry));
+  }
+  return env;
+}
+
+std::string self_executable_path() {
+  char buffer[PATH_MAX + 1] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, PATH_MAX);
+  if (n <= 0) return "";
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  for (int s : kInterruptSignals) sigaddset(&action.sa_mask, s);
+  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  for (int s : kInterruptSignals) ::sigaction(s, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
+}
+
+bool interrupt_requested() { return g_interrupt_signal != 0; }
+int interrupt_signal() { return g_interrupt_signal; }
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    default: {
+      const char* text = ::sigabbrev_np(signal);
+      return text != nullptr ? "SIG" + std::string(text) : "signal " + std::to_string(signal);
+    }
+  }
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,99 @@
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "common/strings.hpp"
+#include "probe/platform/system.hpp"
+
+namespace precision_probe {
+namespace {
+
+constexpr std::size_t kMaxFileBytes = 4U << 20U;
+
+class RealSystem final : public System {
+ public:
+  std::optional<std::string> getenv(const std::string& name) const override {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the probe never sets variables
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  }
+
+  std::optional<std::string> read_file(const std::string& path) const override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string data;
+    char buffer[4096];
+    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+      data.append(buffer, static_cast<std::size_t>(in.gcount()));
+      if (data.size() > kMaxFileBytes) break;
+    }
+    return data;
+  }
+
+  bool exists(const std::string& path) const override { return ::access(path.c_str(), F_OK) == 0; }
+
+  bool accessible(const std::string& path) const override {
+    return ::access(path.c_str(), R_OK | W_OK) == 0;
+  }
+
+  std::vector<std::string> list_dir(const std::string& dir,
+                                    const std::string& prefix) const override {
+    std::vector<std::string> names;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return names;
+    while (const dirent* entry = ::readdir(d)) {  // NOLINT(concurrency-mt-unsafe): one thread
+      const std::string name = entry->d_name;
+      if (name != "." && name != ".." && starts_with(name, prefix)) names.push_back(name);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  std::string hostname() const override {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+    return name;
+  }
+
+  std::string machine() const override {
+    utsname u{};
+    return ::uname(&u) == 0 ? u.machine : "unknown";
+  }
+
+  std::string kernel_release() const override {
+    utsname u{};
+    return ::uname(&u) == 0 ? u.release : "unknown";
+  }
+
+  bool stdout_is_terminal() const override { return ::isatty(STDOUT_FILENO) == 1; }
+
+  int terminal_columns() const override {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<System> make_real_system() { return std::make_unique<RealSystem>(); }
+
+std::vector<std::string> gpu_device_nodes(const System& system) {
+  std::vector<std::string> gpus;
+  for (const std::string& n : system.list_dir("/dev", "nvidia")) {
+    if (n.size() > 6 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
+      gpus.push_back(n);
+    }
+  }
+  return gpus;
+}
+
+}  // namespace precision_probe

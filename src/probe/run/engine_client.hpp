@@ -1,0 +1,60 @@
+#pragma once
+// The kernel engine, seen from the probe: a worker process per device runs LibTorch checks and
+// answers in JSON lines (protocol.hpp). Behind an interface so tests can use a fake engine.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/worker.hpp"
+
+namespace precision_probe {
+
+class System;
+
+// How long workers may take: all of them together, and any one check (a worker that says
+// nothing for that long is stopped: a hung kernel cannot be cancelled from inside its process).
+struct Limits {
+  std::chrono::milliseconds total{60000};  // what is left of the run's time
+  std::chrono::milliseconds per_check{45000};
+  double timeout_s = 60.0;  // --timeout as given, for messages
+};
+
+// Workers worth starting before their plans are known: one for the CPU and `gpus` for GPUs.
+struct Prestart {
+  bool cpu = false;
+  int gpus = 0;
+  // The environment shows CUDA exactly one GPU, so the GPU worker can begin its CUDA context
+  // before its plan names the GPU (a worker whose plan names another one starts afresh).
+  bool gpu_known = false;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Starts workers ahead of run() so that their LibTorch load overlaps the driver queries; run()
+  // hands its plans to them, kind by kind, and stops those left over. Optional: an engine that
+  // ignores it starts every worker in run().
+  virtual void prestart(const Prestart& /*what*/) {}
+  // Runs every plan, in parallel, within `limits`; one result per plan, in the same order.
+  virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
+  // The LibTorch stack without touching a device: the build-time cache next to the engine, else
+  // (when `spawn_within` is given) a `--describe` run of the engine, killed after that long or
+  // when an interrupt arrives.
+  virtual StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) = 0;
+  // Whether there is an engine to run at all.
+  virtual bool installed() const { return true; }
+};
+
+// The real engine: spawns the precision-probe-engine executable. It is looked for in
+// $PRECISION_PROBE_ENGINE, next to `self_exe`, then in ../libexec/precision-probe/.
+std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe);
+
+// Where the engine executable is, or "" when it is not installed.
+std::string find_engine_executable(const System& system, const std::string& self_exe);
+
+}  // namespace precision_probe

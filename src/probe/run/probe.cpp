@@ -1,0 +1,665 @@
+#include "probe/run/probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <random>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "probe/verdicts/diagnostics.hpp"
+#include "probe/verdicts/exit_codes.hpp"
+#include "probe/verdicts/gate.hpp"
+#include "probe/platform/process.hpp"
+#include "common/build_info.hpp"
+#include "common/strings.hpp"
+#include "probe/facts/cpu.hpp"
+#include "common/trace.hpp"
+#include "probe/verdicts/verdict.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  const std::uint64_t value = (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
+  return value & ((std::uint64_t{1} << 48U) - 1);  // exact in every JSON reader
+}
+
+std::string os_pretty_name(const System& system) {
+  const auto text = system.read_file("/etc/os-release");
+  if (!text) return "";
+  for (const std::string& line : split(*text, '\n')) {
+    if (starts_with(line, "PRETTY_NAME=")) {
+      std::string value = line.substr(12);
+      value.erase(std::remove(value.begin(), value.end(), '"'), value.end());
+      return value;
+    }
+  }
+  return "";
+}
+
+bool in_container(const System& system) {
+  if (system.exists("/.dockerenv") || system.exists("/run/.containerenv")) return true;
+  if (system.getenv("KUBERNETES_SERVICE_HOST") || system.getenv("container")) return true;
+  const auto cgroup = system.read_file("/proc/1/cgroup").value_or("");
+  for (const char* marker : {"docker", "kubepods", "containerd", "libpod", "lxc"}) {
+    if (cgroup.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Names the processes NVML lists, where /proc shows them, and leaves out the probe's own workers
+// (started ahead, they may hold a context by the time NVML answers).
+void name_gpu_processes(std::vector<GpuInfo>& gpus, const System& system) {
+  const std::string self = std::to_string(::getpid());
+  for (GpuInfo& g : gpus) {
+    std::vector<GpuProcess> kept;
+    for (GpuProcess p : g.processes) {
+      const std::string proc = "/proc/" + std::to_string(p.pid);
+      const std::string stat = system.read_file(proc + "/stat").value_or("");
+      const std::size_t paren = stat.rfind(')');
+      // Field 4 of /proc/PID/stat is the parent's PID.
+      const auto fields = paren == std::string::npos ? std::vector<std::string>{}
+                                                     : split(stat.substr(paren + 2), ' ');
+      if (fields.size() > 1 && fields[1] == self) continue;
+      p.name = trim(system.read_file(proc + "/comm").value_or(""));
+      kept.push_back(p);
+    }
+    g.processes = std::move(kept);
+  }
+}
+
+CpuInfo collect_cpu(const System& system) {
+  return parse_cpuinfo(system.read_file("/proc/cpuinfo").value_or(""), system.machine());
+}
+
+bool gpu_selected(const Options& o, int index) {
+  if (o.devices.all_gpus) return true;
+  return std::find(o.devices.gpu_indices.begin(), o.devices.gpu_indices.end(), index) !=
+         o.devices.gpu_indices.end();
+}
+
+// The modes worth running a kernel for: everything the hardware does not rule out.
+template <typename Modes, typename SupportFn>
+std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
+  std::vector<Mode> modes;
+  for (Mode m : candidates) {
+    if (support(m).hardware != Hardware::unsupported) modes.push_back(m);
+  }
+  return modes;
+}
+
+struct PlannedWorker {
+  WorkerPlan plan;
+  std::string uuid;  // the GPU it runs on ("" for the CPU)
+};
+
+// One check's outcome on one device: the worker's answer, or what stopped it. `planned_modes`
+// and `answers` are the plan's and the result's lists of that kind (smoke or amp).
+template <typename Outcome>
+std::optional<Outcome> outcome_for(Mode mode, const std::vector<Mode>* planned_modes,
+                                   const std::map<Mode, Outcome>* answers,
+                                   const WorkerResult* result) {
+  if (planned_modes == nullptr || answers == nullptr || result == nullptr) return std::nullopt;
+  if (std::find(planned_modes->begin(), planned_modes->end(), mode) == planned_modes->end()) {
+    return std::nullopt;
+  }
+  if (auto it = answers->find(mode); it != answers->end()) return it->second;
+  Outcome o;
+  if (result->problem != ErrorKind::none) {
+    o.error_kind = result->problem;
+    o.error = result->problem_message;
+  } else {
+    o.error_kind = ErrorKind::crashed;
+    o.error = "the engine finished without reporting this check";
+  }
+  return o;
+}
+
+// Why the checks of a device did not run, when they did not: skipped on purpose (--quick,
+// --no-amp, not selected), or kept from running by the machine (`unavailable`: no engine, a
+// LibTorch without CUDA, no kernels for the GPU), which a requirement counts as an environment
+// problem.
+struct NotRun {
+  std::string reason;
+  bool unavailable = false;
+  std::string amp_reason;     // the training modes' own reason, when it differs (--no-amp)
+  bool any_hardware = false;  // unavailable whatever the hardware (its verdict is not known)
+};
+
+// The outcome a check that never ran gets: none (skipped), or unavailable with the reason, for
+// the modes the hardware has.
+template <typename Outcome>
+std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict& hardware) {
+  if (!why.unavailable || (hardware.hardware == Hardware::unsupported && !why.any_hardware)) {
+    return std::nullopt;
+  }
+  Outcome o;
+  o.error_kind = ErrorKind::unavailable;
+  o.error = why.reason;
+  return o;
+}
+
+template <typename SupportFn>
+void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
+                     const WorkerResult* result, const NotRun& why) {
+  const bool known = planned != nullptr && result != nullptr;
+  for (Mode mode : matmul_modes()) {
+    auto outcome = outcome_for(mode, known ? &planned->plan.smoke : nullptr,
+                               known ? &result->smoke : nullptr, result);
+    if (!outcome) outcome = not_run_outcome<SmokeOutcome>(why, support(mode));
+    d.precisions.emplace_back(mode, combine_verdict(support(mode), outcome, why.reason));
+  }
+  for (Mode mode : training_modes()) {
+    auto outcome = outcome_for(mode, known ? &planned->plan.amp : nullptr,
+                               known ? &result->amp : nullptr, result);
+    if (!outcome && why.amp_reason.empty())
+      outcome = not_run_outcome<AmpOutcome>(why, support(mode));
+    d.precisions.emplace_back(
+        mode, combine_amp_verdict(support(mode), outcome,
+                                  why.amp_reason.empty() ? why.reason : why.amp_reason));
+  }
+  if (known && planned->plan.bench_size > 0) {
+    // Every passed smoke test was to be benchmarked: one the worker did not answer says why.
+    std::map<Mode, BenchOutcome> bench = result->bench;
+    for (Mode mode : planned->plan.smoke) {
+      const auto smoke = result->smoke.find(mode);
+      if (smoke == result->smoke.end() || !smoke->second.ok || bench.count(mode) != 0) continue;
+      BenchOutcome missing;
+      missing.error_kind =
+          result->problem != ErrorKind::none ? result->problem : ErrorKind::crashed;
+      missing.error = result->problem != ErrorKind::none
+                          ? result->problem_message
+                          : "the engine finished without this benchmark";
+      bench[mode] = missing;
+    }
+    apply_bench(d, bench);
+  }
+  d.recommendation = recommend(d);
+}
+
+// --device as a user would write it.
+std::string selection_text(const DeviceSelection& s) {
+  if (s.all_gpus) return s.cpu ? "all" : "gpu";
+  std::vector<std::string> parts;
+  if (s.cpu) parts.emplace_back("cpu");
+  for (int i : s.gpu_indices) parts.push_back(std::to_string(i));
+  return join(parts, ",");
+}
+
+NotRun not_run(const Options& o, bool selected) {
+  NotRun why;
+  why.reason = o.quick     ? "--quick: no kernels run"
+               : !selected ? "not selected (--device)"
+                           : "not run";
+  if (!o.amp) why.amp_reason = "skipped (--no-amp)";
+  return why;
+}
+
+// Why no GPU kernel can run with this engine and stack, known before anything runs ("" when
+// nothing says so).
+std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
+  if (!engine_installed) {
+    return "the kernel engine (precision-probe-engine) is not installed, so no kernel can run; "
+           "build with LibTorch or set PRECISION_PROBE_ENGINE";
+  }
+  if (stack.available && !stack.cuda_built) {
+    return fmt::format(
+        "this LibTorch ({}) was built without CUDA: no GPU kernel can run; use a CUDA build of "
+        "PyTorch or LibTorch",
+        stack.libtorch_version);
+  }
+  return "";
+}
+
+// Where no kernel runs (--quick, arch), what the stack alone says against a GPU: not known, or
+// no kernels for it ("" when nothing).
+std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
+  if (!stack.available) {
+    return "the LibTorch stack is not known (" + stack.error +
+           "), so whether it runs here is not known";
+  }
+  if (d.kernels && !d.kernels->covered) {
+    return "no kernels for this GPU in this LibTorch build: " + d.kernels->reason;
+  }
+  return "";
+}
+
+// What keeps a GPU's checks from running when they were not run: the stack's blocker, and under
+// --quick, what the stack alone says against the GPU.
+NotRun gpu_not_run(const Options& o, const DeviceReport& d, const Report& report,
+                   const std::string& blocker, const WorkerResult* result) {
+  const StackInfo& stack = report.stack;
+  NotRun why = not_run(o, d.selected);
+  if (driver_faulted(report.driver) && (result == nullptr || result->smoke.empty())) {
+    // The driver did not answer: nothing is known of this GPU, nothing was tested on it.
+    why.reason = "not tested: " + report.driver.message;
+    why.unavailable = true;
+    why.any_hardware = !d.gpu || !d.gpu->cc;
+    why.amp_reason.clear();
+    return why;
+  }
+  if (result != nullptr && result->problem == ErrorKind::not_run)
+    why.reason = result->problem_message;
+  std::string blocked = blocker;
+  if (blocked.empty() && o.quick) blocked = stack_says_against(d, stack);
+  if (!blocked.empty() && d.selected) {
+    why.reason = blocked;
+    why.unavailable = true;
+  }
+  return why;
+}
+
+}  // namespace
+
+namespace {
+
+// A driver that hung or crashed lists no GPU: the device nodes say how many there are, so that
+// the report shows each as not tested rather than none at all.
+void add_unanswered_gpus(GpuFacts& facts, const System& system, const VisibleDevicesSpec& visible) {
+  if (!driver_faulted(facts.driver) || !facts.gpus.empty()) return;
+  const int count = expected_gpu_workers(system, visible, DeviceSelection{});
+  const std::vector<std::string> nodes = gpu_device_nodes(system);
+  for (int i = 0; i < count; ++i) {
+    GpuInfo g;
+    g.index = i;
+    g.name = fmt::format("GPU behind /dev/{}", nodes[static_cast<std::size_t>(i)]);
+    g.source = "device node";
+    facts.gpus.push_back(g);
+  }
+}
+
+}  // namespace
+
+int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible,
+                         const DeviceSelection& selection) {
+  std::size_t guess = gpu_device_nodes(system).size();
+  if (visible.set) guess = std::min(guess, visible.entries.size());
+  if (!selection.all_gpus) guess = std::min(guess, selection.gpu_indices.size());
+  return static_cast<int>(guess);
+}
+
+bool one_gpu_in_view(const System& system, const VisibleDevicesSpec& visible) {
+  if (!visible.set) return gpu_device_nodes(system).size() == 1;
+  return visible.entries.size() == 1 && !starts_with(visible.entries[0], "MIG-");
+}
+
+namespace {
+
+// The engine's limits for what is left of the run's time budget.
+Limits limits_within(const Options& o, std::chrono::milliseconds left) {
+  Limits limits;
+  limits.total = std::max(left, std::chrono::milliseconds(1));
+  limits.timeout_s = o.timeout_s;
+  limits.per_check = std::chrono::milliseconds(static_cast<long long>(o.check_timeout_s * 1000.0));
+  return limits;
+}
+
+// The collectives section: present with --nccl, or whenever two or more GPUs can be asked about
+// peer access.
+std::optional<CollectivesReport> collectives_report(const Options& o, const GpuFacts& facts,
+                                                    const std::vector<int>& gpus,
+                                                    const std::optional<WorkerResult>& worker) {
+  if (!o.nccl && facts.gpus.size() < 2) return std::nullopt;
+  CollectivesReport c;
+  c.requested = o.nccl;
+  c.devices = gpus;
+  c.peers = facts.peers;
+  if (!o.nccl) {
+    c.reason = "not requested (--nccl)";
+    return c;
+  }
+  if (o.quick) {
+    c.reason = "--quick: no kernels run";
+    return c;
+  }
+  if (gpus.size() < 2) {
+    c.status = Status::unsupported;
+    c.failure = ErrorKind::environment;
+    c.reason = fmt::format("--nccl needs two or more selected GPUs; {} {} usable", gpus.size(),
+                           gpus.size() == 1 ? "is" : "are");
+    return c;
+  }
+  if (!worker) return c;
+  c.nccl_version = worker->nccl_version;
+  c.all_reduce = worker->collectives;
+  if (worker->problem != ErrorKind::none && worker->collectives.size() < 3) {
+    c.status = worker->problem == ErrorKind::not_run ? Status::not_tested : Status::failed;
+    c.failure = worker->problem;
+    c.reason = worker->problem_message;
+    return c;
+  }
+  c.status = Status::native;
+  for (const CollectiveOutcome& a : c.all_reduce) {
+    if (a.ok) continue;
+    c.status = a.error_kind == ErrorKind::not_supported ? Status::unsupported : Status::failed;
+    c.failure = a.error_kind == ErrorKind::not_supported ? ErrorKind::environment : a.error_kind;
+    c.reason = a.dtype + " all-reduce: " + a.error;
+    break;
+  }
+  return c;
+}
+
+void finish_report(Report& report, const Options& options, const DiagnosticContext& context,
+                   Clock::time_point started) {
+  report.requirements = evaluate_requirements(report, options.require, options.quick);
+  report.diagnostics = diagnose(report, context);
+  const ExitDecision exit = decide_exit(report);
+  report.exit_code = exit.code;
+  report.exit_reason = exit.reason;
+  report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  make_printable(report);
+}
+
+}  // namespace
+
+ToolInfo this_tool() {
+  ToolInfo tool;
+  tool.version = build_info::kVersion;
+  tool.built_with_libtorch = build_info::kLibTorchVersion;
+  tool.built_with_cuda = build_info::kCudaVersion;
+  return tool;
+}
+
+HostInfo collect_host(const System& system) {
+  HostInfo host;
+  host.hostname = system.hostname();
+  host.os = os_pretty_name(system);
+  host.kernel = system.kernel_release();
+  host.machine = system.machine();
+  host.container = in_container(system);
+  return host;
+}
+
+Report usage_error_report(const std::string& message, const System& system) {
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(system);
+  report.error = RunFailure{FailureKind::usage, message};
+  report.exit_code = exit_code::kUsage;
+  report.exit_reason = message;
+  return report;
+}
+
+Report run_probe(const Options& options, ProbeDeps deps) {
+  const auto started = Clock::now();
+  const System& sys = deps.system;
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(sys);
+  report.run.command = "probe";
+  report.run.quick = options.quick;
+  report.run.bench = options.bench && !options.quick;
+  report.run.seed = options.seed.value_or(fresh_seed());
+  report.run.timeout_s = options.timeout_s;
+  for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
+  report.run.devices = selection_text(options.devices);
+  report.run.gpus_selected = options.devices.all_gpus || !options.devices.gpu_indices.empty();
+
+  // --- Driver facts: NVML first (fast); cuInit alongside the workers unless needed now. ---
+  const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
+  const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
+  trace("probe start");
+  // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
+  // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
+  const StackInfo cached_stack = deps.engine.describe(std::nullopt);
+  const bool cache_complete = cached_stack.available && cached_stack.error.empty();
+  const bool engine_installed = deps.engine.installed();
+  // A stack that cannot run GPU kernels at all: no GPU worker is started.
+  const std::string gpu_blocker = gpu_stack_blocker(cached_stack, engine_installed);
+  // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
+  // asked what there is to plan.
+  if (!options.quick) {
+    const int gpus = gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
+    deps.engine.prestart({true, gpus, gpus == 1 && one_gpu_in_view(sys, visible)});
+  }
+  const NvmlSnapshot nvml = deps.driver.query_nvml();
+  trace("NVML answered");
+  const bool nvml_ok = nvml.fault == QueryFault::none && nvml.loaded && nvml.init_result == 0;
+  GpuFacts facts = merge_gpu_facts(nvml, std::nullopt, visible, proc_version);
+  std::optional<CudaSnapshot> cuda;
+  std::future<CudaSnapshot> pending_cuda;
+  if (nvml.fault != QueryFault::none) {
+    // A driver that hangs or crashes in NVML is not asked again through CUDA: the GPUs its
+    // device nodes show are reported, not tested.
+    add_unanswered_gpus(facts, sys, visible);
+  } else if (!nvml_ok || !facts.order_is_reliable) {
+    cuda = deps.driver.query_cuda();
+    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
+  } else if (!options.quick) {
+    pending_cuda = std::async(std::launch::async, [&deps] {
+      CudaSnapshot snapshot = deps.driver.query_cuda();
+      trace("cuInit done (in the background)");
+      return snapshot;
+    });
+  }
+
+  // --- Selection ---
+  for (int index : options.devices.gpu_indices) {
+    if (index < static_cast<int>(facts.gpus.size())) continue;
+    if (facts.gpus.empty()) {
+      report.run.unavailable_selection =
+          fmt::format("--device {}: no GPU is visible ({})", index, facts.driver.message);
+      break;
+    }
+    return usage_error_report(fmt::format("--device: GPU {} does not exist ({} visible: 0-{})",
+                                          index, facts.gpus.size(), facts.gpus.size() - 1),
+                              sys);
+  }
+
+  // --- Kernels: one worker per selected GPU, plus the CPU ---
+  const CpuInfo cpu = collect_cpu(sys);
+  auto cpu_support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
+  std::vector<PlannedWorker> planned;
+  if (!options.quick) {
+    PlannedWorker cpu_worker;
+    cpu_worker.plan.kind = DeviceKind::cpu;
+    cpu_worker.plan.smoke = runnable_modes(matmul_modes(), cpu_support);
+    if (options.amp) cpu_worker.plan.amp = runnable_modes(training_modes(), cpu_support);
+    cpu_worker.plan.seed = report.run.seed;
+    if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
+    planned.push_back(cpu_worker);
+    for (const GpuInfo& gpu : facts.gpus) {
+      if (!gpu_selected(options, gpu.index) || !gpu.cc || !gpu_blocker.empty()) continue;
+      PlannedWorker w;
+      w.uuid = gpu.uuid;
+      w.plan.kind = DeviceKind::cuda;
+      w.plan.index = gpu.index;
+      w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
+      auto gpu_support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
+      w.plan.smoke = runnable_modes(matmul_modes(), gpu_support);
+      if (options.amp) w.plan.amp = runnable_modes(training_modes(), gpu_support);
+      w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
+      if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
+      planned.push_back(w);
+    }
+  }
+  if (!cache_complete && !planned.empty()) {
+    (planned.size() > 1 ? planned[1] : planned[0]).plan.describe = true;  // a GPU worker if any
+  }
+  // The collective over every selected GPU (--nccl).
+  std::vector<int> collective_gpus;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (gpu_selected(options, gpu.index) && gpu.cc) collective_gpus.push_back(gpu.index);
+  }
+  std::optional<WorkerPlan> collective_plan;
+  if (options.nccl && !options.quick && collective_gpus.size() >= 2) {
+    WorkerPlan plan;
+    plan.kind = DeviceKind::cuda;
+    plan.collective_ranks = static_cast<int>(collective_gpus.size());
+    std::vector<std::string> ids;
+    for (int index : collective_gpus) {
+      const GpuInfo& g = facts.gpus[static_cast<std::size_t>(index)];
+      ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
+    }
+    plan.cuda_visible_devices = join(ids, ",");
+    plan.seed = report.run.seed;
+    collective_plan = plan;
+  }
+  // Everything runs at once, except measurements, which run alone: with --bench, the CPU's
+  // benchmark (its threads would starve the GPU workers' launching threads) and the collective
+  // come after the per-device workers.
+  const bool gpu_bench = std::any_of(planned.begin(), planned.end(), [](const PlannedWorker& p) {
+    return p.plan.kind == DeviceKind::cuda && p.plan.bench_size > 0;
+  });
+  std::optional<WorkerPlan> cpu_bench_plan;
+  if (gpu_bench && !planned.empty() && planned.front().plan.bench_size > 0) {
+    cpu_bench_plan = planned.front().plan;
+    cpu_bench_plan->amp.clear();
+    cpu_bench_plan->describe = false;
+    planned.front().plan.bench_size = 0;
+  }
+  const bool collective_alone = options.bench;
+  std::vector<WorkerPlan> plans;
+  plans.reserve(planned.size() + 1);
+  for (const PlannedWorker& p : planned) plans.push_back(p.plan);
+  if (collective_plan && !collective_alone) plans.push_back(*collective_plan);
+  auto time_left = [&] {
+    return std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  };
+  std::vector<WorkerResult> results =
+      plans.empty() ? std::vector<WorkerResult>{}
+                    : deps.engine.run(plans, limits_within(options, time_left()));
+  trace("workers finished");
+  std::optional<WorkerResult> collective;
+  if (collective_plan && !collective_alone && results.size() > planned.size()) {
+    collective = results.back();
+    results.pop_back();
+  }
+  if (cpu_bench_plan && !results.empty()) {
+    const WorkerResult cpu_bench =
+        deps.engine.run({*cpu_bench_plan}, limits_within(options, time_left())).front();
+    results.front().bench = cpu_bench.bench;
+    if (cpu_bench.problem != ErrorKind::none && results.front().problem == ErrorKind::none) {
+      results.front().problem = cpu_bench.problem;
+      results.front().problem_message = cpu_bench.problem_message;
+    }
+    planned.front().plan.bench_size = cpu_bench_plan->bench_size;  // read as benchmarked below
+  }
+  if (collective_plan && collective_alone) {
+    collective = deps.engine.run({*collective_plan}, limits_within(options, time_left())).front();
+  }
+  if (pending_cuda.valid()) {
+    cuda = pending_cuda.get();
+    trace("cuInit answered");
+    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
+  }
+  if (nvml.fault == QueryFault::none) add_unanswered_gpus(facts, sys, visible);
+  report.driver = facts.driver;
+  name_gpu_processes(facts.gpus, sys);
+
+  // --- The stack: the build cache when complete, else the worker asked to describe it ---
+  report.stack = cached_stack;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const WorkerResult& r = results[i];
+    if (!r.stack || cache_complete) continue;
+    // The worker asked to describe wins; any worker's answer beats no answer.
+    if (planned[i].plan.describe || !report.stack.available) report.stack = *r.stack;
+  }
+  const std::vector<ArchTarget> targets = parse_arch_list(join(report.stack.arch_list, " "));
+
+  // --- Device reports ---
+  for (const GpuInfo& gpu : facts.gpus) {
+    DeviceReport d;
+    d.kind = DeviceKind::cuda;
+    d.index = gpu.index;
+    d.name = gpu.name;
+    d.selected = gpu_selected(options, gpu.index);
+    d.gpu = gpu;
+    if (gpu.cc && report.stack.available && report.stack.cuda_built && !targets.empty()) {
+      d.kernels = kernel_coverage(*gpu.cc, targets);
+    }
+    const PlannedWorker* p = nullptr;
+    const WorkerResult* r = nullptr;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      if (planned[i].plan.kind == DeviceKind::cuda && planned[i].uuid == gpu.uuid) {
+        p = &planned[i];
+        r = i < results.size() ? &results[i] : nullptr;
+      }
+    }
+    auto support = [&gpu](Mode m) {
+      return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
+                    : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
+    };
+    fill_precisions(d, support, p, r, gpu_not_run(options, d, report, gpu_blocker, r));
+    report.devices.push_back(std::move(d));
+  }
+  DeviceReport cpu_report;
+  cpu_report.kind = DeviceKind::cpu;
+  cpu_report.name = cpu.model;
+  cpu_report.selected = options.devices.cpu;
+  cpu_report.cpu = cpu;
+  const PlannedWorker* cpu_plan = planned.empty() ? nullptr : &planned.front();
+  const WorkerResult* cpu_result = results.empty() ? nullptr : &results.front();
+  NotRun cpu_not_run = not_run(options, true);
+  if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
+    cpu_not_run.reason = cpu_result->problem_message;
+  }
+  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_not_run);
+  report.devices.push_back(std::move(cpu_report));
+
+  report.collectives = collectives_report(options, facts, collective_gpus, collective);
+  const bool gpu_wanted = (!options.require.empty() &&
+                           (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
+                          !options.devices.gpu_indices.empty();
+  if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
+  const DiagnosticContext context{sys, nvml, cuda, visible, engine_installed, gpu_wanted};
+  finish_report(report, options, context, started);
+  return report;
+}
+
+Report run_arch(const Options& options, ProbeDeps deps) {
+  const auto started = Clock::now();
+  Report report;
+  report.tool = this_tool();
+  report.host = collect_host(deps.system);
+  report.run.command = "arch";
+  report.stack = deps.engine.describe(std::chrono::milliseconds(
+      static_cast<long long>(std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
+  if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
+  const ComputeCapability cc =
+      parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});
+
+  DeviceReport d;
+  d.kind = DeviceKind::cuda;
+  d.name = fmt::format("compute capability {} ({})", cc.to_string(), architecture_name(cc));
+  GpuInfo gpu;
+  gpu.cc = cc;
+  gpu.source = "arch";
+  d.gpu = gpu;
+  if (report.stack.available) {
+    if (!report.stack.cuda_built) {
+      d.kernels = KernelCoverage{false, "", "this LibTorch build has no CUDA support at all"};
+    } else {
+      d.kernels = kernel_coverage(cc, parse_arch_list(join(report.stack.arch_list, " ")));
+    }
+  }
+  // Gated when asked: a requirement is met by native hardware that this build's stack can run.
+  d.selected = !options.require.empty();
+  NotRun why{"offline (arch): no kernels run", false, ""};
+  const std::string blocked = !gpu_stack_blocker(report.stack, deps.engine.installed()).empty()
+                                  ? gpu_stack_blocker(report.stack, deps.engine.installed())
+                                  : stack_says_against(d, report.stack);
+  if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
+  fill_precisions(
+      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr, why);
+  report.devices.push_back(std::move(d));
+  for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
+  report.requirements = evaluate_requirements(report, options.require, true);
+  const ExitDecision exit = decide_exit(report);
+  report.exit_code = exit.code;
+  report.exit_reason =
+      exit.code == exit_code::kOk && options.require.empty() ? "arch report" : exit.reason;
+  report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  make_printable(report);
+  return report;
+}
+
+}  // namespace precision_probe

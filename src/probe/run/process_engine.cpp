@@ -1,0 +1,455 @@
+// The real engine client: one precision-probe-engine worker per device, all in parallel, each
+// pinned to its GPU through CUDA_VISIBLE_DEVICES. The parent owns the clock: a worker past the
+// deadline is killed and its unfinished checks are reported as timed out.
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "probe/run/engine_client.hpp"
+#include "probe/platform/process.hpp"
+#include "common/protocol.hpp"
+#include "common/strings.hpp"
+#include "probe/platform/system.hpp"
+#include "common/trace.hpp"
+
+namespace precision_probe {
+namespace {
+
+constexpr const char* kEngineName = "precision-probe-engine";
+constexpr const char* kStackCacheName = "precision-probe-stack.json";
+constexpr std::size_t kStderrTail = 2048;
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == '\r')) trimmed.pop_back();
+  const std::size_t nl = trimmed.rfind('\n');
+  return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
+}
+
+// The longest result line a worker may send (the longest real one is a few hundred bytes).
+constexpr std::size_t kMaxLine = 1U << 20U;
+
+enum class Stream { out, err, exit };
+
+struct Worker {
+  std::unique_ptr<ChildProcess> child;
+  std::string pending;  // stdout bytes after the last newline
+  std::string err_tail;
+  bool out_open = false;
+  bool err_open = false;
+  std::chrono::steady_clock::time_point last_line;  // a result line resets the per-check clock
+};
+
+class ProcessEngine final : public Engine {
+ public:
+  ProcessEngine(const System& system, std::string engine_path)
+      : system_(system), engine_path_(std::move(engine_path)) {}
+
+  void prestart(const Prestart& what) override {
+    if (engine_path_.empty()) return;
+    auto spawn = [this](DeviceKind kind, bool early_context) {
+      std::string error;
+      // A worker that cannot be started here is started (and its error reported) in run().
+      if (auto child = start_worker(kind, std::nullopt, early_context, error)) {
+        spares_.push_back({kind, std::move(child)});
+      }
+    };
+    if (what.cpu) spawn(DeviceKind::cpu, false);
+    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda, what.gpu_known);
+    trace(fmt::format("{} worker(s) started ahead", spares_.size()));
+  }
+
+  std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override {
+    std::vector<WorkerResult> results(plans.size());
+    std::vector<Worker> workers(plans.size());
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + limits.total;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      results[i].kind = plans[i].kind;
+      results[i].index = plans[i].index;
+      if (engine_path_.empty()) {
+        results[i].problem = ErrorKind::unavailable;
+        results[i].problem_message =
+            "the kernel engine (precision-probe-engine) is not installed next to the probe, so "
+            "no kernel ran; build with LibTorch or set PRECISION_PROBE_ENGINE";
+        continue;
+      }
+      std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
+      std::string error;
+      if (!child) {
+        // Started for a GPU known by its UUID: it can begin its CUDA context at once (not a
+        // collective's worker, which sees several).
+        const bool early_context =
+            plans[i].collective_ranks == 0 && starts_with(plans[i].cuda_visible_devices, "GPU-");
+        child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, early_context, error);
+      }
+      if (!child) {
+        // An engine that cannot be started is a broken installation, not a failed check.
+        results[i].problem = ErrorKind::unavailable;
+        results[i].problem_message = "the kernel engine cannot be started: " + error;
+        continue;
+      }
+      child->send_input(encode_plan(plans[i]) + "\n");
+      workers[i].child = std::move(child);
+      workers[i].out_open = true;
+      workers[i].err_open = true;
+      workers[i].last_line = std::chrono::steady_clock::now();
+    }
+    spares_.clear();  // workers started ahead that no plan needed: stopped (killed and reaped)
+    pump(workers, results, deadline, limits);
+    // Killed workers get two seconds together to go; one that does not is named.
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      finish(workers[i], results[i], grace);
+      check_device(plans[i], results[i]);
+    }
+    return results;
+  }
+
+  bool installed() const override { return !engine_path_.empty(); }
+
+  StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override {
+    StackInfo stack;
+    stack.source = "none";
+    if (engine_path_.empty()) {
+      stack.error = "the kernel engine (precision-probe-engine) is not installed";
+      return stack;
+    }
+    const std::string cache = directory_of(engine_path_) + "/" + kStackCacheName;
+    if (auto text = system_.read_file(cache)) {
+      std::string error;
+      if (decode_stack(*text, stack, error) && stack.available) {
+        stack.source = "build cache";
+        return stack;
+      }
+    }
+    if (!spawn_within) {
+      stack = StackInfo{};
+      stack.source = "none";
+      stack.error = "LibTorch not loaded under --quick and no build cache at " + cache;
+      return stack;
+    }
+    const ProcessOutput out =
+        // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
+        run_process({engine_path_, "--describe"}, environment_with({}), "", *spawn_within);
+    std::string error;
+    if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
+      stack.source = "engine";
+      return stack;
+    }
+    stack = StackInfo{};
+    stack.source = "none";
+    if (out.timed_out || out.interrupted) {
+      stack.error = out.timed_out
+                        ? fmt::format("the engine did not describe the stack within {:g} s",
+                                      static_cast<double>(spawn_within->count()) / 1000.0)
+                        : "the engine was describing the stack when the run was interrupted";
+    } else {
+      stack.error = out.start_error.empty()
+                        ? fmt::format("the engine could not describe the stack: {}",
+                                      last_line(out.err.empty() ? error : out.err))
+                        : out.start_error;
+    }
+    return stack;
+  }
+
+ private:
+  // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
+  void pump(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
+            std::chrono::steady_clock::time_point deadline, Limits limits) {
+    while (true) {
+      std::vector<pollfd> fds;
+      std::vector<std::pair<std::size_t, Stream>> owners;
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        const Worker& w = workers[i];
+        if (w.out_open) {
+          fds.push_back({w.child->stdout_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::out);
+        }
+        if (w.err_open) {
+          fds.push_back({w.child->stderr_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::err);
+        }
+        // Its exit is noticed by itself, not by its pipes closing: a process it started may hold
+        // them open.
+        if ((w.out_open || w.err_open) && w.child->exit_fd() >= 0) {
+          fds.push_back({w.child->exit_fd(), POLLIN, 0});
+          owners.emplace_back(i, Stream::exit);
+        }
+      }
+      if (fds.empty()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (interrupt_requested() || now >= deadline) {
+        const std::string why =
+            interrupt_requested()
+                ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
+                : fmt::format("timed out after {:g} s (--timeout)", limits.timeout_s);
+        for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
+        return;
+      }
+      watch(workers, results, now, limits);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      // Short slices so that a signal arriving just before poll() is seen promptly.
+      const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
+      const int ready = ::poll(fds.data(), fds.size(), std::max(wait_ms, 1));
+      if (ready <= 0) continue;
+      for (std::size_t f = 0; f < fds.size(); ++f) {
+        if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const auto [i, stream] = owners[f];
+        if (stream == Stream::exit) {
+          exited(workers[i], results[i]);
+        } else {
+          read_from(workers[i], results[i], stream == Stream::out);
+        }
+      }
+    }
+  }
+
+  // The per-check watchdog (a worker silent for longer than one check may take is hung), and,
+  // where the kernel has no pidfd, the check for workers that exited.
+  void watch(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
+             std::chrono::steady_clock::time_point now, Limits limits) {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (!w.out_open && !w.err_open) continue;
+      if (now - w.last_line > limits.per_check) {
+        stop(w, results[i],
+             fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
+                         static_cast<double>(limits.per_check.count()) / 1000.0));
+      } else if (w.child->exit_fd() < 0 && w.child->try_reap()) {
+        exited(w, results[i]);
+      }
+    }
+  }
+
+  // Kills a worker that is still running; its unfinished checks will say `why`.
+  static void stop(Worker& w, WorkerResult& result, const std::string& why) {
+    if (!w.out_open && !w.err_open) return;
+    w.child->kill_group();
+    if (!result.finished && result.problem == ErrorKind::none) {
+      result.problem = ErrorKind::timed_out;
+      result.problem_message = why;
+    }
+    close_streams(w);
+  }
+
+  // The worker exited: what it wrote before is read, whatever still holds its pipes.
+  void exited(Worker& w, WorkerResult& result) {
+    w.child->try_reap();  // ends what it left running in its group, too
+    for (Stream stream : {Stream::out, Stream::err}) {
+      const bool open = stream == Stream::out ? w.out_open : w.err_open;
+      if (!open) continue;
+      std::string rest;
+      drain_available(stream == Stream::out ? w.child->stdout_fd() : w.child->stderr_fd(), rest);
+      consume(w, result, rest, stream == Stream::out);
+    }
+    close_streams(w);
+  }
+
+  void read_from(Worker& w, WorkerResult& result, bool is_stdout) {
+    char buffer[16384];
+    const int fd = is_stdout ? w.child->stdout_fd() : w.child->stderr_fd();
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) {
+      if (is_stdout) {
+        w.child->close_stdout();
+        w.out_open = false;
+      } else {
+        w.child->close_stderr();
+        w.err_open = false;
+      }
+      return;
+    }
+    consume(w, result, std::string_view(buffer, static_cast<std::size_t>(n)), is_stdout);
+  }
+
+  // Takes what a worker wrote: stderr's tail is kept (and traced), stdout's lines applied.
+  void consume(Worker& w, WorkerResult& result, std::string_view data, bool is_stdout) {
+    if (!is_stdout) {
+      // Tracing: the workers' phase timings go through to our stderr.
+      if (tracing()) std::fwrite(data.data(), 1, data.size(), stderr);
+      w.err_tail.append(data);
+      if (w.err_tail.size() > kStderrTail) w.err_tail.erase(0, w.err_tail.size() - kStderrTail);
+      return;
+    }
+    if (!w.out_open) return;
+    w.pending.append(data);
+    std::size_t nl = 0;
+    while ((nl = w.pending.find('\n')) != std::string::npos) {
+      const std::string line = w.pending.substr(0, nl);
+      w.pending.erase(0, nl + 1);
+      if (line.empty()) continue;
+      w.last_line = std::chrono::steady_clock::now();
+      std::string error;
+      const bool applied = apply_result_line(line, result, error);
+      if (applied && result.finished) {
+        trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
+                                                ? "GPU " + std::to_string(result.index)
+                                                : std::string("CPU")));
+        // All said: whatever it does now (its exit, a process it left) is ended, not awaited.
+        w.child->kill_group();
+        close_streams(w);
+        return;
+      }
+      if (!applied) return violation(w, result, "the engine sent a malformed line (" + error + ")");
+    }
+    if (w.pending.size() > kMaxLine) {
+      violation(w, result,
+                fmt::format("the engine sent a line longer than {} MiB (a protocol "
+                            "violation)",
+                            kMaxLine >> 20U));
+    }
+  }
+
+  // A worker that broke the protocol: stopped, its unfinished checks failed with `why`.
+  static void violation(Worker& w, WorkerResult& result, const std::string& why) {
+    if (result.problem == ErrorKind::none) {
+      result.problem = ErrorKind::crashed;
+      result.problem_message = why;
+    }
+    w.pending.clear();
+    w.child->kill_group();
+    close_streams(w);
+  }
+
+  static void close_streams(Worker& w) {
+    w.child->close_stdout();
+    w.child->close_stderr();
+    w.out_open = false;
+    w.err_open = false;
+  }
+
+  // The end of a worker: reaped (a killed one given until `grace` to go), and, if it did not
+  // finish, why. A worker stuck in the kernel cannot be killed: it is named instead.
+  static void finish(Worker& w, WorkerResult& result, std::chrono::steady_clock::time_point grace) {
+    if (!w.child) return;
+    if (result.finished) {
+      w.child->release();  // killed at "done": its teardown is not the probe's to wait for
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        grace - std::chrono::steady_clock::now());
+    if (!w.child->wait_for(std::max(left, std::chrono::milliseconds(0)))) {
+      const char state = process_state(w.child->pid());
+      if (result.problem == ErrorKind::none) result.problem = ErrorKind::crashed;
+      result.problem_message += fmt::format(
+          "{}the engine worker (PID {}) could not be ended{}",
+          result.problem_message.empty() ? "" : "; ", w.child->pid(),
+          state == 'D' ? ": it is stuck in the kernel (uninterruptible sleep, usually inside the "
+                         "driver); the GPU needs a reset"
+                       : fmt::format(" (state {})", state));
+      return;
+    }
+    if (result.problem != ErrorKind::none) return;
+    const int status = w.child->status();
+    const std::string detail = last_line(w.err_tail);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
+        classify_error(detail) == ErrorKind::unavailable) {
+      // The loader could not map LibTorch (a memory limit, a missing library): the machine's
+      // set-up, not a crash.
+      result.problem = ErrorKind::unavailable;
+      result.problem_message = "the kernel engine could not load its libraries: " + detail;
+      return;
+    }
+    result.problem = ErrorKind::crashed;
+    if (WIFSIGNALED(status)) {
+      result.problem_message =
+          fmt::format("the engine worker crashed ({})", signal_name(WTERMSIG(status)));
+    } else {
+      result.problem_message = fmt::format("the engine worker exited with code {} before finishing",
+                                           WEXITSTATUS(status));
+    }
+    if (!detail.empty()) result.problem_message += ": " + detail;
+  }
+
+  // Starts a worker, its plan to follow on stdin. A CPU worker never sees a GPU. A GPU worker
+  // sees `gpu` when it is known; started ahead (nullopt), it inherits the environment and narrows
+  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. With `early_context` (a GPU
+  // worker whose environment shows it one GPU), it begins that GPU's CUDA context while LibTorch
+  // loads (early_context.hpp), unless PRECISION_PROBE_EARLY_CONTEXT=0. nullptr (and `error`) on
+  // failure.
+  std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
+                                             bool early_context, std::string& error) const {
+    // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
+    std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
+    if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
+    if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
+    std::vector<std::string> argv = {engine_path_, "--worker"};
+    if (early_context && kind == DeviceKind::cuda &&
+        system_.getenv("PRECISION_PROBE_EARLY_CONTEXT").value_or("1") != "0") {
+      argv.emplace_back("--early-context");
+    }
+    auto child = std::make_unique<ChildProcess>();
+    if (!child->start(argv, environment_with(overrides), error)) {
+      return nullptr;
+    }
+    return child;
+  }
+
+  // A worker started ahead for plans of this kind, or nullptr. One that died meanwhile is still
+  // handed out: its run reports what happened to it, as a freshly started one's would.
+  std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
+    const auto it = std::find_if(spares_.begin(), spares_.end(),
+                                 [kind](const Spare& s) { return s.kind == kind; });
+    if (it == spares_.end()) return nullptr;
+    std::unique_ptr<ChildProcess> child = std::move(it->child);
+    spares_.erase(it);
+    return child;
+  }
+
+  // A GPU worker reports the UUID of the GPU it ran on: anything but the planned one means
+  // CUDA_VISIBLE_DEVICES was not honoured, and its results belong to another GPU.
+  static void check_device(const WorkerPlan& plan, WorkerResult& result) {
+    if (plan.kind != DeviceKind::cuda || plan.collective_ranks > 0) return;
+    if (plan.cuda_visible_devices.rfind("GPU-", 0) != 0 || result.device_uuid.empty()) return;
+    if (result.device_uuid == plan.cuda_visible_devices) return;
+    result.smoke.clear();
+    result.amp.clear();
+    result.bench.clear();
+    result.problem = ErrorKind::environment;
+    result.problem_message = fmt::format(
+        "the engine worker ran on {} instead of {}: CUDA_VISIBLE_DEVICES was not "
+        "honoured, so its results were discarded",
+        result.device_uuid, plan.cuda_visible_devices);
+  }
+
+  struct Spare {
+    DeviceKind kind;
+    std::unique_ptr<ChildProcess> child;
+  };
+
+  const System& system_;
+  std::string engine_path_;
+  std::vector<Spare> spares_;
+};
+
+}  // namespace
+
+std::string find_engine_executable(const System& system, const std::string& self_exe) {
+  if (auto configured = system.getenv("PRECISION_PROBE_ENGINE")) {
+    return system.exists(*configured) ? *configured : "";
+  }
+  if (self_exe.empty()) return "";
+  const std::string dir = directory_of(self_exe);
+  for (const std::string& candidate :
+       {dir + "/" + kEngineName, dir + "/../libexec/precision-probe/" + kEngineName}) {
+    if (system.exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {
+  return std::make_unique<ProcessEngine>(system, find_engine_executable(system, self_exe));
+}
+
+}  // namespace precision_probe

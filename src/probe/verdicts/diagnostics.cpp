@@ -1,0 +1,496 @@
+// Diagnostics: the container and stack problems behind most "BF16 doesn't work" reports, each
+// with a stable code, what was seen, and how to fix it. docs/diagnostics.md documents every code.
+
+#include "probe/verdicts/diagnostics.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/strings.hpp"
+#include "probe/facts/cpu.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+class Collector {
+ public:
+  explicit Collector(std::vector<Diagnostic>& out) : out_(out) {}
+  void add(std::string code, Severity severity, std::string message, std::string hint) {
+    out_.push_back({std::move(code), severity, std::move(message), std::move(hint)});
+  }
+
+ private:
+  std::vector<Diagnostic>& out_;
+};
+
+bool any_gpu(const Report& report) {
+  for (const DeviceReport& d : report.devices) {
+    if (d.kind == DeviceKind::cuda) return true;
+  }
+  return false;
+}
+
+// "13.0" -> 13000; nullopt when it is not a version.
+std::optional<int> parse_cuda_version(const std::string& text) {
+  const auto parts = split(text, '.');
+  if (parts.size() < 2) return std::nullopt;
+  const auto major = parse_int(parts[0]);
+  const auto minor = parse_int(parts[1]);
+  if (!major || !minor || *major < 1 || *minor < 0 || *minor > 99) return std::nullopt;
+  return static_cast<int>(*major * 1000 + *minor * 10);
+}
+
+// The minimum Linux driver branch for a CUDA major version (NVIDIA's CUDA toolkit release notes).
+std::string minimum_driver(int cuda_version) {
+  switch (cuda_version / 1000) {
+    case 11: return "450.80.02";
+    case 12: return "525.60.13";
+    case 13: return "580.65.06";
+    default: return "a newer one";
+  }
+}
+
+// " (PID 4242 python3: 136.0 GiB, PID 77: 1.2 GiB)": who holds a GPU's memory, as NVML says.
+std::string holders(const GpuInfo& g) {
+  std::vector<std::string> named;
+  for (const GpuProcess& p : g.processes) {
+    std::string one = fmt::format("PID {}{}", p.pid, p.name.empty() ? "" : " " + p.name);
+    if (p.used_bytes)
+      one += fmt::format(": {:.1f} GiB", static_cast<double>(*p.used_bytes) / (1 << 30));
+    named.push_back(one);
+  }
+  return named.empty() ? "" : " (" + join(named, ", ") + ")";
+}
+
+// "; amp_fp16, amp_bf16 could not run (out of memory)": the checks the machine kept from running.
+std::string untested_for_memory(const DeviceReport& d) {
+  std::vector<std::string> modes;
+  for (const auto& [mode, p] : d.precisions) {
+    if (p.failure == ErrorKind::unavailable) modes.emplace_back(mode_key(mode));
+  }
+  return modes.empty() ? "" : "; " + join(modes, ", ") + " could not run here";
+}
+
+const char* const kGpuContainerHint =
+    "start the container with GPUs: `docker run --gpus all ...` (NVIDIA Container Toolkit), "
+    "`runtime: nvidia` or `deploy.resources.reservations.devices` in Compose, a "
+    "`nvidia.com/gpu` resource limit in Kubernetes (NVIDIA device plugin); on a host, install "
+    "the NVIDIA driver";
+
+// A driver query that hung or crashed: the state a health probe is run for.
+void driver_fault(Collector& c, const Report& r) {
+  if (r.driver.status == DriverStatus::hung) {
+    c.add("driver-hung", Severity::error,
+          "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",
+          "read the kernel log for Xid errors (`dmesg | grep -i xid`: 79 is a GPU fallen off the "
+          "bus, 48/63/64/94/95 memory errors), drain the node, reset the GPU (`nvidia-smi -r -i "
+          "N`, with nothing running on it) or reboot; `nvidia-smi` hangs as well in this state");
+  } else if (r.driver.status == DriverStatus::crashed) {
+    c.add(
+        "driver-crashed", Severity::error,
+        "a query of the NVIDIA driver crashed: " + r.driver.message + "; the GPUs were not tested",
+        "the driver's user-space libraries do not match its kernel module or are damaged: compare "
+        "`cat /proc/driver/nvidia/version` with the libnvidia-ml/libcuda versions the container "
+        "mounts (NVIDIA Container Toolkit), and reinstall the driver if they differ");
+  }
+}
+
+void driver_library(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  if (driver_faulted(r.driver)) return;
+  if (r.driver.status != DriverStatus::not_found && !(ctx.cuda && !ctx.cuda->loaded)) return;
+  const bool nvml_only = ctx.nvml.loaded && ctx.nvml.init_result == 0;
+  if (nvml_only) {
+    c.add("cuda-library-not-found", Severity::error,
+          "NVML loads but the CUDA driver library does not (" + r.driver.message +
+              "): nvidia-smi works, CUDA programs cannot",
+          "the container was given the 'utility' driver capability only: set "
+          "NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)");
+    return;
+  }
+  c.add("driver-library-not-found", ctx.gpu_wanted ? Severity::error : Severity::info,
+        "no NVIDIA driver library can be loaded (" + r.driver.message + ")", kGpuContainerHint);
+}
+
+void device_nodes(Collector& c, const DiagnosticContext& ctx) {
+  // Only meaningful where a driver is there to talk to.
+  const bool driver_present = ctx.nvml.loaded || (ctx.cuda && ctx.cuda->loaded) ||
+                              ctx.system.exists("/proc/driver/nvidia/version");
+  if (!driver_present) return;
+  const std::vector<std::string> nodes = ctx.system.list_dir("/dev", "nvidia");
+  const std::vector<std::string> gpus = gpu_device_nodes(ctx.system);
+  const bool ctl = ctx.system.exists("/dev/nvidiactl");
+  if (!ctl || gpus.empty()) {
+    c.add("device-nodes-missing", ctx.gpu_wanted ? Severity::error : Severity::warning,
+          fmt::format("the NVIDIA driver is present but {} (found: {})",
+                      !ctl ? "/dev/nvidiactl is missing" : "no /dev/nvidiaN device node exists",
+                      nodes.empty() ? "no /dev/nvidia* at all" : join(nodes, " ")),
+          "the container sees the driver's libraries but not its devices: start it with `--gpus` "
+          "(or `--device /dev/nvidiactl --device /dev/nvidia0 --device /dev/nvidia-uvm`)");
+    return;
+  }
+  std::vector<std::string> blocked;
+  for (const std::string& n : nodes) {
+    if (n == "nvidia-caps" || n == "nvidia-modeset") continue;
+    if (!ctx.system.accessible("/dev/" + n)) blocked.push_back("/dev/" + n);
+  }
+  if (!blocked.empty()) {
+    c.add("device-nodes-inaccessible", ctx.gpu_wanted ? Severity::error : Severity::warning,
+          "this user may not open " + join(blocked, ", ") + " for reading and writing",
+          "add the user to the group that owns the nodes (often 'video' or 'render'), or allow "
+          "the devices in the container's device cgroup");
+  }
+}
+
+void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  const auto nvidia = ctx.system.getenv("NVIDIA_VISIBLE_DEVICES");
+  if (nvidia) {
+    const std::string v = to_lower(trim(*nvidia));
+    if (v == "void" || v == "none" || v.empty()) {
+      c.add("nvidia-visible-devices-none", ctx.gpu_wanted ? Severity::error : Severity::warning,
+            fmt::format("NVIDIA_VISIBLE_DEVICES={} tells the NVIDIA container runtime to expose no "
+                        "GPU",
+                        v.empty() ? "\"\"" : v),
+            "set NVIDIA_VISIBLE_DEVICES=all (or a list of GPU indices or UUIDs) in the image or "
+            "the container's environment");
+    }
+  } else if (ctx.gpu_wanted && r.host.container && r.driver.status == DriverStatus::not_found) {
+    c.add("nvidia-visible-devices-unset", Severity::info,
+          "this container has no NVIDIA_VISIBLE_DEVICES: it was not started by the NVIDIA "
+          "container runtime (or the image does not request GPUs)",
+          kGpuContainerHint);
+  }
+
+  const VisibleDevicesSpec& spec = ctx.visible;
+  if (!spec.set) return;
+  const std::size_t physical = ctx.nvml.devices.size();
+  if (spec.entries.empty()) {
+    c.add(
+        "cuda-visible-devices-empty", ctx.gpu_wanted ? Severity::error : Severity::warning,
+        fmt::format("CUDA_VISIBLE_DEVICES={} hides every GPU from CUDA{}",
+                    spec.raw.empty() ? "\"\"" : "\"" + printable(spec.raw) + "\"",
+                    physical > 0 ? fmt::format(" ({} present)", physical) : ""),
+        "unset CUDA_VISIBLE_DEVICES, or set it to the GPUs to use (indices such as 0,1 or UUIDs)");
+    return;
+  }
+  std::string bad = spec.invalid_entry;
+  if (bad.empty() && physical > 0) {
+    for (const std::string& e : spec.entries) {
+      const auto index = parse_int(e);
+      if (index && *index >= static_cast<std::int64_t>(physical)) {
+        bad = e;
+        break;
+      }
+    }
+  }
+  if (bad.empty() && ctx.cuda && ctx.cuda->init_result == 0 &&
+      ctx.cuda->devices.size() < spec.entries.size()) {
+    bad = spec.entries[ctx.cuda->devices.size()];
+  }
+  if (!bad.empty()) {
+    c.add("cuda-visible-devices-invalid", ctx.gpu_wanted ? Severity::error : Severity::warning,
+          fmt::format(
+              "CUDA_VISIBLE_DEVICES=\"{}\": entry '{}' names no GPU{}; CUDA ignores it and "
+              "every entry after it ({} visible)",
+              printable(spec.raw), printable(bad),
+              physical == 1  ? std::string(" (1 present: 0)")
+              : physical > 1 ? fmt::format(" ({} present: 0-{})", physical, physical - 1)
+                             : std::string(""),
+              std::count_if(r.devices.begin(), r.devices.end(),
+                            [](const DeviceReport& d) { return d.kind == DeviceKind::cuda; })),
+          "list only existing GPUs: indices from nvidia-smi -L, or their UUIDs (GPU-...)");
+  }
+}
+
+bool compat_libraries_present(const DiagnosticContext& ctx) {
+  return !ctx.system.list_dir("/usr/local/cuda/compat", "libcuda.so").empty();
+}
+
+void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  const auto needed = parse_cuda_version(r.stack.cuda_version);
+  const bool insufficient = r.driver.cu_init_result == 35;
+  if (!insufficient && (!needed || !r.driver.cuda_version || *r.driver.cuda_version >= *needed)) {
+    return;
+  }
+  const bool compat = compat_libraries_present(ctx);
+  const bool compat_loaded = r.driver.libcuda_path.find("/compat/") != std::string::npos;
+  std::string message =
+      needed && r.driver.cuda_version
+          ? fmt::format("LibTorch was built with CUDA {}, but driver {} supports CUDA {} at most",
+                        r.stack.cuda_version, r.driver.version.empty() ? "?" : r.driver.version,
+                        cuda_version_text(*r.driver.cuda_version))
+          : "cuInit: CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is older than the CUDA runtime";
+  message += compat ? (compat_loaded ? "; the forward-compatibility libcuda from "
+                                       "/usr/local/cuda/compat is in use"
+                                     : "; forward-compatibility libraries exist in "
+                                       "/usr/local/cuda/compat but are not loaded")
+                    : "; no forward-compatibility libraries in /usr/local/cuda/compat";
+  c.add(
+      "driver-too-old", Severity::error, message,
+      fmt::format("upgrade the host driver to {} or newer for CUDA {}, or use an image built for "
+                  "CUDA {} or older; on data-centre GPUs the cuda-compat package (LD_LIBRARY_PATH="
+                  "/usr/local/cuda/compat) bridges one major version",
+                  needed ? minimum_driver(*needed) : std::string("a newer branch"),
+                  needed ? cuda_version_text(*needed) : std::string("of the image"),
+                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version)
+                                        : std::string("the driver's")));
+}
+
+void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  if (!r.driver.cu_init_result) return;
+  const int code = *r.driver.cu_init_result;
+  const std::string name = r.driver.cu_init_error_name;
+  if (code == 0 || code == 35) return;  // success, or driver-too-old above
+  if (code == 100) {
+    // CUDA_VISIBLE_DEVICES hiding every GPU is said by its own diagnostic.
+    if (ctx.visible.set && (ctx.visible.entries.empty() || !ctx.visible.invalid_entry.empty() ||
+                            !ctx.nvml.devices.empty())) {
+      return;
+    }
+    c.add("no-cuda-device", ctx.gpu_wanted ? Severity::error : Severity::warning,
+          "the driver is loaded, but cuInit finds no CUDA device (CUDA_ERROR_NO_DEVICE)",
+          "check `nvidia-smi -L`; in a container, pass the GPUs in (`--gpus all`) and check "
+          "NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES");
+    return;
+  }
+  std::string hint;
+  switch (code) {
+    case 802:
+      hint =
+          "an NVSwitch system whose fabric manager is not running: start nvidia-fabricmanager "
+          "(its version must match the driver's)";
+      break;
+    case 803:
+      hint =
+          "the user-mode driver (libcuda) does not match the kernel module: mount the host's "
+          "driver libraries instead of the image's, and remove stale libcuda copies";
+      break;
+    case 804:
+      hint =
+          "forward-compatibility libcuda on a GPU that does not support it (consumer GPUs): "
+          "take /usr/local/cuda/compat out of LD_LIBRARY_PATH";
+      break;
+    case 999:
+      hint =
+          "the driver or GPU is in a bad state: check `nvidia-smi` and the kernel log (Xid "
+          "errors); a GPU reset or reboot may be needed";
+      break;
+    case 304:
+      hint =
+          "an OS call failed: check permissions on /dev/nvidia* and the container's device "
+          "cgroup";
+      break;
+    default:
+      hint =
+          "look the error up in the CUDA driver API documentation; check `nvidia-smi` and the "
+          "kernel log";
+  }
+  c.add("cuinit-failed", Severity::error,
+        fmt::format("cuInit failed with {} ({}){}", name.empty() ? "an error" : name, code,
+                    ctx.cuda && !ctx.cuda->init_error_string.empty()
+                        ? ": " + ctx.cuda->init_error_string
+                        : ""),
+        hint);
+}
+
+void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  if (!ctx.engine_installed) {
+    c.add("engine-not-installed", Severity::warning,
+          "the kernel engine (precision-probe-engine) is not installed next to the probe: no "
+          "smoke test ran",
+          "build precision-probe with LibTorch (./dev probe) or set PRECISION_PROBE_ENGINE to the "
+          "engine's path");
+  }
+  if (r.stack.available && !r.stack.cuda_built) {
+    if (any_gpu(r)) {
+      c.add("libtorch-without-cuda", Severity::error,
+            fmt::format("LibTorch {} was built without CUDA, but this machine has GPUs: no GPU "
+                        "kernel can run",
+                        r.stack.libtorch_version),
+            "use a CUDA build of PyTorch/LibTorch (a pytorch/pytorch:*-cuda* image, a cu12x/cu13x "
+            "wheel) and rebuild the probe against it");
+    } else {
+      c.add("libtorch-without-cuda", Severity::info,
+            fmt::format("LibTorch {} is a CPU-only build (and no GPU is visible)",
+                        r.stack.libtorch_version),
+            "nothing to do for CPU work; for GPUs, use a CUDA build of LibTorch");
+    }
+  }
+  bool tf32_native = false;
+  for (const DeviceReport& d : r.devices) {
+    if (d.kind != DeviceKind::cuda || !d.gpu) continue;
+    const GpuInfo& g = *d.gpu;
+    if (d.kernels && !d.kernels->covered) {
+      c.add("arch-not-in-build", Severity::error, d.label() + ": " + d.kernels->reason,
+            "use a LibTorch/PyTorch build whose torch.cuda.get_arch_list() covers this GPU (or "
+            "build it with TORCH_CUDA_ARCH_LIST including it)");
+    } else if (d.kernels && d.kernels->via.find("PTX") != std::string::npos) {
+      c.add("arch-via-ptx", Severity::warning,
+            d.label() + ": this LibTorch build has no binary for sm_" +
+                std::to_string(g.cc ? g.cc->as_int() : 0) + "; the driver JIT-compiles " +
+                d.kernels->via + ": slow first start, and kernels tuned for an older GPU",
+            "use a build whose arch list includes this GPU's architecture");
+    }
+    if (g.mig_enabled.value_or(false)) {
+      c.add("mig-enabled", Severity::info,
+            fmt::format("{} ({}) has MIG enabled{}", d.label(), g.name,
+                        g.mig_instance ? ": this is a MIG instance, with its share of the SMs and "
+                                         "memory"
+                                       : ": CUDA sees its instances only when "
+                                         "CUDA_VISIBLE_DEVICES names them (MIG-...)"),
+            "list the instances with `nvidia-smi -L`; give a job one by its MIG UUID");
+    }
+    if (g.compute_mode == 2) {
+      c.add("compute-mode-prohibited", Severity::error,
+            d.label() + " is in compute mode Prohibited: no process may create a context on it",
+            "`nvidia-smi -i " + std::to_string(d.index) + " -c DEFAULT` (as root)");
+    }
+    // In use: what is not free (NVML's own "used" counts reserved memory too, and can exceed the
+    // total it reports).
+    const std::optional<std::uint64_t> in_use =
+        g.memory_total && g.memory_free
+            ? std::optional<std::uint64_t>(*g.memory_total -
+                                           std::min(*g.memory_free, *g.memory_total))
+            : g.memory_used;
+    const bool busy = g.memory_total && in_use && *g.memory_total > 0 &&
+                      static_cast<double>(*in_use) > 0.9 * static_cast<double>(*g.memory_total);
+    if (g.compute_mode == 3 && g.memory_used && *g.memory_used > (512ULL << 20)) {
+      c.add("compute-mode-exclusive-busy", Severity::warning,
+            d.label() + " is in compute mode Exclusive Process and another process holds it (" +
+                std::to_string(*g.memory_used >> 20) +
+                " MiB in use): a second process cannot use it",
+            "wait for the other process, or `nvidia-smi -i " + std::to_string(d.index) +
+                " -c DEFAULT`");
+    } else if (busy) {
+      c.add("gpu-memory-busy", Severity::warning,
+            fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes{}{}", d.label(),
+                        static_cast<double>(*in_use) / (1 << 30),
+                        static_cast<double>(*g.memory_total) / (1 << 30), holders(g),
+                        untested_for_memory(d)),
+            "free the GPU (stop those processes), or choose another with --device; "
+            "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` lists the holders");
+    }
+    const PrecisionResult* bf16 = d.find(Mode::bf16);
+    if (bf16 != nullptr && bf16->status == Status::emulated) {
+      c.add("bf16-emulated", Severity::warning,
+            d.label() + ": BF16 runs but is emulated (" + bf16->reason +
+                "); torch.cuda.is_bf16_supported() still answers True here",
+            "train in fp16 with loss scaling on this GPU (see the recommendation), or use cc 8.0+");
+    }
+    const PrecisionResult* tf32 = d.find(Mode::tf32);
+    if (tf32 != nullptr && tf32->hardware == Hardware::native) tf32_native = true;
+  }
+  if (tf32_native) {
+    c.add("tf32-off-by-default", Severity::info,
+          "PyTorch/LibTorch leave TF32 off for fp32 matmuls by default (since 1.12): fp32 training "
+          "runs at full-fp32 speed although TF32 tensor cores are native here",
+          "torch.set_float32_matmul_precision('high') (Python) or "
+          "at::globalContext().setFloat32MatmulPrecision(\"high\") (C++); cuDNN convolutions use "
+          "TF32 already");
+  }
+}
+
+// GPUs of one node that disagree: mixed models, or a mode whose status differs (one GPU failing).
+void disagreement(Collector& c, const Report& r) {
+  std::vector<const DeviceReport*> gpus;
+  std::set<std::string> models;
+  for (const DeviceReport& d : r.devices) {
+    if (d.kind != DeviceKind::cuda || !d.selected) continue;
+    gpus.push_back(&d);
+    models.insert(d.name);
+  }
+  if (gpus.size() < 2) return;
+  std::vector<std::string> differences;
+  for (Mode mode : all_modes()) {
+    std::map<Status, std::vector<std::string>> by_status;
+    for (const DeviceReport* d : gpus) {
+      if (const PrecisionResult* p = d->find(mode))
+        by_status[p->status].push_back(std::to_string(d->index));
+    }
+    if (by_status.size() < 2) continue;
+    std::vector<std::string> parts;
+    parts.reserve(by_status.size());
+    for (const auto& [status, indices] : by_status) {
+      parts.push_back(fmt::format("{} on GPU {}", to_string(status), join(indices, ",")));
+    }
+    differences.push_back(fmt::format("{}: {}", mode_key(mode), join(parts, "; ")));
+  }
+  if (!differences.empty()) {
+    c.add("devices-disagree", Severity::warning,
+          "the GPUs of this node disagree: " + join(differences, " | "),
+          "a training job runs at the pace (and precision) of its worst GPU: look at the GPU that "
+          "differs (nvidia-smi -q -i N, the kernel log for Xid errors), or exclude it with "
+          "CUDA_VISIBLE_DEVICES");
+  } else if (models.size() > 1) {
+    c.add("devices-disagree", Severity::info,
+          "the node mixes GPU models: " +
+              join(std::vector<std::string>(models.begin(), models.end()), ", "),
+          "data-parallel jobs run at the pace of the slowest model; pin jobs to one model with "
+          "CUDA_VISIBLE_DEVICES");
+  }
+}
+
+}  // namespace
+
+// A CPU whose fp32 GEMM (--bench) reaches less than this share of what its cores and ISA allow is
+// running a reference BLAS (netlib's reaches 1-3 %; OpenBLAS and MKL 40-90 %).
+constexpr double kSlowBlasFraction = 0.10;
+
+void cpu_blas(Collector& c, const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (!d.cpu) continue;
+    const PrecisionResult* fp32 = d.find(Mode::fp32);
+    const auto peak = cpu_fp32_peak_gflops(*d.cpu);
+    if (fp32 == nullptr || !fp32->bench || !fp32->bench->outcome.ok || !peak) continue;
+    const double gflops = fp32->bench->outcome.tflops.value_or(0.0) * 1000.0;
+    if (gflops >= kSlowBlasFraction * *peak) continue;
+    c.add("cpu-blas-slow", Severity::warning,
+          fmt::format("the CPU's fp32 GEMM runs at {:.3g} GFLOP/s, {:.1f} % of the {:.0f} GFLOP/s "
+                      "its {} cores allow ({:.2f} GHz, {} FLOP per cycle): LibTorch is on a "
+                      "reference BLAS",
+                      gflops, 100.0 * gflops / *peak, *peak, d.cpu->physical_cores,
+                      d.cpu->mhz.value_or(0.0) / 1000.0, cpu_fp32_flops_per_cycle(*d.cpu)),
+          "install an optimised BLAS (Debian/Ubuntu: apt-get install libopenblas0-pthread, which "
+          "takes over libblas.so.3), or use a LibTorch built with MKL or OpenBLAS");
+  }
+}
+
+// A device that is reported but not gated never changes the exit code: what failed there is
+// said here, so that it is not missed.
+void ungated_failures(Collector& c, const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (d.selected || (d.index < 0 && d.kind == DeviceKind::cuda)) continue;
+    std::vector<std::string> failed;
+    for (const auto& [mode, p] : d.precisions) {
+      if (p.status == Status::failed)
+        failed.push_back(std::string(mode_key(mode)) + " (" + p.reason + ")");
+    }
+    if (failed.empty()) continue;
+    c.add("ungated-device-failed", Severity::warning,
+          fmt::format("{} is reported, not gated, so the exit code does not count its failures: {}",
+                      d.label(), join(failed, "; ")),
+          d.kind == DeviceKind::cpu ? "gate the CPU too with --device all (or --device cpu)"
+                                    : "gate this GPU with --device " + std::to_string(d.index));
+  }
+}
+
+std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
+  std::vector<Diagnostic> out;
+  Collector c(out);
+  driver_fault(c, report);
+  driver_library(c, report, context);
+  device_nodes(c, context);
+  visible_devices(c, report, context);
+  driver_version(c, report, context);
+  cu_init(c, report, context);
+  stack_and_devices(c, report, context);
+  disagreement(c, report);
+  ungated_failures(c, report);
+  cpu_blas(c, report);
+  return out;
+}
+
+}  // namespace precision_probe

@@ -1,0 +1,139 @@
+#include "precision_probe/modes.hpp"
+
+#include <algorithm>
+
+#include "common/strings.hpp"
+
+namespace precision_probe {
+
+std::string ComputeCapability::to_string() const {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+const ModeInfo& mode_info(Mode mode) {
+  // The table's rows are in the enum's order (a test checks it).
+  return kModeTable[static_cast<std::size_t>(mode)];
+}
+
+namespace {
+
+std::vector<Mode> modes_where(bool (*keep)(const ModeInfo&)) {
+  std::vector<Mode> modes;
+  for (const ModeInfo& info : kModeTable) {
+    if (keep(info)) modes.push_back(info.mode);
+  }
+  return modes;
+}
+
+}  // namespace
+
+const std::vector<Mode>& all_modes() {
+  static const std::vector<Mode> modes = modes_where([](const ModeInfo&) { return true; });
+  return modes;
+}
+
+const std::vector<Mode>& matmul_modes() {
+  static const std::vector<Mode> modes =
+      modes_where([](const ModeInfo& i) { return i.kind == ModeKind::matmul; });
+  return modes;
+}
+
+const std::vector<Mode>& training_modes() {
+  static const std::vector<Mode> modes =
+      modes_where([](const ModeInfo& i) { return i.kind == ModeKind::training; });
+  return modes;
+}
+
+std::string_view mode_key(Mode mode) { return mode_info(mode).key; }
+
+std::optional<Mode> parse_mode(std::string_view key) {
+  for (const ModeInfo& info : kModeTable) {
+    if (info.key == key) return info.mode;
+  }
+  return std::nullopt;
+}
+
+bool is_amp_mode(Mode mode) { return mode_info(mode).kind == ModeKind::training; }
+
+double smoke_tolerance(Mode mode) { return is_amp_mode(mode) ? 0.0 : mode_info(mode).tolerance; }
+
+double amp_loss_tolerance(Mode mode) { return is_amp_mode(mode) ? mode_info(mode).tolerance : 0.0; }
+
+std::string accepted_mode_keys() {
+  std::vector<std::string> keys;
+  keys.reserve(kModeTable.size() + kModeAliases.size());
+  for (const ModeInfo& info : kModeTable) keys.emplace_back(info.key);
+  for (const ModeAlias& alias : kModeAliases) {
+    keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) + " and " +
+                   std::string(mode_key(alias.modes[1])) + ")");
+  }
+  return join(keys, ", ");
+}
+
+ModeListParse parse_mode_list(std::string_view text) {
+  ModeListParse result;
+  auto add = [&result](Mode mode) {
+    if (std::find(result.modes.begin(), result.modes.end(), mode) == result.modes.end()) {
+      result.modes.push_back(mode);
+    }
+  };
+  if (trim(text).empty()) {
+    result.error = "empty mode list";
+    return result;
+  }
+  for (const std::string& raw : split(text, ',')) {
+    const std::string key = to_lower(trim(raw));
+    if (key.empty()) {
+      result.error = "empty entry in mode list '" + printable(text) + "'";
+      return result;
+    }
+    const auto alias = std::find_if(kModeAliases.begin(), kModeAliases.end(),
+                                    [&key](const ModeAlias& a) { return a.key == key; });
+    if (alias != kModeAliases.end()) {
+      for (Mode mode : alias->modes) add(mode);
+    } else if (auto mode = parse_mode(key)) {
+      add(*mode);
+    } else {
+      result.error = "unknown mode '" + printable(raw) + "' (known: " + accepted_mode_keys() + ")";
+      return result;
+    }
+  }
+  return result;
+}
+
+std::string_view to_string(Hardware hardware) {
+  switch (hardware) {
+    case Hardware::native: return "native";
+    case Hardware::emulated: return "emulated";
+    case Hardware::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::native: return "native";
+    case Status::emulated: return "emulated";
+    case Status::unsupported: return "unsupported";
+    case Status::failed: return "failed";
+    case Status::not_tested: return "not_tested";
+  }
+  return "?";
+}
+
+std::string architecture_name(ComputeCapability cc) {
+  switch (cc.major) {
+    case 3: return "Kepler";
+    case 5: return "Maxwell";
+    case 6: return "Pascal";
+    case 7: return cc.minor >= 5 ? "Turing" : "Volta";
+    case 8: return cc.minor == 9 ? "Ada Lovelace" : "Ampere";
+    case 9: return "Hopper";
+    case 10:
+    case 11:
+    case 12: return "Blackwell";
+    default: return "unknown";
+  }
+}
+
+}  // namespace precision_probe

@@ -22,6 +22,7 @@ struct KernelCoverage {
   bool covered = false;
   std::string via;     // "sm_90" or "compute_80 (PTX, JIT-compiled by the driver at first use)"
   std::string reason;  // why not covered; empty when covered
+  bool ptx = false;    // covered only by PTX the driver JIT-compiles
 };
 
 struct CpuInfo {
@@ -57,6 +58,7 @@ struct GpuInfo {
   std::string source;                 // "cuda+nvml", "cuda", "nvml"
 };
 std::string compute_mode_name(int mode);  // "default", "exclusive_process", "prohibited"
+std::optional<int> parse_compute_mode(std::string_view name);
 
 // Peer-to-peer access from one visible GPU to another (cuDeviceCanAccessPeer and its attributes).
 struct PeerLink {
@@ -107,7 +109,7 @@ struct PrecisionResult {
 };
 
 struct Recommendation {
-  std::string dtype;  // "bf16", "fp16", "fp32"
+  DType dtype = DType::none;  // bf16, fp16 or fp32
   bool loss_scaling = false;
   std::string reason;
 };
@@ -162,8 +164,12 @@ struct HostInfo {
   bool container = false;
 };
 
+// What was run: the probe, or `arch CC` (the offline answer for a compute capability).
+enum class Command { probe, arch };
+std::string_view to_string(Command command);
+
 struct RunInfo {
-  std::string command = "probe";  // "probe" or "arch"
+  Command command = Command::probe;
   bool quick = false;
   bool bench = false;
   std::uint64_t seed = 0;

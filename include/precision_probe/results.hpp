@@ -2,6 +2,7 @@
 // What the kernel engine measures, as plain values. Shared by the engine (which fills them) and
 // the probe (which reads them off the wire).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ std::optional<ErrorKind> parse_error_kind(std::string_view text);
 // is runtime.
 ErrorKind classify_error(std::string_view message);
 
+// The element type a tensor had, as the report names it.
+enum class DType { none, fp64, fp32, fp16, bf16, other };
+std::string_view to_string(DType dtype);  // "" for none
+
 // One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
 struct SmokeOutcome {
   bool ran = false;
@@ -60,7 +65,8 @@ struct AmpOutcome {
   double loss_tolerance = 0.0;
   bool params_changed = false;
   // The dtypes autocast produced: matmul (linear) output, layer norm, log-softmax, loss.
-  std::string matmul_dtype, layer_norm_dtype, softmax_dtype, loss_dtype;
+  DType matmul_dtype = DType::none, layer_norm_dtype = DType::none, softmax_dtype = DType::none,
+        loss_dtype = DType::none;
   // Loss scaling (amp_fp16): steps skipped for inf/NaN gradients, the final scale, and the step
   // where an overflow was injected on purpose (the scaler must skip it and halve the scale).
   int skipped_steps = 0;
@@ -95,7 +101,7 @@ struct BenchOutcome {
 // bytes / time, busbw = algbw * 2 (n - 1) / n for an all-reduce over n ranks.
 struct CollectiveOutcome {
   std::string op = "all_reduce";
-  std::string dtype;  // "fp32", "fp16", "bf16"
+  DType dtype = DType::none;  // fp32, fp16 or bf16
   bool ran = false;
   bool ok = false;
   ErrorKind error_kind = ErrorKind::none;
@@ -105,6 +111,9 @@ struct CollectiveOutcome {
   std::optional<double> time_ms;                 // per all-reduce, the slowest rank
   std::optional<double> algbw_gbps, busbw_gbps;  // GB/s (1e9 bytes)
 };
+
+// The all-reduces a collective check runs, one outcome each, in this order.
+inline constexpr std::array<DType, 3> kAllReduceDTypes = {DType::fp32, DType::fp16, DType::bf16};
 
 // GradScaler's rule, in plain C++: the expected scale after a step. Backs off on an inf/NaN
 // gradient (the step is skipped), grows after `growth_interval` good steps in a row.

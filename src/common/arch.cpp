@@ -119,7 +119,7 @@ KernelCoverage kernel_coverage(ComputeCapability cc, const std::vector<ArchTarge
     if (best == nullptr || best->cc < t.cc) best = &t;
   }
   if (best != nullptr) {
-    return {true, best->to_string() + " (PTX, JIT-compiled by the driver at first use)", ""};
+    return {true, best->to_string() + " (PTX, JIT-compiled by the driver at first use)", "", true};
   }
   std::vector<std::string> names;
   names.reserve(targets.size());

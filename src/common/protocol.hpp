@@ -8,15 +8,16 @@
 #include <string_view>
 
 #include "common/worker.hpp"
+#include "precision_probe/expected.hpp"
 
 namespace precision_probe {
 
 // 2: the plan carries the worker's CUDA_VISIBLE_DEVICES (workers start before their plan).
-inline constexpr int kProtocolVersion = 2;
+// 3: outcomes carry the report's JSON of their struct (report/json_fields.hpp).
+inline constexpr int kProtocolVersion = 3;
 
 std::string encode_plan(const WorkerPlan& plan);
-// Parses a plan; on bad input returns false and sets `error`.
-bool decode_plan(std::string_view text, WorkerPlan& plan, std::string& error);
+Expected<WorkerPlan> decode_plan(std::string_view text);
 
 // Result lines (each one line of JSON, no newline inside).
 std::string encode_hello(const StackInfo& stack);
@@ -33,9 +34,10 @@ std::string encode_progress(std::string_view what);
 
 // The stack alone (engine --describe and the build cache).
 std::string encode_stack(const StackInfo& stack);
-bool decode_stack(std::string_view text, StackInfo& stack, std::string& error);
+Expected<StackInfo> decode_stack(std::string_view text);
 
-// Applies one result line to `result`. Returns false and sets `error` on a malformed line.
-bool apply_result_line(std::string_view line, WorkerResult& result, std::string& error);
+// Applies one result line to `result`, its figures checked (worker_checks.hpp). A malformed line
+// (not JSON, an unknown type or mode, a value of the wrong type) is an error: a broken worker.
+Expected<void> apply_result_line(std::string_view line, WorkerResult& result);
 
 }  // namespace precision_probe

@@ -28,6 +28,51 @@ PrecisionResult* DeviceReport::find(Mode mode) {
   return nullptr;
 }
 
+std::string_view to_string(DriverStatus status) {
+  switch (status) {
+    case DriverStatus::ok: return "ok";
+    case DriverStatus::not_found: return "not_found";
+    case DriverStatus::init_failed: return "init_failed";
+    case DriverStatus::no_devices: return "no_devices";
+    case DriverStatus::hung: return "hung";
+    case DriverStatus::crashed: return "crashed";
+  }
+  return "?";
+}
+
+std::string compute_mode_name(int mode) {
+  switch (mode) {
+    case 0: return "default";
+    case 1: return "exclusive_thread";
+    case 2: return "prohibited";
+    case 3: return "exclusive_process";
+    default: return fmt::format("unknown ({})", mode);
+  }
+}
+
+std::optional<int> parse_compute_mode(std::string_view name) {
+  for (int mode = 0; mode <= 3; ++mode) {
+    if (compute_mode_name(mode) == name) return mode;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda";
+  }
+  return "?";
+}
+
+std::string_view to_string(Command command) {
+  switch (command) {
+    case Command::probe: return "probe";
+    case Command::arch: return "arch";
+  }
+  return "?";
+}
+
 std::string_view to_string(Severity severity) {
   switch (severity) {
     case Severity::error: return "error";
@@ -53,10 +98,7 @@ void safe(std::string& s) { s = terminal_safe(s); }
 void make_printable(PrecisionResult& p) {
   for (std::string* s : {&p.hardware_reason, &p.reason, &p.smoke.method, &p.smoke.error}) safe(*s);
   if (p.amp) {
-    for (std::string* s : {&p.amp->error, &p.amp->matmul_dtype, &p.amp->layer_norm_dtype,
-                           &p.amp->softmax_dtype, &p.amp->loss_dtype}) {
-      safe(*s);
-    }
+    safe(p.amp->error);
   }
   if (p.bench) {
     for (std::string* s : {&p.bench->outcome.error, &p.bench->outcome.note, &p.bench->outcome.timer,

@@ -26,7 +26,19 @@ std::string_view to_string(ErrorKind kind) {
   for (const auto& [k, name] : kErrorKinds) {
     if (k == kind) return name;
   }
-  return "runtime";
+  return "?";
+}
+
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::none: return "";
+    case DType::fp64: return "fp64";
+    case DType::fp32: return "fp32";
+    case DType::fp16: return "fp16";
+    case DType::bf16: return "bf16";
+    case DType::other: return "other";
+  }
+  return "?";
 }
 
 std::optional<ErrorKind> parse_error_kind(std::string_view text) {

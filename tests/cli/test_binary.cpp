@@ -1,5 +1,5 @@
 // End-to-end tests of the binary: exit codes, bad input, output files. The engine is the fake
-// one (fake-engine.sh) and the NVIDIA libraries are unloadable unless a test says otherwise.
+// one (fake_engine.cpp) and the NVIDIA libraries are unloadable unless a test says otherwise.
 
 #include <gtest/gtest.h>
 

@@ -256,10 +256,8 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
   }
 }
 
-TEST(FakeGpus, WorkersForAKnownGpuBeginTheirContextEarly) {
-  // Each worker logs "KIND ARGS". A GPU worker started for a GPU named by its UUID gets
-  // --early-context; the CPU's never does, nor the collective's (it sees several GPUs), nor any
-  // with PRECISION_PROBE_EARLY_CONTEXT=0.
+TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
+  // Each worker logs "KIND ARGS".
   const std::string dir = pp::testing::make_temp_dir();
   int runs = 0;
   auto worker_args = [&](const std::string& gpus, std::vector<std::string> args,
@@ -275,13 +273,11 @@ TEST(FakeGpus, WorkersForAKnownGpuBeginTheirContextEarly) {
     return lines;
   };
   using Lines = std::vector<std::string>;
-  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu --worker", "cuda --worker --early-context"}));
-  EXPECT_EQ(worker_args(kH200, {}, {"PRECISION_PROBE_EARLY_CONTEXT=0"}),
-            (Lines{"cpu --worker", "cuda --worker"}));
+  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu --worker", "cuda --worker"}));
+  EXPECT_EQ(worker_args(kH200, {"--device", "cpu"}, {}), (Lines{"cpu --worker"}));
   const std::string two = std::string(kH200) + ";" + kH200;
   EXPECT_EQ(worker_args(two, {"--nccl"}, {}),
-            (Lines{"cpu --worker", "cuda --worker", "cuda --worker --early-context",
-                   "cuda --worker --early-context"}));
+            (Lines{"cpu --worker", "cuda --worker", "cuda --worker", "cuda --worker"}));
 }
 
 TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {

@@ -53,8 +53,8 @@ TEST(EngineAmpCpu, Bf16AutocastTrainsOrSaysWhyNot) {
   const pp::AmpOutcome o = run_one(Mode::amp_bf16, s);
 #if PP_TORCH_AT_LEAST(2, 0)
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_EQ(o.matmul_dtype, "bf16");
-  EXPECT_EQ(o.loss_dtype, "fp32");
+  EXPECT_EQ(o.matmul_dtype, pp::DType::bf16);
+  EXPECT_EQ(o.loss_dtype, pp::DType::fp32);
   EXPECT_LE(*o.loss_rel_diff, o.loss_tolerance);
   EXPECT_TRUE(o.params_changed);
   EXPECT_FALSE(o.peak_bytes.has_value());  // no allocator statistics on the CPU

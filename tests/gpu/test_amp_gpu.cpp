@@ -35,10 +35,10 @@ TEST(EngineAmpGpu, Fp16WithDynamicLossScalingFollowsGradScaler) {
   ASSERT_TRUE(s.ready) << s.error;
   pp::AmpOutcome o = eng::run_amp({Mode::amp_fp16}, s, gpu0()).at(0).second;
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_EQ(o.matmul_dtype, "fp16");
-  EXPECT_EQ(o.layer_norm_dtype, "fp32");
-  EXPECT_EQ(o.softmax_dtype, "fp32");
-  EXPECT_EQ(o.loss_dtype, "fp32");
+  EXPECT_EQ(o.matmul_dtype, pp::DType::fp16);
+  EXPECT_EQ(o.layer_norm_dtype, pp::DType::fp32);
+  EXPECT_EQ(o.softmax_dtype, pp::DType::fp32);
+  EXPECT_EQ(o.loss_dtype, pp::DType::fp32);
   EXPECT_TRUE(o.overflow_handled);
   EXPECT_GE(o.skipped_steps, 1);
   EXPECT_LT(*o.loss_end, *o.loss_start);
@@ -53,7 +53,7 @@ TEST(EngineAmpGpu, Bf16WithoutLossScaling) {
   const eng::AmpSetup s = eng::prepare_amp(gpu0(), 22);
   const pp::AmpOutcome o = eng::run_amp({Mode::amp_bf16}, s, gpu0()).at(0).second;
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_EQ(o.matmul_dtype, "bf16");
+  EXPECT_EQ(o.matmul_dtype, pp::DType::bf16);
   EXPECT_FALSE(o.final_scale.has_value());
   EXPECT_LE(*o.loss_rel_diff, o.loss_tolerance);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
+#include "common/protocol.hpp"
 #include "probe/platform/process.hpp"
 
 namespace pp = precision_probe;
@@ -84,11 +85,15 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
   if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
   const std::string uuid = facts.at("devices").at(0).at("gpu").at("uuid");
   auto run_worker = [](const std::string& visible) {
-    const std::string plan = R"({"protocol":2,"kind":"cuda","index":0,"cuda_visible_devices":")" +
-                             visible + R"(","smoke":["fp32"],"amp":[],"seed":1})";
+    pp::WorkerPlan plan;
+    plan.kind = pp::DeviceKind::cuda;
+    plan.index = 0;
+    plan.cuda_visible_devices = visible;
+    plan.smoke = {pp::Mode::fp32};
+    plan.seed = 1;
     // The environment the probe gives a worker started ahead: CUDA_VISIBLE_DEVICES untouched.
-    return pp::run_process({PP_REAL_ENGINE, "--worker"}, pp::environment_with({}), plan,
-                           std::chrono::seconds(120));
+    return pp::run_process({PP_REAL_ENGINE, "--worker"}, pp::environment_with({}),
+                           pp::encode_plan(plan), std::chrono::seconds(120));
   };
   const pp::ProcessOutput bogus = run_worker("GPU-00000000-0000-0000-0000-000000000000");
   EXPECT_EQ(bogus.out.find(R"("type":"device")"), std::string::npos) << bogus.out;
@@ -96,43 +101,4 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
   const pp::ProcessOutput real = run_worker(uuid);
   EXPECT_NE(real.out.find(R"("uuid":")" + uuid + "\""), std::string::npos) << real.out << real.err;
   EXPECT_NE(real.out.find(R"("ok":true)"), std::string::npos) << real.out;
-}
-
-TEST(ProbeGpu, AWorkerWithAnEarlyContextRunsOnThePlansGpuOrStartsAfresh) {
-  // A worker started with --early-context for the GPU CUDA_VISIBLE_DEVICES names (as the probe
-  // starts one) keeps the context it began before main() when its plan names that GPU, and starts
-  // itself afresh, to run as any other worker, when the plan names another.
-  int probe_code = 0;
-  const json facts = probe_json({"--quick"}, probe_code);
-  if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
-  const std::string uuid = facts.at("devices").at(0).at("gpu").at("uuid");
-  auto run_worker = [&uuid](const std::string& visible) {
-    const std::string plan = R"({"protocol":2,"kind":"cuda","index":0,"cuda_visible_devices":")" +
-                             visible + R"(","smoke":["fp32","bf16"],"amp":[],"seed":1})";
-    return pp::run_process(
-        {PP_REAL_ENGINE, "--worker", "--early-context"},
-        pp::environment_with({"CUDA_VISIBLE_DEVICES=" + uuid, "PRECISION_PROBE_TRACE=1",
-                              "PRECISION_PROBE_LIBCUDA", "CUDA_INJECTION64_PATH"}),
-        plan, std::chrono::seconds(120));
-  };
-  const pp::ProcessOutput kept = run_worker(uuid);
-  EXPECT_NE(kept.err.find("early context: context ready on " + uuid), std::string::npos)
-      << kept.err;
-  EXPECT_EQ(kept.err.find("restarting"), std::string::npos) << kept.err;
-  EXPECT_NE(kept.out.find(R"("uuid":")" + uuid + "\""), std::string::npos) << kept.out;
-  EXPECT_NE(kept.out.find(R"("mode":"bf16","ms")"), std::string::npos) << kept.out;
-  EXPECT_EQ(kept.out.find(R"("ok":false)"), std::string::npos) << kept.out;
-
-  const pp::ProcessOutput other = run_worker("GPU-00000000-0000-0000-0000-000000000000");
-  EXPECT_NE(other.err.find("restarting without it"), std::string::npos) << other.err;
-  EXPECT_EQ(other.out.find(R"("type":"device")"), std::string::npos) << other.out;
-  EXPECT_NE(other.out.find(R"("ok":false)"), std::string::npos) << other.out;
-
-  // The probe itself begins the context early where CUDA sees one GPU.
-  if (facts.at("devices").size() == 1) {
-    const auto r = pp::testing::run_probe_binary({"--format", "json"},
-                                                 real_env({"PRECISION_PROBE_TRACE=1"}), 120);
-    EXPECT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_NE(r.err.find("early context: context ready on " + uuid), std::string::npos) << r.err;
-  }
 }

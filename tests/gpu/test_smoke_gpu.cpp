@@ -141,7 +141,7 @@ TEST(EngineGpu, NcclAllReduceOverTheVisibleGpus) {
   ASSERT_EQ(outcomes.size(), 3U);
   for (const auto& o : outcomes) {
     if (o.error_kind == pp::ErrorKind::not_supported) GTEST_SKIP() << o.error;
-    EXPECT_TRUE(o.ok) << o.dtype << ": " << o.error;
+    EXPECT_TRUE(o.ok) << pp::to_string(o.dtype) << ": " << o.error;
     EXPECT_EQ(o.ranks, ranks);
     ASSERT_TRUE(o.busbw_gbps.has_value());
     EXPECT_GT(*o.algbw_gbps, 0.0);

@@ -16,7 +16,7 @@ struct Run {
 };
 
 // Runs the binary with `args` and environment overrides ("KEY=VALUE", or "KEY" to unset).
-// The engine is the fake one (tests/cli/fake-engine.sh) unless an override names another,
+// The engine is the fake one (tests/cli/fake_engine.cpp) unless an override names another,
 // and the driver libraries are made unloadable unless an override names them.
 Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env = {},
                      int timeout_s = 60);

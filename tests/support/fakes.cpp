@@ -83,8 +83,8 @@ AmpOutcome passed_amp(Mode mode) {
   o.loss_rel_diff = 0.004;
   o.loss_tolerance = mode == Mode::amp_fp16 ? 0.02 : 0.05;
   o.params_changed = true;
-  o.matmul_dtype = mode == Mode::amp_fp16 ? "fp16" : "bf16";
-  o.layer_norm_dtype = o.softmax_dtype = o.loss_dtype = "fp32";
+  o.matmul_dtype = mode == Mode::amp_fp16 ? DType::fp16 : DType::bf16;
+  o.layer_norm_dtype = o.softmax_dtype = o.loss_dtype = DType::fp32;
   if (mode == Mode::amp_fp16) {
     o.initial_scale = 65536.0;
     o.final_scale = 131072.0;

@@ -129,7 +129,7 @@ TEST(BenchVerdict, AHalfPrecisionNoFasterThanFp32IsNotNative) {
   EXPECT_NE(bf16->reason.find("no faster than fp32's 20 TFLOP/s (0.95x)"), std::string::npos)
       << bf16->reason;
   EXPECT_EQ(d.find(Mode::fp16)->status, pp::Status::native);
-  EXPECT_EQ(d.recommendation.dtype, "fp16");  // bf16 lost its place
+  EXPECT_EQ(d.recommendation.dtype, pp::DType::fp16);  // bf16 lost its place
 }
 
 TEST(BenchVerdict, WithoutAnFp32MeasurementNothingIsJudged) {

@@ -67,7 +67,7 @@ pp::Report sample() {
   d.kernels = pp::KernelCoverage{true, "sm_90", ""};
   d.precisions = {{Mode::bf16, native(2.5e-3, 1e-2)},
                   {Mode::fp4, unsupported("FP4 needs cc 10.0+")}};
-  d.recommendation = {"bf16", false, "BF16 is native"};
+  d.recommendation = {pp::DType::bf16, false, "BF16 is native"};
   r.devices.push_back(d);
   r.requirements.push_back({Mode::bf16, "GPU 0", true, Status::native, ""});
   r.diagnostics.push_back({"tf32-off-by-default", pp::Severity::info, "TF32 is off", "enable it"});

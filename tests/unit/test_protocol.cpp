@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "fakes.hpp"
 #include "common/protocol.hpp"
+#include "common/worker_checks.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;
@@ -17,9 +19,9 @@ TEST(Protocol, PlanRoundTrips) {
   plan.seed = 123456789;
   plan.describe = true;
   plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
-  pp::WorkerPlan back;
-  std::string error;
-  ASSERT_TRUE(pp::decode_plan(pp::encode_plan(plan), back, error)) << error;
+  const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(pp::encode_plan(plan));
+  ASSERT_TRUE(decoded) << decoded.error();
+  const pp::WorkerPlan& back = *decoded;
   EXPECT_EQ(back.kind, pp::DeviceKind::cuda);
   EXPECT_EQ(back.index, 3);
   EXPECT_EQ(back.smoke, plan.smoke);
@@ -29,39 +31,46 @@ TEST(Protocol, PlanRoundTrips) {
 }
 
 TEST(Protocol, BadPlansAreRefusedWithAReason) {
-  pp::WorkerPlan plan;
-  std::string error;
-  EXPECT_FALSE(pp::decode_plan("{", plan, error));
-  EXPECT_NE(error.find("malformed"), std::string::npos);
-  EXPECT_FALSE(pp::decode_plan(R"({"protocol":99,"kind":"cpu"})", plan, error));
-  EXPECT_NE(error.find("protocol"), std::string::npos);
-  EXPECT_FALSE(pp::decode_plan(R"({"protocol":2,"kind":"tpu"})", plan, error));
-  EXPECT_FALSE(pp::decode_plan(R"({"protocol":2,"kind":"cpu","smoke":["fp7"]})", plan, error));
+  const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
+  EXPECT_NE(refused("{").find("malformed"), std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":3,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","seed":1e30})").find("plan.seed"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","bench_size":-4})").find("bench_size"),
+            std::string::npos);
 }
 
 TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
   pp::WorkerResult r;
-  std::string error;
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_hello(pp::testing::cuda_stack()), r, error))
-      << error;
+  r.kind = pp::DeviceKind::cuda;
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_hello(pp::testing::cuda_stack()), r));
   ASSERT_TRUE(r.stack.has_value());
   EXPECT_EQ(r.stack->arch_list, pp::testing::cuda_stack().arch_list);
   const std::string uuid = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200", uuid), r, error));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200", uuid), r));
   EXPECT_EQ(r.device_name, "NVIDIA H200");
   EXPECT_EQ(r.device_uuid, uuid);
-  ASSERT_TRUE(
-      pp::apply_result_line(pp::encode_smoke(Mode::bf16, pp::testing::passed(2e-3)), r, error));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(Mode::bf16, pp::testing::passed(2e-3)), r));
   ASSERT_EQ(r.smoke.count(Mode::bf16), 1U);
   EXPECT_TRUE(r.smoke[Mode::bf16].ok);
   EXPECT_DOUBLE_EQ(*r.smoke[Mode::bf16].rel_error, 2e-3);
+  for (Mode mode : pp::training_modes()) {
+    const auto line = pp::encode_amp(mode, pp::testing::passed_amp(mode));
+    const auto applied = pp::apply_result_line(line, r);
+    ASSERT_TRUE(applied) << applied.error();
+    EXPECT_TRUE(r.amp[mode].ok) << pp::mode_key(mode) << ": " << r.amp[mode].error;
+  }
   EXPECT_FALSE(r.finished);
   const pp::WorkerResult before = r;
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_progress("bench fp16"), r, error)) << error;
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_progress("bench fp16"), r));
   EXPECT_EQ(r.smoke.size(), before.smoke.size());  // a progress line records nothing
   EXPECT_TRUE(r.bench.empty());
   EXPECT_FALSE(r.finished);
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_done(), r, error));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_done(), r));
   EXPECT_TRUE(r.finished);
 }
 
@@ -70,22 +79,53 @@ TEST(Protocol, NaNTravelsAsNullAndIsNeverOk) {
   const std::string line = pp::encode_smoke(Mode::fp16, nan);
   EXPECT_NE(line.find("\"rel_error\":null"), std::string::npos);
   pp::WorkerResult r;
-  std::string error;
-  ASSERT_TRUE(pp::apply_result_line(line, r, error));
+  ASSERT_TRUE(pp::apply_result_line(line, r));
   EXPECT_FALSE(r.smoke[Mode::fp16].ok);  // "ok" without a finite error is not believed
   EXPECT_EQ(r.smoke[Mode::fp16].error_kind, pp::ErrorKind::wrong_result);
 }
 
-TEST(Protocol, MalformedLinesAreRejected) {
+TEST(Protocol, MalformedLinesAreRejectedWithWhere) {
+  const auto refused = [](const std::string& line) {
+    pp::WorkerResult r;
+    const auto applied = pp::apply_result_line(line, r);
+    EXPECT_FALSE(applied) << line;
+    return applied ? std::string() : applied.error();
+  };
+  EXPECT_NE(refused("not json").find("malformed"), std::string::npos);
+  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp7","ran":true,"ok":true})").find("mode"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"type":"what"})").find("'what'"), std::string::npos);
+  EXPECT_NE(refused(R"({"type":"hello","protocol":1,"stack":{}})").find("protocol 1"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16"})").find("no \"ran\""), std::string::npos);
+  // A training mode in a smoke line, a matmul mode in a training line.
+  refused(R"({"type":"smoke","mode":"amp_bf16","ran":false,"ok":false})");
+  refused(R"({"type":"amp","mode":"bf16","ran":false,"ok":false})");
+  // Values of the wrong type, and integers no field holds (1e20 is no int64), are refused, not
+  // converted.
+  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16","ran":"yes","ok":false})").find("smoke.ran"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16","ran":true,"ok":false,"size":{"m":1e20}})")
+                .find("smoke.size.m: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"type":"amp","mode":"amp_bf16","ran":true,"ok":false,)"
+                    R"("memory":{"peak_bytes":18446744073709551615}})")
+                .find("out of range"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"type":"collective","dtype":"fp64","ran":false,"ok":false})")
+                .find("collective.dtype"),
+            std::string::npos);
+}
+
+TEST(Protocol, AWorkersLongTextIsCut) {
+  pp::SmokeOutcome o;
+  o.error = std::string(900 * 1024, 'x');
+  o.error_kind = pp::ErrorKind::runtime;
   pp::WorkerResult r;
-  std::string error;
-  EXPECT_FALSE(pp::apply_result_line("not json", r, error));
-  EXPECT_FALSE(
-      pp::apply_result_line(R"({"type":"smoke","mode":"fp7","ran":true,"ok":true})", r, error));
-  EXPECT_FALSE(pp::apply_result_line(R"({"type":"what"})", r, error));
-  EXPECT_FALSE(pp::apply_result_line(R"({"type":"hello","protocol":1,"stack":{}})", r, error));
-  EXPECT_NE(error.find("protocol"), std::string::npos);
-  EXPECT_FALSE(pp::apply_result_line(R"({"type":"smoke","mode":"fp16"})", r, error));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(Mode::fp16, o), r));
+  const std::string& error = r.smoke[Mode::fp16].error;
+  EXPECT_LT(error.size(), 17U * 1024U);
+  EXPECT_NE(error.find("bytes cut]"), std::string::npos);
 }
 
 TEST(Protocol, ErrorsAreClassified) {
@@ -103,12 +143,31 @@ TEST(Protocol, ErrorsAreClassified) {
 
 namespace {
 
-// The outcome a result line leaves, as the probe reads it.
+// The outcome a result line leaves, as the probe reads it (from a GPU worker).
 pp::WorkerResult applied(const std::string& line) {
   pp::WorkerResult r;
-  std::string error;
-  EXPECT_TRUE(pp::apply_result_line(line, r, error)) << error;
+  r.kind = pp::DeviceKind::cuda;
+  const auto applied = pp::apply_result_line(line, r);
+  EXPECT_TRUE(applied) << applied.error();
   return r;
+}
+
+// Every outcome of a worker result: whether all are ok, and their errors.
+std::pair<bool, std::string> verdict(const pp::WorkerResult& r) {
+  bool ok = true;
+  std::string error;
+  for (const auto& [m, o] : r.smoke) ok = ok && o.ok, error += o.error;
+  for (const auto& [m, o] : r.amp) ok = ok && o.ok, error += o.error;
+  for (const auto& [m, o] : r.bench) ok = ok && o.ok, error += o.error;
+  for (const auto& o : r.collectives) ok = ok && o.ok, error += o.error;
+  return {ok, error};
+}
+
+// A training run's line with some fields changed.
+std::string amp_line(Mode mode, const std::function<void(pp::AmpOutcome&)>& change) {
+  pp::AmpOutcome o = pp::testing::passed_amp(mode);
+  change(o);
+  return pp::encode_amp(mode, o);
 }
 
 }  // namespace
@@ -117,7 +176,7 @@ TEST(Protocol, TheProbesToleranceNotTheWorkersDecides) {
   // The worker claims a tolerance of 0.5 and calls 0.3 ok; the probe's tolerance for bf16 is 1e-2.
   const auto r = applied(
       R"({"type":"smoke","mode":"bf16","ran":true,"ok":true,"rel_error":0.3,"tolerance":0.5,)"
-      R"("ms":0.1,"m":256,"n":256,"k":256,"method":"at::mm","error_kind":"none","error":""})");
+      R"("ms":0.1,"size":{"m":256,"n":256,"k":256},"method":"at::mm","error_kind":"none"})");
   const pp::SmokeOutcome& o = r.smoke.at(Mode::bf16);
   EXPECT_FALSE(o.ok);
   EXPECT_DOUBLE_EQ(o.tolerance, pp::smoke_tolerance(Mode::bf16));
@@ -128,47 +187,100 @@ TEST(Protocol, TheProbesToleranceNotTheWorkersDecides) {
 TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":-1e-7,"ms":0.1,)"
-       R"("m":256,"n":256,"k":256,"error_kind":"none"})",
+       R"("size":{"m":256,"n":256,"k":256},"error_kind":"none"})",
        "rel_error -1e-07"},
       {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":1e12,)"
-       R"("m":256,"n":256,"k":256,"error_kind":"none"})",
+       R"("size":{"m":256,"n":256,"k":256},"error_kind":"none"})",
        "ms 1000000000000"},
       {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":0.1,)"
-       R"("m":0,"n":256,"k":256,"error_kind":"none"})",
+       R"("size":{"m":0,"n":256,"k":256},"error_kind":"none"})",
        "a matrix size of 0"},
-      {R"({"type":"amp","mode":"amp_bf16","ran":true,"ok":true,"error_kind":"none","steps":24,)"
-       R"("loss_start":2.3,"loss_end":0.5,"fp32_loss_end":0.6,"loss_rel_diff":0.001})",
+      {R"({"type":"smoke","mode":"fp32","ran":false,"ok":true,"rel_error":1e-7})",
+       "ok for a check that did not run"},
+      {amp_line(Mode::amp_bf16, [](pp::AmpOutcome& o) { o.loss_rel_diff = 0.001; }),
        "loss_rel_diff 0.001 where the losses give"},
-      {R"({"type":"amp","mode":"amp_fp16","ran":true,"ok":true,"error_kind":"none","steps":24,)"
-       R"("skipped_steps":30,"loss_start":2.3,"loss_end":0.5,"fp32_loss_end":0.5,"loss_rel_diff":0})",
-       "30 skipped steps of 24"},
+      {amp_line(Mode::amp_bf16, [](pp::AmpOutcome& o) { o.loss_rel_diff = -1; }),
+       "loss_rel_diff -1"},
+      {amp_line(Mode::amp_fp16, [](pp::AmpOutcome& o) { o.skipped_steps = 31; }),
+       "31 skipped steps of 30"},
       {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
        R"("reps":20,"ms":1.4,"tflops":7000})",
        "7000 TFLOP/s where its size and time give"},
       {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
        R"("reps":20,"ms":1e-9,"tflops":1.1e12})",
        "1100000000000 TFLOP/s"},
+      // Figures from a benchmark that did not run are not used (they once flipped a verdict).
+      {R"({"type":"bench","mode":"fp32","ran":false,"ok":true,"size":1,"reps":-1,"ms":-5,)"
+       R"("tflops":99999})",
+       "figures from a benchmark that did not run"},
+      {R"({"type":"collective","dtype":"fp32","ran":false,"ok":true,"ranks":2})",
+       "ok for a check that did not run"},
+      {R"({"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
+       R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":999})",
+       "a bus bandwidth"},
   };
   for (const auto& [line, expected] : cases) {
-    const auto r = applied(line);
-    std::string error;
-    bool ok = true;
-    for (const auto& [m, o] : r.smoke) ok = ok && o.ok, error += o.error;
-    for (const auto& [m, o] : r.amp) ok = ok && o.ok, error += o.error;
-    for (const auto& [m, o] : r.bench) ok = ok && o.ok, error += o.error;
+    const auto [ok, error] = verdict(applied(line));
     EXPECT_FALSE(ok) << line;
     EXPECT_NE(error.find("impossible value: " + expected), std::string::npos) << line << "\n"
                                                                               << error;
   }
-  // A collective whose bus bandwidth its own figures do not give.
-  const auto c = applied(
-      R"({"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
-      R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":999})");
-  EXPECT_FALSE(c.collectives.at(0).ok);
-  EXPECT_NE(c.collectives.at(0).error.find("a bus bandwidth"), std::string::npos);
   // And what is consistent passes.
   const auto good = applied(
       R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
       R"("reps":20,"ms":1.385,"tflops":793.8})");
   EXPECT_TRUE(good.bench.at(Mode::bf16).ok) << good.bench.at(Mode::bf16).error;
+}
+
+// A training run's "ok" is judged again from its figures: a run that did not train fails.
+TEST(Protocol, ATrainingRunThatDidNotTrainIsNotBelieved) {
+  const std::vector<std::pair<std::function<void(pp::AmpOutcome&)>, std::string>> cases = {
+      {[](pp::AmpOutcome& o) { o.params_changed = false; }, "the parameters did not change"},
+      {[](pp::AmpOutcome& o) { o.loss_end = 2.4; }, "the loss did not go down"},
+      {[](pp::AmpOutcome& o) { o.loss_end.reset(); }, "NaN or Inf, or is missing"},
+      {[](pp::AmpOutcome& o) { o.fp32_loss_end = 0.0; }, "not positive"},
+      {[](pp::AmpOutcome& o) { o.fp32_loss_end = 0.8; }, "differs from the fp32 run's"},
+      {[](pp::AmpOutcome& o) { o.matmul_dtype = pp::DType::fp32; }, "did not run the matmuls in"},
+      {[](pp::AmpOutcome& o) { o.loss_dtype = pp::DType::fp16; }, "did not keep the loss in fp32"},
+      {[](pp::AmpOutcome& o) { o.steps = 1; }, "a training run of 1 steps"},
+  };
+  for (const auto& [change, expected] : cases) {
+    for (Mode mode : pp::training_modes()) {
+      pp::AmpOutcome o = pp::testing::passed_amp(mode);
+      change(o);
+      o.loss_rel_diff.reset();  // the worker's own figure, if any, is not what is judged
+      const auto r = applied(pp::encode_amp(mode, o));
+      EXPECT_FALSE(r.amp.at(mode).ok) << expected;
+      EXPECT_NE(r.amp.at(mode).error.find(expected), std::string::npos) << r.amp.at(mode).error;
+    }
+  }
+  // Loss scaling that skipped every step, or none (the injected overflow was not caught).
+  for (int skipped : {0, 30}) {
+    pp::AmpOutcome o = pp::testing::passed_amp(Mode::amp_fp16);
+    o.skipped_steps = skipped;
+    const auto r = applied(pp::encode_amp(Mode::amp_fp16, o));
+    EXPECT_FALSE(r.amp.at(Mode::amp_fp16).ok);
+    EXPECT_NE(r.amp.at(Mode::amp_fp16).error.find("the loss scaler skipped"), std::string::npos);
+  }
+  // The distance to the fp32 run in the result is the probe's.
+  const auto r =
+      applied(amp_line(Mode::amp_bf16, [](pp::AmpOutcome& o) { o.loss_rel_diff.reset(); }));
+  ASSERT_TRUE(r.amp.at(Mode::amp_bf16).loss_rel_diff.has_value());
+  EXPECT_TRUE(r.amp.at(Mode::amp_bf16).ok) << r.amp.at(Mode::amp_bf16).error;
+}
+
+TEST(Protocol, ACollectiveWorkerOwesEveryAllReduce) {
+  std::vector<pp::CollectiveOutcome> outcomes;
+  for (pp::DType dtype : pp::kAllReduceDTypes) {
+    pp::CollectiveOutcome o;
+    o.dtype = dtype;
+    o.ranks = 2;
+    outcomes.push_back(o);
+  }
+  EXPECT_EQ(pp::collectives_problem(outcomes, 2), "");
+  EXPECT_NE(pp::collectives_problem(outcomes, 4).find("over 2 GPUs, not 4"), std::string::npos);
+  EXPECT_NE(pp::collectives_problem({}, 2).find("0 fp32 all-reduce results"), std::string::npos);
+  auto twice = outcomes;
+  twice.push_back(outcomes[0]);
+  EXPECT_NE(pp::collectives_problem(twice, 2).find("2 fp32"), std::string::npos);
 }

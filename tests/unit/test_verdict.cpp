@@ -112,21 +112,21 @@ pp::DeviceReport gpu_with(pp::ComputeCapability cc, Status fp16, Status bf16) {
 
 TEST(Verdict, RecommendationFollowsUsualPractice) {
   const auto h200 = pp::recommend(gpu_with({9, 0}, Status::native, Status::native));
-  EXPECT_EQ(h200.dtype, "bf16");
+  EXPECT_EQ(h200.dtype, pp::DType::bf16);
   EXPECT_FALSE(h200.loss_scaling);
   EXPECT_NE(h200.reason.find("cc 9.0 (Hopper)"), std::string::npos);
 
   const auto v100 = pp::recommend(gpu_with({7, 0}, Status::native, Status::emulated));
-  EXPECT_EQ(v100.dtype, "fp16");
+  EXPECT_EQ(v100.dtype, pp::DType::fp16);
   EXPECT_TRUE(v100.loss_scaling);
 
   const auto p100 = pp::recommend(gpu_with({6, 0}, Status::emulated, Status::emulated));
-  EXPECT_EQ(p100.dtype, "fp32");
+  EXPECT_EQ(p100.dtype, pp::DType::fp32);
   EXPECT_FALSE(p100.loss_scaling);
 
   // A failed bf16 on an Ampere GPU is not recommended, whatever the architecture says.
   const auto broken = pp::recommend(gpu_with({8, 0}, Status::native, Status::failed));
-  EXPECT_EQ(broken.dtype, "fp16");
+  EXPECT_EQ(broken.dtype, pp::DType::fp16);
 }
 
 TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
@@ -135,7 +135,7 @@ TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
   d.precisions[1].second.hardware = Hardware::native;
   d.precisions[1].second.reason = "interrupted by SIGTERM";
   const auto r = pp::recommend(d);
-  EXPECT_EQ(r.dtype, "fp32");
+  EXPECT_EQ(r.dtype, pp::DType::fp32);
   EXPECT_EQ(r.reason.find("no native BF16"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("has bf16 in hardware, but here it is failed (interrupted by SIGTERM)"),
             std::string::npos)
@@ -147,7 +147,7 @@ TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
     p.failure = pp::ErrorKind::unavailable;
     p.reason = "this LibTorch (1.13.0) was built without CUDA";
   }
-  EXPECT_EQ(pp::recommend(cpu_only).dtype, "fp32");
+  EXPECT_EQ(pp::recommend(cpu_only).dtype, pp::DType::fp32);
   EXPECT_NE(pp::recommend(cpu_only).reason.find("built without CUDA"), std::string::npos);
 }
 
@@ -155,7 +155,7 @@ TEST(Verdict, UnderQuickTheRecommendationSaysItRestsOnTheHardwareAlone) {
   auto d = gpu_with({9, 0}, Status::not_tested, Status::not_tested);
   d.precisions[1].second.hardware = Hardware::native;
   const auto r = pp::recommend(d);
-  EXPECT_EQ(r.dtype, "bf16");
+  EXPECT_EQ(r.dtype, pp::DType::bf16);
   EXPECT_NE(r.reason.find("rests on the hardware alone"), std::string::npos) << r.reason;
   EXPECT_EQ(
       pp::recommend(gpu_with({9, 0}, Status::native, Status::native)).reason.find("hardware alone"),

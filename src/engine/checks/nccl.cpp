@@ -26,13 +26,19 @@ namespace precision_probe::engine {
 
 namespace {
 
-const std::vector<std::pair<std::string, at::ScalarType>>& collective_dtypes() {
-  static const std::vector<std::pair<std::string, at::ScalarType>> dtypes = {
-      {"fp32", at::kFloat}, {"fp16", at::kHalf}, {"bf16", at::kBFloat16}};
-  return dtypes;
-}
-
 #if defined(PP_HAVE_NCCL)
+
+at::ScalarType scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::fp16: return at::kHalf;
+    case DType::bf16: return at::kBFloat16;
+    case DType::fp64: return at::kDouble;
+    case DType::fp32:
+    case DType::none:
+    case DType::other: break;
+  }
+  return at::kFloat;
+}
 
 // A reusable barrier for the rank threads (std::barrier is C++20).
 class Barrier {
@@ -68,9 +74,9 @@ constexpr int kIterations = 10;
 std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
                                                std::string& nccl_version) {
   std::vector<CollectiveOutcome> out;
-  for (const auto& [name, dtype] : collective_dtypes()) {
+  for (DType dtype : kAllReduceDTypes) {
     CollectiveOutcome o;
-    o.dtype = name;
+    o.dtype = dtype;
     o.ranks = ranks;
     o.bytes = bytes;
     out.push_back(o);
@@ -91,10 +97,10 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
   const auto store = c10::make_intrusive<c10d::HashStore>();
   Barrier barrier(ranks);
   // Per rank and dtype: exact or not, seconds per all-reduce; an error ends that rank's run.
-  std::vector<std::vector<char>> exact(static_cast<std::size_t>(ranks),
-                                       std::vector<char>(out.size(), 0));
-  std::vector<std::vector<double>> seconds(static_cast<std::size_t>(ranks),
-                                           std::vector<double>(out.size(), 0.0));
+  std::vector<std::vector<char> > exact(static_cast<std::size_t>(ranks),
+                                        std::vector<char>(out.size(), 0));
+  std::vector<std::vector<double> > seconds(static_cast<std::size_t>(ranks),
+                                            std::vector<double>(out.size(), 0.0));
   std::vector<std::string> errors(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank) {
@@ -105,7 +111,7 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
         auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, ranks);
         const auto on = at::TensorOptions().device(at::kCUDA, rank);
         for (std::size_t d = 0; d < out.size(); ++d) {
-          const at::ScalarType dtype = collective_dtypes()[d].second;
+          const at::ScalarType dtype = scalar_type(kAllReduceDTypes[d]);
           // Exact check: rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2, an
           // integer every one of these dtypes holds exactly.
           std::vector<at::Tensor> check = {at::full({1 << 20}, rank + 1, on.dtype(dtype))};

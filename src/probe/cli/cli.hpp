@@ -27,15 +27,13 @@ struct EnvironmentVariable {
   const char* name;
   const char* effect;
 };
-inline constexpr std::array<EnvironmentVariable, 9> kEnvironmentVariables = {{
+inline constexpr std::array<EnvironmentVariable, 8> kEnvironmentVariables = {{
     {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
     {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
     {"NO_COLOR", "no colour in the text report"},
     {"TERM", "'dumb': no colour"},
     {"PRECISION_PROBE_TRACE",
      "1: print when each start-up phase ended, on stderr (0 or empty: off)"},
-    {"PRECISION_PROBE_EARLY_CONTEXT",
-     "0: a GPU worker makes its CUDA context after LibTorch loads"},
     {"PRECISION_PROBE_ENGINE", "the engine executable to use instead of the installed one"},
     {"PRECISION_PROBE_LIBCUDA", "another name or path for libcuda.so.1"},
     {"PRECISION_PROBE_LIBNVML", "another name or path for libnvidia-ml.so.1"},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "precision_probe/modes.hpp"
+#include "precision_probe/report.hpp"
 
 namespace precision_probe {
 
@@ -29,8 +30,6 @@ struct DeviceSelectionParse {
 };
 // "all", "gpu", "cpu", or a comma list of GPU indices and "cpu" ("0,1", "cpu,0").
 DeviceSelectionParse parse_device_selection(std::string_view text);
-
-enum class Command { probe, arch };
 
 // One more report of the same run: --json FILE, --markdown FILE, --prom FILE, --text FILE, or
 // --output-as FORMAT:FILE (repeatable). "-" is stdout.

@@ -10,18 +10,6 @@
 
 namespace precision_probe {
 
-std::string_view to_string(DriverStatus status) {
-  switch (status) {
-    case DriverStatus::ok: return "ok";
-    case DriverStatus::not_found: return "not_found";
-    case DriverStatus::init_failed: return "init_failed";
-    case DriverStatus::no_devices: return "no_devices";
-    case DriverStatus::hung: return "hung";
-    case DriverStatus::crashed: return "crashed";
-  }
-  return "?";
-}
-
 bool driver_faulted(const DriverInfo& driver) {
   return driver.status == DriverStatus::hung || driver.status == DriverStatus::crashed;
 }
@@ -33,16 +21,6 @@ std::string_view to_string(QueryFault fault) {
     case QueryFault::crashed: return "crashed";
   }
   return "?";
-}
-
-std::string compute_mode_name(int mode) {
-  switch (mode) {
-    case 0: return "default";
-    case 1: return "exclusive_thread";
-    case 2: return "prohibited";
-    case 3: return "exclusive_process";
-    default: return fmt::format("unknown ({})", mode);
-  }
 }
 
 VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& value) {

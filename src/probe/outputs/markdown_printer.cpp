@@ -74,7 +74,7 @@ class MarkdownPrinter final : public Printer {
           out << fmt::format(" · {:.4g} TF/s", *p->bench->outcome.tflops);
         out << " |";
       }
-      out << ' ' << d.recommendation.dtype
+      out << ' ' << to_string(d.recommendation.dtype)
           << (d.recommendation.loss_scaling ? " + loss scaling" : "") << " |\n";
     }
     if (!r.requirements.empty()) {

@@ -171,7 +171,7 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
                          "time", "algbw GB/s", "busbw GB/s", "note"));
     }
     for (const CollectiveOutcome& a : c.all_reduce) {
-      w.row(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}", a.dtype,
+      w.row(fmt::format("  {:<6} {:<6} {:>9} {:>10} {:>12} {:>12}", to_string(a.dtype),
                         a.ran ? (a.ok ? "yes" : "NO") : "-", mib(a.bytes),
                         number_cell(a.time_ms, "{:.3f} ms"), number_cell(a.algbw_gbps, "{:.1f}"),
                         number_cell(a.busbw_gbps, "{:.1f}")),
@@ -250,9 +250,9 @@ void print_device(const DeviceReport& d, Writer& w) {
   }
   if (any_amp) print_amp(d, w);
   print_bench(d, w);
-  if (!d.recommendation.dtype.empty()) {
+  if (d.recommendation.dtype != DType::none) {
     w.text("  recommendation: ",
-           fmt::format("{}{} ({})", w.paint().bold(d.recommendation.dtype),
+           fmt::format("{}{} ({})", w.paint().bold(std::string(to_string(d.recommendation.dtype))),
                        d.recommendation.loss_scaling ? " with dynamic loss scaling" : "",
                        d.recommendation.reason),
            4);
@@ -264,7 +264,7 @@ void print_header(const Report& r, Writer& w) {
   std::string first = w.paint().bold(fmt::format("{} {}", r.tool.name, r.tool.version)) + " on " +
                       r.host.hostname + " (" + (r.host.os.empty() ? r.host.machine : r.host.os) +
                       (r.host.container ? ", container" : "") + ")";
-  if (r.run.command == "probe") first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
+  if (r.run.command == Command::probe) first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
   w.line(first);
   if (r.stack.available) {
     w.text(
@@ -277,7 +277,7 @@ void print_header(const Report& r, Writer& w) {
   } else {
     w.text("LibTorch: ", r.stack.error.empty() ? "unknown" : r.stack.error, 4);
   }
-  if (r.run.command == "probe") {
+  if (r.run.command == Command::probe) {
     if (r.driver.status == DriverStatus::ok) {
       w.text("",
              fmt::format("driver {} (supports CUDA {}) · {}", r.driver.version,
@@ -329,7 +329,7 @@ class TextPrinter final : public Printer {
     if (r.collectives) print_collectives(*r.collectives, w);
     print_diagnostics(r, w);
     print_requirements(r, w);
-    if (r.run.command == "probe" || !r.requirements.empty()) {
+    if (r.run.command == Command::probe || !r.requirements.empty()) {
       w.text(w.paint().bold(fmt::format("exit {}", r.exit_code)) + ": ", r.exit_reason, 4);
     }
   }

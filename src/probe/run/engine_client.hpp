@@ -28,9 +28,6 @@ struct Limits {
 struct Prestart {
   bool cpu = false;
   int gpus = 0;
-  // The environment shows CUDA exactly one GPU, so the GPU worker can begin its CUDA context
-  // before its plan names the GPU (a worker whose plan names another one starts afresh).
-  bool gpu_known = false;
 };
 
 class Engine {

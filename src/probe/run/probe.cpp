@@ -285,11 +285,6 @@ int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible
   return static_cast<int>(guess);
 }
 
-bool one_gpu_in_view(const System& system, const VisibleDevicesSpec& visible) {
-  if (!visible.set) return gpu_device_nodes(system).size() == 1;
-  return visible.entries.size() == 1 && !starts_with(visible.entries[0], "MIG-");
-}
-
 namespace {
 
 // The engine's limits for what is left of the run's time budget.
@@ -340,7 +335,7 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
     if (a.ok) continue;
     c.status = a.error_kind == ErrorKind::not_supported ? Status::unsupported : Status::failed;
     c.failure = a.error_kind == ErrorKind::not_supported ? ErrorKind::environment : a.error_kind;
-    c.reason = a.dtype + " all-reduce: " + a.error;
+    c.reason = std::string(to_string(a.dtype)) + " all-reduce: " + a.error;
     break;
   }
   return c;
@@ -393,7 +388,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   Report report;
   report.tool = this_tool();
   report.host = collect_host(sys);
-  report.run.command = "probe";
+  report.run.command = Command::probe;
   report.run.quick = options.quick;
   report.run.bench = options.bench && !options.quick;
   report.run.seed = options.seed.value_or(fresh_seed());
@@ -417,7 +412,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // asked what there is to plan.
   if (!options.quick) {
     const int gpus = gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
-    deps.engine.prestart({true, gpus, gpus == 1 && one_gpu_in_view(sys, visible)});
+    deps.engine.prestart({true, gpus});
   }
   const NvmlSnapshot nvml = deps.driver.query_nvml();
   trace("NVML answered");
@@ -620,7 +615,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   Report report;
   report.tool = this_tool();
   report.host = collect_host(deps.system);
-  report.run.command = "arch";
+  report.run.command = Command::arch;
   report.stack = deps.engine.describe(std::chrono::milliseconds(
       static_cast<long long>(std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());

@@ -36,9 +36,5 @@ ToolInfo this_tool();
 // worker too many is stopped unused, one too few is started once the plan is known.
 int expected_gpu_workers(const System& system, const VisibleDevicesSpec& visible,
                          const DeviceSelection& selection);
-// Whether CUDA, in this environment, sees exactly one whole GPU: CUDA_VISIBLE_DEVICES keeps one
-// entry (not a MIG instance), or, unset, there is one device node. A GPU worker started ahead then
-// knows its GPU.
-bool one_gpu_in_view(const System& system, const VisibleDevicesSpec& visible);
 
 }  // namespace precision_probe

@@ -56,15 +56,15 @@ class ProcessEngine final : public Engine {
 
   void prestart(const Prestart& what) override {
     if (engine_path_.empty()) return;
-    auto spawn = [this](DeviceKind kind, bool early_context) {
+    auto spawn = [this](DeviceKind kind) {
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
-      if (auto child = start_worker(kind, std::nullopt, early_context, error)) {
+      if (auto child = start_worker(kind, std::nullopt, error)) {
         spares_.push_back({kind, std::move(child)});
       }
     };
-    if (what.cpu) spawn(DeviceKind::cpu, false);
-    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda, what.gpu_known);
+    if (what.cpu) spawn(DeviceKind::cpu);
+    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda);
     trace(fmt::format("{} worker(s) started ahead", spares_.size()));
   }
 
@@ -85,13 +85,7 @@ class ProcessEngine final : public Engine {
       }
       std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
       std::string error;
-      if (!child) {
-        // Started for a GPU known by its UUID: it can begin its CUDA context at once (not a
-        // collective's worker, which sees several).
-        const bool early_context =
-            plans[i].collective_ranks == 0 && starts_with(plans[i].cuda_visible_devices, "GPU-");
-        child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, early_context, error);
-      }
+      if (!child) child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, error);
       if (!child) {
         // An engine that cannot be started is a broken installation, not a failed check.
         results[i].problem = ErrorKind::unavailable;
@@ -126,8 +120,9 @@ class ProcessEngine final : public Engine {
     }
     const std::string cache = directory_of(engine_path_) + "/" + kStackCacheName;
     if (auto text = system_.read_file(cache)) {
-      std::string error;
-      if (decode_stack(*text, stack, error) && stack.available) {
+      Expected<StackInfo> cached = decode_stack(*text);
+      if (cached && cached->available) {
+        stack = *cached;
         stack.source = "build cache";
         return stack;
       }
@@ -140,12 +135,16 @@ class ProcessEngine final : public Engine {
     }
     const ProcessOutput out =
         // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
-        run_process({engine_path_, "--describe"}, environment_with({}), "", *spawn_within);
-    std::string error;
-    if (out.exit_code == 0 && decode_stack(out.out, stack, error)) {
+        run_process({engine_path_, "--describe"},
+                    environment_with({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())}), "",
+                    *spawn_within);
+    Expected<StackInfo> described = decode_stack(out.out);
+    if (out.exit_code == 0 && described) {
+      stack = *described;
       stack.source = "engine";
       return stack;
     }
+    const std::string error = out.exit_code == 0 ? described.error() : "";
     stack = StackInfo{};
     stack.source = "none";
     if (out.timed_out || out.interrupted) {
@@ -290,8 +289,7 @@ class ProcessEngine final : public Engine {
       w.pending.erase(0, nl + 1);
       if (line.empty()) continue;
       w.last_line = std::chrono::steady_clock::now();
-      std::string error;
-      const bool applied = apply_result_line(line, result, error);
+      const Expected<void> applied = apply_result_line(line, result);
       if (applied && result.finished) {
         trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
                                                 ? "GPU " + std::to_string(result.index)
@@ -301,7 +299,9 @@ class ProcessEngine final : public Engine {
         close_streams(w);
         return;
       }
-      if (!applied) return violation(w, result, "the engine sent a malformed line (" + error + ")");
+      if (!applied) {
+        return violation(w, result, "the engine sent a malformed line (" + applied.error() + ")");
+      }
     }
     if (w.pending.size() > kMaxLine) {
       violation(w, result,
@@ -374,21 +374,14 @@ class ProcessEngine final : public Engine {
 
   // Starts a worker, its plan to follow on stdin. A CPU worker never sees a GPU. A GPU worker
   // sees `gpu` when it is known; started ahead (nullopt), it inherits the environment and narrows
-  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. With `early_context` (a GPU
-  // worker whose environment shows it one GPU), it begins that GPU's CUDA context while LibTorch
-  // loads (early_context.hpp), unless PRECISION_PROBE_EARLY_CONTEXT=0. nullptr (and `error`) on
-  // failure.
+  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. nullptr (and `error`) on failure.
   std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
-                                             bool early_context, std::string& error) const {
+                                             std::string& error) const {
     // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
-    std::vector<std::string> argv = {engine_path_, "--worker"};
-    if (early_context && kind == DeviceKind::cuda &&
-        system_.getenv("PRECISION_PROBE_EARLY_CONTEXT").value_or("1") != "0") {
-      argv.emplace_back("--early-context");
-    }
+    const std::vector<std::string> argv = {engine_path_, "--worker"};
     auto child = std::make_unique<ChildProcess>();
     if (!child->start(argv, environment_with(overrides), error)) {
       return nullptr;

@@ -327,7 +327,7 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
       c.add("arch-not-in-build", Severity::error, d.label() + ": " + d.kernels->reason,
             "use a LibTorch/PyTorch build whose torch.cuda.get_arch_list() covers this GPU (or "
             "build it with TORCH_CUDA_ARCH_LIST including it)");
-    } else if (d.kernels && d.kernels->via.find("PTX") != std::string::npos) {
+    } else if (d.kernels && d.kernels->ptx) {
       c.add("arch-via-ptx", Severity::warning,
             d.label() + ": this LibTorch build has no binary for sm_" +
                 std::to_string(g.cc ? g.cc->as_int() : 0) + "; the driver JIT-compiles " +

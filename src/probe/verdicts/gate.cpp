@@ -30,7 +30,7 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
                  p->failure != ErrorKind::unavailable);
         r.reason = r.met && p->status == Status::not_tested
                        ? std::string("hardware support only (") +
-                             (report.run.command == "arch" ? "arch" : "--quick") +
+                             (report.run.command == Command::arch ? "arch" : "--quick") +
                              ": no kernel ran)"
                    : !r.met && p->status == Status::not_tested && p->hardware != Hardware::native &&
                            p->failure != ErrorKind::unavailable

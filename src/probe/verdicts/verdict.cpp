@@ -167,13 +167,13 @@ Recommendation fp32_because(const DeviceReport& device, const std::string& where
   for (Mode mode : {Mode::bf16, Mode::fp16}) {
     const PrecisionResult* p = device.find(mode);
     if (p == nullptr || p->hardware != Hardware::native) continue;
-    return {"fp32", false,
+    return {DType::fp32, false,
             fmt::format("{} has {} in hardware, but here it is {}{}: train in fp32{} until that "
                         "is resolved",
                         where, mode_key(mode), to_string(p->status),
                         p->reason.empty() ? "" : " (" + p->reason + ")", tf32)};
   }
-  return {"fp32", false,
+  return {DType::fp32, false,
           fmt::format("{} has no native BF16 or FP16: train in fp32{}", where, tf32)};
 }
 
@@ -190,13 +190,13 @@ Recommendation recommend(const DeviceReport& device) {
                             : device.kind == DeviceKind::cuda ? std::string("this GPU")
                                                               : std::string("this CPU");
   if (bf16) {
-    return {"bf16", false,
+    return {DType::bf16, false,
             fmt::format("{} runs BF16 natively: autocast to bf16; BF16 keeps FP32's exponent "
                         "range, so no loss scaling is needed{}",
                         where, on_hardware_alone(device, Mode::bf16))};
   }
   if (fp16) {
-    return {"fp16", true,
+    return {DType::fp16, true,
             fmt::format("{} runs FP16 natively but not BF16: autocast to fp16 with dynamic loss "
                         "scaling (a gradient scaler){}",
                         where, on_hardware_alone(device, Mode::fp16))};
@@ -206,7 +206,7 @@ Recommendation recommend(const DeviceReport& device) {
        {std::pair{Mode::bf16, Mode::amp_bf16}, std::pair{Mode::fp16, Mode::amp_fp16}}) {
     const PrecisionResult* run = device.find(training);
     if (usable(device, matmul) && run != nullptr && !usable(device, training)) {
-      return {"fp32", false,
+      return {DType::fp32, false,
               fmt::format(
                   "{}: {} matmuls are native, but autocast training in {} is {} ({}): train "
                   "in fp32",

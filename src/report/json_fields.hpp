@@ -1,0 +1,654 @@
+#pragma once
+// The JSON of every struct of the report and of the worker protocol, written once: one `fields`
+// function per struct lists its JSON names and shape, and the same list writes (Writer) and reads
+// (Reader). The report's JSON (report_json.cpp) and the worker protocol (common/protocol.cpp) both
+// use it, so a struct cannot be spelt two ways. Field names are part of the documented schema
+// (docs/report.schema.json, docs/report.md): adding one is free, renaming or removing one bumps
+// kSchemaVersion (docs/architecture.md).
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "precision_probe/report.hpp"
+
+namespace precision_probe::json_fields {
+
+// ordered_json: fields come out in the order they are listed, as a reader expects them.
+using json = nlohmann::ordered_json;
+
+// A value the reader refused, with where it was ("devices[1].gpu.sm_count: expected an integer").
+class FieldError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a reader accepts: texts longer than `max_text` are cut (and say so), lists longer than
+// `max_items` are refused. A worker's line gets small limits, a report file large ones.
+struct ReadLimits {
+  std::size_t max_text = 16 * 1024;
+  std::size_t max_items = 4096;
+};
+
+template <class S, class T>
+inline constexpr bool is = std::is_same_v<std::remove_const_t<S>, T>;
+
+// --- Enums by name: every enum of the report has to_string() with "?" past its last value ------
+
+template <class E>
+std::optional<E> enum_from_name(std::string_view name) {
+  for (int i = 0; i < 64; ++i) {
+    const auto value = static_cast<E>(i);
+    const std::string_view text = to_string(value);
+    if (text == "?") break;
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+class Writer;
+class Reader;
+
+// --- Writing -------------------------------------------------------------------------------------
+
+json encode(bool v);
+json encode(double v);  // a non-finite number is null
+json encode(const std::string& v);
+json encode(Mode v);
+json encode(ComputeCapability v);
+
+template <class T>
+std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, json> encode(T v) {
+  return v;
+}
+template <class E>
+std::enable_if_t<std::is_enum_v<E> && !std::is_same_v<E, Mode>, json> encode(E v) {
+  return std::string(to_string(v));
+}
+template <class T>
+json encode(const std::vector<T>& items);
+template <class S>
+auto encode(const S& s) -> decltype(fields(std::declval<Writer&>(), s), json());
+template <class T>
+json encode(const std::optional<T>& v) {
+  return v ? encode(*v) : json(nullptr);
+}
+
+class Writer {
+ public:
+  explicit Writer(json& j) : j_(j) {}
+  template <class T>
+  void operator()(const char* key, const T& value) {
+    j_[key] = encode(value);
+  }
+  // Null unless `present` (a reader reads it when not null).
+  template <class T>
+  void when(bool present, const char* key, const T& value) {
+    j_[key] = present ? encode(value) : json(nullptr);
+  }
+  // Left out unless `present`.
+  template <class T>
+  void omit_unless(bool present, const char* key, const T& value) {
+    if (present) j_[key] = encode(value);
+  }
+  // Worked out from other fields: written, never read.
+  template <class T>
+  void derived(const char* key, const T& value) {
+    j_[key] = encode(value);
+  }
+  // A value with its own text form ("13.0" for 13000).
+  template <class T, class ToJson, class FromJson>
+  void mapped(const char* key, const T& value, ToJson to, FromJson /*from*/) {
+    j_[key] = to(value);
+  }
+  // A nested object of some of this struct's fields (null unless `present`).
+  template <class F>
+  void group(bool present, const char* key, F&& list) {
+    if (!present) {
+      j_[key] = nullptr;
+      return;
+    }
+    json sub = json::object();
+    Writer w(sub);
+    list(w);
+    j_[key] = std::move(sub);
+  }
+  // Another struct's fields in this object.
+  template <class S>
+  void inline_fields(const S& s) {
+    fields(*this, s);
+  }
+  // The precisions of a device by mode key, of one kind (matmul or training).
+  void modes(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions,
+             ModeKind kind);
+  // The benchmarks of a device by mode key; left out when there are none.
+  void benches(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions);
+  static constexpr bool reading = false;
+
+ private:
+  json& j_;
+};
+
+template <class T>
+json encode(const std::vector<T>& items) {
+  json list = json::array();
+  for (const T& item : items) list.push_back(encode(item));
+  return list;
+}
+
+template <class S>
+auto encode(const S& s) -> decltype(fields(std::declval<Writer&>(), s), json()) {
+  json j = json::object();
+  Writer w(j);
+  fields(w, s);
+  return j;
+}
+
+// --- Reading -------------------------------------------------------------------------------------
+
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+
+void decode(const json& j, bool& out, const std::string& path, const ReadLimits& limits);
+void decode(const json& j, double& out, const std::string& path, const ReadLimits& limits);
+void decode(const json& j, std::string& out, const std::string& path, const ReadLimits& limits);
+void decode(const json& j, Mode& out, const std::string& path, const ReadLimits& limits);
+void decode(const json& j, ComputeCapability& out, const std::string& path,
+            const ReadLimits& limits);
+
+template <class T>
+std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>> decode(
+    const json& j, T& out, const std::string& path, const ReadLimits& /*limits*/) {
+  using Limits = std::numeric_limits<T>;
+  if (!j.is_number_integer()) fail(path, "expected an integer");
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(Limits::max())) fail(path, "an integer out of range");
+    out = static_cast<T>(v);
+    return;
+  }
+  const auto v = j.get<std::int64_t>();
+  if constexpr (Limits::is_signed) {
+    if (v < static_cast<std::int64_t>(Limits::min()) ||
+        v > static_cast<std::int64_t>(Limits::max())) {
+      fail(path, "an integer out of range");
+    }
+  } else {
+    if (v < 0 || static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(Limits::max())) {
+      fail(path, "an integer out of range");
+    }
+  }
+  out = static_cast<T>(v);
+}
+
+template <class E>
+std::enable_if_t<std::is_enum_v<E> && !std::is_same_v<E, Mode>> decode(
+    const json& j, E& out, const std::string& path, const ReadLimits& /*limits*/) {
+  if (!j.is_string()) fail(path, "expected a name");
+  const auto value = enum_from_name<E>(j.get<std::string>());
+  if (!value) fail(path, "unknown value '" + j.get<std::string>() + "'");
+  out = *value;
+}
+
+template <class T>
+void decode(const json& j, std::vector<T>& out, const std::string& path,
+            const ReadLimits& limits);
+template <class S>
+auto decode(const json& j, S& out, const std::string& path, const ReadLimits& limits)
+    -> decltype(fields(std::declval<Reader&>(), out), void());
+
+template <class T>
+void decode(const json& j, std::optional<T>& out, const std::string& path,
+            const ReadLimits& limits) {
+  if (j.is_null()) {
+    out.reset();
+    return;
+  }
+  T value{};
+  decode(j, value, path, limits);
+  out = std::move(value);
+}
+
+template <class T>
+void decode(const json& j, std::vector<T>& out, const std::string& path,
+            const ReadLimits& limits) {
+  if (!j.is_array()) fail(path, "expected a list");
+  if (j.size() > limits.max_items) fail(path, "a list of more than " + std::to_string(limits.max_items));
+  out.clear();
+  out.reserve(j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    T item{};
+    decode(j[i], item, path + "[" + std::to_string(i) + "]", limits);
+    out.push_back(std::move(item));
+  }
+}
+
+class Reader {
+ public:
+  Reader(const json& j, std::string path, const ReadLimits& limits)
+      : j_(j), path_(std::move(path)), limits_(limits) {
+    if (!j_.is_object()) fail(path_.empty() ? "the document" : path_, "expected an object");
+  }
+  // A missing or null field leaves the value as it is (its default).
+  template <class T>
+  void operator()(const char* key, T& value) {
+    const json* v = find(key);
+    if (v != nullptr) decode(*v, value, at(key), limits_);
+  }
+  template <class T>
+  void when(bool /*present*/, const char* key, T& value) {
+    (*this)(key, value);
+  }
+  template <class T>
+  void omit_unless(bool /*present*/, const char* key, T& value) {
+    (*this)(key, value);
+  }
+  template <class T>
+  void derived(const char* /*key*/, const T& /*value*/) {}
+  template <class T, class ToJson, class FromJson>
+  void mapped(const char* key, T& value, ToJson /*to*/, FromJson from) {
+    const json* v = find(key);
+    if (v == nullptr) return;
+    if (!from(*v, value)) fail(at(key), "an unreadable value");
+  }
+  template <class F>
+  void group(bool /*present*/, const char* key, F&& list) {
+    const json* v = find(key);
+    if (v == nullptr) return;
+    Reader sub(*v, at(key), limits_);
+    list(sub);
+  }
+  template <class S>
+  void inline_fields(S& s) {
+    fields(*this, s);
+  }
+  void modes(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
+             ModeKind kind);
+  void benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions);
+  static constexpr bool reading = true;
+
+ private:
+  const json* find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string at(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  const json& j_;
+  std::string path_;
+  const ReadLimits& limits_;
+};
+
+template <class S>
+auto decode(const json& j, S& out, const std::string& path, const ReadLimits& limits)
+    -> decltype(fields(std::declval<Reader&>(), out), void()) {
+  Reader r(j, path, limits);
+  fields(r, out);
+}
+
+// --- The fields of each struct ---------------------------------------------------------------
+// V is Writer or Reader; S is the struct, const when writing.
+
+template <class V, class S>
+std::enable_if_t<is<S, SmokeOutcome>> fields(V& v, S& o) {
+  v("ran", o.ran);
+  v("ok", o.ok);
+  v("rel_error", o.rel_error);
+  v.when(o.ran, "tolerance", o.tolerance);
+  v("ms", o.ms);
+  v.group(o.ran, "size", [&](auto& g) {
+    g("m", o.m);
+    g("n", o.n);
+    g("k", o.k);
+  });
+  v("method", o.method);
+  v("error_kind", o.error_kind);
+  v("error", o.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, AmpOutcome>> fields(V& v, S& a) {
+  v("ran", a.ran);
+  v("ok", a.ok);
+  v.when(a.ran, "steps", a.steps);
+  v("loss_start", a.loss_start);
+  v("loss_end", a.loss_end);
+  v("fp32_loss_end", a.fp32_loss_end);
+  v("loss_rel_diff", a.loss_rel_diff);
+  v.when(a.ran, "loss_tolerance", a.loss_tolerance);
+  v("params_changed", a.params_changed);
+  v.group(a.ran, "dtypes", [&](auto& g) {
+    g("matmul", a.matmul_dtype);
+    g("layer_norm", a.layer_norm_dtype);
+    g("softmax", a.softmax_dtype);
+    g("loss", a.loss_dtype);
+  });
+  v.group(a.initial_scale.has_value(), "loss_scaling", [&](auto& g) {
+    g("initial_scale", a.initial_scale);
+    g("final_scale", a.final_scale);
+    g("skipped_steps", a.skipped_steps);
+    g("injected_overflow_step", a.injected_overflow_step);
+    g("overflow_handled", a.overflow_handled);
+  });
+  v.group(a.peak_bytes.has_value(), "memory", [&](auto& g) {
+    g("peak_bytes", a.peak_bytes);
+    g("fp32_peak_bytes", a.fp32_peak_bytes);
+    std::optional<double> ratio;
+    if (a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0) {
+      ratio = static_cast<double>(*a.peak_bytes) / static_cast<double>(*a.fp32_peak_bytes);
+    }
+    g.derived("ratio_to_fp32", ratio);
+  });
+  v("ms", a.ms);
+  v("error_kind", a.error_kind);
+  v("error", a.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, BenchOutcome>> fields(V& v, S& o) {
+  v("ran", o.ran);
+  v("ok", o.ok);
+  v("tflops", o.tflops);
+  v("sustained_tflops", o.sustained_tflops);
+  v("size", o.size);
+  v("ms", o.ms);
+  v("sustained_ms", o.sustained_ms);
+  v("reps", o.reps);
+  v("timer", o.timer);
+  v("note", o.note);
+  v("error_kind", o.error_kind);
+  v("error", o.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, BenchResult>> fields(V& v, S& b) {
+  v.inline_fields(b.outcome);
+  v("ratio_to_fp32", b.ratio_to_fp32);
+  v("peak_tflops", b.peak_tflops);
+  v("peak_source", b.peak_source);
+  v("percent_of_peak", b.percent_of_peak);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, CollectiveOutcome>> fields(V& v, S& a) {
+  v("op", a.op);
+  v("dtype", a.dtype);
+  v("ran", a.ran);
+  v("ok", a.ok);
+  v("ranks", a.ranks);
+  v("bytes", a.bytes);
+  v("time_ms", a.time_ms);
+  v("algbw_gbps", a.algbw_gbps);
+  v("busbw_gbps", a.busbw_gbps);
+  v("error_kind", a.error_kind);
+  v("error", a.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
+  v("available", s.available);
+  v("source", s.source);
+  v("libtorch_version", s.libtorch_version);
+  v("cuda_built", s.cuda_built);
+  v("cuda_version", s.cuda_version);
+  v("cudnn_version", s.cudnn_version);
+  v("arch_list", s.arch_list);
+  v("cpu_threads", s.cpu_threads);
+  v("error", s.error);
+}
+
+// The verdict part of a precision (matmul or training).
+template <class V, class S>
+void verdict_fields(V& v, S& p) {
+  v("hardware", p.hardware);
+  v("hardware_reason", p.hardware_reason);
+  v("status", p.status);
+  v("reason", p.reason);
+  v.when(p.status == Status::failed, "failure", p.failure);
+}
+
+// A matmul precision: its verdict and its smoke test.
+struct MatmulEntry {
+  PrecisionResult& p;
+};
+struct MatmulEntryConst {
+  const PrecisionResult& p;
+};
+template <class V>
+void fields(V& v, const MatmulEntryConst& e) {
+  verdict_fields(v, e.p);
+  v("smoke", e.p.smoke);
+}
+template <class V>
+void fields(V& v, MatmulEntry& e) {
+  verdict_fields(v, e.p);
+  v("smoke", e.p.smoke);
+}
+
+// A training precision: its verdict and its run, in one object.
+struct TrainingEntry {
+  PrecisionResult& p;
+};
+struct TrainingEntryConst {
+  const PrecisionResult& p;
+};
+template <class V>
+void fields(V& v, const TrainingEntryConst& e) {
+  verdict_fields(v, e.p);
+  v.inline_fields(e.p.amp.value_or(AmpOutcome{}));
+}
+template <class V>
+void fields(V& v, TrainingEntry& e) {
+  verdict_fields(v, e.p);
+  if (!e.p.amp) e.p.amp = AmpOutcome{};
+  v.inline_fields(*e.p.amp);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, GpuProcess>> fields(V& v, S& p) {
+  v("pid", p.pid);
+  v("used_bytes", p.used_bytes);
+  v("name", p.name);
+}
+
+inline json compute_mode_json(const std::optional<int>& mode) {
+  return mode ? json(compute_mode_name(*mode)) : json(nullptr);
+}
+inline bool compute_mode_from(const json& j, std::optional<int>& mode) {
+  if (!j.is_string()) return false;
+  mode = parse_compute_mode(j.get<std::string>());
+  return mode.has_value();
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, GpuInfo>> fields(V& v, S& g) {
+  v("uuid", g.uuid);
+  v("pci_bus_id", g.pci_bus_id);
+  v("compute_capability", g.cc);
+  v.derived("architecture", g.cc ? std::optional<std::string>(architecture_name(*g.cc))
+                                 : std::optional<std::string>());
+  v("sm_count", g.sm_count);
+  v("memory_total_bytes", g.memory_total);
+  v("memory_free_bytes", g.memory_free);
+  v("memory_used_bytes", g.memory_used);
+  v("mig_enabled", g.mig_enabled);
+  v("mig_instance", g.mig_instance);
+  v.mapped("compute_mode", g.compute_mode, compute_mode_json, compute_mode_from);
+  v("max_clock_ghz", g.clock_ghz);
+  v("processes", g.processes);
+  v("source", g.source);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, CpuInfo>> fields(V& v, S& c) {
+  v("model", c.model);
+  v("architecture", c.architecture);
+  v("logical_cores", c.logical_cores);
+  v("physical_cores", c.physical_cores);
+  v("mhz", c.mhz);
+  v("isa_features", c.features);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, KernelCoverage>> fields(V& v, S& k) {
+  v("covered", k.covered);
+  v("via", k.via);
+  v("ptx", k.ptx);
+  v("reason", k.reason);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, Recommendation>> fields(V& v, S& r) {
+  v("dtype", r.dtype);
+  v("loss_scaling", r.loss_scaling);
+  v("reason", r.reason);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, DeviceReport>> fields(V& v, S& d) {
+  v.when(d.index >= 0, "index", d.index);
+  v("kind", d.kind);
+  v("name", d.name);
+  v("selected", d.selected);
+  v.modes("precisions", d.precisions, ModeKind::matmul);
+  v.modes("amp", d.precisions, ModeKind::training);
+  v("recommendation", d.recommendation);
+  v.benches("bench", d.precisions);
+  v.omit_unless(d.gpu.has_value(), "gpu", d.gpu);
+  v.omit_unless(d.cpu.has_value(), "cpu", d.cpu);
+  // A GPU's says null when unknown; a CPU has none.
+  v.omit_unless(d.kind == DeviceKind::cuda || d.kernels.has_value(), "kernels", d.kernels);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, Diagnostic>> fields(V& v, S& d) {
+  v("code", d.code);
+  v("severity", d.severity);
+  v("message", d.message);
+  v("hint", d.hint);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, RequirementResult>> fields(V& v, S& q) {
+  v("mode", q.mode);
+  v("device", q.device);
+  v("met", q.met);
+  v("status", q.status);
+  v("reason", q.reason);
+  v("failure", q.failure);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, PeerLink>> fields(V& v, S& p) {
+  v("from", p.from);
+  v("to", p.to);
+  v("access", p.access);
+  v("performance_rank", p.performance_rank);
+  v("native_atomics", p.native_atomics);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, CollectivesReport>> fields(V& v, S& c) {
+  v("requested", c.requested);
+  v("status", c.status);
+  v("reason", c.reason);
+  v.when(c.status == Status::failed, "failure", c.failure);
+  v("nccl_version", c.nccl_version);
+  v("devices", c.devices);
+  v("all_reduce", c.all_reduce);
+  v("peer_access", c.peers);
+}
+
+inline json cuda_version_json(const std::optional<int>& version) {
+  return version ? json(cuda_version_text(*version)) : json(nullptr);
+}
+bool cuda_version_from(const json& j, std::optional<int>& version);
+
+template <class V, class S>
+std::enable_if_t<is<S, DriverInfo>> fields(V& v, S& d) {
+  v("status", d.status);
+  v("version", d.version);
+  v.mapped("cuda_version", d.cuda_version, cuda_version_json, cuda_version_from);
+  v("message", d.message);
+  v("libcuda_path", d.libcuda_path);
+  v("nvml", d.nvml_loaded);
+  v("cuda_queried", d.cuda_queried);
+  v.group(d.cu_init_result.has_value(), "cu_init", [&](auto& g) {
+    g("result", d.cu_init_result);
+    g("name", d.cu_init_error_name);
+  });
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, RunInfo>> fields(V& v, S& r) {
+  v("command", r.command);
+  v("quick", r.quick);
+  v("bench", r.bench);
+  v("seed", r.seed);
+  v("timeout_s", r.timeout_s);
+  v("required", r.required);
+  v("devices", r.devices);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, ToolInfo>> fields(V& v, S& t) {
+  v("name", t.name);
+  v("version", t.version);
+  v.group(true, "built_with", [&](auto& g) {
+    g("libtorch", t.built_with_libtorch);
+    g("cuda", t.built_with_cuda);
+  });
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, HostInfo>> fields(V& v, S& h) {
+  v("hostname", h.hostname);
+  v("os", h.os);
+  v("kernel", h.kernel);
+  v("machine", h.machine);
+  v("container", h.container);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, RunFailure>> fields(V& v, S& f) {
+  v("kind", f.kind);
+  v("message", f.message);
+}
+
+inline json tenth_of_ms(double ms) { return std::round(ms * 10.0) / 10.0; }
+inline bool ms_from(const json& j, double& ms) {
+  if (!j.is_number()) return false;
+  ms = j.get<double>();
+  return true;
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
+  v("schema_version", r.schema_version);
+  v("tool", r.tool);
+  v("host", r.host);
+  v.omit_unless(r.error.has_value(), "error", r.error);
+  // A report of bad input or an internal error holds nothing else.
+  if (has_findings(r)) {
+    v("run", r.run);
+    v("stack", r.stack);
+    v("driver", r.driver);
+    v("devices", r.devices);
+    v("diagnostics", r.diagnostics);
+    v("requirements", r.requirements);
+    v.omit_unless(r.collectives.has_value(), "collectives", r.collectives);
+  }
+  v("exit_code", r.exit_code);
+  v("exit_reason", r.exit_reason);
+  if (has_findings(r)) v.mapped("duration_ms", r.duration_ms, tenth_of_ms, ms_from);
+}
+
+}  // namespace precision_probe::json_fields

@@ -1,0 +1,289 @@
+// A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch,
+// through the same encoders as the real engine (common/protocol.hpp), so the two cannot drift.
+//   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
+//                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 |
+//                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
+//                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
+//                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
+//                      then stays) | flood (an endless line; with --describe, endless output)
+//   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
+//   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
+//   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100
+//                      sm_120)
+//   FAKE_ENGINE_PATCH  a JSON object from line type to a JSON merge patch applied to every line of
+//                      that type (null: such lines are not sent), for hostile workers:
+//                      {"amp":{"loss_rel_diff":-1},"collective":null}
+//   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS" to, once it has its plan
+//   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/protocol.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+
+namespace {
+
+std::string env(const char* name, const std::string& fallback = "") {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): one thread
+  return value != nullptr ? value : fallback;
+}
+
+[[noreturn]] void sleep_forever() {
+  std::this_thread::sleep_for(std::chrono::seconds(1000));
+  std::_Exit(0);
+}
+
+void append(const std::string& file, const std::string& line) {
+  if (file.empty()) return;
+  std::ofstream(file, std::ios::app) << line << '\n';
+}
+
+pp::StackInfo stack() {
+  pp::StackInfo s;
+  s.available = true;
+  s.source = "engine";
+  if (env("FAKE_ENGINE_STACK", "cuda") == "cpu") {
+    s.libtorch_version = "1.13.0";
+    s.cpu_threads = 2;
+    return s;
+  }
+  s.libtorch_version = "2.11.0";
+  s.cuda_built = true;
+  s.cuda_version = "13.0";
+  s.cudnn_version = "91300";
+  s.cpu_threads = 8;
+  std::istringstream archs(env("FAKE_ENGINE_ARCHS", "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"));
+  for (std::string a; archs >> a;) s.arch_list.push_back(a);
+  return s;
+}
+
+// Sends a line, changed by FAKE_ENGINE_PATCH for its type.
+void emit(const std::string& line) {
+  const std::string patch_text = env("FAKE_ENGINE_PATCH");
+  if (patch_text.empty()) {
+    std::cout << line << '\n' << std::flush;
+    return;
+  }
+  const auto patches = nlohmann::json::parse(patch_text);
+  auto j = nlohmann::json::parse(line);
+  const std::string type = j.at("type");
+  if (patches.contains(type)) {
+    if (patches.at(type).is_null()) return;
+    j.merge_patch(patches.at(type));
+  }
+  std::cout << j.dump() << '\n' << std::flush;
+}
+
+pp::SmokeOutcome smoke(Mode mode, const std::string& behaviour) {
+  pp::SmokeOutcome o;
+  o.m = o.n = o.k = 256;
+  const std::string key(pp::mode_key(mode));
+  if (behaviour == "wrong:" + key || behaviour == "nan:" + key) {
+    o.ran = true;
+    o.rel_error = behaviour == "wrong:" + key ? std::optional<double>(0.5) : std::nullopt;
+    o.ms = 0.1;
+    o.method = "fake";
+    o.error_kind = pp::ErrorKind::wrong_result;
+    o.error = o.rel_error ? "wrong result: relative error 0.5 exceeds the tolerance 0.01"
+                          : "wrong result: the output contains NaN or Inf";
+  } else if (behaviour == "unsupported:" + key) {
+    o.error_kind = pp::ErrorKind::not_supported;
+    o.error = "\"addmm_impl_cpu_\" not implemented for 'Half'";
+  } else if (behaviour == "oom:" + key) {
+    o.error_kind = pp::ErrorKind::unavailable;
+    o.error = "CUDA out of memory. Tried to allocate 2.00 MiB";
+  } else if (behaviour == "noimage") {
+    o.error_kind = pp::ErrorKind::environment;
+    o.error = "CUDA error: no kernel image is available for execution on the device";
+  } else {
+    o.ran = o.ok = true;
+    o.rel_error = 1e-6;
+    o.ms = 0.25;
+    o.method = "fake";
+  }
+  return o;
+}
+
+pp::AmpOutcome amp(Mode mode, const std::string& behaviour) {
+  const std::string key(pp::mode_key(mode));
+  pp::AmpOutcome o;
+  o.steps = 30;
+  if (behaviour == "oom:" + key || behaviour == "unsupported:" + key) {
+    o.error_kind = behaviour == "oom:" + key ? pp::ErrorKind::unavailable
+                                             : pp::ErrorKind::not_supported;
+    o.error = behaviour == "oom:" + key
+                  ? "CUDA out of memory. Tried to allocate 2.00 GiB"
+                  : "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype";
+    return o;
+  }
+  o.ran = true;
+  o.ms = 40;
+  o.loss_start = 2.3026;
+  o.loss_end = 0.5021;
+  o.fp32_loss_end = 0.5003;
+  o.params_changed = true;
+  o.matmul_dtype = mode == Mode::amp_fp16 ? pp::DType::fp16 : pp::DType::bf16;
+  o.layer_norm_dtype = o.softmax_dtype = o.loss_dtype = pp::DType::fp32;
+  if (mode == Mode::amp_fp16) {
+    o.initial_scale = 65536;
+    o.final_scale = 131072;
+    o.skipped_steps = 1;
+    o.injected_overflow_step = 3;
+    o.overflow_handled = true;
+  }
+  o.peak_bytes = 62914560;
+  o.fp32_peak_bytes = 115343360;
+  if (behaviour == "wrong:" + key) {
+    o.loss_end = 2.31;
+    o.error_kind = pp::ErrorKind::wrong_result;
+    o.error = "wrong result: the loss did not go down (2.3026 -> 2.3100)";
+  }
+  o.ok = o.error.empty();
+  o.loss_rel_diff = std::abs(*o.loss_end - *o.fp32_loss_end) / *o.fp32_loss_end;
+  return o;
+}
+
+// Throughput: fp32 1x; bf16 15x, or no faster than fp32 with FAKE_ENGINE=slowbf16.
+pp::BenchOutcome bench(Mode mode, std::int64_t size, const std::string& behaviour) {
+  pp::BenchOutcome o;
+  o.size = size;
+  o.timer = "cuda events";
+  if (behaviour == "oom:" + std::string(pp::mode_key(mode))) {
+    o.error_kind = pp::ErrorKind::unavailable;
+    o.error = "CUDA out of memory. Tried to allocate 4.00 GiB";
+    return o;
+  }
+  double tflops = 700;
+  if (mode == Mode::fp32) tflops = 50;
+  if (mode == Mode::tf32) tflops = 400;
+  if (mode == Mode::bf16) tflops = behaviour == "slowbf16" ? 40 : 750;
+  o.ran = o.ok = true;
+  o.reps = 20;
+  o.tflops = tflops;
+  o.ms = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) /
+         (tflops * 1e9);
+  return o;
+}
+
+// The NCCL all-reduce: exact unless FAKE_ENGINE=inexact:DTYPE; FAKE_ENGINE=nonccl: no NCCL.
+[[noreturn]] void collectives(int ranks, const std::string& behaviour) {
+  for (pp::DType dtype : pp::kAllReduceDTypes) {
+    pp::CollectiveOutcome o;
+    o.dtype = dtype;
+    o.ranks = ranks;
+    o.bytes = 268435456;
+    if (behaviour == "nonccl") {
+      o.error_kind = pp::ErrorKind::not_supported;
+      o.error = "this LibTorch (1.13.0) was built without NCCL (c10d ProcessGroupNCCL)";
+      emit(pp::encode_collective(o, ""));
+      continue;
+    }
+    // Bandwidths as nccl-tests defines them, from the size, the time and the ranks.
+    o.ran = true;
+    o.time_ms = 1.5;
+    o.algbw_gbps = static_cast<double>(o.bytes) / 1.5e-3 / 1e9;
+    o.busbw_gbps = *o.algbw_gbps * 2.0 * (ranks - 1) / ranks;
+    o.ok = behaviour != "inexact:" + std::string(pp::to_string(dtype));
+    if (!o.ok) {
+      o.error_kind = pp::ErrorKind::wrong_result;
+      o.error = "wrong result: the all-reduce sum is not exact on every rank";
+    }
+    emit(pp::encode_collective(o, "2.27.7"));
+  }
+  emit(pp::encode_done());
+  std::_Exit(0);
+}
+
+// The behaviours that end the worker before its checks: nothing returns from these.
+void misbehave_early(const std::string& behaviour) {
+  if (behaviour == "garbage") {
+    std::cout << "this is not json\n" << std::flush;
+    std::_Exit(0);
+  }
+  if (behaviour == "flood") {
+    std::cout << std::string(2100000, 'x') << '\n' << std::flush;
+    std::_Exit(0);
+  }
+  if (behaviour == "orphan") {
+    const pid_t child = ::fork();
+    if (child == 0) sleep_forever();
+    append(env("FAKE_ENGINE_PIDS"), std::to_string(child));
+    std::_Exit(1);
+  }
+  if (behaviour == "hang") sleep_forever();
+}
+
+int run_worker(const std::string& args) {
+  const std::string input{std::istreambuf_iterator<char>(std::cin),
+                          std::istreambuf_iterator<char>()};
+  if (input.find_first_not_of(" \t\r\n") == std::string::npos) return 0;  // started ahead, unused
+  const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(input);
+  if (!decoded) {
+    std::cerr << "fake-engine: " << decoded.error() << '\n';
+    return 2;
+  }
+  const pp::WorkerPlan& plan = *decoded;
+  const std::string kind(pp::to_string(plan.kind));
+  append(env("FAKE_ENGINE_LOG"), kind + " " + args);
+  append(env("FAKE_ENGINE_PIDS"), std::to_string(::getpid()));
+  std::string behaviour = env("FAKE_ENGINE", "ok");
+  const std::string on = env("FAKE_ENGINE_ON", "any");
+  if (on != "any" && on != kind) behaviour = "ok";
+
+  emit(pp::encode_hello(stack()));
+  if (plan.collective_ranks > 0) collectives(plan.collective_ranks, behaviour);
+  misbehave_early(behaviour);
+  // The GPU it runs on: the plan's CUDA_VISIBLE_DEVICES, as a real worker would find it, or
+  // another one (FAKE_ENGINE=wronggpu), as a worker that did not honour it would.
+  emit(pp::encode_device("fake " + kind, behaviour == "wronggpu"
+                                             ? "GPU-00000000-0000-0000-0000-000000000bad"
+                                             : plan.cuda_visible_devices));
+  for (std::size_t i = 0; i < plan.smoke.size(); ++i) {
+    const Mode mode = plan.smoke[i];
+    if (behaviour == "slow") std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (behaviour == "stall:" + std::string(pp::mode_key(mode))) sleep_forever();
+    emit(pp::encode_smoke(mode, smoke(mode, behaviour)));
+    if (behaviour == "crash" && i == 0) std::raise(SIGSEGV);
+  }
+  for (Mode mode : plan.amp) emit(pp::encode_amp(mode, amp(mode, behaviour)));
+  if (plan.bench_size > 0) {
+    for (Mode mode : plan.smoke) emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
+  }
+  emit(pp::encode_done());
+  if (behaviour == "linger") sleep_forever();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string verb = argc > 1 ? argv[1] : "";
+  std::string args;
+  for (int i = 1; i < argc; ++i) args += (i > 1 ? " " : "") + std::string(argv[i]);
+  if (verb == "--describe") {
+    if (env("FAKE_ENGINE") == "hang") sleep_forever();
+    if (env("FAKE_ENGINE") == "flood") {
+      for (;;) std::cout << pp::encode_stack(stack()) << '\n';
+    }
+    std::cout << pp::encode_stack(stack()) << '\n';
+    return 0;
+  }
+  if (verb == "--worker") return run_worker(args);
+  std::cerr << "usage: fake-engine --worker | --describe\n";
+  return 2;
+}

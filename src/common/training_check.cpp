@@ -16,7 +16,8 @@ std::string dtype_problem(Mode mode, const AmpOutcome& o, bool on_cuda) {
                        to_string(o.matmul_dtype));
   }
   if (o.loss_dtype != DType::fp32) {
-    return fmt::format("autocast did not keep the loss in fp32 (it is {})", to_string(o.loss_dtype));
+    return fmt::format("autocast did not keep the loss in fp32 (it is {})",
+                       to_string(o.loss_dtype));
   }
   // CUDA autocast keeps layer norm and softmax in fp32; CPU autocast's policy differs between
   // LibTorch versions, so there they are reported, not required.

@@ -53,7 +53,8 @@ std::string impossible_amp(const AmpOutcome& o) {
     return fmt::format("{} skipped steps of {}", o.skipped_steps, o.steps);
   }
   if (!finite_at_least(o.ms, 0.0)) return fmt::format("ms {}", *o.ms);
-  if (!finite_at_least(o.loss_rel_diff, 0.0)) return fmt::format("loss_rel_diff {}", *o.loss_rel_diff);
+  if (!finite_at_least(o.loss_rel_diff, 0.0))
+    return fmt::format("loss_rel_diff {}", *o.loss_rel_diff);
   for (const auto& v : {o.initial_scale, o.final_scale}) {
     if (v && !(std::isfinite(*v) && *v > 0.0)) return fmt::format("a loss scale of {}", *v);
   }
@@ -98,7 +99,8 @@ std::string impossible_bench(const BenchOutcome& o) {
 
 std::string impossible_collective(const CollectiveOutcome& o) {
   if (!o.ran) {
-    if (o.time_ms || o.algbw_gbps || o.busbw_gbps) return "figures from an all-reduce that did not run";
+    if (o.time_ms || o.algbw_gbps || o.busbw_gbps)
+      return "figures from an all-reduce that did not run";
     return ok_without_running(o);
   }
   if (o.ranks < 2 || o.bytes <= 0) return fmt::format("{} ranks, {} bytes", o.ranks, o.bytes);
@@ -119,9 +121,10 @@ void check_smoke(Mode mode, SmokeOutcome& o) {
   // "ok" needs a finite error within tolerance.
   if (o.ok && (!o.rel_error || !(*o.rel_error <= o.tolerance))) {
     refuse(o,
-           o.rel_error ? fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}",
-                                     *o.rel_error, o.tolerance)
-                       : "the engine reported ok without a relative error",
+           o.rel_error
+               ? fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}",
+                             *o.rel_error, o.tolerance)
+               : "the engine reported ok without a relative error",
            false);
   }
   refuse(o, impossible_smoke(o), true);

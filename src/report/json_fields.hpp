@@ -199,8 +199,7 @@ std::enable_if_t<std::is_enum_v<E> && !std::is_same_v<E, Mode>> decode(
 }
 
 template <class T>
-void decode(const json& j, std::vector<T>& out, const std::string& path,
-            const ReadLimits& limits);
+void decode(const json& j, std::vector<T>& out, const std::string& path, const ReadLimits& limits);
 template <class S>
 auto decode(const json& j, S& out, const std::string& path, const ReadLimits& limits)
     -> decltype(fields(std::declval<Reader&>(), out), void());
@@ -218,10 +217,10 @@ void decode(const json& j, std::optional<T>& out, const std::string& path,
 }
 
 template <class T>
-void decode(const json& j, std::vector<T>& out, const std::string& path,
-            const ReadLimits& limits) {
+void decode(const json& j, std::vector<T>& out, const std::string& path, const ReadLimits& limits) {
   if (!j.is_array()) fail(path, "expected a list");
-  if (j.size() > limits.max_items) fail(path, "a list of more than " + std::to_string(limits.max_items));
+  if (j.size() > limits.max_items)
+    fail(path, "a list of more than " + std::to_string(limits.max_items));
   out.clear();
   out.reserve(j.size());
   for (std::size_t i = 0; i < j.size(); ++i) {

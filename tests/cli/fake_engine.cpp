@@ -124,8 +124,8 @@ pp::AmpOutcome amp(Mode mode, const std::string& behaviour) {
   pp::AmpOutcome o;
   o.steps = 30;
   if (behaviour == "oom:" + key || behaviour == "unsupported:" + key) {
-    o.error_kind = behaviour == "oom:" + key ? pp::ErrorKind::unavailable
-                                             : pp::ErrorKind::not_supported;
+    o.error_kind =
+        behaviour == "oom:" + key ? pp::ErrorKind::unavailable : pp::ErrorKind::not_supported;
     o.error = behaviour == "oom:" + key
                   ? "CUDA out of memory. Tried to allocate 2.00 GiB"
                   : "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype";
@@ -262,7 +262,8 @@ int run_worker(const std::string& args) {
   }
   for (Mode mode : plan.amp) emit(pp::encode_amp(mode, amp(mode, behaviour)));
   if (plan.bench_size > 0) {
-    for (Mode mode : plan.smoke) emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
+    for (Mode mode : plan.smoke)
+      emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
   }
   emit(pp::encode_done());
   if (behaviour == "linger") sleep_forever();

@@ -17,6 +17,7 @@
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
 #include "common/trace.hpp"
+#include "common/worker_checks.hpp"
 #include "probe/verdicts/verdict.hpp"
 
 namespace precision_probe {
@@ -324,10 +325,18 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
   if (!worker) return c;
   c.nccl_version = worker->nccl_version;
   c.all_reduce = worker->collectives;
-  if (worker->problem != ErrorKind::none && worker->collectives.size() < 3) {
+  if (worker->problem != ErrorKind::none && worker->collectives.size() < kAllReduceDTypes.size()) {
     c.status = worker->problem == ErrorKind::not_run ? Status::not_tested : Status::failed;
     c.failure = worker->problem;
     c.reason = worker->problem_message;
+    return c;
+  }
+  // Every all-reduce the check runs, over every GPU taking part, or it did not pass.
+  if (const std::string missing = collectives_problem(c.all_reduce, static_cast<int>(gpus.size()));
+      !missing.empty()) {
+    c.status = Status::failed;
+    c.failure = ErrorKind::wrong_result;
+    c.reason = missing;
     return c;
   }
   c.status = Status::native;

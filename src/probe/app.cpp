@@ -128,8 +128,19 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
       std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
   const auto deadline =
       std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
-  if (const std::string problem = prepared.outputs->deliver(contents, deadline, stdout_failed);
+  // A signal that comes while a reader does not read ends the wait: exit 5, as an interrupt.
+  const bool interrupted_before = interrupt_requested();
+  const auto interrupted_now = [interrupted_before] {
+    return !interrupted_before && interrupt_requested();
+  };
+  if (const std::string problem =
+          prepared.outputs->deliver(contents, deadline, stdout_failed, interrupted_now);
       !problem.empty()) {
+    if (interrupted_now()) {
+      report.exit_code = exit_code::kTimedOut;
+      report.exit_reason = fmt::format("interrupted by {} while the report was being delivered",
+                                       signal_name(interrupt_signal()));
+    }
     delivery_failed(report, problem, stdout_failed, o, d, deps);
     return report.exit_code;
   }
@@ -222,7 +233,8 @@ int main_entry(int argc, char** argv) {
   auto make_driver = [&system, &self](const Options& o) {
     const double seconds = std::min(o.timeout_s, o.check_timeout_s);
     return make_contained_driver(*system, self,
-                                 std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+                                 {std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
+                                  o.timeout_s < o.check_timeout_s});
   };
   const AppDeps deps{*system, make_driver,
                      [&system, &self] { return make_process_engine(*system, self); }, streams};

@@ -10,8 +10,9 @@
 //   FAKE_COMPUTE_MODE     0 default, 2 prohibited, 3 exclusive process
 //   FAKE_MIG              "1": GPU 0 has MIG enabled
 //   FAKE_GPU_PROCESSES    "4242:136,77:1": compute processes on every GPU (pid:GiB)
-//   FAKE_NVML_FAULT       hang | segv: nvmlInit never returns, or crashes the process
-//   FAKE_CUINIT_FAULT     hang | segv: cuInit likewise
+//   FAKE_NVML_FAULT       hang | segv | flood: nvmlInit never returns, crashes the process, or
+//                         writes to stdout without end
+//   FAKE_CUINIT_FAULT     hang | segv | flood: cuInit likewise
 // CUDA_VISIBLE_DEVICES is honoured by the CUDA part, as the real driver does.
 
 #include <unistd.h>
@@ -48,6 +49,13 @@ void fault(const char* variable) {
     for (;;) ::pause();
   }
   if (what == "segv") std::raise(SIGSEGV);
+  if (what == "flood") {
+    // A broken library that writes to stdout without end.
+    const std::string line(4096, 'x');
+    for (;;) {
+      if (::write(1, line.data(), line.size()) < 0) std::_Exit(1);
+    }
+  }
 }
 
 int env_int(const char* name, int fallback) {

@@ -100,6 +100,47 @@ TEST(DriverFaults, OnlyTheCpuSelectedAHungDriverIsSaidButDoesNotFailTheRun) {
   EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "native");
 }
 
+TEST(DriverFaults, TheCpusChecksDoNotWaitForAHungDriver) {
+  // The CPU's checks start before the driver is asked: with --timeout no longer than the driver
+  // query's limit, its verdict still stands. The driver ran out of the run's time: said as that,
+  // not as a hang.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary(
+      {"--device", "cpu", "--format", "json", "--timeout", "3", "--check-timeout", "3"},
+      with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+  EXPECT_LT(seconds_since(start), 8.0);
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "native") << r.out;
+  EXPECT_EQ(j.at("driver").at("status"), "hung");
+  const auto shorter = run_probe_binary(
+      {"--device", "cpu", "--format", "json", "--timeout", "2", "--check-timeout", "3"},
+      with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+  const json k = json::parse(shorter.out);
+  EXPECT_EQ(k.at("devices").back().at("precisions").at("fp32").at("status"), "native");
+  EXPECT_TRUE(has_diagnostic(k, "driver-out-of-time")) << shorter.out;
+  EXPECT_FALSE(has_diagnostic(k, "driver-hung"));
+  EXPECT_NE(k.at("driver").at("message").get<std::string>().find("(2 s, --timeout)"),
+            std::string::npos);
+}
+
+TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {
+  // A driver library that writes without end: the query is ended at 4 MiB, a crashed driver.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--quick", "--format", "json", "--check-timeout", "20"},
+                                  with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=flood"}));
+  EXPECT_LT(seconds_since(start), 10.0);
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("status"), "crashed") << r.out;
+  EXPECT_NE(j.at("driver").at("message").get<std::string>().find("more than 4 MiB"),
+            std::string::npos);
+  // An engine whose stack description has no end, likewise (arch, with no cache to read).
+  const auto arch = run_probe_binary({"arch", "9.0", "--format", "json", "--timeout", "20"},
+                                     {"FAKE_ENGINE=flood"});
+  EXPECT_NE(json::parse(arch.out).at("stack").at("error").get<std::string>().find("1 MiB"),
+            std::string::npos)
+      << arch.out;
+}
+
 TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   pp::ChildProcess child;
   std::string error;

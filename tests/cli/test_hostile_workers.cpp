@@ -60,9 +60,9 @@ TEST(HostileWorkers, ATrainingRunThatDidNotTrainFailsTheGate) {
 
 TEST(HostileWorkers, FiguresFromABenchmarkThatDidNotRunChangeNoVerdict) {
   // An fp32 benchmark that says it did not run, with an absurd throughput: bf16 stays native.
-  const auto r = run_patched(
-      {"--device", "0", "--bench", "--bench-size", "1024", "--require", "bf16"}, kH200,
-      R"({"bench":{"ran":false,"size":1,"reps":-1,"ms":-5,"tflops":1e9}})");
+  const auto r =
+      run_patched({"--device", "0", "--bench", "--bench-size", "1024", "--require", "bf16"}, kH200,
+                  R"({"bench":{"ran":false,"size":1,"reps":-1,"ms":-5,"tflops":1e9}})");
   const json gpu = json::parse(r.out).at("devices").at(0);
   EXPECT_NE(gpu.at("precisions").at("bf16").at("status"), "emulated") << r.out;
   EXPECT_EQ(gpu.at("bench").at("fp32").at("ok"), false);

@@ -132,6 +132,24 @@ TEST(Outputs, AClosedPipeIsExitSixWithAMessage) {
   EXPECT_NE(r.err.find("Broken pipe"), std::string::npos) << r.err;
 }
 
+TEST(Outputs, ASignalWhileTheReaderDoesNotReadEndsTheWait) {
+  // A report larger than a pipe holds (40 GPUs), a reader that waits 4 s: SIGTERM at 1 s ends the
+  // blocked delivery at once, exit 5, not when the reader wakes up (or at --timeout).
+  std::string gpus;
+  for (int i = 0; i < 40; ++i) gpus += std::string(i ? ";" : "") + "NVIDIA H200:9.0:132:141";
+  std::vector<std::string> env = pp::testing::fake_driver_env(gpus);
+  const auto r = run_in_shell(
+      "start=$(date +%s%N); { \"$@\" --quick --format json --timeout 30 & pid=$!; sleep 1; "
+      "kill -TERM $pid; wait $pid; echo rc=$? >&2; "
+      "echo ms=$(( ($(date +%s%N) - start) / 1000000 )) >&2; } | { sleep 4; cat >/dev/null; }",
+      env);
+  EXPECT_NE(r.err.find("rc=5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("while the report was being delivered"), std::string::npos) << r.err;
+  const std::size_t at = r.err.find("ms=");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_LT(std::stoi(r.err.substr(at + 3)), 3000) << r.err;
+}
+
 TEST(Outputs, OneFileNamedTwiceIsRefusedBeforeAnyCheckRuns) {
   const std::string dir = pp::testing::make_temp_dir();
   const std::string log = dir + "/engine.log";

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -92,8 +93,25 @@ TEST(Reliability, HostileArgumentsGetOneLineAndExitTwo) {
 }
 
 TEST(Reliability, DuplicateDeviceIndicesAreOne) {
-  const auto r = run_probe_binary({"--device", "cpu,cpu", "--format", "json"});
+  // Named twice, a device is checked once: one worker, one entry, one requirement.
+  const std::string log = pp::testing::make_temp_dir() + "/workers.log";
+  const auto r = run_probe_binary({"--device", "cpu,cpu", "--require", "fp32", "--format", "json"},
+                                  {"FAKE_ENGINE_LOG=" + log});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("run").at("devices"), "cpu");
+  EXPECT_EQ(j.at("devices").size(), 1U);
+  EXPECT_EQ(j.at("requirements").size(), 1U);
+  EXPECT_EQ(pp::testing::read_all(log), "cpu --worker\n");
+  std::vector<std::string> gpu_env = pp::testing::fake_driver_env("NVIDIA H200:9.0:132:141");
+  gpu_env.push_back("FAKE_ENGINE_LOG=" + log + ".gpu");
+  const auto gpus = run_probe_binary({"--device", "0,0,cpu,0", "--format", "json"}, gpu_env);
+  EXPECT_EQ(gpus.exit_code, 0) << gpus.err;
+  const nlohmann::json k = nlohmann::json::parse(gpus.out);
+  EXPECT_EQ(k.at("run").at("devices"), "cpu,0");
+  EXPECT_EQ(k.at("devices").size(), 2U);  // GPU 0 and the CPU
+  const std::string workers = pp::testing::read_all(log + ".gpu");
+  EXPECT_EQ(std::count(workers.begin(), workers.end(), '\n'), 2) << workers;  // one each
 }
 
 TEST(Reliability, HostileEnvironmentIsReadDefensively) {

@@ -1,5 +1,6 @@
 #include "fakes.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace precision_probe::testing {
@@ -134,13 +135,23 @@ FakeEngine::FakeEngine() : stack(cuda_stack()) {
 }
 
 std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, Limits limits) {
+  const std::lock_guard<std::mutex> lock(mutex);
   last_limits = limits;
-  run_sizes.push_back(plans.size());
-  std::vector<WorkerResult> results;
-  for (const WorkerPlan& p : plans) {
-    plans_seen.push_back(p);
-    results.push_back(answer(p));
+  calls.push_back(plans);
+  // In a stable order: the CPU's checks (the first call of one CPU plan) first, whenever it came.
+  const auto cpu_call = std::find_if(calls.begin(), calls.end(), [](const auto& c) {
+    return c.size() == 1 && c[0].kind == DeviceKind::cpu;
+  });
+  if (cpu_call != calls.end()) std::rotate(calls.begin(), cpu_call, cpu_call + 1);
+  run_sizes.clear();
+  plans_seen.clear();
+  for (const auto& call : calls) {
+    run_sizes.push_back(call.size());
+    plans_seen.insert(plans_seen.end(), call.begin(), call.end());
   }
+  std::vector<WorkerResult> results;
+  results.reserve(plans.size());
+  for (const WorkerPlan& p : plans) results.push_back(answer(p));
   return results;
 }
 

@@ -2,6 +2,7 @@
 // Fakes of the hardware and OS interfaces, for unit tests.
 
 #include <functional>
+#include <mutex>
 #include <map>
 #include <set>
 #include <string>
@@ -90,8 +91,10 @@ class FakeEngine : public Engine {
   // Called per plan; the default answers every smoke mode with a correct result.
   std::function<WorkerResult(const WorkerPlan&)> answer;
   StackInfo stack;
+  // Every plan run, CPU first then the GPUs in index order, then the others (the CPU's run and the
+  // GPUs' may come in either order: they run at once).
   std::vector<WorkerPlan> plans_seen;
-  std::vector<std::size_t> run_sizes;  // how many plans each run() call got
+  std::vector<std::size_t> run_sizes;  // how many plans each run() call got, in the order above
   int describe_calls = 0;
 
   std::vector<Prestart> prestarts;  // every prestart() call
@@ -99,6 +102,9 @@ class FakeEngine : public Engine {
   FakeEngine();
   void prestart(const Prestart& what) override { prestarts.push_back(what); }
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override;
+  // The plans of the calls to run(), each call's plans together.
+  std::vector<std::vector<WorkerPlan>> calls;
+  std::mutex mutex;
   Limits last_limits;
   StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override;
   bool is_installed = true;

@@ -438,6 +438,7 @@ TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
   // A cache written where no GPU was visible lacks the CUDA configuration: the GPU worker reads it.
   Probe q;
   q.driver = pp::testing::driver_with({kH200});
+  q.system.paths.insert("/dev/nvidia0");
   q.engine.stack.error = "cannot read the CUDA configuration: no CUDA-capable device is detected";
   q.engine.stack.arch_list.clear();
   q.engine.answer = [](const pp::WorkerPlan& plan) {
@@ -512,20 +513,25 @@ TEST(Probe, AmpOnAT4IsEmulatedForBf16) {
 }
 
 TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
-  // --nccl alone: the collective runs with the per-device workers, in one go.
+  // --nccl alone: the CPU's checks start before the driver is asked; the collective runs with the
+  // per-device workers, in one go.
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
+  p.system.paths = {"/dev/nvidia0", "/dev/nvidia1"};
   p.options.nccl = true;
   p.run();
-  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{4}));  // CPU, 2 GPUs, the collective
+  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{1, 3}));  // CPU; 2 GPUs, the collective
+  EXPECT_EQ(p.engine.plans_seen.front().kind, pp::DeviceKind::cpu);
   EXPECT_EQ(p.engine.plans_seen.back().collective_ranks, 2);
-  // With --bench: the GPUs first; then the CPU's benchmark alone; then the collective alone.
+  // With --bench: the CPU's checks, the GPUs; then the CPU's benchmark alone; then the
+  // collective alone.
   Probe b;
   b.driver = pp::testing::driver_with({kH200, kH200});
+  b.system.paths = {"/dev/nvidia0", "/dev/nvidia1"};
   b.options.nccl = true;
   b.options.bench = true;
   b.run();
-  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{3, 1, 1}));
+  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{1, 2, 1, 1}));
   EXPECT_EQ(b.engine.plans_seen[0].bench_size, 0);     // the CPU, without its benchmark
   EXPECT_EQ(b.engine.plans_seen[1].bench_size, 8192);  // a GPU
   EXPECT_EQ(b.engine.plans_seen[3].kind, pp::DeviceKind::cpu);

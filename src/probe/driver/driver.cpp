@@ -19,6 +19,7 @@ std::string_view to_string(QueryFault fault) {
     case QueryFault::none: return "none";
     case QueryFault::hung: return "hung";
     case QueryFault::crashed: return "crashed";
+    case QueryFault::out_of_time: return "out_of_time";
   }
   return "?";
 }
@@ -171,7 +172,7 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
 
   const bool cuda_answered = cuda && cuda->fault == QueryFault::none;
   auto fault_status = [](QueryFault f) {
-    return f == QueryFault::hung ? DriverStatus::hung : DriverStatus::crashed;
+    return f == QueryFault::crashed ? DriverStatus::crashed : DriverStatus::hung;
   };
   if (cuda && !cuda_answered) {
     // CUDA's query hung or crashed: the GPUs NVML lists (if it answered) are shown, not usable.

@@ -21,8 +21,10 @@ class System;
 // A driver query runs in a process of its own (driver_agent.hpp): whether it answered.
 enum class QueryFault {
   none,
-  hung,     // no answer within the deadline (a GPU fallen off the bus: Xid 79)
-  crashed,  // the query process died (a driver library that segfaults), or answered garbage
+  hung,         // no answer within the deadline (a GPU fallen off the bus: Xid 79)
+  crashed,      // the query process died (a driver library that segfaults), or answered garbage
+  out_of_time,  // no answer before the run's --timeout ran out (shorter than --check-timeout):
+                // slow or hung, not known which
 };
 std::string_view to_string(QueryFault fault);
 

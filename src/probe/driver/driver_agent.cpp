@@ -30,18 +30,30 @@ struct AgentAnswer {
   std::string text;     // the snapshot's JSON
 };
 
+// A snapshot of 8 GPUs with their processes is tens of kilobytes.
+constexpr std::size_t kMaxAnswer = std::size_t{4} << 20U;
+
 AgentAnswer ask_agent(const std::string& self, const std::string& which, const std::string& what,
-                      std::chrono::milliseconds timeout) {
+                      DriverQueryLimit limit) {
   AgentAnswer answer;
   const ProcessOutput out = run_process(
       {self, std::string(kDriverAgentFlag), which},
       environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}), "",
-      timeout);
-  const std::string seconds = fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
-  if (out.timed_out) {
+      limit.timeout, kMaxAnswer);
+  const std::string seconds =
+      fmt::format("{:g} s", static_cast<double>(limit.timeout.count()) / 1000.0);
+  if (out.timed_out && limit.by_run_timeout) {
+    answer.fault = QueryFault::out_of_time;
+    answer.message = fmt::format("{} had not answered when the run's time ran out ({}, --timeout)",
+                                 what, seconds);
+  } else if (out.timed_out) {
     answer.fault = QueryFault::hung;
     answer.message = fmt::format("{} did not answer within {} (--check-timeout): the driver hangs",
                                  what, seconds);
+  } else if (out.overflowed) {
+    answer.fault = QueryFault::crashed;
+    answer.message = fmt::format("{} wrote more than {} MiB: the driver library is broken", what,
+                                 kMaxAnswer >> 20U);
   } else if (out.interrupted) {
     answer.fault = QueryFault::hung;
     answer.message = fmt::format("{} had not answered when the run was interrupted", what);
@@ -64,13 +76,12 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
 
 class ContainedDriver final : public DriverApi {
  public:
-  ContainedDriver(std::string self, std::chrono::milliseconds timeout)
-      : self_(std::move(self)), timeout_(timeout) {}
+  ContainedDriver(std::string self, DriverQueryLimit limit)
+      : self_(std::move(self)), limit_(limit) {}
 
   NvmlSnapshot query_nvml() override {
     NvmlSnapshot snapshot;
-    AgentAnswer answer =
-        ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", timeout_);
+    AgentAnswer answer = ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", limit_);
     std::string error;
     if (answer.fault == QueryFault::none && !decode_nvml_snapshot(answer.text, snapshot, error)) {
       snapshot = NvmlSnapshot{};
@@ -86,7 +97,7 @@ class ContainedDriver final : public DriverApi {
   CudaSnapshot query_cuda() override {
     CudaSnapshot snapshot;
     AgentAnswer answer =
-        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", timeout_);
+        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit_);
     std::string error;
     if (answer.fault == QueryFault::none && !decode_cuda_snapshot(answer.text, snapshot, error)) {
       snapshot = CudaSnapshot{};
@@ -101,14 +112,14 @@ class ContainedDriver final : public DriverApi {
 
  private:
   std::string self_;
-  std::chrono::milliseconds timeout_;
+  DriverQueryLimit limit_;
 };
 
 }  // namespace
 
 std::unique_ptr<DriverApi> make_contained_driver(const System& /*system*/, std::string self_exe,
-                                                 std::chrono::milliseconds timeout) {
-  return std::make_unique<ContainedDriver>(std::move(self_exe), timeout);
+                                                 DriverQueryLimit limit) {
+  return std::make_unique<ContainedDriver>(std::move(self_exe), limit);
 }
 
 int run_driver_agent(std::string_view which) {

@@ -21,10 +21,16 @@ class System;
 // The argument that makes the probe's executable a driver agent.
 inline constexpr std::string_view kDriverAgentFlag = "--driver-agent";
 
+// How long a driver query may take: --check-timeout, or the run's --timeout when that is shorter.
+struct DriverQueryLimit {
+  std::chrono::milliseconds timeout{45000};
+  bool by_run_timeout = false;  // --timeout is the limit: running out of it is not proof of a hang
+};
+
 // The probe's driver: each query in a child (`self_exe` is the probe's own executable), killed
-// after `timeout` or when an interrupt arrives.
+// at the limit or when an interrupt arrives. A child that writes more than 4 MiB is ended too.
 std::unique_ptr<DriverApi> make_contained_driver(const System& system, std::string self_exe,
-                                                 std::chrono::milliseconds timeout);
+                                                 DriverQueryLimit limit);
 
 // The child's side: queries `which` ("nvml" or "cuda") in this process, prints the snapshot, and
 // returns the exit code. It ends with its parent (PR_SET_PDEATHSIG).

@@ -73,17 +73,19 @@ void remove_pending_temporaries() noexcept {
 // --- Writing through ---------------------------------------------------------------------------
 
 std::string write_all(int fd, const std::string& data,
-                      std::chrono::steady_clock::time_point deadline) {
+                      std::chrono::steady_clock::time_point deadline,
+                      const std::function<bool()>& stop) {
   struct stat st {};
   // Chunks a pipe takes whole once poll() says it has room (PIPE_BUF), larger ones for files.
   const std::size_t chunk = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1U << 20U : PIPE_BUF;
   std::size_t written = 0;
   while (written < data.size()) {
-    // Not stopped by a first signal: an interrupted run still delivers its report (a second signal
-    // ends the probe at once).
+    // An interrupted run still delivers its report; a signal while the reader does not read ends
+    // the wait (`stop`), and a second signal ends the probe at once.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return "the reader stopped reading (the run's time is up)";
+    if (stop && stop()) return "interrupted while the reader was not reading";
     pollfd p{fd, POLLOUT, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
     if (ready < 0 && errno != EINTR) return error_string(errno);
@@ -354,8 +356,8 @@ class Prepared final : public PreparedOutputs {
   }
 
   std::string deliver(const std::vector<std::string>& contents,
-                      std::chrono::steady_clock::time_point deadline,
-                      bool& stdout_failed) override {
+                      std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
+                      const std::function<bool()>& stop) override {
     stdout_failed = false;
     // The files' new content first, in their unnamed temporaries: nothing is replaced yet.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
@@ -368,7 +370,7 @@ class Prepared final : public PreparedOutputs {
     // The streams but stdout: one that fails leaves every file as it was.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline, stop);
           !problem.empty()) {
         abandon();
         return failure(targets_[i], problem);
@@ -386,7 +388,7 @@ class Prepared final : public PreparedOutputs {
     // Stdout last, so that it can still say what failed before it.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (!targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline);
+      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline, stop);
           !problem.empty()) {
         stdout_failed = true;
         return failure(targets_[i], problem);

@@ -9,6 +9,7 @@
 // rules.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,14 +39,14 @@ inline constexpr std::size_t kMaxOutputs = 32;
 class PreparedOutputs {
  public:
   virtual ~PreparedOutputs() = default;
-  // Writes contents[i] to the i-th request's target, before `deadline` (and before a signal):
-  // first the streams other than stdout, then the regular files (replaced together, or not at all:
-  // a stream that failed leaves them as they were), then stdout. Returns "" on success, else what
-  // failed (one line). `stdout_failed` tells whether the failure was on stdout itself (then
-  // nothing more can be printed there).
+  // Writes contents[i] to the i-th request's target, before `deadline` and before `stop` says
+  // so (a signal while a reader does not read): first the streams other than stdout, then the
+  // regular files (replaced together, or not at all: a stream that failed leaves them as they
+  // were), then stdout. Returns "" on success, else what failed (one line). `stdout_failed` tells
+  // whether the failure was on stdout itself (then nothing more can be printed there).
   virtual std::string deliver(const std::vector<std::string>& contents,
-                              std::chrono::steady_clock::time_point deadline,
-                              bool& stdout_failed) = 0;
+                              std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
+                              const std::function<bool()>& stop = nullptr) = 0;
 };
 
 struct PreparedOutputsResult {
@@ -62,10 +63,11 @@ PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests
                                       const std::string& quiet_flag = "");
 
 // Writes all of `data` to `fd`, through EINTR and partial writes, waiting while the reader does
-// not read, until `deadline`. Returns "" or the error text.
+// not read, until `deadline` or until `stop` says so. Returns "" or the error text.
 std::string write_all(int fd, const std::string& data,
                       std::chrono::steady_clock::time_point deadline =
-                          std::chrono::steady_clock::now() + std::chrono::seconds(30));
+                          std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                      const std::function<bool()>& stop = nullptr);
 
 // The temporary files that exist right now (an output being committed), removed by a signal
 // handler before the process ends. Async-signal-safe.

@@ -31,7 +31,8 @@ namespace {
 volatile sig_atomic_t g_interrupt_signal = 0;
 
 // The process groups of the children alive now, for the second signal's handler to kill.
-constexpr int kMaxGroups = 128;
+// A slot per child alive at once: a worker per GPU, the driver agent, their spares.
+constexpr int kMaxGroups = 4096;
 std::array<std::atomic<pid_t>, kMaxGroups> g_groups{};
 
 int register_group(pid_t pgid) {
@@ -246,17 +247,23 @@ char process_state(pid_t pid) {
   return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : '?';
 }
 
-void drain_available(int fd, std::string& sink) {
+bool drain_available(int fd, std::string& sink, std::size_t max) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   char buffer[8192];
   ssize_t n = 0;
   while ((n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
     if (n > 0) sink.append(buffer, static_cast<std::size_t>(n));
+    if (sink.size() > max) {
+      sink.resize(max);
+      return false;
+    }
   }
+  return true;
 }
 
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          const std::string& input, std::chrono::milliseconds timeout) {
+                          const std::string& input, std::chrono::milliseconds timeout,
+                          std::size_t max_output) {
   ProcessOutput result;
   ChildProcess child;
   if (!child.start(argv, env, input, result.start_error)) return result;
@@ -273,7 +280,9 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     }
     if (child.try_reap()) {
       // Exited: what it wrote is in the pipes; a process it left behind may hold them open.
-      for (const auto& [fd, sink] : sinks) drain_available(fd, *sink);
+      for (const auto& [fd, sink] : sinks) {
+        if (!drain_available(fd, *sink, max_output)) result.overflowed = true;
+      }
       break;
     }
     std::vector<pollfd> fds;
@@ -290,9 +299,18 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
       const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
       if (n > 0) {
         sinks[p.fd]->append(buffer, static_cast<std::size_t>(n));
+        if (sinks[p.fd]->size() > max_output) {
+          // Output without end (a library that floods stdout): stopped, not collected.
+          sinks[p.fd]->resize(max_output);
+          result.overflowed = true;
+        }
       } else if (n == 0 || errno != EINTR) {
         sinks.erase(p.fd);
       }
+    }
+    if (result.overflowed) {
+      child.kill_group();
+      break;
     }
   }
   child.kill_group();  // whatever it left running
@@ -302,10 +320,9 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     return result;
   }
   const int status = child.status();
-  if (WIFEXITED(status) && !result.timed_out && !result.interrupted) {
-    result.exit_code = WEXITSTATUS(status);
-  }
-  if (WIFSIGNALED(status) && !result.timed_out && !result.interrupted) {
+  const bool ended_by_us = result.timed_out || result.interrupted || result.overflowed;
+  if (WIFEXITED(status) && !ended_by_us) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status) && !ended_by_us) {
     result.term_signal = WTERMSIG(status);
   }
   return result;

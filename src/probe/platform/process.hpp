@@ -70,8 +70,9 @@ class ChildProcess {
   int status_ = 0;
 };
 
-// Reads what `fd` holds now, without waiting (it is made non-blocking), appending to `sink`.
-void drain_available(int fd, std::string& sink);
+// Reads what `fd` holds now, without waiting (it is made non-blocking), appending to `sink` up to
+// `max` bytes in all; false when there was more.
+bool drain_available(int fd, std::string& sink, std::size_t max);
 
 // The state letter of a process in /proc/PID/stat ('R', 'S', 'D' for uninterruptible sleep,
 // 'Z'...), or '?' when it cannot be read.
@@ -82,15 +83,17 @@ struct ProcessOutput {
   int term_signal = 0;  // the signal that ended it, 0 otherwise
   bool timed_out = false;
   bool interrupted = false;  // SIGINT/SIGTERM/SIGHUP/SIGQUIT arrived (install_signal_handlers)
+  bool overflowed = false;   // it wrote more than max_output to stdout or stderr: it was ended
   std::string out;
   std::string err;
   std::string start_error;  // set when it could not be started
 };
 
-// Runs a command to completion, `timeout`, or an interrupt (the child is then killed with its
-// process group), collecting stdout and stderr.
+// Runs a command to completion, `timeout`, an interrupt, or more than `max_output` bytes on
+// stdout or stderr (the child is then killed with its process group), collecting both.
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          const std::string& input, std::chrono::milliseconds timeout);
+                          const std::string& input, std::chrono::milliseconds timeout,
+                          std::size_t max_output = std::size_t{16} << 20U);
 
 // The current environment as KEY=VALUE entries, with `overrides` applied (an override with an
 // empty value after '=' sets the variable to "", "KEY" alone removes it).

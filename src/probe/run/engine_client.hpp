@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,9 @@ struct Limits {
   std::chrono::milliseconds total{60000};  // what is left of the run's time
   std::chrono::milliseconds per_check{45000};
   double timeout_s = 60.0;  // --timeout as given, for messages
+  // Asked often: true when the workers are to stop now (an interrupt, a run given up). None: they
+  // stop only at the limits.
+  std::function<bool()> stop;
 };
 
 // Workers worth starting before their plans are known: one for the CPU and `gpus` for GPUs.
@@ -37,8 +41,11 @@ class Engine {
   // hands its plans to them, kind by kind, and stops those left over. Optional: an engine that
   // ignores it starts every worker in run().
   virtual void prestart(const Prestart& /*what*/) {}
-  // Runs every plan, in parallel, within `limits`; one result per plan, in the same order.
+  // Runs every plan, in parallel, within `limits`; one result per plan, in the same order. Two
+  // calls may run at once (the CPU's checks start before the GPUs are known).
   virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
+  // Stops the workers started ahead that no plan took.
+  virtual void stop_spares() {}
   // The LibTorch stack without touching a device: the build-time cache next to the engine, else
   // (when `spawn_within` is given) a `--describe` run of the engine, killed after that long or
   // when an interrupt arrives.

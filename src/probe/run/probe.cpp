@@ -1,6 +1,7 @@
 #include "probe/run/probe.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <random>
@@ -96,9 +97,12 @@ std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
   return modes;
 }
 
-struct PlannedWorker {
+// One worker of the run: what it is asked and, once run, what it answered. A result stays with
+// its plan; nothing is matched by position.
+struct WorkerRun {
   WorkerPlan plan;
-  std::string uuid;  // the GPU it runs on ("" for the CPU)
+  std::string uuid;  // the GPU it runs on ("" for the CPU and the collective)
+  std::optional<WorkerResult> result;
 };
 
 // One check's outcome on one device: the worker's answer, or what stopped it. `planned_modes`
@@ -148,28 +152,29 @@ std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict&
 }
 
 template <typename SupportFn>
-void fill_precisions(DeviceReport& d, SupportFn support, const PlannedWorker* planned,
-                     const WorkerResult* result, const NotRun& why) {
-  const bool known = planned != nullptr && result != nullptr;
+void fill_precisions(DeviceReport& d, SupportFn support, const WorkerRun* run, const NotRun& why) {
+  const bool known = run != nullptr && run->result.has_value();
+  const WorkerPlan* planned = known ? &run->plan : nullptr;
+  const WorkerResult* result = known ? &*run->result : nullptr;
   for (Mode mode : matmul_modes()) {
-    auto outcome = outcome_for(mode, known ? &planned->plan.smoke : nullptr,
+    auto outcome = outcome_for(mode, known ? &planned->smoke : nullptr,
                                known ? &result->smoke : nullptr, result);
     if (!outcome) outcome = not_run_outcome<SmokeOutcome>(why, support(mode));
     d.precisions.emplace_back(mode, combine_verdict(support(mode), outcome, why.reason));
   }
   for (Mode mode : training_modes()) {
-    auto outcome = outcome_for(mode, known ? &planned->plan.amp : nullptr,
-                               known ? &result->amp : nullptr, result);
+    auto outcome =
+        outcome_for(mode, known ? &planned->amp : nullptr, known ? &result->amp : nullptr, result);
     if (!outcome && why.amp_reason.empty())
       outcome = not_run_outcome<AmpOutcome>(why, support(mode));
     d.precisions.emplace_back(
         mode, combine_amp_verdict(support(mode), outcome,
                                   why.amp_reason.empty() ? why.reason : why.amp_reason));
   }
-  if (known && planned->plan.bench_size > 0) {
+  if (known && planned->bench_size > 0) {
     // Every passed smoke test was to be benchmarked: one the worker did not answer says why.
     std::map<Mode, BenchOutcome> bench = result->bench;
-    for (Mode mode : planned->plan.smoke) {
+    for (Mode mode : planned->smoke) {
       const auto smoke = result->smoke.find(mode);
       if (smoke == result->smoke.end() || !smoke->second.ok || bench.count(mode) != 0) continue;
       BenchOutcome missing;
@@ -391,9 +396,180 @@ Report usage_error_report(const std::string& message, const System& system) {
   return report;
 }
 
-Report run_probe(const Options& options, ProbeDeps deps) {
-  const auto started = Clock::now();
-  const System& sys = deps.system;
+namespace {
+
+// The stack before anything runs: the build-time cache, and what it rules out for GPUs.
+struct StackAtStart {
+  StackInfo cached;
+  bool complete = false;  // the cache says everything (else a worker describes the stack)
+  bool engine_installed = false;
+  std::string gpu_blocker;  // why no GPU kernel can run at all ("" when nothing says so)
+};
+
+StackAtStart stack_at_start(Engine& engine) {
+  StackAtStart s;
+  // The build-time cache costs nothing; only without a complete one does a worker read the CUDA
+  // configuration (which loads cuDNN and takes a device on LibTorch 2.x).
+  s.cached = engine.describe(std::nullopt);
+  s.complete = s.cached.available && s.cached.error.empty();
+  s.engine_installed = engine.installed();
+  s.gpu_blocker = gpu_stack_blocker(s.cached, s.engine_installed);
+  return s;
+}
+
+// What the driver said: NVML at once, cuInit now when its answer is needed to plan, else in the
+// background while the workers run.
+struct DriverAnswers {
+  NvmlSnapshot nvml;
+  std::optional<CudaSnapshot> cuda;
+  std::future<CudaSnapshot> pending_cuda;
+  GpuFacts facts;
+};
+
+DriverAnswers ask_driver(const Options& options, DriverApi& driver,
+                         const VisibleDevicesSpec& visible, const System& sys,
+                         const std::optional<std::string>& proc_version) {
+  DriverAnswers a;
+  a.nvml = driver.query_nvml();
+  trace("NVML answered");
+  const bool nvml_ok = a.nvml.fault == QueryFault::none && a.nvml.loaded && a.nvml.init_result == 0;
+  a.facts = merge_gpu_facts(a.nvml, std::nullopt, visible, proc_version);
+  if (a.nvml.fault != QueryFault::none) {
+    // A driver that hangs or crashes in NVML is not asked again through CUDA: the GPUs its
+    // device nodes show are reported, not tested.
+    add_unanswered_gpus(a.facts, sys, visible);
+  } else if (!nvml_ok || !a.facts.order_is_reliable) {
+    a.cuda = driver.query_cuda();
+    a.facts = merge_gpu_facts(a.nvml, a.cuda, visible, proc_version);
+  } else if (!options.quick) {
+    a.pending_cuda = std::async(std::launch::async, [&driver] {
+      CudaSnapshot snapshot = driver.query_cuda();
+      trace("cuInit done (in the background)");
+      return snapshot;
+    });
+  }
+  return a;
+}
+
+// cuInit's answer, once the workers are done, merged into the facts.
+void finish_driver(DriverAnswers& a, const VisibleDevicesSpec& visible, const System& sys,
+                   const std::optional<std::string>& proc_version) {
+  if (a.pending_cuda.valid()) {
+    a.cuda = a.pending_cuda.get();
+    trace("cuInit answered");
+    a.facts = merge_gpu_facts(a.nvml, a.cuda, visible, proc_version);
+  }
+  if (a.nvml.fault == QueryFault::none) add_unanswered_gpus(a.facts, sys, visible);
+  name_gpu_processes(a.facts.gpus, sys);
+}
+
+// A --device index the driver does not know: a usage error, unless no GPU is visible at all
+// (then an environment problem the report carries). "" when every index exists.
+std::string check_selection(const Options& options, const GpuFacts& facts, Report& report) {
+  for (int index : options.devices.gpu_indices) {
+    if (index < static_cast<int>(facts.gpus.size())) continue;
+    if (facts.gpus.empty()) {
+      report.run.unavailable_selection =
+          fmt::format("--device {}: no GPU is visible ({})", index, facts.driver.message);
+      return "";
+    }
+    return fmt::format("--device: GPU {} does not exist ({} visible: 0-{})", index,
+                       facts.gpus.size(), facts.gpus.size() - 1);
+  }
+  return "";
+}
+
+// The CPU's checks: they need nothing from the driver, so they start before it is asked. With
+// `bench_later`, its benchmark is left for a run of its own after the GPUs' (its threads would
+// starve the GPU workers' launching threads).
+WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t seed, bool bench_later,
+                   bool describe) {
+  auto support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
+  WorkerRun w;
+  w.plan.kind = DeviceKind::cpu;
+  w.plan.smoke = runnable_modes(matmul_modes(), support);
+  if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
+  w.plan.seed = seed;
+  w.plan.describe = describe;
+  if (options.bench && !bench_later) w.plan.bench_size = options.bench_size.value_or(1024);
+  return w;
+}
+
+std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
+                                 const std::string& blocker, std::uint64_t seed) {
+  std::vector<WorkerRun> runs;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (!gpu_selected(options, gpu.index) || !gpu.cc || !blocker.empty()) continue;
+    auto support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
+    WorkerRun w;
+    w.uuid = gpu.uuid;
+    w.plan.kind = DeviceKind::cuda;
+    w.plan.index = gpu.index;
+    w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
+    w.plan.smoke = runnable_modes(matmul_modes(), support);
+    if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
+    w.plan.seed = seed + static_cast<std::uint64_t>(gpu.index) + 1;
+    if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
+    runs.push_back(w);
+  }
+  return runs;
+}
+
+// The GPUs the collective spans: every selected one the driver knows.
+std::vector<int> collective_gpus(const Options& options, const GpuFacts& facts) {
+  std::vector<int> gpus;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (gpu_selected(options, gpu.index) && gpu.cc) gpus.push_back(gpu.index);
+  }
+  return gpus;
+}
+
+std::optional<WorkerRun> plan_collective(const Options& options, const GpuFacts& facts,
+                                         const std::vector<int>& gpus, std::uint64_t seed) {
+  if (!options.nccl || options.quick || gpus.size() < 2) return std::nullopt;
+  WorkerRun w;
+  w.plan.kind = DeviceKind::cuda;
+  w.plan.collective_ranks = static_cast<int>(gpus.size());
+  std::vector<std::string> ids;
+  for (int index : gpus) {
+    const GpuInfo& g = facts.gpus[static_cast<std::size_t>(index)];
+    ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
+  }
+  w.plan.cuda_visible_devices = join(ids, ",");
+  w.plan.seed = seed;
+  return w;
+}
+
+// Runs the workers together; each gets its result.
+void run_workers(Engine& engine, const std::vector<WorkerRun*>& runs, const Limits& limits) {
+  if (runs.empty()) return;
+  std::vector<WorkerPlan> plans;
+  plans.reserve(runs.size());
+  for (const WorkerRun* w : runs) plans.push_back(w->plan);
+  std::vector<WorkerResult> results = engine.run(plans, limits);
+  for (std::size_t i = 0; i < runs.size() && i < results.size(); ++i) {
+    runs[i]->result = std::move(results[i]);
+  }
+}
+
+// The run's clock: what is left of --timeout, and the limits for workers started now.
+struct RunClock {
+  const Options& options;
+  Clock::time_point started;
+  const std::atomic<bool>* cancelled;
+
+  Limits limits() const {
+    const auto left =
+        std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    Limits limits = limits_within(options, left);
+    const std::atomic<bool>* flag = cancelled;
+    limits.stop = [flag] { return interrupt_requested() || flag->load(); };
+    return limits;
+  }
+};
+
+Report probe_report_header(const Options& options, const System& sys) {
   Report report;
   report.tool = this_tool();
   report.host = collect_host(sys);
@@ -405,171 +581,44 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
   report.run.devices = selection_text(options.devices);
   report.run.gpus_selected = options.devices.all_gpus || !options.devices.gpu_indices.empty();
+  return report;
+}
 
-  // --- Driver facts: NVML first (fast); cuInit alongside the workers unless needed now. ---
-  const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
-  const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
-  trace("probe start");
-  // The LibTorch stack: the build-time cache costs nothing; only without a complete one does a
-  // worker read the CUDA configuration (which loads cuDNN and takes a device on LibTorch 2.x).
-  const StackInfo cached_stack = deps.engine.describe(std::nullopt);
-  const bool cache_complete = cached_stack.available && cached_stack.error.empty();
-  const bool engine_installed = deps.engine.installed();
-  // A stack that cannot run GPU kernels at all: no GPU worker is started.
-  const std::string gpu_blocker = gpu_stack_blocker(cached_stack, engine_installed);
-  // Workers take about 0.3 s to load LibTorch: start the likely ones now, while the driver is
-  // asked what there is to plan.
-  if (!options.quick) {
-    const int gpus = gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
-    deps.engine.prestart({true, gpus});
+// The CPU's benchmark, alone after the GPUs', into the CPU worker's result.
+void run_cpu_bench(Engine& engine, WorkerRun& cpu, const RunClock& clock) {
+  WorkerRun bench;
+  bench.plan = cpu.plan;
+  bench.plan.amp.clear();
+  bench.plan.describe = false;
+  bench.plan.bench_size = clock.options.bench_size.value_or(1024);
+  run_workers(engine, {&bench}, clock.limits());
+  if (!bench.result || !cpu.result) return;
+  cpu.result->bench = bench.result->bench;
+  if (bench.result->problem != ErrorKind::none && cpu.result->problem == ErrorKind::none) {
+    cpu.result->problem = bench.result->problem;
+    cpu.result->problem_message = bench.result->problem_message;
   }
-  const NvmlSnapshot nvml = deps.driver.query_nvml();
-  trace("NVML answered");
-  const bool nvml_ok = nvml.fault == QueryFault::none && nvml.loaded && nvml.init_result == 0;
-  GpuFacts facts = merge_gpu_facts(nvml, std::nullopt, visible, proc_version);
-  std::optional<CudaSnapshot> cuda;
-  std::future<CudaSnapshot> pending_cuda;
-  if (nvml.fault != QueryFault::none) {
-    // A driver that hangs or crashes in NVML is not asked again through CUDA: the GPUs its
-    // device nodes show are reported, not tested.
-    add_unanswered_gpus(facts, sys, visible);
-  } else if (!nvml_ok || !facts.order_is_reliable) {
-    cuda = deps.driver.query_cuda();
-    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
-  } else if (!options.quick) {
-    pending_cuda = std::async(std::launch::async, [&deps] {
-      CudaSnapshot snapshot = deps.driver.query_cuda();
-      trace("cuInit done (in the background)");
-      return snapshot;
-    });
-  }
+  cpu.plan.bench_size = bench.plan.bench_size;  // read as benchmarked
+}
 
-  // --- Selection ---
-  for (int index : options.devices.gpu_indices) {
-    if (index < static_cast<int>(facts.gpus.size())) continue;
-    if (facts.gpus.empty()) {
-      report.run.unavailable_selection =
-          fmt::format("--device {}: no GPU is visible ({})", index, facts.driver.message);
-      break;
-    }
-    return usage_error_report(fmt::format("--device: GPU {} does not exist ({} visible: 0-{})",
-                                          index, facts.gpus.size(), facts.gpus.size() - 1),
-                              sys);
-  }
-
-  // --- Kernels: one worker per selected GPU, plus the CPU ---
-  const CpuInfo cpu = collect_cpu(sys);
-  auto cpu_support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
-  std::vector<PlannedWorker> planned;
-  if (!options.quick) {
-    PlannedWorker cpu_worker;
-    cpu_worker.plan.kind = DeviceKind::cpu;
-    cpu_worker.plan.smoke = runnable_modes(matmul_modes(), cpu_support);
-    if (options.amp) cpu_worker.plan.amp = runnable_modes(training_modes(), cpu_support);
-    cpu_worker.plan.seed = report.run.seed;
-    if (options.bench) cpu_worker.plan.bench_size = options.bench_size.value_or(1024);
-    planned.push_back(cpu_worker);
-    for (const GpuInfo& gpu : facts.gpus) {
-      if (!gpu_selected(options, gpu.index) || !gpu.cc || !gpu_blocker.empty()) continue;
-      PlannedWorker w;
-      w.uuid = gpu.uuid;
-      w.plan.kind = DeviceKind::cuda;
-      w.plan.index = gpu.index;
-      w.plan.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
-      auto gpu_support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
-      w.plan.smoke = runnable_modes(matmul_modes(), gpu_support);
-      if (options.amp) w.plan.amp = runnable_modes(training_modes(), gpu_support);
-      w.plan.seed = report.run.seed + static_cast<std::uint64_t>(gpu.index) + 1;
-      if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
-      planned.push_back(w);
-    }
-  }
-  if (!cache_complete && !planned.empty()) {
-    (planned.size() > 1 ? planned[1] : planned[0]).plan.describe = true;  // a GPU worker if any
-  }
-  // The collective over every selected GPU (--nccl).
-  std::vector<int> collective_gpus;
-  for (const GpuInfo& gpu : facts.gpus) {
-    if (gpu_selected(options, gpu.index) && gpu.cc) collective_gpus.push_back(gpu.index);
-  }
-  std::optional<WorkerPlan> collective_plan;
-  if (options.nccl && !options.quick && collective_gpus.size() >= 2) {
-    WorkerPlan plan;
-    plan.kind = DeviceKind::cuda;
-    plan.collective_ranks = static_cast<int>(collective_gpus.size());
-    std::vector<std::string> ids;
-    for (int index : collective_gpus) {
-      const GpuInfo& g = facts.gpus[static_cast<std::size_t>(index)];
-      ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
-    }
-    plan.cuda_visible_devices = join(ids, ",");
-    plan.seed = report.run.seed;
-    collective_plan = plan;
-  }
-  // Everything runs at once, except measurements, which run alone: with --bench, the CPU's
-  // benchmark (its threads would starve the GPU workers' launching threads) and the collective
-  // come after the per-device workers.
-  const bool gpu_bench = std::any_of(planned.begin(), planned.end(), [](const PlannedWorker& p) {
-    return p.plan.kind == DeviceKind::cuda && p.plan.bench_size > 0;
-  });
-  std::optional<WorkerPlan> cpu_bench_plan;
-  if (gpu_bench && !planned.empty() && planned.front().plan.bench_size > 0) {
-    cpu_bench_plan = planned.front().plan;
-    cpu_bench_plan->amp.clear();
-    cpu_bench_plan->describe = false;
-    planned.front().plan.bench_size = 0;
-  }
-  const bool collective_alone = options.bench;
-  std::vector<WorkerPlan> plans;
-  plans.reserve(planned.size() + 1);
-  for (const PlannedWorker& p : planned) plans.push_back(p.plan);
-  if (collective_plan && !collective_alone) plans.push_back(*collective_plan);
-  auto time_left = [&] {
-    return std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
-           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+// The stack: the build cache when complete, else the worker asked to describe it (any worker's
+// answer beats no answer).
+StackInfo stack_from(const StackAtStart& at_start, const std::optional<WorkerRun>& cpu,
+                     const std::vector<WorkerRun>& gpus) {
+  StackInfo stack = at_start.cached;
+  if (at_start.complete) return stack;
+  auto consider = [&stack](const WorkerRun& w) {
+    if (!w.result || !w.result->stack) return;
+    if (w.plan.describe || !stack.available) stack = *w.result->stack;
   };
-  std::vector<WorkerResult> results =
-      plans.empty() ? std::vector<WorkerResult>{}
-                    : deps.engine.run(plans, limits_within(options, time_left()));
-  trace("workers finished");
-  std::optional<WorkerResult> collective;
-  if (collective_plan && !collective_alone && results.size() > planned.size()) {
-    collective = results.back();
-    results.pop_back();
-  }
-  if (cpu_bench_plan && !results.empty()) {
-    const WorkerResult cpu_bench =
-        deps.engine.run({*cpu_bench_plan}, limits_within(options, time_left())).front();
-    results.front().bench = cpu_bench.bench;
-    if (cpu_bench.problem != ErrorKind::none && results.front().problem == ErrorKind::none) {
-      results.front().problem = cpu_bench.problem;
-      results.front().problem_message = cpu_bench.problem_message;
-    }
-    planned.front().plan.bench_size = cpu_bench_plan->bench_size;  // read as benchmarked below
-  }
-  if (collective_plan && collective_alone) {
-    collective = deps.engine.run({*collective_plan}, limits_within(options, time_left())).front();
-  }
-  if (pending_cuda.valid()) {
-    cuda = pending_cuda.get();
-    trace("cuInit answered");
-    facts = merge_gpu_facts(nvml, cuda, visible, proc_version);
-  }
-  if (nvml.fault == QueryFault::none) add_unanswered_gpus(facts, sys, visible);
-  report.driver = facts.driver;
-  name_gpu_processes(facts.gpus, sys);
+  if (cpu) consider(*cpu);
+  for (const WorkerRun& w : gpus) consider(w);
+  return stack;
+}
 
-  // --- The stack: the build cache when complete, else the worker asked to describe it ---
-  report.stack = cached_stack;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const WorkerResult& r = results[i];
-    if (!r.stack || cache_complete) continue;
-    // The worker asked to describe wins; any worker's answer beats no answer.
-    if (planned[i].plan.describe || !report.stack.available) report.stack = *r.stack;
-  }
+void add_gpu_devices(Report& report, const Options& options, const GpuFacts& facts,
+                     const std::vector<WorkerRun>& runs, const std::string& blocker) {
   const std::vector<ArchTarget> targets = parse_arch_list(join(report.stack.arch_list, " "));
-
-  // --- Device reports ---
   for (const GpuInfo& gpu : facts.gpus) {
     DeviceReport d;
     d.kind = DeviceKind::cuda;
@@ -580,42 +629,106 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     if (gpu.cc && report.stack.available && report.stack.cuda_built && !targets.empty()) {
       d.kernels = kernel_coverage(*gpu.cc, targets);
     }
-    const PlannedWorker* p = nullptr;
-    const WorkerResult* r = nullptr;
-    for (std::size_t i = 0; i < planned.size(); ++i) {
-      if (planned[i].plan.kind == DeviceKind::cuda && planned[i].uuid == gpu.uuid) {
-        p = &planned[i];
-        r = i < results.size() ? &results[i] : nullptr;
-      }
+    const WorkerRun* run = nullptr;
+    for (const WorkerRun& w : runs) {
+      if (w.plan.index == gpu.index) run = &w;
     }
     auto support = [&gpu](Mode m) {
       return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
                     : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
     };
-    fill_precisions(d, support, p, r, gpu_not_run(options, d, report, gpu_blocker, r));
+    const WorkerResult* result = run != nullptr && run->result ? &*run->result : nullptr;
+    fill_precisions(d, support, run, gpu_not_run(options, d, report, blocker, result));
     report.devices.push_back(std::move(d));
   }
-  DeviceReport cpu_report;
-  cpu_report.kind = DeviceKind::cpu;
-  cpu_report.name = cpu.model;
-  cpu_report.selected = options.devices.cpu;
-  cpu_report.cpu = cpu;
-  const PlannedWorker* cpu_plan = planned.empty() ? nullptr : &planned.front();
-  const WorkerResult* cpu_result = results.empty() ? nullptr : &results.front();
-  NotRun cpu_not_run = not_run(options, true);
-  if (cpu_result != nullptr && cpu_result->problem == ErrorKind::not_run) {
-    cpu_not_run.reason = cpu_result->problem_message;
-  }
-  fill_precisions(cpu_report, cpu_support, cpu_plan, cpu_result, cpu_not_run);
-  report.devices.push_back(std::move(cpu_report));
+}
 
-  report.collectives = collectives_report(options, facts, collective_gpus, collective);
+void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
+                    const std::optional<WorkerRun>& run) {
+  DeviceReport d;
+  d.kind = DeviceKind::cpu;
+  d.name = cpu.model;
+  d.selected = options.devices.cpu;
+  d.cpu = cpu;
+  NotRun why = not_run(options, true);
+  if (run && run->result && run->result->problem == ErrorKind::not_run) {
+    why.reason = run->result->problem_message;
+  }
+  fill_precisions(
+      d, [&cpu](Mode m) { return cpu_hardware_support(cpu, m); }, run ? &*run : nullptr, why);
+  report.devices.push_back(std::move(d));
+}
+
+}  // namespace
+
+Report run_probe(const Options& options, ProbeDeps deps) {
+  const System& sys = deps.system;
+  std::atomic<bool> cancelled{false};
+  const RunClock clock{options, Clock::now(), &cancelled};
+  Report report = probe_report_header(options, sys);
+  const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
+  const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
+  trace("probe start");
+  const StackAtStart stack = stack_at_start(deps.engine);
+
+  // --- Workers: started ahead (LibTorch takes 0.3 s to load); the CPU's checks begin now ---
+  const int expected_gpus =
+      stack.gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
+  const CpuInfo cpu = collect_cpu(sys);
+  std::optional<WorkerRun> cpu_run;
+  std::future<void> cpu_done;
+  if (!options.quick) {
+    deps.engine.prestart({true, expected_gpus});
+    cpu_run = plan_cpu(options, cpu, report.run.seed, expected_gpus > 0,
+                       !stack.complete && expected_gpus == 0);
+    cpu_done = std::async(std::launch::async,
+                          [&] { run_workers(deps.engine, {&*cpu_run}, clock.limits()); });
+  }
+
+  // --- Driver facts, then the GPUs' plans ---
+  DriverAnswers driver = ask_driver(options, deps.driver, visible, sys, proc_version);
+  if (const std::string bad = check_selection(options, driver.facts, report); !bad.empty()) {
+    cancelled = true;
+    if (cpu_done.valid()) cpu_done.wait();
+    deps.engine.stop_spares();
+    return usage_error_report(bad, sys);
+  }
+  std::vector<WorkerRun> gpu_runs =
+      options.quick ? std::vector<WorkerRun>{}
+                    : plan_gpus(options, driver.facts, stack.gpu_blocker, report.run.seed);
+  if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
+  const std::vector<int> collective_on = collective_gpus(options, driver.facts);
+  std::optional<WorkerRun> collective =
+      plan_collective(options, driver.facts, collective_on, report.run.seed);
+
+  // --- Kernels: every GPU at once (and the collective, unless measurements run alone) ---
+  std::vector<WorkerRun*> together;
+  for (WorkerRun& w : gpu_runs) together.push_back(&w);
+  const bool alone = options.bench;  // the collective measures bandwidth: alone with --bench
+  if (collective && !alone) together.push_back(&*collective);
+  run_workers(deps.engine, together, clock.limits());
+  deps.engine.stop_spares();
+  if (cpu_done.valid()) cpu_done.get();
+  if (cpu_run && options.bench && expected_gpus > 0) run_cpu_bench(deps.engine, *cpu_run, clock);
+  if (collective && alone) run_workers(deps.engine, {&*collective}, clock.limits());
+  trace("workers finished");
+  finish_driver(driver, visible, sys, proc_version);
+  report.driver = driver.facts.driver;
+
+  // --- The report ---
+  report.stack = stack_from(stack, cpu_run, gpu_runs);
+  add_gpu_devices(report, options, driver.facts, gpu_runs, stack.gpu_blocker);
+  add_cpu_device(report, options, cpu, cpu_run);
+  report.collectives =
+      collectives_report(options, driver.facts, collective_on,
+                         collective ? collective->result : std::optional<WorkerResult>{});
   const bool gpu_wanted = (!options.require.empty() &&
                            (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
                           !options.devices.gpu_indices.empty();
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
-  const DiagnosticContext context{sys, nvml, cuda, visible, engine_installed, gpu_wanted};
-  finish_report(report, options, context, started);
+  const DiagnosticContext context{
+      sys, driver.nvml, driver.cuda, visible, stack.engine_installed, gpu_wanted};
+  finish_report(report, options, context, clock.started);
   return report;
 }
 
@@ -653,7 +766,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
                                   : stack_says_against(d, report.stack);
   if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
   fill_precisions(
-      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, nullptr, why);
+      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, why);
   report.devices.push_back(std::move(d));
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
   report.requirements = evaluate_requirements(report, options.require, true);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <cerrno>
 #include <cstdio>
 #include <memory>
@@ -37,6 +38,8 @@ std::string last_line(const std::string& text) {
 
 // The longest result line a worker may send (the longest real one is a few hundred bytes).
 constexpr std::size_t kMaxLine = 1U << 20U;
+// The longest stack description believed (a real one is under a kilobyte).
+constexpr std::size_t kMaxDescription = 1U << 20U;
 
 enum class Stream { out, err, exit };
 
@@ -60,6 +63,7 @@ class ProcessEngine final : public Engine {
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
       if (auto child = start_worker(kind, std::nullopt, error)) {
+        const std::lock_guard<std::mutex> lock(spares_mutex_);
         spares_.push_back({kind, std::move(child)});
       }
     };
@@ -98,7 +102,7 @@ class ProcessEngine final : public Engine {
       workers[i].err_open = true;
       workers[i].last_line = std::chrono::steady_clock::now();
     }
-    spares_.clear();  // workers started ahead that no plan needed: stopped (killed and reaped)
+    stop_spares_of(plans);
     pump(workers, results, deadline, limits);
     // Killed workers get two seconds together to go; one that does not is named.
     const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -110,6 +114,11 @@ class ProcessEngine final : public Engine {
   }
 
   bool installed() const override { return !engine_path_.empty(); }
+
+  void stop_spares() override {
+    const std::lock_guard<std::mutex> lock(spares_mutex_);
+    spares_.clear();
+  }
 
   StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override {
     StackInfo stack;
@@ -137,7 +146,7 @@ class ProcessEngine final : public Engine {
         // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
         run_process({engine_path_, "--describe"},
                     environment_with({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())}), "",
-                    *spawn_within);
+                    *spawn_within, kMaxDescription);
     Expected<StackInfo> described = decode_stack(out.out);
     if (out.exit_code == 0 && described) {
       stack = *described;
@@ -147,7 +156,10 @@ class ProcessEngine final : public Engine {
     const std::string error = out.exit_code == 0 ? described.error() : "";
     stack = StackInfo{};
     stack.source = "none";
-    if (out.timed_out || out.interrupted) {
+    if (out.overflowed) {
+      stack.error = fmt::format("the engine's stack description ran past {} MiB: a broken engine",
+                                kMaxDescription >> 20U);
+    } else if (out.timed_out || out.interrupted) {
       stack.error = out.timed_out
                         ? fmt::format("the engine did not describe the stack within {:g} s",
                                       static_cast<double>(spawn_within->count()) / 1000.0)
@@ -187,11 +199,13 @@ class ProcessEngine final : public Engine {
       }
       if (fds.empty()) return;
       const auto now = std::chrono::steady_clock::now();
-      if (interrupt_requested() || now >= deadline) {
+      const bool stopped = limits.stop && limits.stop();
+      if (stopped || now >= deadline) {
         const std::string why =
-            interrupt_requested()
+            !stopped ? fmt::format("timed out after {:g} s (--timeout)", limits.timeout_s)
+            : interrupt_requested()
                 ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
-                : fmt::format("timed out after {:g} s (--timeout)", limits.timeout_s);
+                : std::string("stopped: the run was given up");
         for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
         return;
       }
@@ -248,7 +262,9 @@ class ProcessEngine final : public Engine {
       const bool open = stream == Stream::out ? w.out_open : w.err_open;
       if (!open) continue;
       std::string rest;
-      drain_available(stream == Stream::out ? w.child->stdout_fd() : w.child->stderr_fd(), rest);
+      // A line past the limit is caught by consume(); more than that is not read.
+      drain_available(stream == Stream::out ? w.child->stdout_fd() : w.child->stderr_fd(), rest,
+                      2 * kMaxLine);
       consume(w, result, rest, stream == Stream::out);
     }
     close_streams(w);
@@ -392,6 +408,7 @@ class ProcessEngine final : public Engine {
   // A worker started ahead for plans of this kind, or nullptr. One that died meanwhile is still
   // handed out: its run reports what happened to it, as a freshly started one's would.
   std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
+    const std::lock_guard<std::mutex> lock(spares_mutex_);
     const auto it = std::find_if(spares_.begin(), spares_.end(),
                                  [kind](const Spare& s) { return s.kind == kind; });
     if (it == spares_.end()) return nullptr;
@@ -421,8 +438,22 @@ class ProcessEngine final : public Engine {
     std::unique_ptr<ChildProcess> child;
   };
 
+  // The workers started ahead of the kinds `plans` ran that none of them took: stopped (killed
+  // and reaped). A kind no plan ran keeps its spares for a run still to come.
+  void stop_spares_of(const std::vector<WorkerPlan>& plans) {
+    const std::lock_guard<std::mutex> lock(spares_mutex_);
+    spares_.erase(std::remove_if(spares_.begin(), spares_.end(),
+                                 [&plans](const Spare& s) {
+                                   return std::any_of(
+                                       plans.begin(), plans.end(),
+                                       [&s](const WorkerPlan& p) { return p.kind == s.kind; });
+                                 }),
+                  spares_.end());
+  }
+
   const System& system_;
   std::string engine_path_;
+  std::mutex spares_mutex_;  // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
 };
 

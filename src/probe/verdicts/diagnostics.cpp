@@ -82,8 +82,16 @@ const char* const kGpuContainerHint =
     "the NVIDIA driver";
 
 // A driver query that hung or crashed: the state a health probe is run for.
-void driver_fault(Collector& c, const Report& r) {
-  if (r.driver.status == DriverStatus::hung) {
+void driver_fault(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  const bool out_of_time = ctx.nvml.fault == QueryFault::out_of_time ||
+                           (ctx.cuda && ctx.cuda->fault == QueryFault::out_of_time);
+  if (r.driver.status == DriverStatus::hung && out_of_time) {
+    c.add("driver-out-of-time", Severity::error,
+          "the run's time ran out before the NVIDIA driver answered: " + r.driver.message +
+              "; the GPUs were not tested",
+          "give the run more time (--timeout; a driver query alone may take up to "
+          "--check-timeout): a driver that still does not answer hangs (driver-hung)");
+  } else if (r.driver.status == DriverStatus::hung) {
     c.add("driver-hung", Severity::error,
           "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",
           "read the kernel log for Xid errors (`dmesg | grep -i xid`: 79 is a GPU fallen off the "
@@ -480,7 +488,7 @@ void ungated_failures(Collector& c, const Report& r) {
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
   std::vector<Diagnostic> out;
   Collector c(out);
-  driver_fault(c, report);
+  driver_fault(c, report, context);
   driver_library(c, report, context);
   device_nodes(c, context);
   visible_devices(c, report, context);

@@ -142,7 +142,7 @@ struct Diagnostic {
 
 struct RequirementResult {
   Mode mode = Mode::fp32;
-  std::string device;  // "GPU 0", "CPU", or "none" when nothing was selected
+  std::string device;  // "GPU 0", "CPU"; empty when nothing was selected ("none" in JSON)
   bool met = false;
   Status status = Status::not_tested;
   std::string reason;

@@ -535,10 +535,18 @@ std::enable_if_t<is<S, Diagnostic>> fields(V& v, S& d) {
   v("hint", d.hint);
 }
 
+// A requirement's device: "none" when nothing was selected.
+inline json device_json(const std::string& device) { return device.empty() ? "none" : device; }
+inline bool device_from(const json& j, std::string& device) {
+  if (!j.is_string()) return false;
+  device = j.get<std::string>() == "none" ? "" : j.get<std::string>();
+  return true;
+}
+
 template <class V, class S>
 std::enable_if_t<is<S, RequirementResult>> fields(V& v, S& q) {
   v("mode", q.mode);
-  v("device", q.device);
+  v.mapped("device", q.device, device_json, device_from);
   v("met", q.met);
   v("status", q.status);
   v("reason", q.reason);

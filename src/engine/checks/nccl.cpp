@@ -67,6 +67,74 @@ class Barrier {
 constexpr int kWarmup = 2;
 constexpr int kIterations = 10;
 
+// One rank's run: per dtype, whether its sum was exact and the seconds per all-reduce; an error
+// ends its run.
+struct RankRun {
+  std::vector<char> exact;
+  std::vector<double> seconds;
+  std::string error;
+};
+
+void run_rank(int rank, int ranks, std::int64_t bytes, const c10::intrusive_ptr<c10d::Store>& store,
+              Barrier& barrier, RankRun& run) {
+  run.exact.assign(kAllReduceDTypes.size(), 0);
+  run.seconds.assign(kAllReduceDTypes.size(), 0.0);
+  try {
+    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(rank));
+    auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, ranks);
+    const auto on = at::TensorOptions().device(at::kCUDA, rank);
+    for (std::size_t d = 0; d < kAllReduceDTypes.size(); ++d) {
+      const at::ScalarType dtype = scalar_type(kAllReduceDTypes[d]);
+      // Exact check: rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2, an integer
+      // every one of these dtypes holds exactly.
+      std::vector<at::Tensor> check = {at::full({1 << 20}, rank + 1, on.dtype(dtype))};
+      pg->allreduce(check)->wait();
+      const double expected = ranks * (ranks + 1) / 2.0;
+      run.exact[d] = check[0].eq(expected).all().item<bool>() ? 1 : 0;
+      // Bandwidth: a large message, timed between barriers, every rank's device synchronised.
+      const std::int64_t elements = bytes / static_cast<std::int64_t>(c10::elementSize(dtype));
+      std::vector<at::Tensor> big = {at::ones({elements}, on.dtype(dtype))};
+      for (int i = 0; i < kWarmup; ++i) pg->allreduce(big)->wait();
+      c10::cuda::device_synchronize();
+      barrier.arrive_and_wait();
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kIterations; ++i) pg->allreduce(big)->wait();
+      c10::cuda::device_synchronize();
+      run.seconds[d] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+          kIterations;
+      barrier.arrive_and_wait();
+    }
+  } catch (const std::exception& e) {
+    run.error = error_text(e);
+  }
+}
+
+// The outcome of dtype `d` over every rank: the slowest rank's time, exact only if every sum was.
+void summarise(const std::vector<RankRun>& runs, std::size_t d, CollectiveOutcome& o) {
+  for (std::size_t rank = 0; rank < runs.size(); ++rank) {
+    if (runs[rank].error.empty()) continue;
+    o.error = "rank " + std::to_string(rank) + ": " + runs[rank].error;
+    o.error_kind = classify_error(o.error);
+    return;
+  }
+  o.ran = true;
+  double slowest = 0.0;
+  bool all_exact = true;
+  for (const RankRun& run : runs) {
+    slowest = std::max(slowest, run.seconds[d]);
+    all_exact = all_exact && run.exact[d] != 0;
+  }
+  o.time_ms = slowest * 1e3;
+  o.algbw_gbps = static_cast<double>(o.bytes) / slowest / 1e9;
+  o.busbw_gbps = *o.algbw_gbps * 2.0 * (o.ranks - 1) / o.ranks;
+  o.ok = all_exact;
+  if (!all_exact) {
+    o.error_kind = ErrorKind::wrong_result;
+    o.error = "wrong result: the all-reduce sum is not exact on every rank";
+  }
+}
+
 #endif
 
 }  // namespace
@@ -96,77 +164,15 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
   }
   const auto store = c10::make_intrusive<c10d::HashStore>();
   Barrier barrier(ranks);
-  // Per rank and dtype: exact or not, seconds per all-reduce; an error ends that rank's run.
-  std::vector<std::vector<char> > exact(static_cast<std::size_t>(ranks),
-                                        std::vector<char>(out.size(), 0));
-  std::vector<std::vector<double> > seconds(static_cast<std::size_t>(ranks),
-                                            std::vector<double>(out.size(), 0.0));
-  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  std::vector<RankRun> runs(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
-      const auto r = static_cast<std::size_t>(rank);
-      try {
-        const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(rank));
-        auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, ranks);
-        const auto on = at::TensorOptions().device(at::kCUDA, rank);
-        for (std::size_t d = 0; d < out.size(); ++d) {
-          const at::ScalarType dtype = scalar_type(kAllReduceDTypes[d]);
-          // Exact check: rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2, an
-          // integer every one of these dtypes holds exactly.
-          std::vector<at::Tensor> check = {at::full({1 << 20}, rank + 1, on.dtype(dtype))};
-          pg->allreduce(check)->wait();
-          const double expected = ranks * (ranks + 1) / 2.0;
-          exact[r][d] = check[0].eq(expected).all().item<bool>() ? 1 : 0;
-          // Bandwidth: a large message, timed between barriers, every rank's device synchronised.
-          const std::int64_t elements = bytes / static_cast<std::int64_t>(c10::elementSize(dtype));
-          std::vector<at::Tensor> big = {at::ones({elements}, on.dtype(dtype))};
-          for (int i = 0; i < kWarmup; ++i) pg->allreduce(big)->wait();
-          c10::cuda::device_synchronize();
-          barrier.arrive_and_wait();
-          const auto start = std::chrono::steady_clock::now();
-          for (int i = 0; i < kIterations; ++i) pg->allreduce(big)->wait();
-          c10::cuda::device_synchronize();
-          seconds[r][d] =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-              kIterations;
-          barrier.arrive_and_wait();
-        }
-      } catch (const std::exception& e) {
-        errors[r] = error_text(e);
-      }
+      run_rank(rank, ranks, bytes, store, barrier, runs[static_cast<std::size_t>(rank)]);
     });
   }
   for (std::thread& t : threads) t.join();
-  for (std::size_t d = 0; d < out.size(); ++d) {
-    CollectiveOutcome& o = out[d];
-    std::string error;
-    for (int rank = 0; rank < ranks && error.empty(); ++rank) {
-      if (!errors[static_cast<std::size_t>(rank)].empty()) {
-        error = "rank " + std::to_string(rank) + ": " + errors[static_cast<std::size_t>(rank)];
-      }
-    }
-    if (!error.empty()) {
-      o.error = error;
-      o.error_kind = classify_error(error);
-      continue;
-    }
-    o.ran = true;
-    double slowest = 0.0;
-    bool all_exact = true;
-    for (int rank = 0; rank < ranks; ++rank) {
-      slowest = std::max(slowest, seconds[static_cast<std::size_t>(rank)][d]);
-      all_exact = all_exact && exact[static_cast<std::size_t>(rank)][d] != 0;
-    }
-    o.time_ms = slowest * 1e3;
-    o.algbw_gbps = static_cast<double>(bytes) / slowest / 1e9;
-    o.busbw_gbps = *o.algbw_gbps * 2.0 * (ranks - 1) / ranks;
-    o.ok = all_exact;
-    if (!all_exact) {
-      o.error_kind = ErrorKind::wrong_result;
-      o.error = "wrong result: the all-reduce sum is not exact on every rank";
-    }
-  }
+  for (std::size_t d = 0; d < out.size(); ++d) summarise(runs, d, out[d]);
   return out;
 #endif
 }

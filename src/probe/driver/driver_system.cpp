@@ -165,6 +165,146 @@ std::vector<GpuProcess> compute_processes(nvmlDeviceGetComputeRunningProcesses_t
   return out;
 }
 
+// NVML's per-device queries, each optional (an older driver lacks some).
+class NvmlDeviceQueries {
+ public:
+  explicit NvmlDeviceQueries(const Library& lib)
+      : name_(lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetName")),
+        uuid_(lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetUUID")),
+        pci_(lib.get_any<nvmlDeviceGetPciInfo_t>(
+            {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"})),
+        cc_(lib.get<nvmlDeviceGetCudaComputeCapability_t>("nvmlDeviceGetCudaComputeCapability")),
+        mem_(lib.get<nvmlDeviceGetMemoryInfo_t>("nvmlDeviceGetMemoryInfo")),
+        mig_(lib.get<nvmlDeviceGetMigMode_t>("nvmlDeviceGetMigMode")),
+        mode_(lib.get<nvmlDeviceGetComputeMode_t>("nvmlDeviceGetComputeMode")),
+        clock_(lib.get<nvmlDeviceGetMaxClockInfo_t>("nvmlDeviceGetMaxClockInfo")),
+        processes_(lib.get_any<nvmlDeviceGetComputeRunningProcesses_t>(
+            {"nvmlDeviceGetComputeRunningProcesses_v3",
+             "nvmlDeviceGetComputeRunningProcesses_v2"})) {}
+
+  NvmlDevice read(nvmlDevice_t dev) const {
+    NvmlDevice d;
+    char text[128] = {};
+    if (name_ != nullptr && name_(dev, text, sizeof text) == kNvmlSuccess) d.name = text;
+    std::memset(text, 0, sizeof text);
+    if (uuid_ != nullptr && uuid_(dev, text, sizeof text) == kNvmlSuccess) d.uuid = text;
+    // Room to spare in case a newer driver writes a larger structure.
+    alignas(NvmlPciInfo) unsigned char pci_storage[sizeof(NvmlPciInfo) + 256] = {};
+    auto* pci = reinterpret_cast<NvmlPciInfo*>(pci_storage);
+    if (pci_ != nullptr && pci_(dev, pci) == kNvmlSuccess) {
+      pci->bus_id[sizeof pci->bus_id - 1] = '\0';
+      d.pci_bus_id = pci->bus_id;
+    }
+    int major = 0;
+    int minor = 0;
+    if (cc_ != nullptr && cc_(dev, &major, &minor) == kNvmlSuccess) {
+      d.cc = ComputeCapability{major, minor};
+    }
+    NvmlMemory mem{};
+    if (mem_ != nullptr && mem_(dev, &mem) == kNvmlSuccess) {
+      d.memory_total = mem.total;
+      d.memory_free = mem.free;
+      d.memory_used = mem.used;
+    }
+    unsigned int current = 0;
+    unsigned int pending = 0;
+    if (mig_ != nullptr && mig_(dev, &current, &pending) == kNvmlSuccess) {
+      d.mig_enabled = current == 1;
+    }
+    int mode = 0;
+    if (mode_ != nullptr && mode_(dev, &mode) == kNvmlSuccess) d.compute_mode = mode;
+    unsigned int mhz = 0;
+    if (clock_ != nullptr && clock_(dev, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
+      d.max_clock_ghz = mhz / 1000.0;
+    }
+    if (processes_ != nullptr) d.processes = compute_processes(processes_, dev);
+    return d;
+  }
+
+ private:
+  nvmlDeviceGetString_t name_;
+  nvmlDeviceGetString_t uuid_;
+  nvmlDeviceGetPciInfo_t pci_;
+  nvmlDeviceGetCudaComputeCapability_t cc_;
+  nvmlDeviceGetMemoryInfo_t mem_;
+  nvmlDeviceGetMigMode_t mig_;
+  nvmlDeviceGetComputeMode_t mode_;
+  nvmlDeviceGetMaxClockInfo_t clock_;
+  nvmlDeviceGetComputeRunningProcesses_t processes_;
+};
+
+// The CUDA driver's per-device queries, each optional.
+class CudaDeviceQueries {
+ public:
+  explicit CudaDeviceQueries(const Library& lib)
+      : get_(lib.get<cuDeviceGet_t>("cuDeviceGet")),
+        name_(lib.get<cuDeviceGetName_t>("cuDeviceGetName")),
+        uuid_(lib.get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"})),
+        attr_(lib.get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute")),
+        total_mem_(lib.get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"})),
+        bus_id_(lib.get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId")) {}
+
+  std::optional<CudaDevice> read(int index) const {
+    CUdevice dev = 0;
+    if (get_ == nullptr || get_(&dev, index) != 0) return std::nullopt;
+    CudaDevice d;
+    char text[256] = {};
+    if (name_ != nullptr && name_(text, sizeof text - 1, dev) == 0) d.name = text;
+    CuUuid uuid{};
+    if (uuid_ != nullptr && uuid_(&uuid, dev) == 0) {
+      d.uuid = format_uuid(uuid.bytes, d.name.find(" MIG ") != std::string::npos);
+    }
+    auto attr = [&](int which) -> std::optional<int> {
+      int value = 0;
+      if (attr_ != nullptr && attr_(&value, which, dev) == 0) return value;
+      return std::nullopt;
+    };
+    const auto major = attr(kAttrCcMajor);
+    const auto minor = attr(kAttrCcMinor);
+    if (major && minor) d.cc = ComputeCapability{*major, *minor};
+    d.sm_count = attr(kAttrMultiprocessorCount);
+    d.compute_mode = attr(kAttrComputeMode);
+    if (const auto khz = attr(kAttrClockRate); khz && *khz > 0) d.clock_ghz = *khz / 1e6;
+    std::size_t bytes = 0;
+    if (total_mem_ != nullptr && total_mem_(&bytes, dev) == 0) d.memory_total = bytes;
+    std::memset(text, 0, sizeof text);
+    if (bus_id_ != nullptr && bus_id_(text, 64, dev) == 0) d.pci_bus_id = text;
+    return d;
+  }
+
+ private:
+  cuDeviceGet_t get_;
+  cuDeviceGetName_t name_;
+  cuDeviceGetUuid_t uuid_;
+  cuDeviceGetAttribute_t attr_;
+  cuDeviceTotalMem_t total_mem_;
+  cuDeviceGetPCIBusId_t bus_id_;
+};
+
+// Peer access between every two of `n` devices.
+std::vector<PeerLink> read_peers(const Library& lib, int n) {
+  std::vector<PeerLink> peers;
+  auto can_access = lib.get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
+  auto p2p_attr = lib.get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
+  for (int i = 0; i < n && can_access != nullptr; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      PeerLink link;
+      link.from = i;
+      link.to = j;
+      int value = 0;
+      link.access = can_access(&value, i, j) == 0 && value != 0;
+      if (p2p_attr != nullptr && p2p_attr(&value, kP2PPerformanceRank, i, j) == 0) {
+        link.performance_rank = value;
+      }
+      link.native_atomics =
+          p2p_attr != nullptr && p2p_attr(&value, kP2PNativeAtomics, i, j) == 0 && value != 0;
+      peers.push_back(link);
+    }
+  }
+  return peers;
+}
+
 class SystemDriver final : public DriverApi {
  public:
   SystemDriver(std::string nvml_name, std::string cuda_name)
@@ -209,59 +349,12 @@ class SystemDriver final : public DriverApi {
         lib.get_any<nvmlDeviceGetCount_t>({"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
     auto get_handle = lib.get_any<nvmlDeviceGetHandleByIndex_t>(
         {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-    auto get_name = lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetName");
-    auto get_uuid = lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetUUID");
-    auto get_pci =
-        lib.get_any<nvmlDeviceGetPciInfo_t>({"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
-    auto get_cc =
-        lib.get<nvmlDeviceGetCudaComputeCapability_t>("nvmlDeviceGetCudaComputeCapability");
-    auto get_mem = lib.get<nvmlDeviceGetMemoryInfo_t>("nvmlDeviceGetMemoryInfo");
-    auto get_mig = lib.get<nvmlDeviceGetMigMode_t>("nvmlDeviceGetMigMode");
-    auto get_mode = lib.get<nvmlDeviceGetComputeMode_t>("nvmlDeviceGetComputeMode");
-    auto get_clock = lib.get<nvmlDeviceGetMaxClockInfo_t>("nvmlDeviceGetMaxClockInfo");
-    auto get_processes = lib.get_any<nvmlDeviceGetComputeRunningProcesses_t>(
-        {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+    const NvmlDeviceQueries queries(lib);
     unsigned int count = 0;
     if (get_count != nullptr && get_handle != nullptr && get_count(&count) == kNvmlSuccess) {
       for (unsigned int i = 0; i < count && i < 1024; ++i) {
         nvmlDevice_t dev = nullptr;
-        if (get_handle(i, &dev) != kNvmlSuccess) continue;
-        NvmlDevice d;
-        char text[128] = {};
-        if (get_name != nullptr && get_name(dev, text, sizeof text) == kNvmlSuccess) d.name = text;
-        std::memset(text, 0, sizeof text);
-        if (get_uuid != nullptr && get_uuid(dev, text, sizeof text) == kNvmlSuccess) d.uuid = text;
-        // Room to spare in case a newer driver writes a larger structure.
-        alignas(NvmlPciInfo) unsigned char pci_storage[sizeof(NvmlPciInfo) + 256] = {};
-        auto* pci = reinterpret_cast<NvmlPciInfo*>(pci_storage);
-        if (get_pci != nullptr && get_pci(dev, pci) == kNvmlSuccess) {
-          pci->bus_id[sizeof pci->bus_id - 1] = '\0';
-          d.pci_bus_id = pci->bus_id;
-        }
-        int major = 0;
-        int minor = 0;
-        if (get_cc != nullptr && get_cc(dev, &major, &minor) == kNvmlSuccess) {
-          d.cc = ComputeCapability{major, minor};
-        }
-        NvmlMemory mem{};
-        if (get_mem != nullptr && get_mem(dev, &mem) == kNvmlSuccess) {
-          d.memory_total = mem.total;
-          d.memory_free = mem.free;
-          d.memory_used = mem.used;
-        }
-        unsigned int current = 0;
-        unsigned int pending = 0;
-        if (get_mig != nullptr && get_mig(dev, &current, &pending) == kNvmlSuccess) {
-          d.mig_enabled = current == 1;
-        }
-        int mode = 0;
-        if (get_mode != nullptr && get_mode(dev, &mode) == kNvmlSuccess) d.compute_mode = mode;
-        unsigned int mhz = 0;
-        if (get_clock != nullptr && get_clock(dev, kNvmlClockSm, &mhz) == kNvmlSuccess && mhz > 0) {
-          d.max_clock_ghz = mhz / 1000.0;
-        }
-        if (get_processes != nullptr) d.processes = compute_processes(get_processes, dev);
-        snap.devices.push_back(std::move(d));
+        if (get_handle(i, &dev) == kNvmlSuccess) snap.devices.push_back(queries.read(dev));
       }
     }
     if (shutdown != nullptr) shutdown();
@@ -306,60 +399,13 @@ class SystemDriver final : public DriverApi {
       return snap;
     }
     auto get_count = lib->get<cuDeviceGetCount_t>("cuDeviceGetCount");
-    auto get = lib->get<cuDeviceGet_t>("cuDeviceGet");
-    auto get_name = lib->get<cuDeviceGetName_t>("cuDeviceGetName");
-    auto get_uuid = lib->get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
-    auto get_attr = lib->get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute");
-    auto total_mem = lib->get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
-    auto bus_id = lib->get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId");
     int count = 0;
-    if (get_count == nullptr || get == nullptr || get_count(&count) != 0) return snap;
+    if (get_count == nullptr || get_count(&count) != 0) return snap;
+    const CudaDeviceQueries queries(*lib);
     for (int i = 0; i < count && i < 1024; ++i) {
-      CUdevice dev = 0;
-      if (get(&dev, i) != 0) continue;
-      CudaDevice d;
-      char text[256] = {};
-      if (get_name != nullptr && get_name(text, sizeof text - 1, dev) == 0) d.name = text;
-      CuUuid uuid{};
-      if (get_uuid != nullptr && get_uuid(&uuid, dev) == 0) {
-        d.uuid = format_uuid(uuid.bytes, d.name.find(" MIG ") != std::string::npos);
-      }
-      auto attr = [&](int which) -> std::optional<int> {
-        int value = 0;
-        if (get_attr != nullptr && get_attr(&value, which, dev) == 0) return value;
-        return std::nullopt;
-      };
-      const auto major = attr(kAttrCcMajor);
-      const auto minor = attr(kAttrCcMinor);
-      if (major && minor) d.cc = ComputeCapability{*major, *minor};
-      d.sm_count = attr(kAttrMultiprocessorCount);
-      d.compute_mode = attr(kAttrComputeMode);
-      if (const auto khz = attr(kAttrClockRate); khz && *khz > 0) d.clock_ghz = *khz / 1e6;
-      std::size_t bytes = 0;
-      if (total_mem != nullptr && total_mem(&bytes, dev) == 0) d.memory_total = bytes;
-      std::memset(text, 0, sizeof text);
-      if (bus_id != nullptr && bus_id(text, 64, dev) == 0) d.pci_bus_id = text;
-      snap.devices.push_back(std::move(d));
+      if (auto d = queries.read(i)) snap.devices.push_back(std::move(*d));
     }
-    auto can_access = lib->get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
-    auto p2p_attr = lib->get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
-    const int n = static_cast<int>(snap.devices.size());
-    for (int i = 0; i < n && can_access != nullptr; ++i) {
-      for (int j = 0; j < n; ++j) {
-        if (i == j) continue;
-        PeerLink link;
-        link.from = i;
-        link.to = j;
-        int value = 0;
-        link.access = can_access(&value, i, j) == 0 && value != 0;
-        if (p2p_attr != nullptr && p2p_attr(&value, kP2PPerformanceRank, i, j) == 0) {
-          link.performance_rank = value;
-        }
-        link.native_atomics =
-            p2p_attr != nullptr && p2p_attr(&value, kP2PNativeAtomics, i, j) == 0 && value != 0;
-        snap.peers.push_back(link);
-      }
-    }
+    snap.peers = read_peers(*lib, static_cast<int>(snap.devices.size()));
     return snap;
   }
 

@@ -81,8 +81,9 @@ class MarkdownPrinter final : public Printer {
       out << "\n### Requirements\n\n| mode | device | met | status | reason "
              "|\n|---|---|---|---|---|\n";
       for (const RequirementResult& q : r.requirements) {
-        out << fmt::format("| {} | {} | {} | {} | {} |\n", mode_key(q.mode), cell_text(q.device),
-                           q.met ? "✅" : "❌", to_string(q.status), cell_text(q.reason));
+        out << fmt::format("| {} | {} | {} | {} | {} |\n", mode_key(q.mode),
+                           cell_text(q.device.empty() ? "none" : q.device), q.met ? "✅" : "❌",
+                           to_string(q.status), cell_text(q.reason));
       }
     }
     // Reasons for everything that is not native, once per device and mode.

@@ -102,98 +102,115 @@ std::string exit_code_help() {
   return help;
 }
 
+void add_info(Exposition& e, const Report& r) {
+  Family& info =
+      e.family("precision_probe_info",
+               "Build and stack of the probe (the value is always 1; the facts are labels).");
+  info.add(
+      fmt::format(R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",host="{}")",
+                  escape(r.tool.version), escape(r.stack.libtorch_version),
+                  escape(r.stack.cuda_version), escape(r.driver.version),
+                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
+                  escape(r.host.hostname)),
+      1);
+}
+
+// Per device and mode: natively usable, the status, the hardware's verdict; per device, gated.
+void add_verdicts(Exposition& e, const Report& r) {
+  Family& native =
+      e.family("precision_probe_native",
+               "1 if the precision is natively usable on the device (status native), else 0.");
+  Family& status =
+      e.family("precision_probe_status",
+               "The precision's status on the device: 1 for the current status, 0 for the others.");
+  Family& hardware = e.family(
+      "precision_probe_hardware_native",
+      "1 if the device's hardware runs the precision natively (the architecture's verdict, "
+      "also under --quick), else 0.");
+  Family& selected =
+      e.family("precision_probe_device_selected", "1 if the device is gated by --require.");
+  for (const DeviceReport& d : r.devices) {
+    const std::string labels = device_labels(d);
+    selected.add(labels, d.selected ? 1 : 0);
+    for (const auto& [mode, p] : d.precisions) {
+      const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
+      native.add(ml, p.status == Status::native ? 1 : 0);
+      hardware.add(ml, p.hardware == Hardware::native ? 1 : 0);
+      for (Status st : {Status::native, Status::emulated, Status::unsupported, Status::failed,
+                        Status::not_tested}) {
+        status.add(fmt::format(R"({},status="{}")", ml, to_string(st)), p.status == st ? 1 : 0);
+      }
+    }
+  }
+}
+
+// Per device and mode: the measured figures, where there are some.
+void add_measurements(Exposition& e, const Report& r) {
+  Family& rel =
+      e.family("precision_probe_smoke_relative_error",
+               "Relative Frobenius error of the matmul smoke test against a float64 reference.");
+  Family& tol = e.family("precision_probe_smoke_tolerance", "The smoke test's tolerance.");
+  Family& tflops = e.family("precision_probe_bench_tflops",
+                            "Measured dense GEMM throughput (--bench), TFLOP/s.");
+  Family& sustained =
+      e.family("precision_probe_bench_sustained_tflops",
+               "GEMM throughput after a second of continuous load (--bench, GPUs), TFLOP/s.");
+  Family& peak =
+      e.family("precision_probe_bench_peak_ratio",
+               "Measured throughput as a fraction of the datasheet dense peak (--bench).");
+  Family& loss =
+      e.family("precision_probe_amp_loss_relative_difference",
+               "Final training loss under AMP relative to the fp32 run of the same steps.");
+  Family& mem = e.family("precision_probe_amp_peak_memory_bytes",
+                         "Peak device memory of one training step under AMP (GPUs).");
+  for (const DeviceReport& d : r.devices) {
+    const std::string labels = device_labels(d);
+    for (const auto& [mode, p] : d.precisions) {
+      const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
+      if (p.smoke.ran && p.smoke.rel_error) {
+        rel.add(ml, *p.smoke.rel_error);
+        tol.add(ml, p.smoke.tolerance);
+      }
+      const BenchOutcome* b = p.bench ? &p.bench->outcome : nullptr;
+      if (b != nullptr && b->tflops) tflops.add(ml, *b->tflops);
+      if (b != nullptr && b->sustained_tflops) sustained.add(ml, *b->sustained_tflops);
+      if (p.bench && p.bench->percent_of_peak) peak.add(ml, *p.bench->percent_of_peak / 100.0);
+      if (p.amp && p.amp->loss_rel_diff) loss.add(ml, *p.amp->loss_rel_diff);
+      if (p.amp && p.amp->peak_bytes) mem.add(ml, static_cast<double>(*p.amp->peak_bytes));
+    }
+  }
+}
+
+// The run as a whole: requirements, diagnostics, GPUs, duration.
+void add_run(Exposition& e, const Report& r) {
+  Family& met = e.family("precision_probe_requirement_met",
+                         "1 if --require's mode is met natively on the device.");
+  for (const RequirementResult& q : r.requirements) {
+    met.add(fmt::format(R"({},mode="{}")", requirement_labels(r, q), mode_key(q.mode)),
+            q.met ? 1 : 0);
+  }
+  Family& diag = e.family("precision_probe_diagnostics", "Number of diagnostics of each severity.");
+  for (Severity sev : {Severity::error, Severity::warning, Severity::info}) {
+    int n = 0;
+    for (const Diagnostic& dg : r.diagnostics) n += dg.severity == sev ? 1 : 0;
+    diag.add(fmt::format(R"(severity="{}")", to_string(sev)), n);
+  }
+  Family& gpus = e.family("precision_probe_gpus", "Number of GPUs visible to CUDA.");
+  int n = 0;
+  for (const DeviceReport& d : r.devices) n += d.kind == DeviceKind::cuda ? 1 : 0;
+  gpus.add("", n);
+  Family& duration = e.family("precision_probe_duration_seconds", "Wall time of the probe.");
+  duration.add("", r.duration_ms / 1000.0);
+}
+
 class PrometheusPrinter final : public Printer {
   void do_print(const Report& r, std::ostream& out) const override {
     Exposition e;
-    Family& info =
-        e.family("precision_probe_info",
-                 "Build and stack of the probe (the value is always 1; the facts are labels).");
-    info.add(fmt::format(
-                 R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",host="{}")",
-                 escape(r.tool.version), escape(r.stack.libtorch_version),
-                 escape(r.stack.cuda_version), escape(r.driver.version),
-                 r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
-                 escape(r.host.hostname)),
-             1);
+    add_info(e, r);
     if (has_findings(r)) {
-      Family& native =
-          e.family("precision_probe_native",
-                   "1 if the precision is natively usable on the device (status native), else 0.");
-      Family& status = e.family(
-          "precision_probe_status",
-          "The precision's status on the device: 1 for the current status, 0 for the others.");
-      Family& hardware = e.family(
-          "precision_probe_hardware_native",
-          "1 if the device's hardware runs the precision natively (the architecture's verdict, "
-          "also under --quick), else 0.");
-      Family& selected =
-          e.family("precision_probe_device_selected", "1 if the device is gated by --require.");
-      for (const DeviceReport& d : r.devices) {
-        const std::string labels = device_labels(d);
-        selected.add(labels, d.selected ? 1 : 0);
-        for (const auto& [mode, p] : d.precisions) {
-          const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
-          native.add(ml, p.status == Status::native ? 1 : 0);
-          hardware.add(ml, p.hardware == Hardware::native ? 1 : 0);
-          for (Status st : {Status::native, Status::emulated, Status::unsupported, Status::failed,
-                            Status::not_tested}) {
-            status.add(fmt::format(R"({},status="{}")", ml, to_string(st)), p.status == st ? 1 : 0);
-          }
-        }
-      }
-      Family& rel = e.family(
-          "precision_probe_smoke_relative_error",
-          "Relative Frobenius error of the matmul smoke test against a float64 reference.");
-      Family& tol = e.family("precision_probe_smoke_tolerance", "The smoke test's tolerance.");
-      Family& tflops = e.family("precision_probe_bench_tflops",
-                                "Measured dense GEMM throughput (--bench), TFLOP/s.");
-      Family& sustained =
-          e.family("precision_probe_bench_sustained_tflops",
-                   "GEMM throughput after a second of continuous load (--bench, GPUs), TFLOP/s.");
-      Family& peak =
-          e.family("precision_probe_bench_peak_ratio",
-                   "Measured throughput as a fraction of the datasheet dense peak (--bench).");
-      Family& loss =
-          e.family("precision_probe_amp_loss_relative_difference",
-                   "Final training loss under AMP relative to the fp32 run of the same steps.");
-      Family& mem = e.family("precision_probe_amp_peak_memory_bytes",
-                             "Peak device memory of one training step under AMP (GPUs).");
-      for (const DeviceReport& d : r.devices) {
-        const std::string labels = device_labels(d);
-        for (const auto& [mode, p] : d.precisions) {
-          const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
-          if (p.smoke.ran && p.smoke.rel_error) {
-            rel.add(ml, *p.smoke.rel_error);
-            tol.add(ml, p.smoke.tolerance);
-          }
-          if (p.bench && p.bench->outcome.tflops) tflops.add(ml, *p.bench->outcome.tflops);
-          if (p.bench && p.bench->outcome.sustained_tflops) {
-            sustained.add(ml, *p.bench->outcome.sustained_tflops);
-          }
-          if (p.bench && p.bench->percent_of_peak) peak.add(ml, *p.bench->percent_of_peak / 100.0);
-          if (p.amp && p.amp->loss_rel_diff) loss.add(ml, *p.amp->loss_rel_diff);
-          if (p.amp && p.amp->peak_bytes) mem.add(ml, static_cast<double>(*p.amp->peak_bytes));
-        }
-      }
-      Family& met = e.family("precision_probe_requirement_met",
-                             "1 if --require's mode is met natively on the device.");
-      for (const RequirementResult& q : r.requirements) {
-        met.add(fmt::format(R"({},mode="{}")", requirement_labels(r, q), mode_key(q.mode)),
-                q.met ? 1 : 0);
-      }
-      Family& diag =
-          e.family("precision_probe_diagnostics", "Number of diagnostics of each severity.");
-      for (Severity sev : {Severity::error, Severity::warning, Severity::info}) {
-        int n = 0;
-        for (const Diagnostic& dg : r.diagnostics) n += dg.severity == sev ? 1 : 0;
-        diag.add(fmt::format(R"(severity="{}")", to_string(sev)), n);
-      }
-      Family& gpus = e.family("precision_probe_gpus", "Number of GPUs visible to CUDA.");
-      int n = 0;
-      for (const DeviceReport& d : r.devices) n += d.kind == DeviceKind::cuda ? 1 : 0;
-      gpus.add("", n);
-      Family& duration = e.family("precision_probe_duration_seconds", "Wall time of the probe.");
-      duration.add("", r.duration_ms / 1000.0);
+      add_verdicts(e, r);
+      add_measurements(e, r);
+      add_run(e, r);
     }
     Family& exit = e.family("precision_probe_exit_code", exit_code_help());
     exit.add("", r.exit_code);

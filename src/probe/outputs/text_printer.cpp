@@ -309,9 +309,10 @@ void print_requirements(const Report& r, Writer& w) {
   if (r.requirements.empty()) return;
   w.line(w.paint().bold("requirements"));
   for (const RequirementResult& q : r.requirements) {
-    w.text(fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device) +
-               w.paint()(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31") + " ",
-           fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason), 4);
+    w.text(
+        fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device.empty() ? "none" : q.device) +
+            w.paint()(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31") + " ",
+        fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason), 4);
   }
   w.line("");
 }

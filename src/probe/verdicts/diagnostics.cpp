@@ -19,8 +19,8 @@ namespace {
 class Collector {
  public:
   explicit Collector(std::vector<Diagnostic>& out) : out_(out) {}
-  void add(std::string code, Severity severity, std::string message, std::string hint) {
-    out_.push_back({std::move(code), severity, std::move(message), std::move(hint)});
+  void add(DiagnosticCode code, Severity severity, std::string message, std::string hint) {
+    out_.push_back({std::string(to_string(code)), severity, std::move(message), std::move(hint)});
   }
 
  private:
@@ -86,20 +86,20 @@ void driver_fault(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   const bool out_of_time = ctx.nvml.fault == QueryFault::out_of_time ||
                            (ctx.cuda && ctx.cuda->fault == QueryFault::out_of_time);
   if (r.driver.status == DriverStatus::hung && out_of_time) {
-    c.add("driver-out-of-time", Severity::error,
+    c.add(DiagnosticCode::driver_out_of_time, Severity::error,
           "the run's time ran out before the NVIDIA driver answered: " + r.driver.message +
               "; the GPUs were not tested",
           "give the run more time (--timeout; a driver query alone may take up to "
           "--check-timeout): a driver that still does not answer hangs (driver-hung)");
   } else if (r.driver.status == DriverStatus::hung) {
-    c.add("driver-hung", Severity::error,
+    c.add(DiagnosticCode::driver_hung, Severity::error,
           "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",
           "read the kernel log for Xid errors (`dmesg | grep -i xid`: 79 is a GPU fallen off the "
           "bus, 48/63/64/94/95 memory errors), drain the node, reset the GPU (`nvidia-smi -r -i "
           "N`, with nothing running on it) or reboot; `nvidia-smi` hangs as well in this state");
   } else if (r.driver.status == DriverStatus::crashed) {
     c.add(
-        "driver-crashed", Severity::error,
+        DiagnosticCode::driver_crashed, Severity::error,
         "a query of the NVIDIA driver crashed: " + r.driver.message + "; the GPUs were not tested",
         "the driver's user-space libraries do not match its kernel module or are damaged: compare "
         "`cat /proc/driver/nvidia/version` with the libnvidia-ml/libcuda versions the container "
@@ -112,14 +112,14 @@ void driver_library(Collector& c, const Report& r, const DiagnosticContext& ctx)
   if (r.driver.status != DriverStatus::not_found && !(ctx.cuda && !ctx.cuda->loaded)) return;
   const bool nvml_only = ctx.nvml.loaded && ctx.nvml.init_result == 0;
   if (nvml_only) {
-    c.add("cuda-library-not-found", Severity::error,
+    c.add(DiagnosticCode::cuda_library_not_found, Severity::error,
           "NVML loads but the CUDA driver library does not (" + r.driver.message +
               "): nvidia-smi works, CUDA programs cannot",
           "the container was given the 'utility' driver capability only: set "
           "NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all)");
     return;
   }
-  c.add("driver-library-not-found", ctx.gpu_wanted ? Severity::error : Severity::info,
+  c.add(DiagnosticCode::driver_library_not_found, ctx.gpu_wanted ? Severity::error : Severity::info,
         "no NVIDIA driver library can be loaded (" + r.driver.message + ")", kGpuContainerHint);
 }
 
@@ -132,7 +132,8 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
   const std::vector<std::string> gpus = gpu_device_nodes(ctx.system);
   const bool ctl = ctx.system.exists("/dev/nvidiactl");
   if (!ctl || gpus.empty()) {
-    c.add("device-nodes-missing", ctx.gpu_wanted ? Severity::error : Severity::warning,
+    c.add(DiagnosticCode::device_nodes_missing,
+          ctx.gpu_wanted ? Severity::error : Severity::warning,
           fmt::format("the NVIDIA driver is present but {} (found: {})",
                       !ctl ? "/dev/nvidiactl is missing" : "no /dev/nvidiaN device node exists",
                       nodes.empty() ? "no /dev/nvidia* at all" : join(nodes, " ")),
@@ -146,7 +147,8 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
     if (!ctx.system.accessible("/dev/" + n)) blocked.push_back("/dev/" + n);
   }
   if (!blocked.empty()) {
-    c.add("device-nodes-inaccessible", ctx.gpu_wanted ? Severity::error : Severity::warning,
+    c.add(DiagnosticCode::device_nodes_inaccessible,
+          ctx.gpu_wanted ? Severity::error : Severity::warning,
           "this user may not open " + join(blocked, ", ") + " for reading and writing",
           "add the user to the group that owns the nodes (often 'video' or 'render'), or allow "
           "the devices in the container's device cgroup");
@@ -158,7 +160,8 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
   if (nvidia) {
     const std::string v = to_lower(trim(*nvidia));
     if (v == "void" || v == "none" || v.empty()) {
-      c.add("nvidia-visible-devices-none", ctx.gpu_wanted ? Severity::error : Severity::warning,
+      c.add(DiagnosticCode::nvidia_visible_devices_none,
+            ctx.gpu_wanted ? Severity::error : Severity::warning,
             fmt::format("NVIDIA_VISIBLE_DEVICES={} tells the NVIDIA container runtime to expose no "
                         "GPU",
                         v.empty() ? "\"\"" : v),
@@ -166,7 +169,7 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
             "the container's environment");
     }
   } else if (ctx.gpu_wanted && r.host.container && r.driver.status == DriverStatus::not_found) {
-    c.add("nvidia-visible-devices-unset", Severity::info,
+    c.add(DiagnosticCode::nvidia_visible_devices_unset, Severity::info,
           "this container has no NVIDIA_VISIBLE_DEVICES: it was not started by the NVIDIA "
           "container runtime (or the image does not request GPUs)",
           kGpuContainerHint);
@@ -177,7 +180,8 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
   const std::size_t physical = ctx.nvml.devices.size();
   if (spec.entries.empty()) {
     c.add(
-        "cuda-visible-devices-empty", ctx.gpu_wanted ? Severity::error : Severity::warning,
+        DiagnosticCode::cuda_visible_devices_empty,
+        ctx.gpu_wanted ? Severity::error : Severity::warning,
         fmt::format("CUDA_VISIBLE_DEVICES={} hides every GPU from CUDA{}",
                     spec.raw.empty() ? "\"\"" : "\"" + printable(spec.raw) + "\"",
                     physical > 0 ? fmt::format(" ({} present)", physical) : ""),
@@ -199,7 +203,8 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
     bad = spec.entries[ctx.cuda->devices.size()];
   }
   if (!bad.empty()) {
-    c.add("cuda-visible-devices-invalid", ctx.gpu_wanted ? Severity::error : Severity::warning,
+    c.add(DiagnosticCode::cuda_visible_devices_invalid,
+          ctx.gpu_wanted ? Severity::error : Severity::warning,
           fmt::format(
               "CUDA_VISIBLE_DEVICES=\"{}\": entry '{}' names no GPU{}; CUDA ignores it and "
               "every entry after it ({} visible)",
@@ -237,7 +242,7 @@ void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx)
                                        "/usr/local/cuda/compat but are not loaded")
                     : "; no forward-compatibility libraries in /usr/local/cuda/compat";
   c.add(
-      "driver-too-old", Severity::error, message,
+      DiagnosticCode::driver_too_old, Severity::error, message,
       fmt::format("upgrade the host driver to {} or newer for CUDA {}, or use an image built for "
                   "CUDA {} or older; on data-centre GPUs the cuda-compat package (LD_LIBRARY_PATH="
                   "/usr/local/cuda/compat) bridges one major version",
@@ -258,7 +263,7 @@ void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
                             !ctx.nvml.devices.empty())) {
       return;
     }
-    c.add("no-cuda-device", ctx.gpu_wanted ? Severity::error : Severity::warning,
+    c.add(DiagnosticCode::no_cuda_device, ctx.gpu_wanted ? Severity::error : Severity::warning,
           "the driver is loaded, but cuInit finds no CUDA device (CUDA_ERROR_NO_DEVICE)",
           "check `nvidia-smi -L`; in a container, pass the GPUs in (`--gpus all`) and check "
           "NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES");
@@ -296,7 +301,7 @@ void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
           "look the error up in the CUDA driver API documentation; check `nvidia-smi` and the "
           "kernel log";
   }
-  c.add("cuinit-failed", Severity::error,
+  c.add(DiagnosticCode::cuinit_failed, Severity::error,
         fmt::format("cuInit failed with {} ({}){}", name.empty() ? "an error" : name, code,
                     ctx.cuda && !ctx.cuda->init_error_string.empty()
                         ? ": " + ctx.cuda->init_error_string
@@ -304,9 +309,63 @@ void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
         hint);
 }
 
+// One GPU's state: kernels for it in the build, MIG, its compute mode, memory held by others.
+void gpu_state(Collector& c, const DeviceReport& d) {
+  const GpuInfo& g = *d.gpu;
+  if (d.kernels && !d.kernels->covered) {
+    c.add(DiagnosticCode::arch_not_in_build, Severity::error, d.label() + ": " + d.kernels->reason,
+          "use a LibTorch/PyTorch build whose torch.cuda.get_arch_list() covers this GPU (or "
+          "build it with TORCH_CUDA_ARCH_LIST including it)");
+  } else if (d.kernels && d.kernels->ptx) {
+    c.add(DiagnosticCode::arch_via_ptx, Severity::warning,
+          d.label() + ": this LibTorch build has no binary for sm_" +
+              std::to_string(g.cc ? g.cc->as_int() : 0) + "; the driver JIT-compiles " +
+              d.kernels->via + ": slow first start, and kernels tuned for an older GPU",
+          "use a build whose arch list includes this GPU's architecture");
+  }
+  if (g.mig_enabled.value_or(false)) {
+    c.add(DiagnosticCode::mig_enabled, Severity::info,
+          fmt::format("{} ({}) has MIG enabled{}", d.label(), g.name,
+                      g.mig_instance ? ": this is a MIG instance, with its share of the SMs and "
+                                       "memory"
+                                     : ": CUDA sees its instances only when "
+                                       "CUDA_VISIBLE_DEVICES names them (MIG-...)"),
+          "list the instances with `nvidia-smi -L`; give a job one by its MIG UUID");
+  }
+  if (g.compute_mode == 2) {
+    c.add(DiagnosticCode::compute_mode_prohibited, Severity::error,
+          d.label() + " is in compute mode Prohibited: no process may create a context on it",
+          "`nvidia-smi -i " + std::to_string(d.index) + " -c DEFAULT` (as root)");
+  }
+  // In use: what is not free (NVML's own "used" counts reserved memory too, and can exceed the
+  // total it reports).
+  const std::optional<std::uint64_t> in_use =
+      g.memory_total && g.memory_free
+          ? std::optional<std::uint64_t>(*g.memory_total -
+                                         std::min(*g.memory_free, *g.memory_total))
+          : g.memory_used;
+  const bool busy = g.memory_total && in_use && *g.memory_total > 0 &&
+                    static_cast<double>(*in_use) > 0.9 * static_cast<double>(*g.memory_total);
+  if (g.compute_mode == 3 && g.memory_used && *g.memory_used > (512ULL << 20)) {
+    c.add(DiagnosticCode::compute_mode_exclusive_busy, Severity::warning,
+          d.label() + " is in compute mode Exclusive Process and another process holds it (" +
+              std::to_string(*g.memory_used >> 20) + " MiB in use): a second process cannot use it",
+          "wait for the other process, or `nvidia-smi -i " + std::to_string(d.index) +
+              " -c DEFAULT`");
+  } else if (busy) {
+    c.add(DiagnosticCode::gpu_memory_busy, Severity::warning,
+          fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes{}{}", d.label(),
+                      static_cast<double>(*in_use) / (1 << 30),
+                      static_cast<double>(*g.memory_total) / (1 << 30), holders(g),
+                      untested_for_memory(d)),
+          "free the GPU (stop those processes), or choose another with --device; "
+          "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` lists the holders");
+  }
+}
+
 void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   if (!ctx.engine_installed) {
-    c.add("engine-not-installed", Severity::warning,
+    c.add(DiagnosticCode::engine_not_installed, Severity::warning,
           "the kernel engine (precision-probe-engine) is not installed next to the probe: no "
           "smoke test ran",
           "build precision-probe with LibTorch (./dev probe) or set PRECISION_PROBE_ENGINE to the "
@@ -314,14 +373,14 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
   }
   if (r.stack.available && !r.stack.cuda_built) {
     if (any_gpu(r)) {
-      c.add("libtorch-without-cuda", Severity::error,
+      c.add(DiagnosticCode::libtorch_without_cuda, Severity::error,
             fmt::format("LibTorch {} was built without CUDA, but this machine has GPUs: no GPU "
                         "kernel can run",
                         r.stack.libtorch_version),
             "use a CUDA build of PyTorch/LibTorch (a pytorch/pytorch:*-cuda* image, a cu12x/cu13x "
             "wheel) and rebuild the probe against it");
     } else {
-      c.add("libtorch-without-cuda", Severity::info,
+      c.add(DiagnosticCode::libtorch_without_cuda, Severity::info,
             fmt::format("LibTorch {} is a CPU-only build (and no GPU is visible)",
                         r.stack.libtorch_version),
             "nothing to do for CPU work; for GPUs, use a CUDA build of LibTorch");
@@ -330,60 +389,10 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
   bool tf32_native = false;
   for (const DeviceReport& d : r.devices) {
     if (d.kind != DeviceKind::cuda || !d.gpu) continue;
-    const GpuInfo& g = *d.gpu;
-    if (d.kernels && !d.kernels->covered) {
-      c.add("arch-not-in-build", Severity::error, d.label() + ": " + d.kernels->reason,
-            "use a LibTorch/PyTorch build whose torch.cuda.get_arch_list() covers this GPU (or "
-            "build it with TORCH_CUDA_ARCH_LIST including it)");
-    } else if (d.kernels && d.kernels->ptx) {
-      c.add("arch-via-ptx", Severity::warning,
-            d.label() + ": this LibTorch build has no binary for sm_" +
-                std::to_string(g.cc ? g.cc->as_int() : 0) + "; the driver JIT-compiles " +
-                d.kernels->via + ": slow first start, and kernels tuned for an older GPU",
-            "use a build whose arch list includes this GPU's architecture");
-    }
-    if (g.mig_enabled.value_or(false)) {
-      c.add("mig-enabled", Severity::info,
-            fmt::format("{} ({}) has MIG enabled{}", d.label(), g.name,
-                        g.mig_instance ? ": this is a MIG instance, with its share of the SMs and "
-                                         "memory"
-                                       : ": CUDA sees its instances only when "
-                                         "CUDA_VISIBLE_DEVICES names them (MIG-...)"),
-            "list the instances with `nvidia-smi -L`; give a job one by its MIG UUID");
-    }
-    if (g.compute_mode == 2) {
-      c.add("compute-mode-prohibited", Severity::error,
-            d.label() + " is in compute mode Prohibited: no process may create a context on it",
-            "`nvidia-smi -i " + std::to_string(d.index) + " -c DEFAULT` (as root)");
-    }
-    // In use: what is not free (NVML's own "used" counts reserved memory too, and can exceed the
-    // total it reports).
-    const std::optional<std::uint64_t> in_use =
-        g.memory_total && g.memory_free
-            ? std::optional<std::uint64_t>(*g.memory_total -
-                                           std::min(*g.memory_free, *g.memory_total))
-            : g.memory_used;
-    const bool busy = g.memory_total && in_use && *g.memory_total > 0 &&
-                      static_cast<double>(*in_use) > 0.9 * static_cast<double>(*g.memory_total);
-    if (g.compute_mode == 3 && g.memory_used && *g.memory_used > (512ULL << 20)) {
-      c.add("compute-mode-exclusive-busy", Severity::warning,
-            d.label() + " is in compute mode Exclusive Process and another process holds it (" +
-                std::to_string(*g.memory_used >> 20) +
-                " MiB in use): a second process cannot use it",
-            "wait for the other process, or `nvidia-smi -i " + std::to_string(d.index) +
-                " -c DEFAULT`");
-    } else if (busy) {
-      c.add("gpu-memory-busy", Severity::warning,
-            fmt::format("{}: {:.1f} of {:.1f} GiB are in use by other processes{}{}", d.label(),
-                        static_cast<double>(*in_use) / (1 << 30),
-                        static_cast<double>(*g.memory_total) / (1 << 30), holders(g),
-                        untested_for_memory(d)),
-            "free the GPU (stop those processes), or choose another with --device; "
-            "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` lists the holders");
-    }
+    gpu_state(c, d);
     const PrecisionResult* bf16 = d.find(Mode::bf16);
     if (bf16 != nullptr && bf16->status == Status::emulated) {
-      c.add("bf16-emulated", Severity::warning,
+      c.add(DiagnosticCode::bf16_emulated, Severity::warning,
             d.label() + ": BF16 runs but is emulated (" + bf16->reason +
                 "); torch.cuda.is_bf16_supported() still answers True here",
             "train in fp16 with loss scaling on this GPU (see the recommendation), or use cc 8.0+");
@@ -392,7 +401,7 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     if (tf32 != nullptr && tf32->hardware == Hardware::native) tf32_native = true;
   }
   if (tf32_native) {
-    c.add("tf32-off-by-default", Severity::info,
+    c.add(DiagnosticCode::tf32_off_by_default, Severity::info,
           "PyTorch/LibTorch leave TF32 off for fp32 matmuls by default (since 1.12): fp32 training "
           "runs at full-fp32 speed although TF32 tensor cores are native here",
           "torch.set_float32_matmul_precision('high') (Python) or "
@@ -427,13 +436,13 @@ void disagreement(Collector& c, const Report& r) {
     differences.push_back(fmt::format("{}: {}", mode_key(mode), join(parts, "; ")));
   }
   if (!differences.empty()) {
-    c.add("devices-disagree", Severity::warning,
+    c.add(DiagnosticCode::devices_disagree, Severity::warning,
           "the GPUs of this node disagree: " + join(differences, " | "),
           "a training job runs at the pace (and precision) of its worst GPU: look at the GPU that "
           "differs (nvidia-smi -q -i N, the kernel log for Xid errors), or exclude it with "
           "CUDA_VISIBLE_DEVICES");
   } else if (models.size() > 1) {
-    c.add("devices-disagree", Severity::info,
+    c.add(DiagnosticCode::devices_disagree, Severity::info,
           "the node mixes GPU models: " +
               join(std::vector<std::string>(models.begin(), models.end()), ", "),
           "data-parallel jobs run at the pace of the slowest model; pin jobs to one model with "
@@ -455,7 +464,7 @@ void cpu_blas(Collector& c, const Report& r) {
     if (fp32 == nullptr || !fp32->bench || !fp32->bench->outcome.ok || !peak) continue;
     const double gflops = fp32->bench->outcome.tflops.value_or(0.0) * 1000.0;
     if (gflops >= kSlowBlasFraction * *peak) continue;
-    c.add("cpu-blas-slow", Severity::warning,
+    c.add(DiagnosticCode::cpu_blas_slow, Severity::warning,
           fmt::format("the CPU's fp32 GEMM runs at {:.3g} GFLOP/s, {:.1f} % of the {:.0f} GFLOP/s "
                       "its {} cores allow ({:.2f} GHz, {} FLOP per cycle): LibTorch is on a "
                       "reference BLAS",
@@ -477,7 +486,7 @@ void ungated_failures(Collector& c, const Report& r) {
         failed.push_back(std::string(mode_key(mode)) + " (" + p.reason + ")");
     }
     if (failed.empty()) continue;
-    c.add("ungated-device-failed", Severity::warning,
+    c.add(DiagnosticCode::ungated_device_failed, Severity::warning,
           fmt::format("{} is reported, not gated, so the exit code does not count its failures: {}",
                       d.label(), join(failed, "; ")),
           d.kind == DeviceKind::cpu ? "gate the CPU too with --device all (or --device cpu)"
@@ -499,6 +508,13 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   ungated_failures(c, report);
   cpu_blas(c, report);
   return out;
+}
+
+std::string_view to_string(DiagnosticCode code) {
+  for (const DiagnosticInfo& info : kDiagnosticCodes) {
+    if (info.code == code) return info.name;
+  }
+  return "?";
 }
 
 }  // namespace precision_probe

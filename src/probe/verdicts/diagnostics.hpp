@@ -2,6 +2,8 @@
 // Diagnostics: what is wrong with the container or the stack, and how to fix it. Each code is
 // stable and documented in docs/diagnostics.md.
 
+#include <array>
+#include <string_view>
 #include <optional>
 #include <vector>
 
@@ -10,6 +12,74 @@
 #include "probe/platform/system.hpp"
 
 namespace precision_probe {
+
+// Every diagnostic the probe can give, in the order of docs/diagnostics.md (a section each).
+enum class DiagnosticCode {
+  driver_library_not_found,
+  cuda_library_not_found,
+  device_nodes_missing,
+  device_nodes_inaccessible,
+  nvidia_visible_devices_none,
+  nvidia_visible_devices_unset,
+  cuda_visible_devices_empty,
+  cuda_visible_devices_invalid,
+  driver_too_old,
+  cuinit_failed,
+  no_cuda_device,
+  engine_not_installed,
+  libtorch_without_cuda,
+  arch_not_in_build,
+  arch_via_ptx,
+  mig_enabled,
+  compute_mode_prohibited,
+  compute_mode_exclusive_busy,
+  gpu_memory_busy,
+  bf16_emulated,
+  tf32_off_by_default,
+  devices_disagree,
+  ungated_device_failed,
+  cpu_blas_slow,
+  driver_hung,
+  driver_out_of_time,
+  driver_crashed,
+};
+
+struct DiagnosticInfo {
+  DiagnosticCode code;
+  std::string_view name;  // the report's `code`: stable, kebab-case
+};
+
+inline constexpr std::array<DiagnosticInfo, 27> kDiagnosticCodes = {{
+    {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
+    {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
+    {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
+    {DiagnosticCode::device_nodes_inaccessible, "device-nodes-inaccessible"},
+    {DiagnosticCode::nvidia_visible_devices_none, "nvidia-visible-devices-none"},
+    {DiagnosticCode::nvidia_visible_devices_unset, "nvidia-visible-devices-unset"},
+    {DiagnosticCode::cuda_visible_devices_empty, "cuda-visible-devices-empty"},
+    {DiagnosticCode::cuda_visible_devices_invalid, "cuda-visible-devices-invalid"},
+    {DiagnosticCode::driver_too_old, "driver-too-old"},
+    {DiagnosticCode::cuinit_failed, "cuinit-failed"},
+    {DiagnosticCode::no_cuda_device, "no-cuda-device"},
+    {DiagnosticCode::engine_not_installed, "engine-not-installed"},
+    {DiagnosticCode::libtorch_without_cuda, "libtorch-without-cuda"},
+    {DiagnosticCode::arch_not_in_build, "arch-not-in-build"},
+    {DiagnosticCode::arch_via_ptx, "arch-via-ptx"},
+    {DiagnosticCode::mig_enabled, "mig-enabled"},
+    {DiagnosticCode::compute_mode_prohibited, "compute-mode-prohibited"},
+    {DiagnosticCode::compute_mode_exclusive_busy, "compute-mode-exclusive-busy"},
+    {DiagnosticCode::gpu_memory_busy, "gpu-memory-busy"},
+    {DiagnosticCode::bf16_emulated, "bf16-emulated"},
+    {DiagnosticCode::tf32_off_by_default, "tf32-off-by-default"},
+    {DiagnosticCode::devices_disagree, "devices-disagree"},
+    {DiagnosticCode::ungated_device_failed, "ungated-device-failed"},
+    {DiagnosticCode::cpu_blas_slow, "cpu-blas-slow"},
+    {DiagnosticCode::driver_hung, "driver-hung"},
+    {DiagnosticCode::driver_out_of_time, "driver-out-of-time"},
+    {DiagnosticCode::driver_crashed, "driver-crashed"},
+}};
+
+std::string_view to_string(DiagnosticCode code);
 
 struct DiagnosticContext {
   const System& system;

@@ -43,7 +43,7 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
     if (!any_selected) {
       RequirementResult r;
       r.mode = mode;
-      r.device = "none";
+      r.device.clear();
       r.status = Status::not_tested;
       r.reason = report.driver.status == DriverStatus::ok
                      ? "no device selected"
@@ -53,6 +53,86 @@ std::vector<RequirementResult> evaluate_requirements(const Report& report,
   }
   return results;
 }
+
+namespace {
+
+// What the checks of the selected devices and the collective found: the first of each kind, as
+// the reason the exit code gives.
+struct Findings {
+  std::string timed_out;              // a check, benchmark or collective that timed out (5)
+  std::string unrunnable;             // a stack that cannot run on a device (3)
+  std::string collective_unrunnable;  // a collective kept from running (3, said first)
+  std::string failed;                 // a failed check (4)
+  std::string other;                  // a failed benchmark or collective (4)
+};
+
+void keep_first(std::string& slot, const std::string& why) {
+  if (slot.empty()) slot = why;
+}
+
+void scan_device(const DeviceReport& device, Findings& f) {
+  for (const auto& [mode, p] : device.precisions) {
+    const std::string what = fmt::format("{} {}", device.label(), mode_key(mode));
+    const ErrorKind bench_kind = p.bench ? p.bench->outcome.error_kind : ErrorKind::none;
+    if (p.bench && !p.bench->outcome.ok && bench_kind != ErrorKind::not_run &&
+        bench_kind != ErrorKind::none && bench_kind != ErrorKind::unavailable) {
+      const std::string why = what + " benchmark: " + p.bench->outcome.error;
+      keep_first(bench_kind == ErrorKind::timed_out ? f.timed_out : f.other, why);
+    }
+    if (p.status != Status::failed) continue;
+    if (p.failure == ErrorKind::timed_out) keep_first(f.timed_out, what + ": " + p.reason);
+    if (p.failure == ErrorKind::environment) {
+      keep_first(f.unrunnable, device.label() + " cannot run this stack: " + p.reason);
+    } else {
+      keep_first(f.failed, what + " failed: " + p.reason);
+    }
+  }
+}
+
+Findings scan(const Report& report) {
+  Findings f;
+  for (const DeviceReport& device : report.devices) {
+    if (device.selected) scan_device(device, f);
+  }
+  if (const auto& c = report.collectives; c && c->requested) {
+    const std::string why = "--nccl: " + c->reason;
+    if (c->failure == ErrorKind::timed_out) keep_first(f.timed_out, why);
+    if (c->failure == ErrorKind::environment) f.collective_unrunnable = why;
+    if (c->status == Status::failed) keep_first(f.other, why);
+  }
+  return f;
+}
+
+// The machine kept a requirement from being checked: a crashed driver, GPUs asked for that are
+// not there, nothing selected, or a check that could not run ("" when none of these).
+std::string environment_problem(const Report& report) {
+  if (report.run.gpus_selected && report.driver.status == DriverStatus::crashed) {
+    return "the NVIDIA driver crashed: " + report.driver.message;
+  }
+  if (!report.run.unavailable_selection.empty()) return report.run.unavailable_selection;
+  for (const RequirementResult& r : report.requirements) {
+    if (r.device.empty()) return fmt::format("--require {}: {}", mode_key(r.mode), r.reason);
+    if (!r.met && r.failure == ErrorKind::unavailable) {
+      return fmt::format("--require {} on {}: not tested: {}", mode_key(r.mode), r.device,
+                         r.reason);
+    }
+  }
+  return "";
+}
+
+ExitDecision requirements_verdict(const Report& report) {
+  for (const RequirementResult& r : report.requirements) {
+    if (!r.met) {
+      return {exit_code::kRequirementNotMet,
+              fmt::format("{} on {} is {}{}", mode_key(r.mode), r.device, to_string(r.status),
+                          r.reason.empty() ? "" : ": " + r.reason)};
+    }
+  }
+  if (report.requirements.empty()) return {exit_code::kOk, "no requirement given; nothing failed"};
+  return {exit_code::kOk, "every requirement met natively; nothing failed"};
+}
+
+}  // namespace
 
 ExitDecision decide_exit(const Report& report) {
   if (report.error && report.error->kind == FailureKind::usage) {
@@ -67,79 +147,16 @@ ExitDecision decide_exit(const Report& report) {
   if (report.run.gpus_selected && report.driver.status == DriverStatus::hung) {
     return {exit_code::kTimedOut, "the NVIDIA driver hangs: " + report.driver.message};
   }
-  const bool driver_crashed =
-      report.run.gpus_selected && report.driver.status == DriverStatus::crashed;
-  const PrecisionResult* environment = nullptr;
-  const DeviceReport* environment_device = nullptr;
-  const PrecisionResult* failed = nullptr;
-  const DeviceReport* failed_device = nullptr;
-  Mode failed_mode = Mode::fp32;
-  std::string other_failure;
-  for (const DeviceReport& device : report.devices) {
-    if (!device.selected) continue;
-    for (const auto& [mode, p] : device.precisions) {
-      const ErrorKind bench_kind = p.bench ? p.bench->outcome.error_kind : ErrorKind::none;
-      if (p.bench && !p.bench->outcome.ok && bench_kind != ErrorKind::not_run &&
-          bench_kind != ErrorKind::none && bench_kind != ErrorKind::unavailable) {
-        const std::string why = fmt::format("{} {} benchmark: {}", device.label(), mode_key(mode),
-                                            p.bench->outcome.error);
-        if (p.bench->outcome.error_kind == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
-        if (other_failure.empty()) other_failure = why;
-      }
-      if (p.status != Status::failed) continue;
-      if (p.failure == ErrorKind::timed_out) {
-        return {exit_code::kTimedOut,
-                fmt::format("{} {}: {}", device.label(), mode_key(mode), p.reason)};
-      }
-      if (p.failure == ErrorKind::environment && environment == nullptr) {
-        environment = &p;
-        environment_device = &device;
-      } else if (failed == nullptr) {
-        failed = &p;
-        failed_device = &device;
-        failed_mode = mode;
-      }
-    }
+  const Findings f = scan(report);
+  if (!f.timed_out.empty()) return {exit_code::kTimedOut, f.timed_out};
+  if (!f.collective_unrunnable.empty()) return {exit_code::kEnvironment, f.collective_unrunnable};
+  if (std::string why = environment_problem(report); !why.empty()) {
+    return {exit_code::kEnvironment, why};
   }
-  if (const auto& c = report.collectives; c && c->requested) {
-    const std::string why = "--nccl: " + c->reason;
-    if (c->failure == ErrorKind::timed_out) return {exit_code::kTimedOut, why};
-    if (c->failure == ErrorKind::environment) return {exit_code::kEnvironment, why};
-    if (c->status == Status::failed && other_failure.empty()) other_failure = why;
-  }
-  if (driver_crashed) {
-    return {exit_code::kEnvironment, "the NVIDIA driver crashed: " + report.driver.message};
-  }
-  if (!report.run.unavailable_selection.empty()) {
-    return {exit_code::kEnvironment, report.run.unavailable_selection};
-  }
-  for (const RequirementResult& r : report.requirements) {
-    if (r.device == "none") {
-      return {exit_code::kEnvironment, fmt::format("--require {}: {}", mode_key(r.mode), r.reason)};
-    }
-    if (!r.met && r.failure == ErrorKind::unavailable) {
-      return {exit_code::kEnvironment, fmt::format("--require {} on {}: not tested: {}",
-                                                   mode_key(r.mode), r.device, r.reason)};
-    }
-  }
-  if (environment != nullptr) {
-    return {exit_code::kEnvironment, fmt::format("{} cannot run this stack: {}",
-                                                 environment_device->label(), environment->reason)};
-  }
-  if (failed != nullptr) {
-    return {exit_code::kCheckFailed, fmt::format("{} {} failed: {}", failed_device->label(),
-                                                 mode_key(failed_mode), failed->reason)};
-  }
-  if (!other_failure.empty()) return {exit_code::kCheckFailed, other_failure};
-  for (const RequirementResult& r : report.requirements) {
-    if (!r.met) {
-      return {exit_code::kRequirementNotMet,
-              fmt::format("{} on {} is {}{}", mode_key(r.mode), r.device, to_string(r.status),
-                          r.reason.empty() ? "" : ": " + r.reason)};
-    }
-  }
-  if (report.requirements.empty()) return {exit_code::kOk, "no requirement given; nothing failed"};
-  return {exit_code::kOk, "every requirement met natively; nothing failed"};
+  if (!f.unrunnable.empty()) return {exit_code::kEnvironment, f.unrunnable};
+  if (!f.failed.empty()) return {exit_code::kCheckFailed, f.failed};
+  if (!f.other.empty()) return {exit_code::kCheckFailed, f.other};
+  return requirements_verdict(report);
 }
 
 }  // namespace precision_probe

@@ -150,6 +150,7 @@ struct AmpSetup {
   std::vector<at::Tensor> init;                 // on the device
   std::vector<at::Tensor> init_host;            // the same on the CPU, to compare against
   std::optional<std::int64_t> fp32_peak_bytes;  // measured once, by the first measure_amp_memory
+  bool fused_sgd = false;  // this LibTorch has a fused SGD for the device (else per tensor)
   bool ready = false;
   std::string error;
 };

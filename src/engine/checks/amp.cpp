@@ -7,7 +7,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -111,28 +110,22 @@ struct Run {
   double ms = 0.0;              // wall time of the run, results read back included
 };
 
-#if PP_TORCH_AT_LEAST(2, 4)
-// Set once a LibTorch refuses the fused optimizer on this device type (a build whose fused SGD
-// has no kernel for it): the per-tensor update is used from then on.
-std::atomic<bool> g_fused_sgd_refused{false};
-#endif
-
 // One SGD step (no momentum) that is skipped, on the device, where `found_inf` is 1: what
-// GradScaler.step does with SGD(fused=True), without a host sync. Gradients hold inf/NaN on a
+// GradScaler.step does with SGD(fused=True), without a host sync; the per-tensor update where
+// this LibTorch has no fused SGD for the device (`fused` false). Gradients hold inf/NaN on a
 // skipped step.
 void sgd_step(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
-              const std::optional<at::Tensor>& found_inf, const at::TensorOptions& f32) {
+              const std::optional<at::Tensor>& found_inf, const at::TensorOptions& f32,
+              bool fused) {
 #if PP_TORCH_AT_LEAST(2, 4)
-  if (!g_fused_sgd_refused.load()) {
-    try {
-      at::_fused_sgd_(params, grads, {}, /*weight_decay=*/0.0, /*momentum=*/0.0, kLearningRate,
-                      /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
-                      /*is_first_step=*/false, /*grad_scale=*/std::nullopt, found_inf);
-      return;
-    } catch (const c10::NotImplementedError&) {
-      g_fused_sgd_refused.store(true);
-    }
+  if (fused) {
+    at::_fused_sgd_(params, grads, {}, /*weight_decay=*/0.0, /*momentum=*/0.0, kLearningRate,
+                    /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false,
+                    /*is_first_step=*/false, /*grad_scale=*/std::nullopt, found_inf);
+    return;
   }
+#else
+  static_cast<void>(fused);
 #endif
   at::Tensor rate = at::full({1}, kLearningRate, f32);
   if (found_inf) rate = rate * found_inf->eq(0).to(at::kFloat);
@@ -194,7 +187,7 @@ Run train(const AmpSetup& s, const Target& target, std::optional<at::ScalarType>
     } else if (skip_mask.defined()) {
       found_inf = skip_mask.narrow(0, step, 1);
     }
-    sgd_step(run.params, grads, found_inf, f32);
+    sgd_step(run.params, grads, found_inf, f32, s.fused_sgd);
     for (at::Tensor& p : run.params) p.mutable_grad().reset();  // zero_grad(set_to_none=True)
     if (step == 0) trace(label + ": first step launched");
   }
@@ -253,6 +246,28 @@ std::string check(Mode mode, const Run& run, AmpOutcome& o, bool on_cuda) {
 
 }  // namespace
 
+namespace {
+
+// Whether this LibTorch has a fused SGD for the device (a build may lack its kernel), tried once
+// on a one-element tensor.
+bool fused_sgd_available(const Target& target) {
+#if PP_TORCH_AT_LEAST(2, 4)
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(target.device);
+  try {
+    const at::Tensor p = at::zeros({1}, f32);
+    sgd_step({p}, {at::zeros({1}, f32)}, at::zeros({1}, f32), f32, true);
+    return true;
+  } catch (const c10::NotImplementedError&) {
+    return false;
+  }
+#else
+  static_cast<void>(target);
+  return false;
+#endif
+}
+
+}  // namespace
+
 AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
   AmpSetup s;
   try {
@@ -272,6 +287,7 @@ AmpSetup prepare_amp(const Target& target, std::uint64_t seed) {
               at::zeros({kClasses}, f32)};
     s.init_host = s.init;
     for (at::Tensor& t : s.init) t = t.to(target.device);
+    s.fused_sgd = fused_sgd_available(target);
     s.ready = true;
   } catch (const std::exception& e) {
     s.error = "the training data could not be prepared: " + error_text(e);
@@ -350,7 +366,11 @@ std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const Target& 
   });
   add([=] {
     const Shapes s = shapes(at::kFloat);
-    sgd_step({s.w, s.b}, {s.w.clone(), s.b.clone()}, at::zeros({1}, f32), f32);
+    try {
+      sgd_step({s.w, s.b}, {s.w.clone(), s.b.clone()}, at::zeros({1}, f32), f32, true);
+    } catch (const std::exception&) {
+      // No fused SGD for this device: prepare_amp() finds that out for the runs.
+    }
   });
   return preloads;
 }

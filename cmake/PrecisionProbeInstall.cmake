@@ -12,6 +12,24 @@ if(TARGET precision-probe-engine)
 endif()
 install(FILES README.md LICENSE docs/report.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
+# The report library for other C++ programs: headers, the static library, a CMake package
+# (find_package(precision-probe) -> precision_probe::report).
+include(CMakePackageConfigHelpers)
+set_target_properties(pp_report PROPERTIES EXPORT_NAME report OUTPUT_NAME precision_probe_report)
+install(TARGETS pp_report EXPORT precision-probe-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY include/precision_probe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set(PP_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/precision-probe)
+install(EXPORT precision-probe-targets NAMESPACE precision_probe:: DESTINATION ${PP_PACKAGE_DIR})
+configure_package_config_file(cmake/precision-probe-config.cmake.in
+                              "${CMAKE_BINARY_DIR}/precision-probe-config.cmake"
+                              INSTALL_DESTINATION ${PP_PACKAGE_DIR})
+write_basic_package_version_file("${CMAKE_BINARY_DIR}/precision-probe-config-version.cmake"
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES "${CMAKE_BINARY_DIR}/precision-probe-config.cmake"
+              "${CMAKE_BINARY_DIR}/precision-probe-config-version.cmake"
+        DESTINATION ${PP_PACKAGE_DIR})
+
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "precision-probe")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")

@@ -1,0 +1,121 @@
+// The report's JSON both ways (the public API of include/precision_probe/report_json.hpp): what
+// report_to_json writes, read_report_json reads back to the same document, for reports of every
+// shape the probe makes; and it refuses what is not a report, saying where.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fakes.hpp"
+#include "precision_probe/report_json.hpp"
+#include "probe/run/probe.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+
+namespace {
+
+const pp::testing::FakeGpu kH200{"NVIDIA H200", {9, 0}, 132, 141};
+const pp::testing::FakeGpu kT4{"Tesla T4", {7, 5}, 40, 15};
+
+struct Machine {
+  pp::testing::FakeSystem system;
+  pp::testing::FakeDriver driver = pp::testing::no_driver();
+  pp::testing::FakeEngine engine;
+  pp::Options options;
+
+  Machine() {
+    system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("Test CPU", "avx2 fma", 4);
+    options.seed = 42;
+  }
+  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+};
+
+// Written, read, written again: the same document.
+void expect_round_trip(const pp::Report& report) {
+  const std::string written = pp::report_to_json(report);
+  const pp::Expected<pp::Report> read = pp::read_report_json(written);
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(pp::report_to_json(*read), written);
+}
+
+}  // namespace
+
+TEST(ReportJson, EveryShapeOfReportReadsBackToTheSameDocument) {
+  Machine h200;
+  h200.driver = pp::testing::driver_with({kH200, kH200});
+  h200.options.bench = true;
+  h200.options.nccl = true;
+  h200.options.require = {Mode::bf16, Mode::amp_fp16};
+  expect_round_trip(h200.run());
+
+  Machine t4;
+  t4.driver = pp::testing::driver_with({kT4});
+  t4.options.require = {Mode::bf16};
+  expect_round_trip(t4.run());
+
+  Machine quick;
+  quick.driver = pp::testing::driver_with({kH200});
+  quick.options.quick = true;
+  expect_round_trip(quick.run());
+
+  Machine cpu_only;
+  cpu_only.engine.stack = pp::testing::cpu_stack();
+  cpu_only.options.require = {Mode::fp8_e4m3};  // nothing can meet it: device "none"
+  cpu_only.options.devices = pp::parse_device_selection("gpu").selection;
+  const pp::Report none = cpu_only.run();
+  ASSERT_FALSE(none.requirements.empty());
+  EXPECT_EQ(none.requirements[0].device, "");
+  expect_round_trip(none);
+
+  expect_round_trip(pp::usage_error_report("--device: GPU 5 does not exist", h200.system));
+}
+
+TEST(ReportJson, TheReadReportHasTheValues) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  m.options.require = {Mode::bf16};
+  const pp::Report original = m.run();
+  const pp::Expected<pp::Report> read = pp::read_report_json(pp::report_to_json(original));
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(read->exit_code, original.exit_code);
+  ASSERT_EQ(read->devices.size(), original.devices.size());
+  const pp::DeviceReport& gpu = read->devices.front();
+  EXPECT_EQ(gpu.kind, pp::DeviceKind::cuda);
+  ASSERT_TRUE(gpu.gpu && gpu.gpu->cc);
+  EXPECT_EQ(gpu.gpu->cc->to_string(), "9.0");
+  ASSERT_NE(gpu.find(Mode::bf16), nullptr);
+  EXPECT_EQ(gpu.find(Mode::bf16)->status, pp::Status::native);
+  ASSERT_NE(gpu.find(Mode::amp_bf16), nullptr);
+  ASSERT_TRUE(gpu.find(Mode::amp_bf16)->amp.has_value());
+  EXPECT_EQ(gpu.find(Mode::amp_bf16)->amp->matmul_dtype, pp::DType::bf16);
+  EXPECT_EQ(read->driver.cuda_version, original.driver.cuda_version);
+  EXPECT_EQ(read->run.command, pp::Command::probe);
+}
+
+TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
+  const auto refused = [](const std::string& text) {
+    const pp::Expected<pp::Report> r = pp::read_report_json(text);
+    EXPECT_FALSE(r) << text;
+    return r ? std::string() : r.error();
+  };
+  EXPECT_EQ(refused("{"), "not a JSON document");
+  EXPECT_NE(refused("[1,2]").find("not a precision-probe report"), std::string::npos);
+  EXPECT_NE(refused(R"({"schema_version":2,"tool":{}})").find("schema_version 2"),
+            std::string::npos);
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
+  j["devices"][0]["gpu"]["sm_count"] = "many";
+  EXPECT_NE(refused(j.dump()).find("devices[0].gpu.sm_count: expected an integer"),
+            std::string::npos);
+  j["devices"][0]["gpu"]["sm_count"] = 132;
+  j["devices"][0]["precisions"]["fp16"]["status"] = "great";
+  EXPECT_NE(refused(j.dump()).find("devices[0].precisions.fp16.status: unknown value 'great'"),
+            std::string::npos);
+  // Fields it does not know are ignored: a newer report with more fields still reads.
+  j["devices"][0]["precisions"]["fp16"]["status"] = "native";
+  j["a_field_from_the_future"] = {1, 2, 3};
+  j["devices"][0]["gpu"]["another"] = true;
+  EXPECT_TRUE(pp::read_report_json(j.dump()));
+}

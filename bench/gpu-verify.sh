@@ -87,4 +87,4 @@ for part in "${parts[@]}"; do
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|full probe|AMP section|early CUDA context|--quick:|baseline|within 3%|^(fp32|tf32|fp16|bf16|fp8)|^burst|^probe method|^exit [0-9]|gpu-memory-busy|sized to" "$LOG"
+grep -E "^===== .*: exit|TF/s|full probe|AMP section|--quick:|baseline|within 3%|^(fp32|tf32|fp16|bf16|fp8)|^burst|^probe method|^exit [0-9]|gpu-memory-busy|sized to" "$LOG"

@@ -5,8 +5,7 @@ Measures wall time (median of N runs, plus the first, cold run) of:
   quick      precision-probe --quick                      vs  nvidia-smi --query-gpu=compute_cap
   full       precision-probe (smoke tests on every GPU)   vs  the Python check (import torch,
                                                               fp16 and bf16 3x3 matmuls)
-and the peak RSS of the largest process of each (the probe's worker included); and the full probe
-with PRECISION_PROBE_EARLY_CONTEXT=0, to show what the early CUDA context saves. With --baseline
+and the peak RSS of the largest process of each (the probe's worker included). With --baseline
 (another build of the probe, an earlier commit's), its full and --quick runs alternate with this
 build's, run for run, and the table ends with the change. Prints a table and writes
 bench-startup.json. Targets (docs/performance.md): full <= 1.0 s and >= 6x faster than the Python
@@ -109,21 +108,18 @@ def main():
     else:
         rows.append(measure("precision-probe (full)", [args.probe, "--format", "json"], args.runs))
     rows.append(measure("precision-probe --no-amp", [args.probe, "--no-amp", "--format", "json"], args.runs))
-    rows.append(measure("probe, no early CUDA context", ["env", "PRECISION_PROBE_EARLY_CONTEXT=0", args.probe, "--format", "json"], args.runs))
 
     by_name = {r["name"]: r for r in rows}
     full = by_name["precision-probe (full)"]["median_s"]
     python = by_name["python3 torch fp16/bf16 check"]["median_s"]
     quick = by_name["precision-probe --quick"]["median_s"]
     no_amp = by_name["precision-probe --no-amp"]["median_s"]
-    no_early = by_name["probe, no early CUDA context"]["median_s"]
     summary = {
         "full_s": full,
         "python_check_s": python,
         "speedup_vs_python": python / full,
         "quick_s": quick,
         "amp_cost_s": full - no_amp,
-        "early_context_saves_s": no_early - full,
         "targets": {
             "full_at_most_1s": full <= 1.0,
             "full_6x_faster_than_python": python / full >= 6.0,
@@ -150,7 +146,6 @@ def main():
     print(f"full probe: {full:.3f} s, {python / full:.1f}x faster than the Python check "
           f"(targets: <= 1.0 s: {'met' if full <= 1.0 else 'MISSED'}, >= 6x: {'met' if python / full >= 6 else 'MISSED'})")
     print(f"AMP section: {full - no_amp:.3f} s (target <= 0.3 s: {'met' if full - no_amp <= 0.3 else 'MISSED'})")
-    print(f"early CUDA context: {no_early - full:.3f} s saved (full probe without it: {no_early:.3f} s)")
     print(f"--quick: {quick:.3f} s (target <= 0.15 s: {'met' if quick <= 0.15 else 'MISSED'})"
           + (f", {summary['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in summary else ""))
     if args.baseline:

@@ -1,7 +1,10 @@
 # Compiler warnings and sanitizers shared by every target of the project.
 
 add_library(pp_warnings INTERFACE)
-target_compile_options(pp_warnings INTERFACE -Wall -Wextra -Wshadow -Wswitch-enum)
+# A switch over one of the project's closed vocabularies (the modes above all) that misses a value
+# does not compile, whatever PP_WARNINGS_AS_ERRORS says.
+target_compile_options(pp_warnings INTERFACE -Wall -Wextra -Wshadow -Wswitch-enum -Werror=switch
+                                             -Werror=switch-enum)
 if(PP_WARNINGS_AS_ERRORS)
   target_compile_options(pp_warnings INTERFACE -Werror)
 endif()

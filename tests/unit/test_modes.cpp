@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "precision_probe/modes.hpp"
 
 namespace pp = precision_probe;
@@ -49,4 +55,26 @@ TEST(Modes, TheTableIsInTheEnumsOrderAndEveryRowIsWhole) {
   EXPECT_EQ(pp::matmul_modes().size() + pp::training_modes().size(), pp::all_modes().size());
   EXPECT_DOUBLE_EQ(pp::smoke_tolerance(Mode::bf16), 1e-2);
   EXPECT_DOUBLE_EQ(pp::amp_loss_tolerance(Mode::amp_fp16), 0.02);
+}
+
+// The report's schema lists the modes a consumer may meet: the table's, each where it belongs.
+TEST(Modes, TheSchemaListsTheTablesModes) {
+  std::ifstream in(PP_SOURCE_DIR "/docs/report.schema.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json schema = nlohmann::json::parse(in);
+  const auto keys = [](const std::vector<Mode>& modes) {
+    std::vector<std::string> out;
+    for (Mode m : modes) out.emplace_back(pp::mode_key(m));
+    return out;
+  };
+  const nlohmann::json& defs = schema.at("definitions");
+  EXPECT_EQ(defs.at("mode").at("enum").get<std::vector<std::string>>(), keys(pp::all_modes()));
+  const nlohmann::json& device = defs.at("device").at("properties");
+  for (const char* section : {"precisions", "bench"}) {
+    EXPECT_EQ(device.at(section).at("propertyNames").at("enum").get<std::vector<std::string>>(),
+              keys(pp::matmul_modes()))
+        << section;
+  }
+  EXPECT_EQ(device.at("amp").at("propertyNames").at("enum").get<std::vector<std::string>>(),
+            keys(pp::training_modes()));
 }

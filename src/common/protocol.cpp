@@ -27,7 +27,7 @@ namespace {
 using json_fields::json;
 
 // A worker's line: small texts (a LibTorch error with its backtrace is cut), short lists.
-const json_fields::ReadLimits kLineLimits{16 * 1024, 1024};
+const json_fields::ReadLimits kLineLimits{std::size_t{16} * 1024, 1024};
 
 // One line: the type, then the fields of what it carries. Invalid UTF-8 is replaced.
 template <class T>

@@ -35,7 +35,7 @@ class FieldError : public std::runtime_error {
 // What a reader accepts: texts longer than `max_text` are cut (and say so), lists longer than
 // `max_items` are refused. A worker's line gets small limits, a report file large ones.
 struct ReadLimits {
-  std::size_t max_text = 16 * 1024;
+  std::size_t max_text = std::size_t{16} * 1024;
   std::size_t max_items = 4096;
 };
 

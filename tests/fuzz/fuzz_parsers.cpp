@@ -19,6 +19,8 @@
 #include "precision_probe/modes.hpp"
 #include "probe/cli/options.hpp"
 #include "common/protocol.hpp"
+#include "common/training_check.hpp"
+#include "precision_probe/report_json.hpp"
 
 namespace pp = precision_probe;
 
@@ -60,13 +62,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // What children send: a worker's result lines, a plan, the driver agent's snapshots.
   pp::WorkerResult result;
+  result.kind = text.size() % 2 == 0 ? pp::DeviceKind::cuda : pp::DeviceKind::cpu;
   std::string error;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t nl = text.find('\n', start);
     const std::string_view line(text.data() + start,
                                 (nl == std::string::npos ? text.size() : nl) - start);
-    pp::apply_result_line(line, result, error);
+    (void)pp::apply_result_line(line, result);
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
@@ -74,8 +77,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Believed only within the probe's own tolerance.
     if (o.ok && !(o.rel_error && *o.rel_error <= pp::smoke_tolerance(mode))) __builtin_trap();
   }
-  pp::WorkerPlan plan;
-  pp::decode_plan(text, plan, error);
+  for (const auto& [mode, o] : result.amp) {
+    // A training run is believed only when its own figures show it trained.
+    if (o.ok && !pp::training_problem(mode, o, result.kind == pp::DeviceKind::cuda).empty()) {
+      __builtin_trap();
+    }
+  }
+  for (const auto& [mode, o] : result.bench) {
+    if (o.ok && (!o.ran || !o.tflops)) __builtin_trap();
+  }
+  for (const auto& o : result.collectives) {
+    if (o.ok && !o.ran) __builtin_trap();
+  }
+  (void)pp::decode_plan(text);
+  (void)pp::decode_stack(text);
+  // A report read back is written again without trouble, and reads back the same.
+  if (const auto report = pp::read_report_json(text)) {
+    const std::string written = pp::report_to_json(*report);
+    const auto again = pp::read_report_json(written);
+    if (!again || pp::report_to_json(*again) != written) __builtin_trap();
+  }
   pp::NvmlSnapshot nvml;
   pp::decode_nvml_snapshot(text, nvml, error);
   pp::CudaSnapshot cuda;

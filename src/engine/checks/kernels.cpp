@@ -65,7 +65,7 @@ QuantisedOperands quantise_operands(Mode mode, const at::Tensor& a64, const at::
                      "at::mm float32, TF32 on (float32 matmul precision 'high')");
     case Mode::fp16: return cast_to(at::kHalf, a64, b64, "at::mm float16");
     case Mode::bf16: return cast_to(at::kBFloat16, a64, b64, "at::mm bfloat16");
-    case Mode::fp8_e4m3:
+    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
     case Mode::fp8_e5m2: {
 #if PP_TORCH_AT_LEAST(2, 4)
       // e5m2 x e5m2 is not allowed: e5m2 (the gradient format) takes A, e4m3 takes B.
@@ -120,7 +120,7 @@ Gemm::Gemm(Mode mode, at::Tensor a, at::Tensor b, [[maybe_unused]] const Target&
       scale_a_ = at::ones({}, at::TensorOptions().dtype(at::kFloat).device(target.device));
       scale_b_ = scale_a_;
       return;
-    case Mode::fp4:
+    case Mode::fp4:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
 #if PP_TORCH_AT_LEAST(2, 8)
       if (a_.scalar_type() == at::kByte) a_ = a_.view(at::kFloat4_e2m1fn_x2);
       if (b_.scalar_type() == at::kByte) b_ = b_.view(at::kFloat4_e2m1fn_x2);
@@ -141,7 +141,7 @@ at::Tensor Gemm::operator()() const {
     case Mode::tf32:
     case Mode::fp16:
     case Mode::bf16: return at::mm(a_, b_);
-    case Mode::fp8_e4m3:
+    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
     case Mode::fp8_e5m2:
     case Mode::fp4:
 #if PP_TORCH_AT_LEAST(2, 4)
@@ -176,7 +176,7 @@ Gemm random_gemm(Mode mode, const Target& target, std::int64_t n, at::Generator&
     case Mode::tf32: return Gemm(mode, randn(at::kFloat), randn(at::kFloat), target);
     case Mode::fp16: return Gemm(mode, randn(at::kHalf), randn(at::kHalf), target);
     case Mode::bf16: return Gemm(mode, randn(at::kBFloat16), randn(at::kBFloat16), target);
-    case Mode::fp8_e4m3:
+    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
     case Mode::fp8_e5m2: {
 #if PP_TORCH_AT_LEAST(2, 4)
       const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;

@@ -166,6 +166,7 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
   Barrier barrier(ranks);
   std::vector<RankRun> runs(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
+  threads.reserve(runs.size());
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
       run_rank(rank, ranks, bytes, store, barrier, runs[static_cast<std::size_t>(rank)]);

@@ -106,9 +106,8 @@ class Float32PrecisionScope {
 // --- Kernel preloads (smoke.cpp, amp.cpp) --------------------------------------------------------
 
 // An operation run once, untimed, for the code it loads. The first use of a kernel makes the
-// driver load its module: about 0.1 s per cuBLAS GEMM type on an H200, 5-30 ms per module of
-// LibTorch's own kernels, 0.33 s in all for a run's operations one after another. Asked from
-// threads of their own, the loads overlap: 0.13-0.16 s for all of them.
+// driver load its module, which is slow for cuBLAS; asked from threads of their own, the loads
+// overlap (docs/performance.md, "Loading kernels is the largest cost").
 using Preload = std::function<void()>;
 // Every ready smoke test's matmul. Skips tf32: the float32 matmul precision is process-wide, and
 // tf32 shares fp32's kernels' code anyway.

@@ -136,10 +136,10 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
       rest(target, std::chrono::milliseconds(2000));
       // One untimed call says how long a call takes: a slow one (a CPU, an emulated precision)
       // gets fewer repetitions so that the benchmark stays within a few seconds. On a GPU the
-      // timed calls fill about 30 ms: an H200 holds its first clocks for 30-45 ms of tensor-core
-      // load before its power limit acts, and tf32's 20 calls of 2.7 ms straddled that moment
-      // (10 % apart from one measurement to the next). The call also pays one-off costs (kernel
-      // loading, clocks rising from idle), so it errs towards fewer calls, never below 8.
+      // timed calls fill about 30 ms, within the time a GPU holds its first clocks before its
+      // power limit acts (docs/performance.md, "Why the method matters"). The call also pays
+      // one-off costs (kernel loading, clocks rising from idle), so it errs towards fewer calls,
+      // never below 8.
       const auto first = std::chrono::steady_clock::now();
       call(0);
       synchronize(target);

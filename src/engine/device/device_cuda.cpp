@@ -80,8 +80,8 @@ std::vector<double> time_calls(const Target& target, int warmup,
   const auto begin = std::chrono::steady_clock::now();
   int done = 0;
   // The first `warmup` calls back to back, the timed ones right behind them, so that the GPU runs
-  // one uninterrupted load. (Waiting after each warm-up call, for 25 ms, left an H200's bf16
-  // figure 8-12 % apart from one measurement to the next; back to back, 0.2 %.)
+  // one uninterrupted load (waiting after each warm-up call made the figures wander:
+  // docs/performance.md, "Why the method matters").
   while (done < warmup) call(done++);
   // A load held for `min_warmup`: waiting for each call, so that the host's clock measures the
   // GPU's time rather than how fast calls can be queued.

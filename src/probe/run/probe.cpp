@@ -671,7 +671,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   const StackAtStart stack = stack_at_start(deps.engine);
 
-  // --- Workers: started ahead (LibTorch takes 0.3 s to load); the CPU's checks begin now ---
+  // --- Workers: started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
+  // ---
   const int expected_gpus =
       stack.gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
   const CpuInfo cpu = collect_cpu(sys);

@@ -453,7 +453,7 @@ void disagreement(Collector& c, const Report& r) {
 }  // namespace
 
 // A CPU whose fp32 GEMM (--bench) reaches less than this share of what its cores and ISA allow is
-// running a reference BLAS (netlib's reaches 1-3 %; OpenBLAS and MKL 40-90 %).
+// running a reference BLAS (the figures measured: docs/diagnostics.md, cpu-blas-slow).
 constexpr double kSlowBlasFraction = 0.10;
 
 void cpu_blas(Collector& c, const Report& r) {

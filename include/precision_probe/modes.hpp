@@ -83,6 +83,7 @@ struct ModeInfo {
   CpuNeeds cpu;
   std::string_view cpu_why;  // when `cpu` is unavailable
   Version libtorch;          // the oldest LibTorch whose API the check uses
+  Version cuda;              // on GPUs, the oldest CUDA the LibTorch build must carry (0.0: any)
   double tolerance;          // matmul: relative error against float64; training: final loss
                              // against the fp32 run's (relative); the reasoning: docs/report.md
   PeakColumn peak;
@@ -92,46 +93,50 @@ struct ModeInfo {
 inline constexpr std::array<ModeInfo, 9> kModeTable = {{
     {Mode::fp32, "fp32", ModeKind::matmul,
      {{1, 0}, Hardware::native, ""},
-     CpuNeeds::nothing, "", {1, 13}, 1e-5, PeakColumn::fp32},
+     CpuNeeds::nothing, "", {1, 13}, {0, 0}, 1e-5, PeakColumn::fp32},
     {Mode::tf32, "tf32", ModeKind::matmul,
      {{8, 0}, Hardware::emulated,
       "no TF32 tensor cores before cc 8.0 (Ampere): LibTorch computes these matmuls in full FP32, "
       "correct but with no speed-up"},
      CpuNeeds::unavailable, "TF32 is an NVIDIA tensor-core format; CPUs have no TF32 arithmetic",
-     {1, 13}, 5e-3, PeakColumn::tf32},
+     {1, 13}, {0, 0}, 5e-3, PeakColumn::tf32},
     {Mode::fp16, "fp16", ModeKind::matmul,
      {{7, 0}, Hardware::emulated, "no FP16 tensor cores before cc 7.0 (Volta): FP16 runs on the CUDA cores"},
-     CpuNeeds::fp16_isa, "", {1, 13}, 1e-3, PeakColumn::fp16},
+     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 1e-3, PeakColumn::fp16},
     {Mode::bf16, "bf16", ModeKind::matmul,
      {{8, 0}, Hardware::emulated,
       "no BF16 tensor cores before cc 8.0 (Ampere): cuBLAS emulates BF16 with FP32 arithmetic, "
       "slower than FP32"},
-     CpuNeeds::bf16_isa, "", {1, 13}, 1e-2, PeakColumn::bf16},
+     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 1e-2, PeakColumn::bf16},
     {Mode::fp8_e4m3, "fp8_e4m3", ModeKind::matmul,
      {{8, 9}, Hardware::unsupported, "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
      CpuNeeds::unavailable, "no FP8 matrix instructions on this CPU, and LibTorch has no FP8 matmul on CPUs",
-     {2, 4}, 1e-2, PeakColumn::fp8},
+     {2, 4}, {11, 8}, 1e-2, PeakColumn::fp8},
     {Mode::fp8_e5m2, "fp8_e5m2", ModeKind::matmul,
      {{8, 9}, Hardware::unsupported, "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
      CpuNeeds::unavailable, "no FP8 matrix instructions on this CPU, and LibTorch has no FP8 matmul on CPUs",
-     {2, 4}, 1e-2, PeakColumn::fp8},
+     {2, 4}, {11, 8}, 1e-2, PeakColumn::fp8},
     {Mode::fp4, "fp4", ModeKind::matmul,
      {{10, 0}, Hardware::unsupported, "FP4 tensor cores need cc 10.0+ (Blackwell)"},
      CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs",
-     {2, 8}, 1e-2, PeakColumn::fp4},
+     {2, 8}, {12, 8}, 1e-2, PeakColumn::fp4},
     {Mode::amp_fp16, "amp_fp16", ModeKind::training,
      {{7, 0}, Hardware::emulated,
       "no FP16 tensor cores before cc 7.0 (Volta): autocast to FP16 runs on the CUDA cores"},
-     CpuNeeds::fp16_isa, "", {1, 13}, 0.02, PeakColumn::none},
+     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 0.02, PeakColumn::none},
     {Mode::amp_bf16, "amp_bf16", ModeKind::training,
      {{8, 0}, Hardware::emulated,
       "no BF16 tensor cores before cc 8.0 (Ampere): autocast to BF16 is emulated, slower than FP32"},
-     CpuNeeds::bf16_isa, "", {1, 13}, 0.05, PeakColumn::none},
+     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 0.05, PeakColumn::none},
 }};
 // clang-format on
 
 // The row of a mode.
 const ModeInfo& mode_info(Mode mode);
+
+// What a LibTorch lacks for a mode's check ("" when nothing): its version, and on GPUs the CUDA
+// it was built with (nullopt: unknown, or a CPU check).
+std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda);
 
 // Every mode, in the table's order; the matmul modes; the training modes.
 const std::vector<Mode>& all_modes();

@@ -43,6 +43,8 @@ struct Target {
 // Why kernels cannot run on `target` at all ("" when they can): a CPU-only LibTorch asked for a
 // GPU, or no CUDA device visible to it.
 std::string unusable_reason(const Target& target);
+// The CUDA this LibTorch was built with; nullopt for a CPU-only build.
+std::optional<Version> cuda_build_version();
 std::string device_name(const Target& target);
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as NVML and nvidia-smi write it; "" for the CPU.
 std::string device_uuid(const Target& target);

@@ -1,5 +1,7 @@
 #include "precision_probe/modes.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/strings.hpp"
@@ -42,6 +44,29 @@ const std::vector<Mode>& training_modes() {
   static const std::vector<Mode> modes =
       modes_where([](const ModeInfo& i) { return i.kind == ModeKind::training; });
   return modes;
+}
+
+namespace {
+
+bool older(Version a, Version b) {
+  return a.major < b.major || (a.major == b.major && a.minor < b.minor);
+}
+
+}  // namespace
+
+std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda) {
+  const ModeInfo& info = mode_info(mode);
+  if (older(libtorch, info.libtorch)) {
+    return fmt::format("this LibTorch ({}.{}) lacks the API the {} check uses: it needs {}.{}+",
+                       libtorch.major, libtorch.minor, info.key, info.libtorch.major,
+                       info.libtorch.minor);
+  }
+  if (cuda && older(*cuda, info.cuda)) {
+    return fmt::format(
+        "this LibTorch was built with CUDA {}.{}, and {} needs CUDA {}.{}+ (its cuBLAS kernels)",
+        cuda->major, cuda->minor, info.key, info.cuda.major, info.cuda.minor);
+  }
+  return "";
 }
 
 std::string_view mode_key(Mode mode) { return mode_info(mode).key; }

@@ -78,3 +78,17 @@ TEST(Modes, TheSchemaListsTheTablesModes) {
   EXPECT_EQ(device.at("amp").at("propertyNames").at("enum").get<std::vector<std::string>>(),
             keys(pp::training_modes()));
 }
+
+// What a LibTorch lacks for a mode: its version first, then (on GPUs) the CUDA it was built with.
+TEST(Modes, WhatALibTorchLacksIsSaidFromTheTable) {
+  EXPECT_EQ(pp::missing_for(Mode::bf16, {1, 13}, std::nullopt), "");
+  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {1, 13}, pp::Version{12, 1}).find("needs 2.4+"),
+            std::string::npos);
+  EXPECT_EQ(pp::missing_for(Mode::fp8_e4m3, {2, 4}, pp::Version{12, 1}), "");
+  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {2, 4}, pp::Version{11, 7}).find("CUDA 11.8+"),
+            std::string::npos);
+  EXPECT_NE(pp::missing_for(Mode::fp4, {2, 9}, pp::Version{12, 6}).find("fp4 needs CUDA 12.8+"),
+            std::string::npos);
+  EXPECT_EQ(pp::missing_for(Mode::fp4, {2, 9}, pp::Version{13, 0}), "");
+  EXPECT_EQ(pp::missing_for(Mode::fp4, {2, 9}, std::nullopt), "");  // a CPU check: no CUDA asked
+}

@@ -109,7 +109,7 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::
   o.size = size;
   o.timer = target.cuda ? "cuda events" : "steady clock";
   std::string why;
-  if (!available_in_this_libtorch(mode, why)) {
+  if (!available_in_this_libtorch(mode, target, why)) {
     o.error_kind = ErrorKind::not_run;
     o.error = why;
     return o;

@@ -203,20 +203,15 @@ Gemm random_gemm(Mode mode, const Target& target, std::int64_t n, at::Generator&
   no_kernel(mode);
 }
 
-bool available_in_this_libtorch(Mode mode, std::string& why) {
+bool available_in_this_libtorch(Mode mode, const Target& target, std::string& why) {
   const ModeInfo& info = mode_info(mode);
   if (info.kind != ModeKind::matmul) {
     why = "not a matmul precision";
     return false;
   }
-  const bool new_enough =
-      TORCH_VERSION_MAJOR > info.libtorch.major ||
-      (TORCH_VERSION_MAJOR == info.libtorch.major && TORCH_VERSION_MINOR >= info.libtorch.minor);
-  if (!new_enough) {
-    why = fmt::format("this LibTorch ({}) lacks the API the {} check uses: it needs {}.{}+",
-                      TORCH_VERSION, info.key, info.libtorch.major, info.libtorch.minor);
-  }
-  return new_enough;
+  why = missing_for(mode, {TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR},
+                    target.cuda ? cuda_build_version() : std::nullopt);
+  return why.empty();
 }
 
 double operand_bytes(Mode mode) {

@@ -34,9 +34,9 @@ Gemm device_gemm(Mode mode, const QuantisedOperands& operands, const Target& tar
 // Random square operands of size `n`, made on the device, as a GEMM (the benchmark's).
 Gemm random_gemm(Mode mode, const Target& target, std::int64_t n, at::Generator& gen);
 
-// Whether this LibTorch has the API the mode's kernel needs (the mode table's version);
-// `why` says what lacks.
-bool available_in_this_libtorch(Mode mode, std::string& why);
+// Whether this LibTorch has the API the mode's kernel needs, and on a GPU was built with the CUDA
+// it needs (the mode table's versions); `why` says what lacks.
+bool available_in_this_libtorch(Mode mode, const Target& target, std::string& why);
 
 // Bytes per element of the mode's operands and of its output (for sizing a benchmark).
 double operand_bytes(Mode mode);

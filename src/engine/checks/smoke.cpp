@@ -34,7 +34,7 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
   o.m = o.n = o.k = target.cuda ? 256 : 128;
   o.tolerance = smoke_tolerance(mode);
   std::string why;
-  if (!available_in_this_libtorch(mode, why)) {
+  if (!available_in_this_libtorch(mode, target, why)) {
     o.error_kind = ErrorKind::not_run;
     o.error = why;
     return p;

@@ -17,6 +17,11 @@
 
 namespace precision_probe::engine {
 
+std::optional<Version> cuda_build_version() {
+  // CUDA_VERSION: 12080 for 12.8, from the toolkit's headers LibTorch was built against.
+  return Version{CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10};
+}
+
 std::string unusable_reason(const Target& target) {
   if (!target.cuda) return "";
   if (!at::hasCUDA()) {

@@ -258,7 +258,10 @@ int run_worker(const std::string& args) {
     if (behaviour == "slow") std::this_thread::sleep_for(std::chrono::seconds(1));
     if (behaviour == "stall:" + std::string(pp::mode_key(mode))) sleep_forever();
     emit(pp::encode_smoke(mode, smoke(mode, behaviour)));
-    if (behaviour == "crash" && i == 0) std::raise(SIGSEGV);
+    if (behaviour == "crash" && i == 0) {
+      std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
+      std::raise(SIGSEGV);
+    }
   }
   for (Mode mode : plan.amp) emit(pp::encode_amp(mode, amp(mode, behaviour)));
   if (plan.bench_size > 0) {

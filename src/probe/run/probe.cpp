@@ -704,6 +704,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
 
   // --- Kernels: every GPU at once (and the collective, unless measurements run alone) ---
   std::vector<WorkerRun*> together;
+  together.reserve(gpu_runs.size() + 1);
   for (WorkerRun& w : gpu_runs) together.push_back(&w);
   const bool alone = options.bench;  // the collective measures bandwidth: alone with --bench
   if (collective && !alone) together.push_back(&*collective);

@@ -230,7 +230,7 @@ class ProcessEngine final : public Engine {
   // The per-check watchdog (a worker silent for longer than one check may take is hung), and,
   // where the kernel has no pidfd, the check for workers that exited.
   void watch(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
-             std::chrono::steady_clock::time_point now, Limits limits) {
+             std::chrono::steady_clock::time_point now, const Limits& limits) {
     for (std::size_t i = 0; i < workers.size(); ++i) {
       Worker& w = workers[i];
       if (!w.out_open && !w.err_open) continue;

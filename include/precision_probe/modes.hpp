@@ -15,7 +15,22 @@
 namespace precision_probe {
 
 // Matmul precisions (smoke tests) followed by the mixed-precision training modes (AMP steps).
-enum class Mode { fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp4, amp_fp16, amp_bf16 };
+enum class Mode {
+  fp32,
+  tf32,
+  fp16,
+  bf16,
+  fp8_e4m3,       // fp8, one scale per tensor
+  fp8_e5m2,       // e5m2 x e4m3, one scale per tensor
+  fp8_rowwise,    // e4m3, an fp32 scale per row of A and per column of B (torchao's row-wise)
+  fp8_blockwise,  // e4m3, 1x128 scales for A, 128x128 for B (DeepSeek-V3)
+  mxfp8,          // e4m3, an e8m0 scale per 32 elements (OCP MX)
+  nvfp4,          // e2m1, an e4m3 scale per 16 elements and an fp32 scale per tensor
+  mxfp4,          // e2m1, an e8m0 scale per 32 elements (OCP MX)
+  int8,           // int8 x int8 accumulated in int32
+  amp_fp16,
+  amp_bf16,
+};
 
 // What the hardware offers for a mode, before anything runs.
 enum class Hardware { native, emulated, unsupported };
@@ -56,12 +71,36 @@ enum class ModeKind {
   training,  // mixed-precision training steps against an fp32 run
 };
 
-// On GPUs: native from a compute capability; older architectures get `below` (emulated or
-// unsupported), for the reason given.
+// A run of compute capabilities, both ends included ({} is empty).
+struct CcSpan {
+  ComputeCapability from;
+  ComputeCapability to;
+  constexpr bool empty() const { return from.major == 0; }
+  constexpr bool holds(ComputeCapability cc) const { return !empty() && cc >= from && !(to < cc); }
+};
+inline constexpr ComputeCapability kLastCc{15, 9};
+
+// On GPUs: native on the spans of compute capabilities listed; others get `otherwise` (emulated
+// or unsupported), for the reason given.
 struct GpuRule {
-  ComputeCapability native_from;
-  Hardware below;
-  std::string_view why_below;
+  std::array<CcSpan, 3> native;
+  Hardware otherwise;
+  std::string_view why_not;
+};
+
+// Where the LibTorch API the check uses accepts the recipe, when narrower than the hardware (its
+// own architecture check, as of the LibTorch versions in docs/precision-matrix.md): no span
+// means wherever the hardware has it.
+struct TorchRule {
+  std::array<CcSpan, 2> runs_on;
+  std::string_view why_not;
+  bool accepts(ComputeCapability cc) const {
+    if (runs_on[0].empty()) return true;
+    for (const CcSpan& span : runs_on) {
+      if (span.holds(cc)) return true;
+    }
+    return false;
+  }
 };
 
 // On CPUs: what the ISA must have for the mode to be native.
@@ -69,65 +108,104 @@ enum class CpuNeeds {
   nothing,      // every CPU runs it natively (fp32)
   fp16_isa,     // FP16 arithmetic (AVX512-FP16, AMX-FP16; Arm asimdhp): else emulated
   bf16_isa,     // BF16 instructions (AVX512-BF16, AMX-BF16; Arm bf16): else emulated
+  int8_isa,     // int8 dot products (AVX512-VNNI, AVX-VNNI, AMX-INT8; Arm i8mm): else emulated
   unavailable,  // no CPU has it (tensor-core formats): unsupported, for `cpu_why`
 };
 
 // The datasheet column a mode's peak is read from (docs/peaks.md).
-enum class PeakColumn { none, fp32, tf32, fp16, bf16, fp8, fp4 };
+enum class PeakColumn { none, fp32, tf32, fp16, bf16, fp8, fp4, int8 };
 
 struct ModeInfo {
   Mode mode;
   std::string_view key;  // in flags, JSON and text
   ModeKind kind;
   GpuRule gpu;
+  TorchRule torch;  // on GPUs
   CpuNeeds cpu;
   std::string_view cpu_why;  // when `cpu` is unavailable
   Version libtorch;          // the oldest LibTorch whose API the check uses
   Version cuda;              // on GPUs, the oldest CUDA the LibTorch build must carry (0.0: any)
-  double tolerance;          // matmul: relative error against float64; training: final loss
-                             // against the fp32 run's (relative); the reasoning: docs/report.md
+  double tolerance;          // matmul: relative error against float64 (0: exact); training:
+                             // final loss against the fp32 run's (relative); docs/report.md
   PeakColumn peak;
+  std::string_view api;  // the LibTorch call the check makes
 };
 
 // clang-format off
-inline constexpr std::array<ModeInfo, 9> kModeTable = {{
+inline constexpr CcSpan kFrom(int major, int minor) { return {{major, minor}, kLastCc}; }
+inline constexpr CcSpan kOnly(int major_from, int minor_from, int major_to, int minor_to) {
+  return {{major_from, minor_from}, {major_to, minor_to}};
+}
+inline constexpr std::string_view kFp8Why =
+    "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)";
+inline constexpr std::string_view kFp8CpuWhy =
+    "no FP8 matrix instructions on this CPU, and LibTorch has no FP8 matmul on CPUs";
+inline constexpr std::string_view kBlockScaledWhy =
+    "block-scaled MMA (MX and NVFP4 formats) needs Blackwell's 5th-generation tensor cores: cc "
+    "10.x (B200, B300), 11.0 (Thor) or 12.x (RTX 50, RTX PRO, GB10)";
+inline constexpr std::array<ModeInfo, 14> kModeTable = {{
     {Mode::fp32, "fp32", ModeKind::matmul,
-     {{1, 0}, Hardware::native, ""},
-     CpuNeeds::nothing, "", {1, 13}, {0, 0}, 1e-5, PeakColumn::fp32},
+     {{kFrom(1, 0)}, Hardware::native, ""}, {},
+     CpuNeeds::nothing, "", {1, 13}, {0, 0}, 1e-5, PeakColumn::fp32, "at::mm"},
     {Mode::tf32, "tf32", ModeKind::matmul,
-     {{8, 0}, Hardware::emulated,
+     {{kFrom(8, 0)}, Hardware::emulated,
       "no TF32 tensor cores before cc 8.0 (Ampere): LibTorch computes these matmuls in full FP32, "
-      "correct but with no speed-up"},
+      "correct but with no speed-up"}, {},
      CpuNeeds::unavailable, "TF32 is an NVIDIA tensor-core format; CPUs have no TF32 arithmetic",
-     {1, 13}, {0, 0}, 5e-3, PeakColumn::tf32},
+     {1, 13}, {0, 0}, 5e-3, PeakColumn::tf32, "at::mm"},
     {Mode::fp16, "fp16", ModeKind::matmul,
-     {{7, 0}, Hardware::emulated, "no FP16 tensor cores before cc 7.0 (Volta): FP16 runs on the CUDA cores"},
-     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 1e-3, PeakColumn::fp16},
+     {{kFrom(7, 0)}, Hardware::emulated, "no FP16 tensor cores before cc 7.0 (Volta): FP16 runs on the CUDA cores"}, {},
+     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 1e-3, PeakColumn::fp16, "at::mm"},
     {Mode::bf16, "bf16", ModeKind::matmul,
-     {{8, 0}, Hardware::emulated,
+     {{kFrom(8, 0)}, Hardware::emulated,
       "no BF16 tensor cores before cc 8.0 (Ampere): cuBLAS emulates BF16 with FP32 arithmetic, "
-      "slower than FP32"},
-     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 1e-2, PeakColumn::bf16},
+      "slower than FP32"}, {},
+     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 1e-2, PeakColumn::bf16, "at::mm"},
     {Mode::fp8_e4m3, "fp8_e4m3", ModeKind::matmul,
-     {{8, 9}, Hardware::unsupported, "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
-     CpuNeeds::unavailable, "no FP8 matrix instructions on this CPU, and LibTorch has no FP8 matmul on CPUs",
-     {2, 4}, {11, 8}, 1e-2, PeakColumn::fp8},
+     {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {11, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
     {Mode::fp8_e5m2, "fp8_e5m2", ModeKind::matmul,
-     {{8, 9}, Hardware::unsupported, "FP8 tensor cores need cc 8.9 (Ada Lovelace) or 9.0+ (Hopper, Blackwell)"},
-     CpuNeeds::unavailable, "no FP8 matrix instructions on this CPU, and LibTorch has no FP8 matmul on CPUs",
-     {2, 4}, {11, 8}, 1e-2, PeakColumn::fp8},
-    {Mode::fp4, "fp4", ModeKind::matmul,
-     {{10, 0}, Hardware::unsupported, "FP4 tensor cores need cc 10.0+ (Blackwell)"},
-     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs",
-     {2, 8}, {12, 8}, 1e-2, PeakColumn::fp4},
+     {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {11, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+    {Mode::fp8_rowwise, "fp8_rowwise", ModeKind::matmul,
+     {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why},
+     {{kOnly(8, 9, 9, 0), kOnly(10, 0, 10, 3)},
+      "LibTorch's _scaled_mm runs row-wise FP8 on cc 8.9, 9.0 and 10.x only (its CUTLASS "
+      "kernels, and cuBLASLt on 9.0)"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {12, 0}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+    {Mode::fp8_blockwise, "fp8_blockwise", ModeKind::matmul,
+     {{kOnly(9, 0, 9, 0), kOnly(10, 0, 10, 3)}, Hardware::unsupported,
+      "block-wise scaled FP8 (1x128 and 128x128 scales) has library kernels for cc 9.0 (Hopper, "
+      "cuBLASLt) and 10.x (B200, B300, CUTLASS) only"},
+     {{kOnly(9, 0, 9, 0)},
+      "LibTorch's scaled_mm runs block-wise FP8 only on cc 9.0 (its _check_deepseek_support), "
+      "although this GPU has kernels for it"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 10}, {12, 9}, 1e-2, PeakColumn::fp8, "at::_scaled_mm_v2"},
+    {Mode::mxfp8, "mxfp8", ModeKind::matmul,
+     {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
+     CpuNeeds::unavailable, "no MX formats on CPUs", {2, 8}, {12, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+    {Mode::nvfp4, "nvfp4", ModeKind::matmul,
+     {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
+     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
+    {Mode::mxfp4, "mxfp4", ModeKind::matmul,
+     {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy},
+     {{kOnly(10, 0, 10, 3)},
+      "LibTorch's scaled_mm runs MXFP4 only on cc 10.x (its _check_mxfp4_support: an FBGEMM "
+      "kernel; cuBLASLt has no MXFP4 mode)"},
+     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
+    {Mode::int8, "int8", ModeKind::matmul,
+     {{kOnly(7, 2, 7, 2), kOnly(7, 5, 10, 2), kFrom(11, 0)}, Hardware::emulated,
+      "no int8 tensor cores here (before cc 7.5 other than Xavier's 7.2, and not on cc 10.3, "
+      "B300, whose tensor cores dropped int8): int8 GEMMs run at a small fraction of the rate"},
+     {}, CpuNeeds::int8_isa, "", {2, 4}, {0, 0}, 0.0, PeakColumn::int8, "at::_int_mm"},
     {Mode::amp_fp16, "amp_fp16", ModeKind::training,
-     {{7, 0}, Hardware::emulated,
-      "no FP16 tensor cores before cc 7.0 (Volta): autocast to FP16 runs on the CUDA cores"},
-     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 0.02, PeakColumn::none},
+     {{kFrom(7, 0)}, Hardware::emulated,
+      "no FP16 tensor cores before cc 7.0 (Volta): autocast to FP16 runs on the CUDA cores"}, {},
+     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 0.02, PeakColumn::none, "at::autocast"},
     {Mode::amp_bf16, "amp_bf16", ModeKind::training,
-     {{8, 0}, Hardware::emulated,
-      "no BF16 tensor cores before cc 8.0 (Ampere): autocast to BF16 is emulated, slower than FP32"},
-     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 0.05, PeakColumn::none},
+     {{kFrom(8, 0)}, Hardware::emulated,
+      "no BF16 tensor cores before cc 8.0 (Ampere): autocast to BF16 is emulated, slower than FP32"}, {},
+     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 0.05, PeakColumn::none, "at::autocast"},
 }};
 // clang-format on
 
@@ -135,8 +213,10 @@ inline constexpr std::array<ModeInfo, 9> kModeTable = {{
 const ModeInfo& mode_info(Mode mode);
 
 // What a LibTorch lacks for a mode's check ("" when nothing): its version, and on GPUs the CUDA
-// it was built with (nullopt: unknown, or a CPU check).
-std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda);
+// it was built with (nullopt: unknown, or a CPU check) and, given the GPU's compute capability,
+// its own architecture check (the row's TorchRule).
+std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda,
+                        std::optional<ComputeCapability> cc = std::nullopt);
 
 // Every mode, in the table's order; the matmul modes; the training modes.
 const std::vector<Mode>& all_modes();
@@ -152,18 +232,21 @@ bool is_amp_mode(Mode mode);
 double smoke_tolerance(Mode mode);
 double amp_loss_tolerance(Mode mode);
 
-// Keys that stand for several modes in --require ("fp8" is both fp8 modes).
+// Keys that stand for modes in --require: "fp8" is the per-tensor pair (as before the scaled
+// recipes came), "fp4" the name NVFP4 had before it had a key of its own.
 struct ModeAlias {
   std::string_view key;
   std::array<Mode, 2> modes;
+  std::size_t count;
 };
-inline constexpr std::array<ModeAlias, 2> kModeAliases = {{
-    {"fp8", {Mode::fp8_e4m3, Mode::fp8_e5m2}},
-    {"amp", {Mode::amp_fp16, Mode::amp_bf16}},
+inline constexpr std::array<ModeAlias, 3> kModeAliases = {{
+    {"fp8", {Mode::fp8_e4m3, Mode::fp8_e5m2}, 2},
+    {"fp4", {Mode::nvfp4, Mode::nvfp4}, 1},
+    {"amp", {Mode::amp_fp16, Mode::amp_bf16}, 2},
 }};
 
 // Every key --require accepts, for help and errors: "fp32, tf32, ..., fp8 (fp8_e4m3 and
-// fp8_e5m2), amp (amp_fp16 and amp_bf16)".
+// fp8_e5m2), fp4 (nvfp4), amp (amp_fp16 and amp_bf16)".
 std::string accepted_mode_keys();
 
 // Parses a --require list: comma separated keys, "fp8" standing for both fp8 keys, "amp" for both

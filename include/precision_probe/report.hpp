@@ -11,7 +11,7 @@
 
 namespace precision_probe {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // --- The devices and the driver, as the report describes them ---------------------------------
 

@@ -52,8 +52,35 @@ std::optional<ComputeCapability> parse_compute_capability(std::string_view text)
 
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode) {
   const GpuRule& rule = mode_info(mode).gpu;
-  if (cc >= rule.native_from) return {Hardware::native, ""};
-  return {rule.below, fmt::format("cc {}: {}", cc.to_string(), rule.why_below)};
+  for (const CcSpan& span : rule.native) {
+    if (span.holds(cc)) return {Hardware::native, ""};
+  }
+  return {rule.otherwise, fmt::format("cc {}: {}", cc.to_string(), rule.why_not)};
+}
+
+std::optional<Version> parse_version(std::string_view text) {
+  const std::vector<std::string> parts = split(trim(text), '.');
+  if (parts.size() < 2) return std::nullopt;
+  std::string minor = parts[1];
+  minor = minor.substr(0, minor.find_first_not_of("0123456789"));
+  const auto major_value = parse_int(parts[0]);
+  const auto minor_value = parse_int(minor);
+  if (!major_value || !minor_value || *major_value < 0 || *major_value > 999 || *minor_value < 0 ||
+      *minor_value > 999) {
+    return std::nullopt;
+  }
+  return Version{static_cast<int>(*major_value), static_cast<int>(*minor_value)};
+}
+
+HardwareVerdict gpu_support(ComputeCapability cc, Mode mode, const StackInfo& stack) {
+  HardwareVerdict verdict = gpu_hardware_support(cc, mode);
+  if (verdict.hardware == Hardware::unsupported || !stack.available) return verdict;
+  const std::optional<Version> libtorch = parse_version(stack.libtorch_version);
+  if (!libtorch) return verdict;
+  const std::optional<Version> cuda =
+      stack.cuda_built ? parse_version(stack.cuda_version) : std::nullopt;
+  verdict.stack_lacks = missing_for(mode, *libtorch, cuda, cc);
+  return verdict;
 }
 
 std::string ArchTarget::to_string() const {

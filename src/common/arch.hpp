@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "precision_probe/report.hpp"
@@ -18,12 +19,24 @@ namespace precision_probe {
 std::optional<ComputeCapability> parse_compute_capability(std::string_view text);
 
 struct HardwareVerdict {
+  HardwareVerdict() = default;
+  HardwareVerdict(Hardware h, std::string why, std::string lacks = "")
+      : hardware(h), reason(std::move(why)), stack_lacks(std::move(lacks)) {}
+
   Hardware hardware = Hardware::unsupported;
   std::string reason;  // empty when native
+  // Where the hardware has the mode and the LibTorch stack does not: which layer lacks what
+  // (its version, the CUDA it was built with, its own architecture check). "" otherwise.
+  std::string stack_lacks;
 };
 
 // What the GPU of this compute capability offers for a matmul precision or AMP mode.
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode);
+// The same, with what `stack` (the LibTorch build the engine carries) lacks for it on this GPU;
+// nothing is said of a stack that is not known.
+HardwareVerdict gpu_support(ComputeCapability cc, Mode mode, const StackInfo& stack);
+// "2.11.0+cu130" -> 2.11, "13.0" -> 13.0; nullopt when it does not start with major.minor.
+std::optional<Version> parse_version(std::string_view text);
 
 // The GPU code a LibTorch build carries: sm_XY binaries (cubins) and compute_XY PTX.
 struct ArchTarget {

@@ -45,6 +45,8 @@ struct Target {
 std::string unusable_reason(const Target& target);
 // The CUDA this LibTorch was built with; nullopt for a CPU-only build.
 std::optional<Version> cuda_build_version();
+// The compute capability of a GPU target; nullopt for the CPU.
+std::optional<ComputeCapability> device_capability(const Target& target);
 std::string device_name(const Target& target);
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as NVML and nvidia-smi write it; "" for the CPU.
 std::string device_uuid(const Target& target);
@@ -64,13 +66,27 @@ std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<
 // A smoke test prepared on the CPU: the inputs in the precision under test and the float64
 // reference of their product. `outcome` is already final when preparation failed or the mode
 // cannot run here.
+// A tensor made on the CPU for the device: moved as stored, then seen as `view_as` (a view of
+// the same bytes: fp4 and e8m0 tensors are moved as bytes) and, when `transposed`, as its
+// transpose (a column-major matrix; scales with strides (1, rows)).
+struct HostTensor {
+  HostTensor() = default;
+  HostTensor(at::Tensor t, std::optional<at::ScalarType> as = std::nullopt, bool t_ = false)
+      : stored(std::move(t)), view_as(as), transposed(t_) {}
+
+  at::Tensor stored;  // contiguous
+  std::optional<at::ScalarType> view_as;
+  bool transposed = false;
+  at::Tensor on(const at::Device& device) const;
+};
+
 // A mode's operands on the CPU, made from float64 data (kernels.hpp makes them).
 struct QuantisedOperands {
-  at::Tensor a, b;            // in the mode's storage (fp4: e2m1 codes packed two to a byte)
-  bool b_transposed = false;  // b is stored [n, k]: the device uses b.t(), a column-major [k, n]
-  at::Tensor a_values;        // float64 [m, k]: what `a` holds
-  at::Tensor b_values;        // float64 [k, n]: what `b` holds
-  std::string method;         // "at::mm bfloat16"
+  HostTensor a, b;  // in the mode's storage; b is [k, n] as the call sees it
+  std::vector<HostTensor> scales_a, scales_b;  // the recipe's scales, in the call's layout
+  at::Tensor a_values;                         // float64 [m, k]: what `a` and its scales stand for
+  at::Tensor b_values;                         // float64 [k, n]: what `b` and its scales stand for
+  std::string method;                          // "at::mm bfloat16"
 };
 
 struct PreparedSmoke {

@@ -54,17 +54,26 @@ bool older(Version a, Version b) {
 
 }  // namespace
 
-std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda) {
+std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda,
+                        std::optional<ComputeCapability> cc) {
   const ModeInfo& info = mode_info(mode);
   if (older(libtorch, info.libtorch)) {
-    return fmt::format("this LibTorch ({}.{}) lacks the API the {} check uses: it needs {}.{}+",
-                       libtorch.major, libtorch.minor, info.key, info.libtorch.major,
-                       info.libtorch.minor);
+    return fmt::format(
+        "this LibTorch ({}.{}) lacks {} as the {} check calls it: upgrade to LibTorch "
+        "(PyTorch) {}.{} or later",
+        libtorch.major, libtorch.minor, info.api, info.key, info.libtorch.major,
+        info.libtorch.minor);
   }
   if (cuda && older(*cuda, info.cuda)) {
     return fmt::format(
-        "this LibTorch was built with CUDA {}.{}, and {} needs CUDA {}.{}+ (its cuBLAS kernels)",
-        cuda->major, cuda->minor, info.key, info.cuda.major, info.cuda.minor);
+        "this LibTorch was built with CUDA {}.{}, and {} needs CUDA {}.{}+ (the cuBLASLt it "
+        "ships): use a LibTorch built with CUDA {}.{} or later",
+        cuda->major, cuda->minor, info.key, info.cuda.major, info.cuda.minor, info.cuda.major,
+        info.cuda.minor);
+  }
+  if (cc && !info.torch.accepts(*cc)) {
+    return fmt::format("cc {}: {} (LibTorch {}.{})", cc->to_string(), info.torch.why_not,
+                       libtorch.major, libtorch.minor);
   }
   return "";
 }
@@ -89,8 +98,9 @@ std::string accepted_mode_keys() {
   keys.reserve(kModeTable.size() + kModeAliases.size());
   for (const ModeInfo& info : kModeTable) keys.emplace_back(info.key);
   for (const ModeAlias& alias : kModeAliases) {
-    keys.push_back(std::string(alias.key) + " (" + std::string(mode_key(alias.modes[0])) + " and " +
-                   std::string(mode_key(alias.modes[1])) + ")");
+    std::string stands_for(mode_key(alias.modes[0]));
+    if (alias.count > 1) stands_for += " and " + std::string(mode_key(alias.modes[1]));
+    keys.push_back(std::string(alias.key) + " (" + stands_for + ")");
   }
   return join(keys, ", ");
 }
@@ -115,7 +125,7 @@ ModeListParse parse_mode_list(std::string_view text) {
     const auto alias = std::find_if(kModeAliases.begin(), kModeAliases.end(),
                                     [&key](const ModeAlias& a) { return a.key == key; });
     if (alias != kModeAliases.end()) {
-      for (Mode mode : alias->modes) add(mode);
+      for (std::size_t i = 0; i < alias->count; ++i) add(alias->modes[i]);
     } else if (auto mode = parse_mode(key)) {
       add(*mode);
     } else {

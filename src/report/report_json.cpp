@@ -142,12 +142,36 @@ std::string report_to_json(const Report& report) {
                                           json_fields::json::error_handler_t::replace);
 }
 
+namespace {
+
+// Schema 1 named NVFP4 "fp4" (a key of precisions and bench, a value where modes are listed);
+// schema 2 calls it "nvfp4" and changed nothing else that a reader meets.
+void upgrade_from_schema_1(json_fields::json& j) {
+  if (j.is_object()) {
+    if (j.contains("fp4")) {
+      j["nvfp4"] = std::move(j["fp4"]);
+      j.erase("fp4");
+    }
+    for (auto& [key, value] : j.items()) upgrade_from_schema_1(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) upgrade_from_schema_1(value);
+  } else if (j.is_string() && j.get<std::string>() == "fp4") {
+    j = "nvfp4";
+  }
+}
+
+}  // namespace
+
 Expected<Report> read_report_json(std::string_view text) {
   using json_fields::json;
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Unexpected{"not a JSON document"};
   if (!j.is_object() || !j.contains("schema_version") || !j.contains("tool")) {
     return Unexpected{"not a precision-probe report (no schema_version or tool)"};
+  }
+  if (j.at("schema_version") == 1) {
+    upgrade_from_schema_1(j);
+    j["schema_version"] = kSchemaVersion;
   }
   if (j.at("schema_version") != kSchemaVersion) {
     return Unexpected{"schema_version " + j.at("schema_version").dump() + ", this reader reads " +

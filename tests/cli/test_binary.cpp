@@ -78,7 +78,7 @@ TEST(Binary, CpuGateExitsZeroOrOne) {
   EXPECT_EQ(run_probe_binary({"--device", "cpu", "--require", "fp32"}).exit_code, 0);
   const auto tf32 = run_probe_binary({"--device", "cpu", "--require", "tf32"});
   EXPECT_EQ(tf32.exit_code, 1);
-  EXPECT_NE(tf32.out.find("tf32       on CPU     NOT MET (unsupported)"), std::string::npos)
+  EXPECT_NE(tf32.out.find("tf32          on CPU     NOT MET (unsupported)"), std::string::npos)
       << tf32.out;
 }
 
@@ -190,7 +190,7 @@ TEST(Binary, ArchAnswersWithoutAGpu) {
   const auto text = run_probe_binary({"arch", "8.9"});
   EXPECT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("compute capability 8.9 (Ada Lovelace)"), std::string::npos);
-  EXPECT_NE(text.out.find("fp8_e4m3   native"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("fp8_e4m3      native"), std::string::npos) << text.out;
   const auto t4 = run_probe_binary({"arch", "sm_75", "--format", "json"});
   EXPECT_EQ(t4.exit_code, 0);
   const json j = json::parse(t4.out);

@@ -46,15 +46,45 @@ TEST(FakeGpus, H200ReportsFactsAndNativeBf16AndFp8) {
   EXPECT_EQ(gpu.at("gpu").at("uuid").get<std::string>().rfind("GPU-", 0), 0U);
   EXPECT_EQ(gpu.at("precisions").at("bf16").at("status"), "native");
   EXPECT_EQ(gpu.at("precisions").at("fp8_e5m2").at("status"), "native");
-  EXPECT_EQ(gpu.at("precisions").at("fp4").at("status"), "unsupported");
+  EXPECT_EQ(gpu.at("precisions").at("nvfp4").at("status"), "unsupported");
   EXPECT_EQ(gpu.at("recommendation").at("dtype"), "bf16");
   EXPECT_EQ(j.at("requirements").size(), 3U);
+}
+
+// Blackwell through the fake driver: the block-scaled recipes run (on the fake engine), block-wise
+// fp8 is refused by this LibTorch's own check and says so, `--require fp4` gates NVFP4 and
+// `--require fp8` still means the per-tensor pair.
+TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
+  const auto r = run_probe_binary({"--format", "json", "--require", "fp8,fp4,mxfp8,int8"},
+                                  fake_driver_env("NVIDIA B200:10.0:148:180"));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json j = json::parse(r.out);
+  const json& p = j.at("devices").at(0).at("precisions");
+  for (const char* key : {"fp8_e4m3", "fp8_rowwise", "mxfp8", "nvfp4", "mxfp4", "int8"}) {
+    EXPECT_EQ(p.at(key).at("status"), "native") << key;
+  }
+  EXPECT_EQ(p.at("fp8_blockwise").at("hardware"), "native");
+  EXPECT_EQ(p.at("fp8_blockwise").at("status"), "unsupported");
+  EXPECT_NE(p.at("fp8_blockwise").at("reason").get<std::string>().find("_check_deepseek_support"),
+            std::string::npos);
+  std::vector<std::string> required;
+  for (const json& q : j.at("requirements")) required.push_back(q.at("mode"));
+  EXPECT_EQ(required, (std::vector<std::string>{"fp8_e4m3", "fp8_e5m2", "nvfp4", "mxfp8", "int8"}));
+  const auto blockwise =
+      run_probe_binary({"--require", "fp8_blockwise"}, fake_driver_env("NVIDIA B200:10.0:148:180"));
+  EXPECT_EQ(blockwise.exit_code, 1) << blockwise.out;
+  // On an H200 the blocks-scaled formats are the architecture's to lack.
+  const auto h200 = run_probe_binary({"--require", "nvfp4"}, fake_driver_env(kH200));
+  EXPECT_EQ(h200.exit_code, 1);
+  EXPECT_NE(h200.out.find("block-scaled MMA (MX and NVFP4 formats) needs Blackwell"),
+            std::string::npos)
+      << h200.out;
 }
 
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
   const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("bf16       emulated     emulated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bf16          emulated     emulated"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("recommendation: fp16 with dynamic loss scaling"), std::string::npos)
       << r.out;
   EXPECT_EQ(run_probe_binary({"--require", "fp16"}, fake_driver_env(kT4)).exit_code, 0);

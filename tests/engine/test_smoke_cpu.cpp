@@ -60,10 +60,11 @@ TEST(EngineCpu, FreshSeedsGiveFreshInputs) {
 }
 
 TEST(EngineCpu, ModesThisLibTorchLacksAreNotRunWithAReason) {
-  const auto fp4 = eng::run_smoke(Mode::fp4, kCpu, 4);
-#if !PP_TORCH_AT_LEAST(2, 8)
-  EXPECT_EQ(fp4.error_kind, pp::ErrorKind::not_run);
-  EXPECT_NE(fp4.error.find("2.8"), std::string::npos);
+  const auto fp4 = eng::run_smoke(Mode::nvfp4, kCpu, 4);
+#if !PP_TORCH_AT_LEAST(2, 10)
+  EXPECT_EQ(fp4.error_kind, pp::ErrorKind::not_supported);
+  EXPECT_NE(fp4.error.find("upgrade to LibTorch (PyTorch) 2.10 or later"), std::string::npos)
+      << fp4.error;
 #else
   EXPECT_FALSE(fp4.ok);  // no FP4 matmul on a CPU
 #endif

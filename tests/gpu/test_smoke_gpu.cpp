@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/checks/kernels.hpp"
 #include "engine/engine.hpp"
 
 #ifdef PP_TORCH_CUDA
@@ -42,6 +43,16 @@ std::optional<pp::ComputeCapability> gpu_cc() {
 
 }  // namespace
 
+namespace {
+
+// What this LibTorch lacks for a mode on GPU 0, by the mode table ("" when nothing).
+std::string stack_lacks(Mode m, pp::ComputeCapability cc) {
+  return pp::missing_for(m, {TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR}, eng::cuda_build_version(),
+                         cc);
+}
+
+}  // namespace
+
 TEST(EngineGpu, EveryPrecisionTheHardwareHasComputesTheRightNumbers) {
   REQUIRE_GPU(cc);
   for (Mode m : pp::matmul_modes()) {
@@ -49,13 +60,38 @@ TEST(EngineGpu, EveryPrecisionTheHardwareHasComputesTheRightNumbers) {
     if (hw.hardware == pp::Hardware::unsupported) continue;
     const auto o = eng::run_smoke(m, gpu0(), 42);
     SCOPED_TRACE(std::string(pp::mode_key(m)) + ": " + o.method + " " + o.error);
-    if (o.error_kind == pp::ErrorKind::not_run) continue;  // this LibTorch lacks the API
+    if (const std::string lacks = stack_lacks(m, *cc); !lacks.empty()) {
+      // Refused before it is called, saying which layer lacks it.
+      EXPECT_FALSE(o.ran);
+      EXPECT_EQ(o.error_kind, pp::ErrorKind::not_supported);
+      EXPECT_EQ(o.error, lacks);
+      continue;
+    }
     EXPECT_TRUE(o.ran);
     EXPECT_TRUE(o.ok);
     ASSERT_TRUE(o.rel_error.has_value());
-    EXPECT_GT(*o.rel_error, 0.0);
+    if (m == Mode::int8) {
+      EXPECT_EQ(*o.rel_error, 0.0);  // exact
+    } else {
+      EXPECT_GT(*o.rel_error, 0.0);
+    }
     EXPECT_LE(*o.rel_error, o.tolerance);
-    EXPECT_EQ(o.m, 256);
+    EXPECT_EQ(o.m, eng::smoke_shape(m, gpu0()).m);
+  }
+}
+
+// --bench covers every recipe the GPU runs natively.
+TEST(EngineGpu, EveryNativeRecipeIsBenchmarked) {
+  REQUIRE_GPU(cc);
+  for (Mode m : pp::matmul_modes()) {
+    if (pp::gpu_hardware_support(*cc, m).hardware != pp::Hardware::native) continue;
+    if (!stack_lacks(m, *cc).empty()) continue;
+    const auto b = eng::run_bench(m, gpu0(), 2000, 3);
+    SCOPED_TRACE(std::string(pp::mode_key(m)) + ": " + b.error);
+    EXPECT_TRUE(b.ok);
+    EXPECT_EQ(b.size, eng::bench_size_for(m, 2000));
+    ASSERT_TRUE(b.tflops.has_value());
+    EXPECT_GT(*b.tflops, 1.0);
   }
 }
 
@@ -92,8 +128,10 @@ TEST(EngineGpu, Tf32IsReallyEngagedOnAmpereAndLater) {
 
 TEST(EngineGpu, Fp8NeedsAdaOrHopper) {
   REQUIRE_GPU(cc);
+  if (const std::string lacks = stack_lacks(Mode::fp8_e4m3, *cc); !lacks.empty()) {
+    GTEST_SKIP() << lacks;
+  }
   const auto o = eng::run_smoke(Mode::fp8_e4m3, gpu0(), 9);
-  if (o.error_kind == pp::ErrorKind::not_run) GTEST_SKIP() << o.error;
   if (*cc >= pp::ComputeCapability{8, 9}) {
     EXPECT_TRUE(o.ok) << o.error;
   } else {

@@ -50,7 +50,8 @@ TEST(Cpu, IsaFlagsDecideNativeOrEmulated) {
 TEST(Cpu, TensorCoreFormatsAreUnsupportedOnEveryCpu) {
   const auto cpu =
       pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("Any", "avx512_bf16 amx_bf16"), "x86_64");
-  for (Mode m : {Mode::tf32, Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp4}) {
+  for (Mode m : {Mode::tf32, Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp8_rowwise, Mode::fp8_blockwise,
+                 Mode::mxfp8, Mode::nvfp4, Mode::mxfp4}) {
     const auto v = pp::cpu_hardware_support(cpu, m);
     EXPECT_EQ(v.hardware, Hardware::unsupported) << pp::mode_key(m);
     EXPECT_FALSE(v.reason.empty());
@@ -62,4 +63,20 @@ TEST(Cpu, EmptyCpuinfoStillGivesAReport) {
   EXPECT_EQ(cpu.model, "unknown CPU");
   EXPECT_EQ(cpu.logical_cores, 0);
   EXPECT_TRUE(cpu.features.empty());
+}
+
+TEST(Cpu, Int8IsNativeWithDotProductInstructions) {
+  const auto vnni = pp::parse_cpuinfo(
+      pp::testing::cpuinfo_with_flags("Ice Lake", "avx512f avx512_vnni"), "x86_64");
+  const auto amx = pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("SPR", "amx_int8"), "x86_64");
+  const auto plain =
+      pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("Old", "avx2 fma"), "x86_64");
+  const auto graviton =
+      pp::parse_cpuinfo(pp::testing::cpuinfo_with_flags("", "asimd asimddp"), "aarch64");
+  EXPECT_EQ(pp::cpu_hardware_support(vnni, Mode::int8).hardware, Hardware::native);
+  EXPECT_EQ(pp::cpu_hardware_support(amx, Mode::int8).hardware, Hardware::native);
+  EXPECT_EQ(pp::cpu_hardware_support(graviton, Mode::int8).hardware, Hardware::native);
+  const auto old = pp::cpu_hardware_support(plain, Mode::int8);
+  EXPECT_EQ(old.hardware, Hardware::emulated);
+  EXPECT_NE(old.reason.find("AVX512-VNNI"), std::string::npos) << old.reason;
 }

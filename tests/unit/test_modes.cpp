@@ -48,8 +48,16 @@ TEST(Modes, TheTableIsInTheEnumsOrderAndEveryRowIsWhole) {
     EXPECT_EQ(static_cast<std::size_t>(row.mode), i) << row.key;
     EXPECT_EQ(&pp::mode_info(row.mode), &row);
     EXPECT_FALSE(row.key.empty());
-    EXPECT_GT(row.tolerance, 0.0) << row.key;
-    EXPECT_TRUE(row.gpu.below != pp::Hardware::native || row.gpu.native_from.major <= 1) << row.key;
+    // Exact only for integers; every float mode has a rounding budget.
+    EXPECT_EQ(row.tolerance == 0.0, row.mode == Mode::int8) << row.key;
+    EXPECT_FALSE(row.gpu.native[0].empty()) << row.key;
+    EXPECT_TRUE(row.gpu.otherwise != pp::Hardware::native || row.gpu.native[0].from.major <= 1)
+        << row.key;
+    for (const pp::CcSpan& span : row.gpu.native) {
+      EXPECT_TRUE(span.empty() || !(span.to < span.from)) << row.key;
+    }
+    EXPECT_EQ(row.torch.runs_on[0].empty(), row.torch.why_not.empty()) << row.key;
+    EXPECT_FALSE(row.api.empty()) << row.key;
     EXPECT_EQ(row.cpu == pp::CpuNeeds::unavailable, !row.cpu_why.empty()) << row.key;
   }
   EXPECT_EQ(pp::matmul_modes().size() + pp::training_modes().size(), pp::all_modes().size());
@@ -82,13 +90,59 @@ TEST(Modes, TheSchemaListsTheTablesModes) {
 // What a LibTorch lacks for a mode: its version first, then (on GPUs) the CUDA it was built with.
 TEST(Modes, WhatALibTorchLacksIsSaidFromTheTable) {
   EXPECT_EQ(pp::missing_for(Mode::bf16, {1, 13}, std::nullopt), "");
-  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {1, 13}, pp::Version{12, 1}).find("needs 2.4+"),
+  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {1, 13}, pp::Version{12, 1})
+                .find("lacks at::_scaled_mm as the fp8_e4m3 check calls it: upgrade to LibTorch "
+                      "(PyTorch) 2.5 or later"),
             std::string::npos);
-  EXPECT_EQ(pp::missing_for(Mode::fp8_e4m3, {2, 4}, pp::Version{12, 1}), "");
-  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {2, 4}, pp::Version{11, 7}).find("CUDA 11.8+"),
+  EXPECT_EQ(pp::missing_for(Mode::fp8_e4m3, {2, 5}, pp::Version{12, 1}), "");
+  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {2, 5}, pp::Version{11, 7}).find("CUDA 11.8+"),
             std::string::npos);
-  EXPECT_NE(pp::missing_for(Mode::fp4, {2, 9}, pp::Version{12, 6}).find("fp4 needs CUDA 12.8+"),
+  EXPECT_NE(
+      pp::missing_for(Mode::nvfp4, {2, 10}, pp::Version{12, 6}).find("nvfp4 needs CUDA 12.8+"),
+      std::string::npos);
+  EXPECT_EQ(pp::missing_for(Mode::nvfp4, {2, 10}, pp::Version{13, 0}), "");
+  EXPECT_EQ(pp::missing_for(Mode::nvfp4, {2, 10}, std::nullopt), "");  // a CPU check: no CUDA
+  EXPECT_NE(pp::missing_for(Mode::nvfp4, {2, 9}, std::nullopt).find("2.10 or later"),
             std::string::npos);
-  EXPECT_EQ(pp::missing_for(Mode::fp4, {2, 9}, pp::Version{13, 0}), "");
-  EXPECT_EQ(pp::missing_for(Mode::fp4, {2, 9}, std::nullopt), "");  // a CPU check: no CUDA asked
+  // Block-wise FP8 on Hopper needs the cuBLASLt of CUDA 12.9.
+  EXPECT_NE(
+      pp::missing_for(Mode::fp8_blockwise, {2, 11}, pp::Version{12, 8}, pp::ComputeCapability{9, 0})
+          .find("CUDA 12.9"),
+      std::string::npos);
+  EXPECT_EQ(pp::missing_for(Mode::fp8_blockwise, {2, 11}, pp::Version{13, 0},
+                            pp::ComputeCapability{9, 0}),
+            "");
+}
+
+// LibTorch's own architecture checks: the layer is named, with the version it was read from.
+TEST(Modes, ARecipeTheHardwareHasAndLibTorchRefusesSaysSo) {
+  const std::string b200 = pp::missing_for(Mode::fp8_blockwise, {2, 11}, pp::Version{13, 0},
+                                           pp::ComputeCapability{10, 0});
+  EXPECT_NE(b200.find("cc 10.0"), std::string::npos) << b200;
+  EXPECT_NE(b200.find("_check_deepseek_support"), std::string::npos) << b200;
+  EXPECT_NE(b200.find("LibTorch 2.11"), std::string::npos) << b200;
+  const std::string rtx =
+      pp::missing_for(Mode::mxfp4, {2, 11}, pp::Version{13, 0}, pp::ComputeCapability{12, 0});
+  EXPECT_NE(rtx.find("only on cc 10.x"), std::string::npos) << rtx;
+  EXPECT_EQ(pp::missing_for(Mode::mxfp4, {2, 11}, pp::Version{13, 0}, pp::ComputeCapability{10, 3}),
+            "");
+  EXPECT_NE(
+      pp::missing_for(Mode::fp8_rowwise, {2, 11}, pp::Version{13, 0}, pp::ComputeCapability{12, 0}),
+      "");
+  EXPECT_EQ(
+      pp::missing_for(Mode::fp8_rowwise, {2, 11}, pp::Version{13, 0}, pp::ComputeCapability{8, 9}),
+      "");
+}
+
+// "fp8" keeps meaning the per-tensor pair (gates written before the scaled recipes must not start
+// failing); "fp4" is NVFP4's old name; the help lists both.
+TEST(Modes, Fp8StaysThePairAndFp4IsNvfp4) {
+  EXPECT_EQ(pp::parse_mode_list("fp8").modes, (std::vector<Mode>{Mode::fp8_e4m3, Mode::fp8_e5m2}));
+  EXPECT_EQ(pp::parse_mode_list("fp4").modes, (std::vector<Mode>{Mode::nvfp4}));
+  EXPECT_EQ(pp::parse_mode_list("FP4,nvfp4,int8").modes,
+            (std::vector<Mode>{Mode::nvfp4, Mode::int8}));
+  const std::string keys = pp::accepted_mode_keys();
+  EXPECT_NE(keys.find("fp8 (fp8_e4m3 and fp8_e5m2)"), std::string::npos) << keys;
+  EXPECT_NE(keys.find("fp4 (nvfp4)"), std::string::npos) << keys;
+  EXPECT_NE(keys.find("fp8_blockwise, mxfp8, nvfp4, mxfp4, int8"), std::string::npos) << keys;
 }

@@ -29,8 +29,31 @@ TEST(Peaks, DatasheetValuesByProductName) {
                        ->tflops,
                    82.6);
   EXPECT_DOUBLE_EQ(
-      pp::dense_peak("NVIDIA B200", std::nullopt, std::nullopt, std::nullopt, Mode::fp4)->tflops,
+      pp::dense_peak("NVIDIA B200", std::nullopt, std::nullopt, std::nullopt, Mode::nvfp4)->tflops,
       9000.0);
+}
+
+// int8 in TOPS; a product the datasheet table lacks a figure for gets the formula; B300's tensor
+// cores have no int8, so it has no int8 peak.
+TEST(Peaks, Int8PeaksAreInTopsAndFollowTheHardware) {
+  EXPECT_DOUBLE_EQ(
+      pp::dense_peak("NVIDIA H200", std::nullopt, std::nullopt, std::nullopt, Mode::int8)->tflops,
+      1978.9);
+  const auto rtx = pp::dense_peak("NVIDIA GeForce RTX 5090", pp::ComputeCapability{12, 0}, 170,
+                                  2.407, Mode::int8);
+  ASSERT_TRUE(rtx.has_value());
+  EXPECT_NEAR(rtx->tflops, 170 * 2.407 * 2048 / 1000.0, 1e-9);
+  EXPECT_NE(rtx->source.find("formula"), std::string::npos);
+  EXPECT_FALSE(pp::dense_peak("NVIDIA B300", pp::ComputeCapability{10, 3}, 148, 2.0, Mode::int8));
+  EXPECT_TRUE(pp::dense_peak("NVIDIA B300", pp::ComputeCapability{10, 3}, 148, 2.0, Mode::mxfp8));
+  // The scaled fp8 recipes are held to the fp8 column, the FP4 ones to the fp4 column.
+  EXPECT_DOUBLE_EQ(
+      pp::dense_peak("NVIDIA B200", std::nullopt, std::nullopt, std::nullopt, Mode::mxfp4)->tflops,
+      9000.0);
+  EXPECT_DOUBLE_EQ(
+      pp::dense_peak("NVIDIA H200", std::nullopt, std::nullopt, std::nullopt, Mode::fp8_rowwise)
+          ->tflops,
+      1978.9);
 }
 
 TEST(Peaks, NamesMatchAsWholeWords) {
@@ -57,7 +80,7 @@ TEST(Peaks, NamesMatchAsWholeWords) {
 
 TEST(Peaks, ProductsWithoutAPrecisionHaveNoPeakForIt) {
   EXPECT_FALSE(pp::dense_peak("Tesla T4", pp::ComputeCapability{7, 5}, 40, 1.59, Mode::bf16));
-  EXPECT_FALSE(pp::dense_peak("NVIDIA H100", pp::ComputeCapability{9, 0}, 132, 1.98, Mode::fp4));
+  EXPECT_FALSE(pp::dense_peak("NVIDIA H100", pp::ComputeCapability{9, 0}, 132, 1.98, Mode::nvfp4));
 }
 
 TEST(Peaks, FormulaForProductsNotInTheTable) {

@@ -66,7 +66,7 @@ pp::Report sample() {
   d.gpu = g;
   d.kernels = pp::KernelCoverage{true, "sm_90", ""};
   d.precisions = {{Mode::bf16, native(2.5e-3, 1e-2)},
-                  {Mode::fp4, unsupported("FP4 needs cc 10.0+")}};
+                  {Mode::nvfp4, unsupported("FP4 needs cc 10.0+")}};
   d.recommendation = {pp::DType::bf16, false, "BF16 is native"};
   r.devices.push_back(d);
   r.requirements.push_back({Mode::bf16, "GPU 0", true, Status::native, ""});
@@ -105,8 +105,8 @@ TEST(JsonPrinter, ReportParsesBackWithTheDocumentedFields) {
   EXPECT_TRUE(bf16.at("smoke").at("ok").get<bool>());
   EXPECT_DOUBLE_EQ(bf16.at("smoke").at("rel_error").get<double>(), 2.5e-3);
   EXPECT_DOUBLE_EQ(bf16.at("smoke").at("tolerance").get<double>(), 1e-2);
-  EXPECT_EQ(dev.at("precisions").at("fp4").at("status"), "unsupported");
-  EXPECT_TRUE(dev.at("precisions").at("fp4").at("smoke").at("rel_error").is_null());
+  EXPECT_EQ(dev.at("precisions").at("nvfp4").at("status"), "unsupported");
+  EXPECT_TRUE(dev.at("precisions").at("nvfp4").at("smoke").at("rel_error").is_null());
   EXPECT_EQ(dev.at("recommendation").at("dtype"), "bf16");
   EXPECT_EQ(j.at("requirements").at(0).at("met"), true);
   EXPECT_EQ(j.at("diagnostics").at(0).at("code"), "tf32-off-by-default");
@@ -137,9 +137,9 @@ TEST(TextPrinter, PrintsTheReportAsExpected) {
       "\n"
       "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · selected\n"
       "      kernels: sm_90 in this LibTorch build\n"
-      "  mode       hardware     status        rel.error  tolerance      time  note\n"
-      "  bf16       native       native         2.50e-03    1.0e-02    0.5 ms\n"
-      "  fp4        unsupported  unsupported           -          -         -\n"
+      "  mode          hardware     status        rel.error  tolerance      time  note\n"
+      "  bf16          native       native         2.50e-03    1.0e-02    0.5 ms\n"
+      "  nvfp4         unsupported  unsupported           -          -         -\n"
       "      FP4 needs cc 10.0+\n"
       "  recommendation: bf16 (BF16 is native)\n"
       "\n"
@@ -148,7 +148,7 @@ TEST(TextPrinter, PrintsTheReportAsExpected) {
       "           fix: enable it\n"
       "\n"
       "requirements\n"
-      "  bf16       on GPU 0   met     (native)\n"
+      "  bf16          on GPU 0   met     (native)\n"
       "\n"
       "exit 0: every requirement met natively; nothing failed\n";
   EXPECT_EQ(render(sample(), pp::Format::text), expected);
@@ -216,7 +216,7 @@ TEST(JsonPrinter, TrainingRunsGoUnderAmp) {
 
 TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
   const std::string text = render(with_amp(), pp::Format::text);
-  EXPECT_NE(text.find("  training   hardware"), std::string::npos) << text;
+  EXPECT_NE(text.find("  training      hardware"), std::string::npos) << text;
   EXPECT_NE(text.find("2.300 -> 0.500"), std::string::npos) << text;
   EXPECT_NE(text.find("0.4% (<=2%)"), std::string::npos) << text;
   EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
@@ -267,6 +267,6 @@ TEST(TextPrinter, CpuThroughputIsInGigaflops) {
   cpu.precisions = {{Mode::fp32, fp32}};
   r.devices = {cpu};
   const std::string text = render(r, pp::Format::text);
-  EXPECT_NE(text.find("  bench        GFLOP/s sustained"), std::string::npos) << text;
-  EXPECT_NE(text.find("  fp32             8.2 "), std::string::npos) << text;
+  EXPECT_NE(text.find("  bench           GFLOP/s sustained"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fp32                8.2 "), std::string::npos) << text;
 }

@@ -60,7 +60,8 @@ TEST(Probe, WithoutDriverTheCpuIsStillProbedAndReported) {
   EXPECT_EQ(cpu->name, "Test CPU");
   // Only modes the CPU could run were sent to the engine.
   ASSERT_EQ(p.engine.plans_seen.size(), 1U);
-  EXPECT_EQ(p.engine.plans_seen[0].smoke, (std::vector<Mode>{Mode::fp32, Mode::fp16, Mode::bf16}));
+  EXPECT_EQ(p.engine.plans_seen[0].smoke,
+            (std::vector<Mode>{Mode::fp32, Mode::fp16, Mode::bf16, Mode::int8}));
   EXPECT_EQ(cpu->find(Mode::fp32)->status, Status::native);
   EXPECT_EQ(cpu->find(Mode::bf16)->status, Status::emulated);  // no AVX512-BF16 in the fake CPU
   EXPECT_EQ(cpu->find(Mode::tf32)->status, Status::unsupported);
@@ -89,15 +90,15 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   ASSERT_EQ(p.engine.plans_seen.size(), 3U);  // the CPU and two GPUs
   EXPECT_EQ(p.engine.plans_seen[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
   EXPECT_EQ(p.engine.plans_seen[2].cuda_visible_devices, p.driver.cuda.devices[1].uuid);
-  // fp4 is not run on Hopper: the hardware has none.
+  // nvfp4 is not run on Hopper: the hardware has none.
   const auto& gpu_modes = p.engine.plans_seen[1].smoke;
-  EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::fp4), 0);
+  EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::nvfp4), 0);
   EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::fp8_e5m2), 1);
   const auto* gpu1 = device(r, "GPU 1");
   ASSERT_NE(gpu1, nullptr);
   EXPECT_TRUE(gpu1->selected);
   EXPECT_EQ(gpu1->find(Mode::bf16)->status, Status::native);
-  EXPECT_EQ(gpu1->find(Mode::fp4)->status, Status::unsupported);
+  EXPECT_EQ(gpu1->find(Mode::nvfp4)->status, Status::unsupported);
   ASSERT_TRUE(gpu1->kernels.has_value());
   EXPECT_EQ(gpu1->kernels->via, "sm_90");
   EXPECT_EQ(gpu1->recommendation.dtype, pp::DType::bf16);
@@ -304,7 +305,7 @@ TEST(Probe, ACpuOnlyLibTorchCannotMeetAGpuRequirement) {
     for (const auto& plan : p.engine.plans_seen) EXPECT_EQ(plan.kind, pp::DeviceKind::cpu);
     // The hardware verdict stands: the GPU has BF16; this LibTorch cannot use it.
     EXPECT_EQ(device(r, "GPU 0")->find(Mode::bf16)->hardware, pp::Hardware::native);
-    EXPECT_EQ(device(r, "GPU 0")->find(Mode::fp4)->status, Status::unsupported);
+    EXPECT_EQ(device(r, "GPU 0")->find(Mode::nvfp4)->status, Status::unsupported);
   }
 }
 
@@ -538,4 +539,76 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   EXPECT_EQ(b.engine.plans_seen[3].bench_size, 1024);
   EXPECT_TRUE(b.engine.plans_seen[3].amp.empty());
   EXPECT_EQ(b.engine.plans_seen[4].collective_ranks, 2);
+}
+
+// A recipe the GPU has and this LibTorch refuses is unsupported, naming the layer, and is not
+// asked of the engine; a recipe every layer has is run.
+TEST(Probe, ARecipeTheStackLacksIsUnsupportedWithTheLayerAndNotRun) {
+  const FakeGpu b200{"NVIDIA B200", {10, 0}, 148, 180};
+  Probe p;
+  p.driver = pp::testing::driver_with({b200});
+  p.options.require = {Mode::fp8_blockwise, Mode::nvfp4};
+  const auto r = p.run();
+  const auto* gpu = device(r, "GPU 0");
+  ASSERT_NE(gpu, nullptr);
+  const auto* blockwise = gpu->find(Mode::fp8_blockwise);
+  EXPECT_EQ(blockwise->hardware, pp::Hardware::native);
+  EXPECT_EQ(blockwise->status, Status::unsupported);
+  EXPECT_NE(blockwise->reason.find("cc 10.0: LibTorch's scaled_mm runs block-wise FP8 only on cc "
+                                   "9.0 (its _check_deepseek_support)"),
+            std::string::npos)
+      << blockwise->reason;
+  EXPECT_NE(blockwise->reason.find("(LibTorch 2.11)"), std::string::npos);
+  EXPECT_EQ(gpu->find(Mode::nvfp4)->status, Status::native);
+  EXPECT_EQ(gpu->find(Mode::mxfp8)->status, Status::native);
+  const auto& planned = p.engine.plans_seen.back().smoke;
+  EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::fp8_blockwise), 0);
+  EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::nvfp4), 1);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
+  EXPECT_NE(r.exit_reason.find("fp8_blockwise"), std::string::npos) << r.exit_reason;
+}
+
+TEST(Probe, AnOlderLibTorchOrCudaIsNamedWithWhatToUpgrade) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.engine.stack.libtorch_version = "2.9.1";
+  p.engine.stack.cuda_version = "12.8";
+  p.options.quick = true;
+  const auto r = p.run();
+  const auto* gpu = device(r, "GPU 0");
+  ASSERT_NE(gpu, nullptr);
+  const auto* blockwise = gpu->find(Mode::fp8_blockwise);
+  EXPECT_EQ(blockwise->status, Status::unsupported);
+  EXPECT_NE(blockwise->reason.find("upgrade to LibTorch (PyTorch) 2.10 or later"),
+            std::string::npos)
+      << blockwise->reason;
+  // Quick: a mode every layer has is native hardware, not tested; the row-wise recipe is there.
+  EXPECT_EQ(gpu->find(Mode::fp8_rowwise)->status, Status::not_tested);
+  p.engine.stack.libtorch_version = "2.11.0";
+  const auto newer = p.run();
+  EXPECT_NE(device(newer, "GPU 0")
+                ->find(Mode::fp8_blockwise)
+                ->reason.find("built with CUDA 12.8, and fp8_blockwise needs CUDA 12.9+"),
+            std::string::npos);
+}
+
+TEST(Probe, ArchSaysWhatThisBuildLacksForARecipeOffline) {
+  Probe p;
+  pp::Options o;
+  o.command = pp::Command::arch;
+  o.arch_cc = "12.0";
+  o.require = {Mode::mxfp4};
+  const auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  const auto& d = r.devices.at(0);
+  EXPECT_EQ(d.find(Mode::mxfp4)->hardware, pp::Hardware::native);
+  EXPECT_EQ(d.find(Mode::mxfp4)->status, Status::unsupported);
+  EXPECT_NE(d.find(Mode::mxfp4)->reason.find("only on cc 10.x"), std::string::npos);
+  EXPECT_EQ(d.find(Mode::nvfp4)->status, Status::not_tested);  // every layer has it
+  EXPECT_EQ(d.find(Mode::int8)->hardware, pp::Hardware::native);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
+  o.arch_cc = "10.3";  // B300: its tensor cores dropped int8
+  o.require = {Mode::int8};
+  const auto b300 = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  EXPECT_EQ(b300.devices.at(0).find(Mode::int8)->hardware, pp::Hardware::emulated);
+  EXPECT_EQ(b300.devices.at(0).find(Mode::mxfp4)->status, Status::not_tested);
 }

@@ -101,7 +101,7 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
   };
   EXPECT_EQ(refused("{"), "not a JSON document");
   EXPECT_NE(refused("[1,2]").find("not a precision-probe report"), std::string::npos);
-  EXPECT_NE(refused(R"({"schema_version":2,"tool":{}})").find("schema_version 2"),
+  EXPECT_NE(refused(R"({"schema_version":9,"tool":{}})").find("schema_version 9"),
             std::string::npos);
   Machine m;
   m.driver = pp::testing::driver_with({kH200});
@@ -118,4 +118,32 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
   j["a_field_from_the_future"] = {1, 2, 3};
   j["devices"][0]["gpu"]["another"] = true;
   EXPECT_TRUE(pp::read_report_json(j.dump()));
+}
+
+// Schema 1 named NVFP4 "fp4": a report of then is read with the key of now, and nothing else
+// changes.
+TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  m.options.require = {Mode::nvfp4};
+  const pp::Report report = m.run();
+  std::string old_text = pp::report_to_json(report);
+  for (std::size_t at = 0; (at = old_text.find("\"nvfp4\"", at)) != std::string::npos;) {
+    old_text.replace(at, 7, "\"fp4\"");
+  }
+  nlohmann::json old = nlohmann::json::parse(old_text);
+  old["schema_version"] = 1;
+  old_text = old.dump();
+  ASSERT_EQ(old_text.find("\"nvfp4\""), std::string::npos);
+  ASSERT_NE(old.at("devices").at(0).at("precisions").find("fp4"),
+            old.at("devices").at(0).at("precisions").end());
+  const pp::Expected<pp::Report> read = pp::read_report_json(old_text);
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(read->schema_version, pp::kSchemaVersion);
+  // The same document (the keys of a section may come in another order).
+  EXPECT_EQ(nlohmann::json::parse(pp::report_to_json(*read)),
+            nlohmann::json::parse(pp::report_to_json(report)));
+  // Another version is still refused.
+  old["schema_version"] = 3;
+  EXPECT_FALSE(pp::read_report_json(old.dump()));
 }

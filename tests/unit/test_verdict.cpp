@@ -174,3 +174,20 @@ TEST(Verdict, OutOfMemoryInAnyLibraryIsTheMachinesState) {
   EXPECT_EQ(pp::classify_error("CUDA error: an illegal memory access was encountered"),
             pp::ErrorKind::runtime);
 }
+
+// The hardware has it, the stack lacks it: unsupported with the layer, whatever a worker says,
+// unless the numbers were wrong (a failure always shows).
+TEST(Verdict, WhatTheStackLacksIsUnsupportedWithTheLayer) {
+  const pp::HardwareVerdict lacks{Hardware::native, "",
+                                  "this LibTorch (2.9) lacks at::_scaled_mm_v2"};
+  const auto skipped = pp::combine_verdict(lacks, std::nullopt, "--quick: no kernels run");
+  EXPECT_EQ(skipped.status, Status::unsupported);
+  EXPECT_EQ(skipped.reason, "this LibTorch (2.9) lacks at::_scaled_mm_v2");
+  EXPECT_EQ(skipped.hardware, Hardware::native);
+  EXPECT_EQ(pp::combine_verdict(lacks, pp::testing::passed(1e-3), "").status, Status::unsupported);
+  pp::SmokeOutcome wrong = failed_with(ErrorKind::wrong_result, "wrong result", true);
+  EXPECT_EQ(pp::combine_verdict(lacks, wrong, "").status, Status::failed);
+  // The architecture's word comes first.
+  const pp::HardwareVerdict neither{Hardware::unsupported, "cc 9.0: no MX", "older LibTorch"};
+  EXPECT_EQ(pp::combine_verdict(neither, std::nullopt, "").reason, "cc 9.0: no MX");
+}

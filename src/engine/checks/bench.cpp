@@ -106,6 +106,7 @@ void rest(const Target& target, std::chrono::milliseconds how_long) {
 
 BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed) {
   BenchOutcome o;
+  size = bench_size_for(mode, size);
   o.size = size;
   o.timer = target.cuda ? "cuda events" : "steady clock";
   std::string why;

@@ -31,11 +31,15 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
   PreparedSmoke p;
   p.mode = mode;
   SmokeOutcome& o = p.outcome;
-  o.m = o.n = o.k = target.cuda ? 256 : 128;
+  const Shape shape = smoke_shape(mode, target);
+  o.m = shape.m;
+  o.k = shape.k;
+  o.n = shape.n;
   o.tolerance = smoke_tolerance(mode);
   std::string why;
   if (!available_in_this_libtorch(mode, target, why)) {
-    o.error_kind = ErrorKind::not_run;
+    // The stack lacks it: unsupported, saying which layer (a training mode is simply not run here).
+    o.error_kind = is_amp_mode(mode) ? ErrorKind::not_run : ErrorKind::not_supported;
     o.error = why;
     return p;
   }
@@ -50,9 +54,10 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
     const auto f64 = at::TensorOptions().dtype(at::kDouble);
     const at::Tensor a64 = at::randn({o.m, o.k}, gen, f64);
     const at::Tensor b64 = at::randn({o.k, o.n}, gen, f64);
-    p.operands = quantise_operands(mode, a64, b64, gen);
+    p.operands = quantise_operands(mode, a64, b64);
     o.method = p.operands.method;
-    p.reference = at::mm(p.operands.a_values, p.operands.b_values);
+    // int8's values are int64: its reference is exact, then held in float64 (|x| < 2^53).
+    p.reference = at::mm(p.operands.a_values, p.operands.b_values).to(at::kDouble);
     p.ready = true;
   } catch (const std::exception& e) {
     o.error = error_text(e);

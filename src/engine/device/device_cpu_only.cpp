@@ -6,6 +6,8 @@ namespace precision_probe::engine {
 
 std::optional<Version> cuda_build_version() { return std::nullopt; }
 
+std::optional<ComputeCapability> device_capability(const Target&) { return std::nullopt; }
+
 std::string unusable_reason(const Target& target) {
   if (!target.cuda) return "";
   return "this LibTorch (" TORCH_VERSION ") was built without CUDA: no GPU kernel can run";

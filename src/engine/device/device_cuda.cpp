@@ -22,6 +22,12 @@ std::optional<Version> cuda_build_version() {
   return Version{CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10};
 }
 
+std::optional<ComputeCapability> device_capability(const Target& target) {
+  if (!target.cuda) return std::nullopt;
+  const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
+  return ComputeCapability{props->major, props->minor};
+}
+
 std::string unusable_reason(const Target& target) {
   if (!target.cuda) return "";
   if (!at::hasCUDA()) {

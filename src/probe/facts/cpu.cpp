@@ -11,10 +11,11 @@ namespace precision_probe {
 const std::vector<std::string>& relevant_cpu_features() {
   static const std::vector<std::string> features = {
       // x86
-      "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-      "amx_fp16",
+      "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni",
+      "amx_tile", "amx_bf16", "amx_fp16", "amx_int8",
       // Arm
-      "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2", "svebf16", "sme", "sme2"};
+      "asimd", "fphp", "asimdhp", "asimddp", "bf16", "i8mm", "sve", "sve2", "svebf16", "sme",
+      "sme2"};
   return features;
 }
 
@@ -103,6 +104,9 @@ HardwareVerdict cpu_hardware_support(const CpuInfo& cpu, Mode mode) {
                             : (has_feature(cpu, "avx512_fp16") || has_feature(cpu, "amx_fp16"));
   const bool bf16_isa = arm ? has_feature(cpu, "bf16")
                             : (has_feature(cpu, "avx512_bf16") || has_feature(cpu, "amx_bf16"));
+  const bool int8_isa = arm ? (has_feature(cpu, "i8mm") || has_feature(cpu, "asimddp"))
+                            : (has_feature(cpu, "avx512_vnni") || has_feature(cpu, "avx_vnni") ||
+                               has_feature(cpu, "amx_int8"));
   const std::string fp16_names = arm ? "FP16 arithmetic (asimdhp)" : "AVX512-FP16 or AMX-FP16";
   const std::string bf16_names = arm ? "BF16 instructions (bf16)" : "AVX512-BF16 or AMX-BF16";
   const ModeInfo& info = mode_info(mode);
@@ -119,6 +123,12 @@ HardwareVerdict cpu_hardware_support(const CpuInfo& cpu, Mode mode) {
       return {Hardware::emulated, "no " + bf16_names +
                                       ": LibTorch converts BF16 to FP32 for the arithmetic, "
                                       "slower than FP32"};
+    case CpuNeeds::int8_isa:
+      if (int8_isa) return {Hardware::native, ""};
+      return {Hardware::emulated,
+              std::string("no int8 dot-product instructions (") +
+                  (arm ? "asimddp or i8mm" : "AVX512-VNNI, AVX-VNNI or AMX-INT8") +
+                  "): int8 GEMMs widen to 16 or 32 bits for the arithmetic"};
   }
   return {Hardware::unsupported, "unknown mode"};
 }

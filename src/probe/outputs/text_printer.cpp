@@ -11,6 +11,14 @@ namespace precision_probe {
 
 namespace {
 
+// The mode column is 13 wide ({:<13} below): the longest key, fp8_blockwise.
+constexpr std::size_t longest_mode_key() {
+  std::size_t n = 0;
+  for (const ModeInfo& info : kModeTable) n = info.key.size() > n ? info.key.size() : n;
+  return n;
+}
+static_assert(longest_mode_key() <= 13, "a mode key is wider than the text report's column");
+
 class Paint {
  public:
   explicit Paint(bool enabled) : enabled_(enabled) {}
@@ -127,14 +135,15 @@ class Writer {
   Paint paint_;
 };
 
-// --bench: one row per measured precision. CPUs in GFLOP/s, where TFLOP/s would print 0.00.
+// --bench: one row per measured precision. CPUs in GFLOP/s, where TFLOP/s would print 0.00;
+// int8 counts integer operations (TOPS), as its datasheet peak does.
 void print_bench(const DeviceReport& d, Writer& w) {
   bool any = false;
   for (const auto& [mode, p] : d.precisions) any = any || p.bench.has_value();
   if (!any) return;
   const bool giga = d.kind == DeviceKind::cpu;
   const double scale = giga ? 1000.0 : 1.0;
-  w.line(fmt::format("  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", "bench",
+  w.line(fmt::format("  {:<13} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", "bench",
                      giga ? "GFLOP/s" : "TFLOP/s", "sustained", "vs fp32", "peak", "of peak",
                      "size", "ms/GEMM", "peak source / note"));
   for (const auto& [mode, p] : d.precisions) {
@@ -142,12 +151,15 @@ void print_bench(const DeviceReport& d, Writer& w) {
     const BenchResult& b = *p.bench;
     const BenchOutcome& o = b.outcome;
     w.row(fmt::format(
-              "  {:<10} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
+              "  {:<13} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
               number_cell(o.tflops, "{:.4g}", scale),
               number_cell(o.sustained_tflops, "{:.4g}", scale),
               number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}", scale),
               number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}")),
-          !o.ok ? o.error : b.peak_source);
+          !o.ok ? o.error
+                : (mode_info(mode).peak == PeakColumn::int8 ? "integer ops: TOPS, not FLOP/s; "
+                                                            : "") +
+                      b.peak_source);
   }
 }
 
@@ -190,7 +202,7 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
 // The training runs: loss from first to last step, distance to the fp32 run, loss scaling and
 // peak memory against fp32.
 void print_amp(const DeviceReport& d, Writer& w) {
-  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>5}  {:<17} {:<14} {:<18} {:<20}  {}", "training",
+  w.line(fmt::format("  {:<13} {:<12} {:<12} {:>5}  {:<17} {:<14} {:<18} {:<20}  {}", "training",
                      "hardware", "status", "steps", "loss first->last", "vs fp32", "loss scale",
                      "peak memory", "note"));
   for (const auto& [mode, p] : d.precisions) {
@@ -211,7 +223,7 @@ void print_amp(const DeviceReport& d, Writer& w) {
                                                  static_cast<double>(*a.peak_bytes) /
                                                      static_cast<double>(*a.fp32_peak_bytes))
                                    : "-";
-    w.row(fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware)) +
+    w.row(fmt::format("  {:<13} {:<12} ", mode_key(mode), to_string(p.hardware)) +
               w.paint().status(p.status, 12) +
               fmt::format(" {:>5}  {:<17} {:<14} {:<18} {:<20}", steps, loss, diff, scale, memory),
           p.reason);
@@ -233,7 +245,7 @@ void print_device(const DeviceReport& d, Writer& w) {
                : w.paint()("none in this LibTorch build", "1;31") + " (" + d.kernels->reason + ")",
            15);
   }
-  w.line(fmt::format("  {:<10} {:<12} {:<12} {:>10} {:>10} {:>9}  {}", "mode", "hardware", "status",
+  w.line(fmt::format("  {:<13} {:<12} {:<12} {:>10} {:>10} {:>9}  {}", "mode", "hardware", "status",
                      "rel.error", "tolerance", "time", "note"));
   bool any_amp = false;
   for (const auto& [mode, p] : d.precisions) {
@@ -244,7 +256,7 @@ void print_device(const DeviceReport& d, Writer& w) {
     const std::string rel = p.smoke.ran ? number_cell(p.smoke.rel_error, "{:.2e}") : "-";
     const std::string tol = p.smoke.ran ? fmt::format("{:.1e}", p.smoke.tolerance) : "-";
     const std::string ms = p.smoke.ran ? number_cell(p.smoke.ms, "{:.1f} ms") : "-";
-    w.row(fmt::format("  {:<10} {:<12} ", mode_key(mode), to_string(p.hardware)) +
+    w.row(fmt::format("  {:<13} {:<12} ", mode_key(mode), to_string(p.hardware)) +
               w.paint().status(p.status, 12) + fmt::format(" {:>10} {:>10} {:>9}", rel, tol, ms),
           p.reason);
   }
@@ -310,7 +322,7 @@ void print_requirements(const Report& r, Writer& w) {
   w.line(w.paint().bold("requirements"));
   for (const RequirementResult& q : r.requirements) {
     w.text(
-        fmt::format("  {:<10} on {:<7} ", mode_key(q.mode), q.device.empty() ? "none" : q.device) +
+        fmt::format("  {:<13} on {:<7} ", mode_key(q.mode), q.device.empty() ? "none" : q.device) +
             w.paint()(q.met ? "met    " : "NOT MET", q.met ? "32" : "1;31") + " ",
         fmt::format("({}){}", to_string(q.status), q.reason.empty() ? "" : ": " + q.reason), 4);
   }

@@ -92,7 +92,10 @@ template <typename Modes, typename SupportFn>
 std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
   std::vector<Mode> modes;
   for (Mode m : candidates) {
-    if (support(m).hardware != Hardware::unsupported) modes.push_back(m);
+    const HardwareVerdict verdict = support(m);
+    if (verdict.hardware != Hardware::unsupported && verdict.stack_lacks.empty()) {
+      modes.push_back(m);
+    }
   }
   return modes;
 }
@@ -496,11 +499,13 @@ WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t see
 }
 
 std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
-                                 const std::string& blocker, std::uint64_t seed) {
+                                 const StackAtStart& stack, std::uint64_t seed) {
+  const std::string& blocker = stack.gpu_blocker;
   std::vector<WorkerRun> runs;
   for (const GpuInfo& gpu : facts.gpus) {
     if (!gpu_selected(options, gpu.index) || !gpu.cc || !blocker.empty()) continue;
-    auto support = [&gpu](Mode m) { return gpu_hardware_support(*gpu.cc, m); };
+    // What the cached stack lacks is not asked of the engine (without a cache, the engine sees it).
+    auto support = [&gpu, &stack](Mode m) { return gpu_support(*gpu.cc, m, stack.cached); };
     WorkerRun w;
     w.uuid = gpu.uuid;
     w.plan.kind = DeviceKind::cuda;
@@ -633,9 +638,9 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     for (const WorkerRun& w : runs) {
       if (w.plan.index == gpu.index) run = &w;
     }
-    auto support = [&gpu](Mode m) {
-      return gpu.cc ? gpu_hardware_support(*gpu.cc, m)
-                    : HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
+    auto support = [&gpu, &report](Mode m) {
+      return gpu.cc ? gpu_support(*gpu.cc, m, report.stack)
+                    : HardwareVerdict{Hardware::unsupported, "compute capability unknown", ""};
     };
     const WorkerResult* result = run != nullptr && run->result ? &*run->result : nullptr;
     fill_precisions(d, support, run, gpu_not_run(options, d, report, blocker, result));
@@ -694,9 +699,9 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     deps.engine.stop_spares();
     return usage_error_report(bad, sys);
   }
-  std::vector<WorkerRun> gpu_runs =
-      options.quick ? std::vector<WorkerRun>{}
-                    : plan_gpus(options, driver.facts, stack.gpu_blocker, report.run.seed);
+  std::vector<WorkerRun> gpu_runs = options.quick
+                                        ? std::vector<WorkerRun>{}
+                                        : plan_gpus(options, driver.facts, stack, report.run.seed);
   if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
   const std::vector<int> collective_on = collective_gpus(options, driver.facts);
   std::optional<WorkerRun> collective =
@@ -768,7 +773,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
                                   : stack_says_against(d, report.stack);
   if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
   fill_precisions(
-      d, [cc](Mode m) { return gpu_hardware_support(cc, m); }, nullptr, why);
+      d, [cc, &report](Mode m) { return gpu_support(cc, m, report.stack); }, nullptr, why);
   report.devices.push_back(std::move(d));
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
   report.requirements = evaluate_requirements(report, options.require, true);

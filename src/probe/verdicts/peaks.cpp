@@ -13,26 +13,26 @@ namespace precision_probe {
 // PyTorch's matmuls use. More specific names come first.
 const std::vector<PeakEntry>& peak_table() {
   static const std::vector<PeakEntry> table = {
-      //  product       fp32   tf32    fp16    bf16    fp8     fp4
-      {"B200", 75.0, 1125.0, 2250.0, 2250.0, 4500.0, 9000.0},
-      {"H200 NVL", 60.0, 417.5, 835.5, 835.5, 1670.5, 0.0},
-      {"H200", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0},
-      {"GH200", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0},
-      {"H100 NVL", 60.0, 417.5, 835.5, 835.5, 1670.5, 0.0},
-      {"H100 PCIe", 51.2, 378.0, 756.0, 756.0, 1513.0, 0.0},
-      {"H100", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0},
-      {"A100", 19.5, 156.0, 312.0, 312.0, 0.0, 0.0},
-      {"A30", 10.3, 82.0, 165.0, 165.0, 0.0, 0.0},
-      {"A10", 31.2, 62.5, 125.0, 125.0, 0.0, 0.0},
-      {"L40S", 91.6, 183.0, 362.0, 362.0, 733.0, 0.0},
-      {"L40", 90.5, 90.5, 181.0, 181.0, 362.0, 0.0},
-      {"L4", 30.3, 60.0, 121.0, 121.0, 242.0, 0.0},
-      {"V100-PCIE", 14.0, 0.0, 112.0, 0.0, 0.0, 0.0},
-      {"V100", 15.7, 0.0, 125.0, 0.0, 0.0, 0.0},
-      {"T4", 8.1, 0.0, 65.0, 0.0, 0.0, 0.0},
-      {"RTX 3090", 35.6, 35.6, 71.0, 71.0, 0.0, 0.0},
-      {"RTX 4090", 82.6, 82.6, 165.2, 165.2, 330.3, 0.0},
-      {"RTX 5090", 104.8, 104.8, 209.5, 209.5, 419.0, 838.0},
+      //  product       fp32   tf32    fp16    bf16    fp8     fp4     int8 (TOPS)
+      {"B200", 75.0, 1125.0, 2250.0, 2250.0, 4500.0, 9000.0, 4500.0},
+      {"H200 NVL", 60.0, 417.5, 835.5, 835.5, 1670.5, 0.0, 1670.5},
+      {"H200", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0, 1978.9},
+      {"GH200", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0, 1978.9},
+      {"H100 NVL", 60.0, 417.5, 835.5, 835.5, 1670.5, 0.0, 1670.5},
+      {"H100 PCIe", 51.2, 378.0, 756.0, 756.0, 1513.0, 0.0, 1513.0},
+      {"H100", 67.0, 494.7, 989.4, 989.4, 1978.9, 0.0, 1978.9},
+      {"A100", 19.5, 156.0, 312.0, 312.0, 0.0, 0.0, 624.0},
+      {"A30", 10.3, 82.0, 165.0, 165.0, 0.0, 0.0, 330.0},
+      {"A10", 31.2, 62.5, 125.0, 125.0, 0.0, 0.0, 250.0},
+      {"L40S", 91.6, 183.0, 362.0, 362.0, 733.0, 0.0, 733.0},
+      {"L40", 90.5, 90.5, 181.0, 181.0, 362.0, 0.0, 362.0},
+      {"L4", 30.3, 60.0, 121.0, 121.0, 242.0, 0.0, 242.0},
+      {"V100-PCIE", 14.0, 0.0, 112.0, 0.0, 0.0, 0.0, 0.0},
+      {"V100", 15.7, 0.0, 125.0, 0.0, 0.0, 0.0, 0.0},
+      {"T4", 8.1, 0.0, 65.0, 0.0, 0.0, 0.0, 130.0},
+      {"RTX 3090", 35.6, 35.6, 71.0, 71.0, 0.0, 0.0, 284.0},
+      {"RTX 4090", 82.6, 82.6, 165.2, 165.2, 330.3, 0.0, 660.6},
+      {"RTX 5090", 104.8, 104.8, 209.5, 209.5, 419.0, 838.0, 0.0},
   };
   return table;
 }
@@ -63,6 +63,7 @@ double value_for(const PeakEntry& e, Mode mode) {
     case PeakColumn::bf16: return e.bf16;
     case PeakColumn::fp8: return e.fp8;
     case PeakColumn::fp4: return e.fp4;
+    case PeakColumn::int8: return e.int8;
     case PeakColumn::none: return 0.0;
   }
   return 0.0;
@@ -92,6 +93,7 @@ double flops_per_clock_per_sm(ComputeCapability cc, Mode mode) {
     case PeakColumn::bf16: return fp16;
     case PeakColumn::fp8: return fp16 * 2.0;
     case PeakColumn::fp4: return fp16 * 4.0;
+    case PeakColumn::int8: return cc.major == 7 && cc.minor < 2 ? 0.0 : fp16 * 2.0;
     case PeakColumn::none: return 0.0;
   }
   return 0.0;
@@ -103,8 +105,8 @@ std::optional<Peak> dense_peak(std::string_view device_name, std::optional<Compu
   for (const PeakEntry& e : peak_table()) {
     if (!names(device_name, e.product)) continue;
     const double v = value_for(e, mode);
-    if (v <= 0.0) return std::nullopt;  // the product has no such precision in hardware
-    return Peak{v, fmt::format("datasheet: NVIDIA {}", e.product)};
+    if (v > 0.0) return Peak{v, fmt::format("datasheet: NVIDIA {}", e.product)};
+    break;  // no datasheet figure: the formula, which is 0 where the hardware lacks the mode
   }
   if (!cc || !sm_count || !clock_ghz || *sm_count <= 0 || *clock_ghz <= 0.0) return std::nullopt;
   const double rate = flops_per_clock_per_sm(*cc, mode);

@@ -14,6 +14,7 @@ namespace precision_probe {
 struct PeakEntry {
   std::string_view product;  // matched as a case-insensitive substring of the device name
   double fp32, tf32, fp16, bf16, fp8, fp4;  // dense TFLOP/s; 0 where the product has none
+  double int8;                              // dense TOPS; 0 where the product has none
 };
 
 // The table, most specific names first ("H100 PCIe" before "H100").

@@ -14,6 +14,14 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
   r.hardware_reason = hardware.reason;
   if (smoke) r.smoke = *smoke;
 
+  // The hardware has it and the stack does not (the mode table's word, which the engine follows
+  // too: it never runs such a mode, so an answer for one is not taken). A failure still shows.
+  if (!hardware.stack_lacks.empty() && hardware.hardware != Hardware::unsupported &&
+      !(smoke && smoke->ran && !smoke->ok)) {
+    r.status = Status::unsupported;
+    r.reason = hardware.stack_lacks;
+    return r;
+  }
   if (!smoke || !smoke->ran) {
     const bool skipped =
         !smoke || smoke->error_kind == ErrorKind::not_run || smoke->error_kind == ErrorKind::none;
@@ -22,6 +30,7 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
       r.reason = hardware.reason;
       return r;
     }
+
     const ErrorKind kind = smoke ? smoke->error_kind : ErrorKind::not_run;
     const std::string why = smoke && !smoke->error.empty() ? smoke->error : not_run_reason;
     switch (kind) {

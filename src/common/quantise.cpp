@@ -54,8 +54,8 @@ float decode_e4m3(std::uint8_t bits) {
   const int exponent = (bits >> 3) & 0xF;
   const int mantissa = bits & 0x7;
   if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
-  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -9)
-                                         : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
+  const double magnitude =
+      exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
   return static_cast<float>((bits & 0x80) != 0 ? -magnitude : magnitude);
 }
 
@@ -104,8 +104,8 @@ Block block_of(Recipe recipe, std::int64_t cols) {
   return {1, cols};
 }
 
-double block_amax(const std::vector<double>& v, std::int64_t cols, std::int64_t r0,
-                  std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+double block_amax(const std::vector<double>& v, std::int64_t cols, std::int64_t r0, std::int64_t r1,
+                  std::int64_t c0, std::int64_t c1) {
   double amax = 0.0;
   for (std::int64_t r = r0; r < r1; ++r) {
     for (std::int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(v[r * cols + c]));
@@ -225,7 +225,8 @@ Quantised quantise(Recipe recipe, const std::vector<double>& values, std::int64_
       const std::int64_t r1 = std::min(rows, r0 + block.rows);
       const std::int64_t c0 = bc * block.cols;
       const std::int64_t c1 = c0 + block.cols;
-      const BlockScale s = scale_for(recipe, block_amax(values, cols, r0, r1, c0, c1), tensor_encode);
+      const BlockScale s =
+          scale_for(recipe, block_amax(values, cols, r0, r1, c0, c1), tensor_encode);
       if (byte_scales(recipe)) {
         q.scale_bytes.push_back(s.byte);
       } else {
@@ -245,7 +246,8 @@ Quantised quantise(Recipe recipe, const std::vector<double>& values, std::int64_
   if (four_bit(recipe)) {
     q.codes.resize(codes.size() / 2);
     for (std::size_t i = 0; i < q.codes.size(); ++i) {
-      q.codes[i] = static_cast<std::uint8_t>((codes[2 * i] & 0xF) | ((codes[2 * i + 1] & 0xF) << 4));
+      q.codes[i] =
+          static_cast<std::uint8_t>((codes[2 * i] & 0xF) | ((codes[2 * i + 1] & 0xF) << 4));
     }
   } else {
     q.codes = std::move(codes);

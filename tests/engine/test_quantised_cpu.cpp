@@ -87,10 +87,10 @@ TEST(EngineQuantised, TheE4m3EncodingIsLibTorchs) {
   GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no float8 types";
 #else
   at::manual_seed(5);
-  const at::Tensor x = at::cat({at::randn({4096}, at::kFloat) * 50.0F,
-                                at::randn({4096}, at::kFloat) * 0.01F,
-                                at::tensor({448.0F, -448.0F, 0.0F, 1.0625F, 1.1875F})})
-                           .clamp(-448.0, 448.0);
+  const at::Tensor x =
+      at::cat({at::randn({4096}, at::kFloat) * 50.0F, at::randn({4096}, at::kFloat) * 0.01F,
+               at::tensor({448.0F, -448.0F, 0.0F, 1.0625F, 1.1875F})})
+          .clamp(-448.0, 448.0);
   const at::Tensor bytes = x.to(at::kFloat8_e4m3fn).view(at::kByte);
   for (std::int64_t i = 0; i < x.numel(); ++i) {
     ASSERT_EQ(pp::quantise::encode_e4m3(x[i].item<float>()), bytes[i].item<std::uint8_t>())

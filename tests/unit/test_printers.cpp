@@ -264,9 +264,14 @@ TEST(TextPrinter, CpuThroughputIsInGigaflops) {
   b.outcome.tflops = 0.0082;  // 8.2 GFLOP/s: "0.0082" TFLOP/s would read as nothing
   b.outcome.ms = 261.0;
   fp32.bench = b;
-  cpu.precisions = {{Mode::fp32, fp32}};
+  pp::PrecisionResult int8 = native(0.0, 0.0);
+  b.outcome.tflops = 0.0731;  // integer operations: GOPS
+  int8.bench = b;
+  cpu.precisions = {{Mode::fp32, fp32}, {Mode::int8, int8}};
   r.devices = {cpu};
   const std::string text = render(r, pp::Format::text);
   EXPECT_NE(text.find("  bench           GFLOP/s sustained"), std::string::npos) << text;
   EXPECT_NE(text.find("  fp32                8.2 "), std::string::npos) << text;
+  EXPECT_NE(text.find("  int8               73.1 "), std::string::npos) << text;
+  EXPECT_NE(text.find("integer ops: GOPS, not GFLOP/s\n"), std::string::npos) << text;
 }

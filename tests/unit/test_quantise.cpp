@@ -56,11 +56,11 @@ TEST(Quantise, E4m3RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(q::encode_e4m3(448.0F), 0x7E);
   EXPECT_EQ(q::encode_e4m3(-448.0F), 0xFE);
   EXPECT_EQ(q::decode_e4m3(0x01), std::ldexp(1.0F, -9));  // the smallest subnormal
-  EXPECT_EQ(q::round_e4m3(1000.0F), 448.0F);               // saturating, never NaN
+  EXPECT_EQ(q::round_e4m3(1000.0F), 448.0F);              // saturating, never NaN
   EXPECT_EQ(q::round_e4m3(-1e30F), -448.0F);
-  EXPECT_EQ(q::round_e4m3(1.0625F), 1.0F);      // a tie: to the even mantissa (1.0)
-  EXPECT_EQ(q::round_e4m3(1.1875F), 1.25F);     // a tie: to the even mantissa (1.25)
-  EXPECT_EQ(q::round_e4m3(1.07F), 1.125F);      // nearest
+  EXPECT_EQ(q::round_e4m3(1.0625F), 1.0F);        // a tie: to the even mantissa (1.0)
+  EXPECT_EQ(q::round_e4m3(1.1875F), 1.25F);       // a tie: to the even mantissa (1.25)
+  EXPECT_EQ(q::round_e4m3(1.07F), 1.125F);        // nearest
   EXPECT_EQ(q::round_e4m3(0.0009765625F), 0.0F);  // 2^-10: half the smallest subnormal, to even
   EXPECT_EQ(q::round_e4m3(0.003F), 0.00390625F);  // a subnormal: 1.536 steps of 2^-9 round to 2
 }
@@ -147,7 +147,8 @@ TEST(Quantise, MxRecipesUsePowerOfTwoScalesPer32) {
       for (std::int64_t b = 0; b < cols / 32; ++b) {
         const double amax = amax_of(v, cols, r, r + 1, b * 32, b * 32 + 32);
         const float scale = q::decode_e8m0(qz.scale_bytes[r * (cols / 32) + b]);
-        EXPECT_EQ(scale, std::ldexp(1.0F, static_cast<int>(std::floor(std::log2(amax))) - (fp4 ? 2 : 8)));
+        EXPECT_EQ(scale,
+                  std::ldexp(1.0F, static_cast<int>(std::floor(std::log2(amax))) - (fp4 ? 2 : 8)));
         float largest = 0.0F;
         for (std::int64_t c = b * 32; c < b * 32 + 32; ++c) {
           const std::int64_t i = r * cols + c;
@@ -178,8 +179,8 @@ TEST(Quantise, Nvfp4HasATensorScaleAndE4m3ScalesPer16) {
     EXPECT_NEAR(qz.dequantised[i],
                 static_cast<double>(code) * block_scale * static_cast<double>(qz.tensor_scale),
                 1e-12);
-    const double block_amax = amax_of(v, cols, i / cols, i / cols + 1, i % cols / 16 * 16,
-                                      i % cols / 16 * 16 + 16);
+    const double block_amax =
+        amax_of(v, cols, i / cols, i / cols + 1, i % cols / 16 * 16, i % cols / 16 * 16 + 16);
     EXPECT_LE(std::fabs(qz.dequantised[i] - v[i]), 0.25 * block_amax) << i;
   }
   // The block holding the tensor's largest element has the largest block scale, 448, and that
@@ -223,17 +224,18 @@ TEST(Quantise, ShapesThatAreNotWholeBlocksAreRefused) {
 // [row blocks, 128, col blocks, 4], permute to [row blocks, col blocks, 128, 4], view each tile
 // as [4, 32, 4], swap the first two of those, flatten.
 TEST(Quantise, BlockedLayoutIsPyTorchsToBlocked) {
-  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {192, 20},
-                                   {320, 40}, {128, 4}, {130, 7}}) {
+  for (const auto& [rows, cols] :
+       {std::pair<std::int64_t, std::int64_t>{1, 1}, {192, 20}, {320, 40}, {128, 4}, {130, 7}}) {
     std::vector<std::uint8_t> scales(static_cast<std::size_t>(rows * cols));
-    for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<std::uint8_t>(i * 37 + 1);
+    for (std::size_t i = 0; i < scales.size(); ++i)
+      scales[i] = static_cast<std::uint8_t>(i * 37 + 1);
     const std::vector<std::uint8_t> blocked = q::to_blocked(scales, rows, cols);
     const std::int64_t row_blocks = (rows + 127) / 128, col_blocks = (cols + 3) / 4;
     ASSERT_EQ(blocked.size(), static_cast<std::size_t>(row_blocks * 128 * col_blocks * 4));
     std::size_t out = 0;
     for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
       for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
-        for (std::int64_t r2 = 0; r2 < 32; ++r2) {    // after the swap: [32, 4 (r1), 4 (c)]
+        for (std::int64_t r2 = 0; r2 < 32; ++r2) {  // after the swap: [32, 4 (r1), 4 (c)]
           for (std::int64_t r1 = 0; r1 < 4; ++r1) {
             for (std::int64_t c = 0; c < 4; ++c, ++out) {
               const std::int64_t row = rb * 128 + r1 * 32 + r2;

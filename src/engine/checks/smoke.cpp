@@ -36,17 +36,17 @@ PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed)
   o.k = shape.k;
   o.n = shape.n;
   o.tolerance = smoke_tolerance(mode);
+  if (const std::string reason = unusable_reason(target); !reason.empty()) {
+    const ErrorKind kind = classify_error(reason);
+    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::unavailable : kind;
+    o.error = reason;
+    return p;
+  }
   std::string why;
   if (!available_in_this_libtorch(mode, target, why)) {
     // The stack lacks it: unsupported, saying which layer (a training mode is simply not run here).
     o.error_kind = is_amp_mode(mode) ? ErrorKind::not_run : ErrorKind::not_supported;
     o.error = why;
-    return p;
-  }
-  if (const std::string reason = unusable_reason(target); !reason.empty()) {
-    const ErrorKind kind = classify_error(reason);
-    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::unavailable : kind;
-    o.error = reason;
     return p;
   }
   try {

@@ -23,9 +23,15 @@ std::optional<Version> cuda_build_version() {
 }
 
 std::optional<ComputeCapability> device_capability(const Target& target) {
-  if (!target.cuda) return std::nullopt;
-  const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
-  return ComputeCapability{props->major, props->minor};
+  // Asked before a check runs, also of a worker that has no GPU (its plan named none it can see):
+  // then nothing is known, and the check meets the missing device itself.
+  if (!target.cuda || !at::hasCUDA()) return std::nullopt;
+  try {
+    const cudaDeviceProp* props = at::cuda::getDeviceProperties(target.device.index());
+    return ComputeCapability{props->major, props->minor};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 std::string unusable_reason(const Target& target) {

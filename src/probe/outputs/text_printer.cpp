@@ -135,6 +135,13 @@ class Writer {
   Paint paint_;
 };
 
+std::string bench_note(Mode mode, bool giga, const std::string& peak_source) {
+  if (mode_info(mode).peak != PeakColumn::int8) return peak_source;
+  const std::string unit =
+      giga ? "integer ops: GOPS, not GFLOP/s" : "integer ops: TOPS, not TFLOP/s";
+  return peak_source.empty() ? unit : unit + "; " + peak_source;
+}
+
 // --bench: one row per measured precision. CPUs in GFLOP/s, where TFLOP/s would print 0.00;
 // int8 counts integer operations (TOPS), as its datasheet peak does.
 void print_bench(const DeviceReport& d, Writer& w) {
@@ -156,10 +163,7 @@ void print_bench(const DeviceReport& d, Writer& w) {
               number_cell(o.sustained_tflops, "{:.4g}", scale),
               number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}", scale),
               number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}")),
-          !o.ok ? o.error
-                : (mode_info(mode).peak == PeakColumn::int8 ? "integer ops: TOPS, not FLOP/s; "
-                                                            : "") +
-                      b.peak_source);
+          !o.ok ? o.error : bench_note(mode, giga, b.peak_source));
   }
 }
 

@@ -61,13 +61,13 @@ float decode_e4m3(std::uint8_t bits) {
 
 std::uint8_t encode_e2m1(float x) {
   const float a = std::min(std::fabs(x), kE2m1Max);
-  std::uint8_t best = 0;
-  for (std::uint8_t code = 1; code < kE2m1Magnitudes.size(); ++code) {
+  std::size_t best = 0;
+  for (std::size_t code = 1; code < kE2m1Magnitudes.size(); ++code) {
     const float d = std::fabs(kE2m1Magnitudes[code] - a);
     const float best_d = std::fabs(kE2m1Magnitudes[best] - a);
     if (d < best_d || (d == best_d && code % 2 == 0)) best = code;  // ties to the even code
   }
-  return static_cast<std::uint8_t>(best | (x < 0.0F && best != 0 ? 0x8 : 0x0));
+  return static_cast<std::uint8_t>(best | (x < 0.0F && best != 0 ? 0x8U : 0x0U));
 }
 
 float decode_e2m1(std::uint8_t code) {

@@ -295,7 +295,7 @@ at::Tensor Gemm::operator()() const {
       no_kernel(mode_);
 #endif
     }
-    case Mode::int8:
+    case Mode::int8:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
 #if PP_TORCH_AT_LEAST(2, 4)
       return at::_int_mm(a_, b_);
 #else

@@ -114,6 +114,20 @@ struct Recommendation {
   std::string reason;
 };
 
+// --soak on one device: each mode's outcome, and what comparing the devices found.
+struct SoakReport {
+  double seconds = 0.0;  // asked for
+  bool injected = false;  // a fault was injected (a test of the detector, not a finding)
+  std::vector<std::pair<Mode, SoakOutcome>> modes;
+  // Set where this device's golden output differs from that of the same GPUs of the run (a
+  // majority, or with two GPUs, each other): the modes and the devices it disagrees with.
+  std::string golden_disagreement;
+  // Set where this device's soak throughput is more than 10 % below the median of the same GPUs.
+  std::string straggler;
+
+  const SoakOutcome* find(Mode mode) const;
+};
+
 struct DeviceReport {
   DeviceKind kind = DeviceKind::cpu;
   int index = -1;  // visible GPU index; -1 for the CPU (and for `arch`)
@@ -124,6 +138,7 @@ struct DeviceReport {
   std::optional<KernelCoverage> kernels;  // GPUs: whether the LibTorch build runs here
   std::vector<std::pair<Mode, PrecisionResult>> precisions;
   Recommendation recommendation;
+  std::optional<SoakReport> soak;  // --soak
 
   std::string label() const;  // "GPU 0", "CPU"
   const PrecisionResult* find(Mode mode) const;
@@ -172,6 +187,7 @@ struct RunInfo {
   Command command = Command::probe;
   bool quick = false;
   bool bench = false;
+  double soak_s = 0.0;  // --soak (0: none)
   std::uint64_t seed = 0;
   double timeout_s = 0.0;
   std::vector<std::string> required;

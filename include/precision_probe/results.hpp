@@ -96,6 +96,33 @@ struct BenchOutcome {
   std::string note;   // how the size was chosen when it is not the one asked for
 };
 
+// The first result of a soak that differed, bit for bit, from the golden output.
+struct SoakMismatch {
+  std::int64_t iteration = 0;           // 1 is the first call after the golden one
+  double seconds = 0.0;                 // into the soak
+  std::int64_t elements = 0;            // output elements whose bits differ
+  std::optional<double> max_abs_error;  // the largest difference as numbers (null: not finite)
+};
+
+// One mode of a soak on one device: the same GEMM back to back under load, every result
+// compared with the golden one computed first (cool). A worker sends one after each of the
+// mode's slices, the latest standing for the whole (a run cut short keeps what it found).
+struct SoakOutcome {
+  bool ran = false;
+  bool ok = false;  // ran, and every result matched the golden one
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;
+  std::int64_t size = 0;           // M = N = K
+  std::int64_t iterations = 0;     // results compared
+  std::int64_t mismatches = 0;     // results that differed
+  std::int64_t full_compares = 0;  // of them, compared element by element (the others by checksum)
+  std::optional<SoakMismatch> first_mismatch;
+  std::string golden_checksum;   // the golden output's 64-bit words summed, 16 hex digits
+  std::optional<double> seconds;  // time this mode ran hot
+  std::optional<double> tflops;   // its throughput over that time (int8: TOPS)
+  bool injected = false;          // PRECISION_PROBE_INJECT_FAULT flipped a bit of one result
+};
+
 // One collective over the GPUs of the node: an all-reduce (sum) of integer-valued data, checked
 // exactly, then timed on a large message. Bandwidths as nccl-tests defines them: algbw =
 // bytes / time, busbw = algbw * 2 (n - 1) / n for an all-reduce over n ranks.

@@ -18,6 +18,11 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("describe", p.describe);
   v("bench_size", p.bench_size);
   v("collective_ranks", p.collective_ranks);
+  v("soak_seconds", p.soak_seconds);
+  v("soak_modes", p.soak_modes);
+  v("soak_size", p.soak_size);
+  v("inject_mode", p.inject_mode);
+  v("inject_iteration", p.inject_iteration);
 }
 
 }  // namespace json_fields
@@ -93,6 +98,11 @@ void read_outcome(const std::string& type, const json& j, WorkerResult& result) 
     auto o = read<BenchOutcome>(j, "bench");
     check_bench(o);
     result.bench[mode] = o;
+  } else if (type == "soak") {
+    const Mode mode = read_mode(j, ModeKind::matmul);
+    auto o = read<SoakOutcome>(j, "soak");
+    check_soak(o);
+    result.soak[mode] = o;
   } else if (type == "collective") {
     auto o = read<CollectiveOutcome>(j, "collective");
     if (o.dtype == DType::none || o.dtype == DType::other || o.dtype == DType::fp64) {
@@ -131,6 +141,10 @@ Expected<WorkerPlan> decode_plan(std::string_view text) {
     return Unexpected{"collective_ranks out of range"};
   }
   if (plan.bench_size < 0 || plan.bench_size > 65536) return Unexpected{"bench_size out of range"};
+  if (!(plan.soak_seconds >= 0.0 && plan.soak_seconds <= 7.0 * 86400.0) || plan.soak_size < 0 ||
+      plan.soak_size > 65536 || plan.inject_iteration < 0) {
+    return Unexpected{"soak out of range"};
+  }
   return plan;
 }
 
@@ -162,6 +176,7 @@ std::string encode_device(const std::string& name, const std::string& uuid) {
 std::string encode_smoke(Mode mode, const SmokeOutcome& o) { return line("smoke", o, mode); }
 std::string encode_amp(Mode mode, const AmpOutcome& o) { return line("amp", o, mode); }
 std::string encode_bench(Mode mode, const BenchOutcome& o) { return line("bench", o, mode); }
+std::string encode_soak(Mode mode, const SoakOutcome& o) { return line("soak", o, mode); }
 
 std::string encode_collective(const CollectiveOutcome& o, const std::string& nccl_version) {
   json j = json::parse(line("collective", o));

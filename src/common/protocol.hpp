@@ -14,7 +14,7 @@ namespace precision_probe {
 
 // 2: the plan carries the worker's CUDA_VISIBLE_DEVICES (workers start before their plan).
 // 3: outcomes carry the report's JSON of their struct (report/json_fields.hpp).
-inline constexpr int kProtocolVersion = 3;
+inline constexpr int kProtocolVersion = 4;
 
 std::string encode_plan(const WorkerPlan& plan);
 Expected<WorkerPlan> decode_plan(std::string_view text);
@@ -26,6 +26,7 @@ std::string encode_device(const std::string& name, const std::string& uuid);
 std::string encode_smoke(Mode mode, const SmokeOutcome& outcome);
 std::string encode_amp(Mode mode, const AmpOutcome& outcome);
 std::string encode_bench(Mode mode, const BenchOutcome& outcome);
+std::string encode_soak(Mode mode, const SoakOutcome& outcome);
 std::string encode_collective(const CollectiveOutcome& outcome, const std::string& nccl_version);
 std::string encode_done();
 // A check that finished without a result of its own yet (a benchmark's first figure): it resets

@@ -25,6 +25,12 @@ struct WorkerPlan {
   std::int64_t bench_size = 0;       // > 0: benchmark every smoke mode that passed, at this size
   int collective_ranks = 0;          // > 0: this worker runs the NCCL all-reduce over that many
                                      // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
+  double soak_seconds = 0.0;         // > 0: soak these modes for that long (and nothing else)
+  std::vector<Mode> soak_modes;
+  std::int64_t soak_size = 0;        // the soak's GEMM size, M = N = K
+  // PRECISION_PROBE_INJECT_FAULT: flip one bit of this mode's result at this iteration (0: none).
+  Mode inject_mode = Mode::fp32;
+  std::int64_t inject_iteration = 0;
 };
 
 // What one worker answered. A worker that died or ran out of time still yields a result: the
@@ -39,6 +45,7 @@ struct WorkerResult {
   std::map<Mode, AmpOutcome> amp;
   std::map<Mode, BenchOutcome> bench;
   std::vector<CollectiveOutcome> collectives;
+  std::map<Mode, SoakOutcome> soak;  // the latest line of each mode
   std::string nccl_version;
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)

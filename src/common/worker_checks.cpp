@@ -114,7 +114,48 @@ std::string impossible_collective(const CollectiveOutcome& o) {
   return "";
 }
 
+bool hex16(const std::string& text) {
+  return text.size() == 16 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string impossible_soak(const SoakOutcome& o) {
+  if (!o.ran) {
+    if (o.iterations != 0 || o.mismatches != 0 || o.tflops || o.first_mismatch) {
+      return "figures from a soak that did not run";
+    }
+    return ok_without_running(o);
+  }
+  if (o.size < 16 || o.size > kLargestDim) return fmt::format("a GEMM size of {}", o.size);
+  if (o.iterations < 0 || o.mismatches < 0 || o.mismatches > o.iterations ||
+      o.full_compares < 0 || o.full_compares > o.iterations) {
+    return fmt::format("{} mismatches and {} full compares in {} iterations", o.mismatches,
+                       o.full_compares, o.iterations);
+  }
+  if (!hex16(o.golden_checksum)) return "a golden checksum that is not 16 hex digits";
+  if ((o.mismatches > 0) != o.first_mismatch.has_value()) {
+    return "mismatches without the first of them, or the other way round";
+  }
+  if (o.first_mismatch && (o.first_mismatch->iteration < 1 ||
+                           o.first_mismatch->iteration > o.iterations ||
+                           o.first_mismatch->elements < 1 || !(o.first_mismatch->seconds >= 0.0))) {
+    return "a first mismatch outside the soak";
+  }
+  if (!finite_at_least(o.seconds, 0.0) || (o.seconds && *o.seconds > kLongestCallMs)) {
+    return "an impossible duration";
+  }
+  if (o.tflops && !(std::isfinite(*o.tflops) && *o.tflops > 0.0 && *o.tflops < kFastestTflops)) {
+    return fmt::format("{} TFLOP/s", *o.tflops);
+  }
+  return "";
+}
+
 }  // namespace
+
+void check_soak(SoakOutcome& o) {
+  refuse(o, impossible_soak(o), true);
+  // "ok" is every result matching the golden one: a mismatch is never ok.
+  if (o.ok && o.mismatches > 0) refuse(o, "the engine reported ok with mismatches", false);
+}
 
 void check_smoke(Mode mode, SmokeOutcome& o) {
   o.tolerance = smoke_tolerance(mode);  // the probe's, not the worker's

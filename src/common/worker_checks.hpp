@@ -16,6 +16,7 @@ void check_smoke(Mode mode, SmokeOutcome& o);
 void check_amp(Mode mode, AmpOutcome& o, bool on_cuda);
 void check_bench(BenchOutcome& o);
 void check_collective(CollectiveOutcome& o);
+void check_soak(SoakOutcome& o);
 
 // The all-reduces a collective worker owes: each of kAllReduceDTypes once, over `ranks` GPUs.
 // "" when they are all there, else what is missing or extra.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "precision_probe/modes.hpp"
 #include "precision_probe/results.hpp"
 #include "common/trace.hpp"
+#include "common/worker.hpp"
 
 #define PP_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||     \
@@ -99,6 +101,26 @@ struct PreparedSmoke {
 PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed);
 // Runs a prepared smoke test on the device and checks it against the reference.
 SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
+
+// A 64-bit device value on its way to the host: the copy and an event queued behind it on the
+// stream, so that waiting for it does not wait for the work queued after it. On a CPU, the value.
+class PendingInt64 {
+ public:
+  PendingInt64(const at::Tensor& value, const Target& target);
+  std::int64_t wait() const;
+
+ private:
+  at::Tensor host_;
+  std::shared_ptr<void> event_;  // the CUDA event; none on CPUs
+};
+
+// A generator for `target` seeded with `seed` (the device's default one on GPUs, reseeded).
+at::Generator seeded_generator(const Target& target, std::uint64_t seed);
+
+// --soak (soak.cpp): `modes` on `target` for plan.soak_seconds, the modes in turns of a few
+// seconds; after each turn `report` gets that mode's outcome so far.
+void run_soak(const WorkerPlan& plan, const std::vector<Mode>& modes, const Target& target,
+              const std::function<void(Mode, const SoakOutcome&)>& report);
 
 // Sets the float32 matmul precision for one check and restores it afterwards. Only the
 // string setter exists in every LibTorch from 1.13 to 2.11.

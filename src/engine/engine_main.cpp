@@ -164,6 +164,20 @@ void run_benches(const pp::WorkerPlan& plan, const std::vector<pp::Mode>& passed
   }
 }
 
+// --soak: the planned modes whose smoke test passed (a mode that failed it was not soaked: the
+// report says so).
+void run_soak_phase(const pp::WorkerPlan& plan, const std::vector<pp::Mode>& passed,
+                    const eng::Target& target) {
+  std::vector<pp::Mode> modes;
+  for (pp::Mode mode : plan.soak_modes) {
+    if (std::find(passed.begin(), passed.end(), mode) != passed.end()) modes.push_back(mode);
+  }
+  eng::run_soak(plan, modes, target, [](pp::Mode mode, const pp::SoakOutcome& outcome) {
+    emit(pp::encode_soak(mode, outcome));
+    pp::trace(std::string("soak ") + std::string(pp::mode_key(mode)));
+  });
+}
+
 int run_worker() {
   pp::trace("main");
   const std::string input{std::istreambuf_iterator<char>(std::cin),
@@ -191,6 +205,7 @@ int run_worker() {
   Prepared prepared = prepare(plan, target);
   const std::vector<pp::Mode> passed = run_checks(plan, prepared, target);
   if (plan.bench_size > 0) run_benches(plan, passed, target);
+  if (plan.soak_seconds > 0.0) run_soak_phase(plan, passed, target);
   leave();
 }
 

@@ -132,6 +132,13 @@ class Writer {
              ModeKind kind);
   // The benchmarks of a device by mode key; left out when there are none.
   void benches(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions);
+  // Per-mode values as an object by mode key.
+  template <class T>
+  void by_mode(const char* key, const std::vector<std::pair<Mode, T>>& items) {
+    json by_key = json::object();
+    for (const auto& [mode, item] : items) by_key[std::string(mode_key(mode))] = encode(item);
+    j_[key] = std::move(by_key);
+  }
   static constexpr bool reading = false;
 
  private:
@@ -272,6 +279,19 @@ class Reader {
   void modes(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
              ModeKind kind);
   void benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions);
+  template <class T>
+  void by_mode(const char* key, std::vector<std::pair<Mode, T>>& items) {
+    const json* by_key = find(key);
+    if (by_key == nullptr) return;
+    if (!by_key->is_object()) fail(at(key), "expected an object");
+    for (const auto& [name, value] : by_key->items()) {
+      const auto mode = parse_mode(name);
+      if (!mode) fail(at(key) + "." + name, "unknown mode");
+      T item{};
+      decode(value, item, at(key) + "." + name, limits_);
+      items.emplace_back(*mode, std::move(item));
+    }
+  }
   static constexpr bool reading = true;
 
  private:
@@ -365,6 +385,40 @@ std::enable_if_t<is<S, BenchOutcome>> fields(V& v, S& o) {
   v("note", o.note);
   v("error_kind", o.error_kind);
   v("error", o.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, SoakMismatch>> fields(V& v, S& m) {
+  v("iteration", m.iteration);
+  v("seconds", m.seconds);
+  v("elements", m.elements);
+  v("max_abs_error", m.max_abs_error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, SoakOutcome>> fields(V& v, S& o) {
+  v("ran", o.ran);
+  v("ok", o.ok);
+  v("size", o.size);
+  v("iterations", o.iterations);
+  v("mismatches", o.mismatches);
+  v("full_compares", o.full_compares);
+  v("first_mismatch", o.first_mismatch);
+  v("golden_checksum", o.golden_checksum);
+  v("seconds", o.seconds);
+  v("tflops", o.tflops);
+  v("injected", o.injected);
+  v("error_kind", o.error_kind);
+  v("error", o.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, SoakReport>> fields(V& v, S& s) {
+  v("seconds", s.seconds);
+  v("injected", s.injected);
+  v.by_mode("modes", s.modes);
+  v("golden_disagreement", s.golden_disagreement);
+  v("straggler", s.straggler);
 }
 
 template <class V, class S>
@@ -521,6 +575,7 @@ std::enable_if_t<is<S, DeviceReport>> fields(V& v, S& d) {
   v.modes("amp", d.precisions, ModeKind::training);
   v("recommendation", d.recommendation);
   v.benches("bench", d.precisions);
+  v.omit_unless(d.soak.has_value(), "soak", d.soak);
   v.omit_unless(d.gpu.has_value(), "gpu", d.gpu);
   v.omit_unless(d.cpu.has_value(), "cpu", d.cpu);
   // A GPU's says null when unknown; a CPU has none.
@@ -599,6 +654,7 @@ std::enable_if_t<is<S, RunInfo>> fields(V& v, S& r) {
   v("command", r.command);
   v("quick", r.quick);
   v("bench", r.bench);
+  v("soak_s", r.soak_s);
   v("seed", r.seed);
   v("timeout_s", r.timeout_s);
   v("required", r.required);

@@ -21,6 +21,13 @@ const PrecisionResult* DeviceReport::find(Mode mode) const {
   return nullptr;
 }
 
+const SoakOutcome* SoakReport::find(Mode mode) const {
+  for (const auto& [m, o] : modes) {
+    if (m == mode) return &o;
+  }
+  return nullptr;
+}
+
 PrecisionResult* DeviceReport::find(Mode mode) {
   for (auto& [m, p] : precisions) {
     if (m == mode) return &p;

@@ -20,6 +20,16 @@
 
 namespace precision_probe::engine {
 
+at::Generator seeded_generator(const Target& target, std::uint64_t seed) {
+  at::Generator gen = target.cuda ? at::globalContext().defaultGenerator(target.device)
+                                  : at::detail::createCPUGenerator(seed);
+  if (target.cuda) {
+    const std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
+  return gen;
+}
+
 std::vector<double> time_calls_on_cpu(int warmup, int reps, const std::function<void(int)>& call) {
   for (int i = 0; i < warmup; ++i) call(i);
   std::vector<double> ms;
@@ -52,12 +62,7 @@ template <typename Measure>
 void with_gemm(Mode mode, const Target& target, std::int64_t size, std::uint64_t seed,
                Measure&& measure) {
   const Float32PrecisionScope precision(mode == Mode::tf32);
-  at::Generator gen = target.cuda ? at::globalContext().defaultGenerator(target.device)
-                                  : at::detail::createCPUGenerator(seed);
-  if (target.cuda) {
-    const std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(seed);
-  }
+  at::Generator gen = seeded_generator(target, seed);
   // Three input sets on a GPU (each larger than its L2 at the default size), two on a CPU;
   // everything a call needs (scales) made with them, so that only the GEMM runs between events.
   const int sets = target.cuda ? 3 : 2;

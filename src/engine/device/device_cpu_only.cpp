@@ -33,3 +33,11 @@ std::optional<std::int64_t> peak_allocated_bytes(const Target& /*target*/) { ret
 void reset_peak_memory(const Target& /*target*/) {}
 
 }  // namespace precision_probe::engine
+
+namespace precision_probe::engine {
+
+PendingInt64::PendingInt64(const at::Tensor& value, const Target& /*target*/) : host_(value) {}
+
+std::int64_t PendingInt64::wait() const { return host_.item<std::int64_t>(); }
+
+}  // namespace precision_probe::engine

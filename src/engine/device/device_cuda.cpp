@@ -58,6 +58,23 @@ std::string device_uuid(const Target& target) {
   return format_uuid(bytes, false);
 }
 
+PendingInt64::PendingInt64(const at::Tensor& value, const Target& target) {
+  if (!target.cuda) {
+    host_ = value;
+    return;
+  }
+  host_ = at::empty({1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));
+  host_.copy_(value.reshape({1}), /*non_blocking=*/true);
+  auto event = std::make_shared<at::cuda::CUDAEvent>();
+  event->record();
+  event_ = event;
+}
+
+std::int64_t PendingInt64::wait() const {
+  if (event_) static_cast<at::cuda::CUDAEvent*>(event_.get())->synchronize();
+  return host_.reshape({1})[0].item<std::int64_t>();
+}
+
 void synchronize(const Target& target) {
   if (target.cuda) c10::cuda::device_synchronize();
 }

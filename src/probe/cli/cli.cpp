@@ -97,7 +97,7 @@ struct OptionSpec {
   const char* help;
 };
 
-constexpr std::array<OptionSpec, 20> kOptions = {{
+constexpr std::array<OptionSpec, 22> kOptions = {{
     {"--format", "FORMAT", false, true,
      "The report on stdout: text (default), json, markdown or prometheus"},
     {"-o,--output", "FILE", false, true,
@@ -126,6 +126,11 @@ constexpr std::array<OptionSpec, 20> kOptions = {{
      "Measure TFLOP/s per precision, the speed-up over fp32 and the share of the datasheet peak"},
     {"--bench-size", "N", false, false,
      "GEMM size for --bench, M=N=K, a multiple of 16 (default 8192 on GPUs, 1024 on the CPU)"},
+    {"--soak", "SECONDS", false, false,
+     "Run each native matmul mode back to back for SECONDS on every selected device, each result "
+     "compared bit for bit with the first (silent data corruption under load)"},
+    {"--soak-modes", "MODES", true, false,
+     "The modes --soak runs (comma separated; default: every matmul mode native on the device)"},
     {"--seed", "N", false, false, "Seed of the random test inputs (default: a fresh one per run)"},
     {"--timeout", "SECONDS", false, true, "Bound on the whole run, in seconds (default 60)"},
     {"--check-timeout", "SECONDS", false, false,
@@ -390,6 +395,17 @@ class Reader {
       o_.bench_size = *size;
       o_.bench = true;  // asking for a size asks for the benchmark
     }
+    if (given("--soak")) {
+      const auto seconds = parse_seconds(value("--soak"));
+      if (!seconds || *seconds <= 0.0 || *seconds > 604800.0) {
+        return fmt::format("{}: '{}' is not a number of seconds above 0 and up to 604800",
+                           typed("--soak"), printable(value("--soak"), 40));
+      }
+      o_.soak_s = *seconds;
+      if (o_.quick) {
+        return fmt::format("{} runs kernels and --quick runs none: choose one", typed("--soak"));
+      }
+    }
     for (const auto& [name, target] : {std::pair{"--timeout", &o_.timeout_s},
                                        std::pair{"--check-timeout", &o_.check_timeout_s}}) {
       if (!given(name)) continue;
@@ -415,6 +431,22 @@ class Reader {
       if (!modes.error.empty()) return "--require: " + modes.error;
       o_.require = modes.modes;
     }
+    return read_soak_modes();
+  }
+
+  std::string read_soak_modes() {
+    const std::vector<std::string>& soak = raw_.many["--soak-modes"];
+    if (soak.empty()) return "";
+    if (!given("--soak")) return fmt::format("{} needs --soak SECONDS", typed("--soak-modes"));
+    const auto modes = parse_mode_list(join(soak, ","));
+    if (!modes.error.empty()) return typed("--soak-modes") + ": " + modes.error;
+    for (Mode mode : modes.modes) {
+      if (is_amp_mode(mode)) {
+        return fmt::format("{}: {} is a training mode; the soak runs matmul modes",
+                           typed("--soak-modes"), mode_key(mode));
+      }
+    }
+    o_.soak_modes = modes.modes;
     return "";
   }
 

@@ -58,6 +58,8 @@ struct Options {
   bool amp = true;                         // run the mixed-precision training checks
   bool nccl = false;                       // all-reduce across the selected GPUs through NCCL
   std::optional<std::int64_t> bench_size;  // default: 8192 on GPUs, 1024 on the CPU
+  double soak_s = 0.0;                     // --soak: seconds per device (0: no soak)
+  std::vector<Mode> soak_modes;            // --soak-modes (empty: every native matmul mode)
   std::string arch_cc;                     // `arch CC`
 };
 

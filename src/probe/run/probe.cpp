@@ -20,6 +20,8 @@
 #include "common/trace.hpp"
 #include "common/worker_checks.hpp"
 #include "probe/verdicts/verdict.hpp"
+#include "probe/run/soak_plan.hpp"
+#include "probe/verdicts/soak.hpp"
 
 namespace precision_probe {
 
@@ -486,7 +488,7 @@ std::string check_selection(const Options& options, const GpuFacts& facts, Repor
 // `bench_later`, its benchmark is left for a run of its own after the GPUs' (its threads would
 // starve the GPU workers' launching threads).
 WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t seed, bool bench_later,
-                   bool describe) {
+                   bool describe, const std::optional<FaultInjection>& inject) {
   auto support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
   WorkerRun w;
   w.plan.kind = DeviceKind::cpu;
@@ -495,11 +497,13 @@ WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t see
   w.plan.seed = seed;
   w.plan.describe = describe;
   if (options.bench && !bench_later) w.plan.bench_size = options.bench_size.value_or(1024);
+  if (options.devices.cpu) plan_soak(w.plan, options, support, inject);
   return w;
 }
 
 std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
-                                 const StackAtStart& stack, std::uint64_t seed) {
+                                 const StackAtStart& stack, std::uint64_t seed,
+                                 const std::optional<FaultInjection>& inject) {
   const std::string& blocker = stack.gpu_blocker;
   std::vector<WorkerRun> runs;
   for (const GpuInfo& gpu : facts.gpus) {
@@ -515,6 +519,7 @@ std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
     if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
     w.plan.seed = seed + static_cast<std::uint64_t>(gpu.index) + 1;
     if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
+    plan_soak(w.plan, options, support, inject);
     runs.push_back(w);
   }
   return runs;
@@ -564,8 +569,10 @@ struct RunClock {
   const std::atomic<bool>* cancelled;
 
   Limits limits() const {
+    // --timeout bounds the run apart from the soak, whose length it adds.
     const auto left =
-        std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000.0)) -
+        std::chrono::milliseconds(
+            static_cast<long long>((options.timeout_s + options.soak_s) * 1000.0)) -
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     Limits limits = limits_within(options, left);
     const std::atomic<bool>* flag = cancelled;
@@ -581,6 +588,7 @@ Report probe_report_header(const Options& options, const System& sys) {
   report.run.command = Command::probe;
   report.run.quick = options.quick;
   report.run.bench = options.bench && !options.quick;
+  report.run.soak_s = options.soak_s;
   report.run.seed = options.seed.value_or(fresh_seed());
   report.run.timeout_s = options.timeout_s;
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
@@ -644,6 +652,7 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     };
     const WorkerResult* result = run != nullptr && run->result ? &*run->result : nullptr;
     fill_precisions(d, support, run, gpu_not_run(options, d, report, blocker, result));
+    if (run != nullptr) d.soak = soak_report(options, run->plan, result, interrupt_requested());
     report.devices.push_back(std::move(d));
   }
 }
@@ -661,6 +670,10 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
   }
   fill_precisions(
       d, [&cpu](Mode m) { return cpu_hardware_support(cpu, m); }, run ? &*run : nullptr, why);
+  if (run) {
+    d.soak = soak_report(options, run->plan, run->result ? &*run->result : nullptr,
+                         interrupt_requested());
+  }
   report.devices.push_back(std::move(d));
 }
 
@@ -674,6 +687,12 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
   const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
   trace("probe start");
+  std::optional<FaultInjection> inject;
+  if (const auto spec = sys.getenv(std::string(kInjectFaultVariable)); spec && options.soak_s > 0.0) {
+    const Expected<FaultInjection> parsed = parse_fault_injection(*spec);
+    if (!parsed) return usage_error_report(parsed.error(), sys);
+    inject = *parsed;
+  }
   const StackAtStart stack = stack_at_start(deps.engine);
 
   // --- Workers: started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
@@ -686,7 +705,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (!options.quick) {
     deps.engine.prestart({true, expected_gpus});
     cpu_run = plan_cpu(options, cpu, report.run.seed, expected_gpus > 0,
-                       !stack.complete && expected_gpus == 0);
+                       !stack.complete && expected_gpus == 0, inject);
     cpu_done = std::async(std::launch::async,
                           [&] { run_workers(deps.engine, {&*cpu_run}, clock.limits()); });
   }
@@ -701,7 +720,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   }
   std::vector<WorkerRun> gpu_runs = options.quick
                                         ? std::vector<WorkerRun>{}
-                                        : plan_gpus(options, driver.facts, stack, report.run.seed);
+                                        : plan_gpus(options, driver.facts, stack, report.run.seed,
+                                                    inject);
   if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
   const std::vector<int> collective_on = collective_gpus(options, driver.facts);
   std::optional<WorkerRun> collective =
@@ -733,6 +753,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
                            (options.devices.all_gpus || !options.devices.gpu_indices.empty())) ||
                           !options.devices.gpu_indices.empty();
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
+  judge_soak(report);
   const DiagnosticContext context{
       sys, driver.nvml, driver.cuda, visible, stack.engine_installed, gpu_wanted};
   finish_report(report, options, context, clock.started);

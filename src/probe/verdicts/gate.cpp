@@ -1,5 +1,7 @@
 #include "probe/verdicts/gate.hpp"
 
+#include "probe/verdicts/soak.hpp"
+
 #include <fmt/format.h>
 
 #include "probe/verdicts/exit_codes.hpp"
@@ -137,6 +139,10 @@ ExitDecision requirements_verdict(const Report& report) {
 ExitDecision decide_exit(const Report& report) {
   if (report.error && report.error->kind == FailureKind::usage) {
     return {exit_code::kUsage, report.error->message};
+  }
+  // Silent data corruption is never hidden behind an interrupt or a timeout.
+  if (std::string corruption = soak_corruption(report); !corruption.empty()) {
+    return {exit_code::kCheckFailed, corruption};
   }
   if (!report.run.interrupted.empty()) {
     return {exit_code::kTimedOut,

@@ -1,0 +1,175 @@
+// --soak: silent data corruption under load (docs/soak.md). Each mode's GEMM is built once on
+// fixed random inputs; its first result, computed cool, is the golden one; then the same call
+// runs back to back, the modes taking turns in slices, and every result is compared with the
+// golden one bit for bit: its bytes summed as 64-bit words on the device (exact, and changed by
+// any single flipped bit), every 16th result also element by element. The sums travel to the host
+// behind an event, so the device never waits for the comparison of the result before.
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "engine/checks/kernels.hpp"
+#include "engine/engine.hpp"
+#include "engine/error_text.hpp"
+
+namespace precision_probe::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kFullCompareEvery = 16;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The output's elements as integers of their width, for bitwise comparison.
+at::Tensor as_bits(const at::Tensor& out) {
+  switch (out.element_size()) {
+    case 1: return out.view(at::kByte);
+    case 2: return out.view(at::kShort);
+    case 4: return out.view(at::kInt);
+    default: return out.view(at::kLong);
+  }
+}
+
+// The output's bytes as 64-bit words, summed with wrap-around.
+at::Tensor checksum_of(const at::Tensor& out) { return out.contiguous().view(at::kLong).sum(); }
+
+std::string hex(std::int64_t value) {
+  return fmt::format("{:016x}", static_cast<std::uint64_t>(value));
+}
+
+struct SoakMode {
+  Mode mode;
+  Gemm gemm;
+  at::Tensor golden;
+  std::int64_t golden_sum = 0;
+  double flop = 0.0;  // per call
+  SoakOutcome outcome;
+  bool inject = false;   // this mode's result at plan.inject_iteration gets a flipped bit
+  bool stopped = false;  // an error ended its soak
+};
+
+// A result on its way to the comparison.
+struct InFlight {
+  at::Tensor out;
+  PendingInt64 sum;
+  std::int64_t iteration;
+  double seconds;  // into the soak, when it was queued
+};
+
+void record_mismatch(SoakMode& m, const InFlight& r) {
+  SoakOutcome& o = m.outcome;
+  ++o.mismatches;
+  o.ok = false;
+  if (o.first_mismatch) return;
+  SoakMismatch first;
+  first.iteration = r.iteration;
+  first.seconds = r.seconds;
+  first.elements = as_bits(r.out).ne(as_bits(m.golden)).sum().item<std::int64_t>();
+  const double max_error =
+      (r.out.to(at::kDouble) - m.golden.to(at::kDouble)).abs().max().item<double>();
+  if (std::isfinite(max_error)) first.max_abs_error = max_error;
+  o.first_mismatch = first;
+  o.error_kind = ErrorKind::wrong_result;
+  o.error = fmt::format(
+      "silent data corruption: result {} of the soak ({:.1f} s in) differs from the golden one in "
+      "{} element(s)",
+      r.iteration, r.seconds, first.elements);
+}
+
+void compare(SoakMode& m, const InFlight& r) {
+  ++m.outcome.iterations;
+  bool same = r.sum.wait() == m.golden_sum;
+  if (same && r.iteration % kFullCompareEvery == 0) {
+    ++m.outcome.full_compares;
+    same = at::equal(as_bits(r.out), as_bits(m.golden));
+  }
+  if (!same) record_mismatch(m, r);
+}
+
+// One slice: the mode's GEMM back to back for `seconds`, each result compared while the next runs.
+void run_slice(SoakMode& m, const WorkerPlan& plan, const Target& target, double seconds,
+               Clock::time_point soak_start) {
+  const Clock::time_point start = Clock::now();
+  std::optional<InFlight> previous;
+  do {
+    at::Tensor out = m.gemm();
+    const std::int64_t iteration = m.outcome.iterations + (previous ? 2 : 1);
+    if (m.inject && iteration == plan.inject_iteration) {
+      as_bits(out).view(-1).narrow(0, 0, 1).bitwise_xor_(1);  // the lowest bit of one element
+      m.outcome.injected = true;
+    }
+    InFlight current{out, PendingInt64(checksum_of(out), target), iteration,
+                     seconds_since(soak_start)};
+    if (previous) compare(m, *previous);
+    previous = std::move(current);
+  } while (seconds_since(start) < seconds);
+  compare(m, *previous);
+  synchronize(target);
+  const double took = seconds_since(start);
+  m.outcome.seconds = m.outcome.seconds.value_or(0.0) + took;
+}
+
+SoakMode prepare_mode(Mode mode, const WorkerPlan& plan, const Target& target, at::Generator& gen) {
+  const std::int64_t n = bench_size_for(mode, plan.soak_size);
+  SoakMode m{mode, random_gemm(mode, target, n, gen), {}, 0,
+             2.0 * std::pow(static_cast<double>(n), 3.0), {}};
+  m.inject = plan.inject_iteration > 0 && plan.inject_mode == mode;
+  m.outcome.size = n;
+  m.golden = m.gemm();
+  m.golden_sum = PendingInt64(checksum_of(m.golden), target).wait();
+  m.outcome.golden_checksum = hex(m.golden_sum);
+  m.outcome.ran = true;
+  m.outcome.ok = true;
+  return m;
+}
+
+}  // namespace
+
+void run_soak(const WorkerPlan& plan, const std::vector<Mode>& modes, const Target& target,
+              const std::function<void(Mode, const SoakOutcome&)>& report) {
+  at::Generator gen = seeded_generator(target, plan.seed * 1000003ULL + 3000);
+  std::vector<SoakMode> soaking;
+  for (Mode mode : modes) {
+    try {
+      const Float32PrecisionScope precision(mode == Mode::tf32);
+      soaking.push_back(prepare_mode(mode, plan, target, gen));
+    } catch (const std::exception& e) {
+      SoakOutcome failed;
+      failed.error = error_text(e);
+      failed.error_kind = classify_error(failed.error);
+      report(mode, failed);
+    }
+  }
+  if (soaking.empty()) return;
+  // Slices of a few seconds, the modes in turn, until the time is up (docs/soak.md).
+  const double slice = target.cuda ? 2.0 : 0.5;
+  const Clock::time_point start = Clock::now();
+  std::size_t running = soaking.size();
+  for (std::size_t turn = 0; running > 0 && seconds_since(start) < plan.soak_seconds; ++turn) {
+    SoakMode& m = soaking[turn % soaking.size()];
+    if (m.stopped) continue;
+    const double left = plan.soak_seconds - seconds_since(start);
+    try {
+      const Float32PrecisionScope precision(m.mode == Mode::tf32);
+      run_slice(m, plan, target, std::min(slice, left), start);
+      m.outcome.tflops = m.flop * static_cast<double>(m.outcome.iterations) /
+                         m.outcome.seconds.value_or(1.0) / 1e12;
+    } catch (const std::exception& e) {
+      m.outcome.ok = false;
+      m.outcome.error = error_text(e);
+      m.outcome.error_kind = classify_error(m.outcome.error);
+      m.stopped = true;
+      --running;
+    }
+    report(m.mode, m.outcome);
+  }
+}
+
+}  // namespace precision_probe::engine

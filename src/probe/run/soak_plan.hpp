@@ -1,0 +1,26 @@
+#pragma once
+// --soak in a run (docs/soak.md): what each device's worker is asked, and its soak section from
+// what the worker answered.
+
+#include <functional>
+#include <optional>
+
+#include "common/arch.hpp"
+#include "common/worker.hpp"
+#include "probe/cli/options.hpp"
+#include "probe/verdicts/soak.hpp"
+
+namespace precision_probe {
+
+// Adds the soak to a selected device's plan: the modes (--soak-modes, or every mode native on the
+// device) among those its checks run, the GEMM size, and an injected fault when one applies.
+void plan_soak(WorkerPlan& plan, const Options& options,
+               const std::function<HardwareVerdict(Mode)>& support,
+               const std::optional<FaultInjection>& inject);
+
+// The device's soak section: each planned mode's latest outcome, or why it has none; the modes
+// --soak-modes named that the device could not run, with the reason.
+std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& plan,
+                                      const WorkerResult* result, bool interrupted);
+
+}  // namespace precision_probe

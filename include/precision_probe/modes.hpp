@@ -89,11 +89,13 @@ struct GpuRule {
 };
 
 // Where the LibTorch API the check uses accepts the recipe, when narrower than the hardware (its
-// own architecture check, as of the LibTorch versions in docs/precision-matrix.md): no span
-// means wherever the hardware has it.
+// own architecture check): no span means wherever the hardware has it. Read from LibTorch's source
+// up to `through`; a newer LibTorch may have lifted it, so there the check runs and its smoke
+// test decides.
 struct TorchRule {
   std::array<CcSpan, 2> runs_on;
   std::string_view why_not;
+  Version through;
   bool accepts(ComputeCapability cc) const {
     if (runs_on[0].empty()) return true;
     for (const CcSpan& span : runs_on) {
@@ -168,18 +170,15 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
      CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {11, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
     {Mode::fp8_rowwise, "fp8_rowwise", ModeKind::matmul,
-     {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why},
-     {{kOnly(8, 9, 9, 0), kOnly(10, 0, 10, 3)},
-      "LibTorch's _scaled_mm runs row-wise FP8 on cc 8.9, 9.0 and 10.x only (its CUTLASS "
-      "kernels, and cuBLASLt on 9.0)"},
+     {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
      CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {12, 0}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
     {Mode::fp8_blockwise, "fp8_blockwise", ModeKind::matmul,
-     {{kOnly(9, 0, 9, 0), kOnly(10, 0, 10, 3)}, Hardware::unsupported,
+     {{kOnly(9, 0, 9, 0), kOnly(10, 0, 10, 0), kOnly(10, 3, 10, 3)}, Hardware::unsupported,
       "block-wise scaled FP8 (1x128 and 128x128 scales) has library kernels for cc 9.0 (Hopper, "
-      "cuBLASLt) and 10.x (B200, B300, CUTLASS) only"},
+      "cuBLASLt), 10.0 and 10.3 (B200, B300, CUTLASS) only"},
      {{kOnly(9, 0, 9, 0)},
       "LibTorch's scaled_mm runs block-wise FP8 only on cc 9.0 (its _check_deepseek_support), "
-      "although this GPU has kernels for it"},
+      "although this GPU has kernels for it", {2, 11}},
      CpuNeeds::unavailable, kFp8CpuWhy, {2, 10}, {12, 9}, 1e-2, PeakColumn::fp8, "at::_scaled_mm_v2"},
     {Mode::mxfp8, "mxfp8", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
@@ -189,12 +188,12 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
     {Mode::mxfp4, "mxfp4", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy},
-     {{kOnly(10, 0, 10, 3)},
+     {{kOnly(10, 0, 10, 9)},
       "LibTorch's scaled_mm runs MXFP4 only on cc 10.x (its _check_mxfp4_support: an FBGEMM "
-      "kernel; cuBLASLt has no MXFP4 mode)"},
+      "kernel; cuBLASLt has no MXFP4 mode)", {2, 11}},
      CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
     {Mode::int8, "int8", ModeKind::matmul,
-     {{kOnly(7, 2, 7, 2), kOnly(7, 5, 10, 2), kFrom(11, 0)}, Hardware::emulated,
+     {{kOnly(7, 2, 7, 2), kOnly(7, 5, 10, 1), kFrom(11, 0)}, Hardware::emulated,
       "no int8 tensor cores here (before cc 7.5 other than Xavier's 7.2, and not on cc 10.3, "
       "B300, whose tensor cores dropped int8): int8 GEMMs run at a small fraction of the rate"},
      {}, CpuNeeds::int8_isa, "", {2, 4}, {0, 0}, 0.0, PeakColumn::int8, "at::_int_mm"},

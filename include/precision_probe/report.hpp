@@ -116,7 +116,7 @@ struct Recommendation {
 
 // --soak on one device: each mode's outcome, and what comparing the devices found.
 struct SoakReport {
-  double seconds = 0.0;  // asked for
+  double seconds = 0.0;   // asked for
   bool injected = false;  // a fault was injected (a test of the detector, not a finding)
   std::vector<std::pair<Mode, SoakOutcome>> modes;
   // Set where this device's golden output differs from that of the same GPUs of the run (a

@@ -117,7 +117,7 @@ struct SoakOutcome {
   std::int64_t mismatches = 0;     // results that differed
   std::int64_t full_compares = 0;  // of them, compared element by element (the others by checksum)
   std::optional<SoakMismatch> first_mismatch;
-  std::string golden_checksum;   // the golden output's 64-bit words summed, 16 hex digits
+  std::string golden_checksum;    // the golden output's 64-bit words summed, 16 hex digits
   std::optional<double> seconds;  // time this mode ran hot
   std::optional<double> tflops;   // its throughput over that time (int8: TOPS)
   bool injected = false;          // PRECISION_PROBE_INJECT_FAULT flipped a bit of one result

@@ -74,12 +74,13 @@ std::optional<Version> parse_version(std::string_view text) {
 
 HardwareVerdict gpu_support(ComputeCapability cc, Mode mode, const StackInfo& stack) {
   HardwareVerdict verdict = gpu_hardware_support(cc, mode);
-  if (verdict.hardware == Hardware::unsupported || !stack.available) return verdict;
+  // A stack without CUDA runs nothing on GPUs: its blocker says so, not a version.
+  if (verdict.hardware == Hardware::unsupported || !stack.available || !stack.cuda_built) {
+    return verdict;
+  }
   const std::optional<Version> libtorch = parse_version(stack.libtorch_version);
   if (!libtorch) return verdict;
-  const std::optional<Version> cuda =
-      stack.cuda_built ? parse_version(stack.cuda_version) : std::nullopt;
-  verdict.stack_lacks = missing_for(mode, *libtorch, cuda, cc);
+  verdict.stack_lacks = missing_for(mode, *libtorch, parse_version(stack.cuda_version), cc);
   return verdict;
 }
 

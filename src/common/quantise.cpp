@@ -187,9 +187,17 @@ bool byte_scales(Recipe recipe) {
   return recipe == Recipe::mx_e4m3 || recipe == Recipe::mx_e2m1 || recipe == Recipe::nv_e2m1;
 }
 
-void check_shape(Recipe recipe, std::size_t size, std::int64_t rows, std::int64_t cols) {
-  if (rows <= 0 || cols <= 0 || size != static_cast<std::size_t>(rows * cols)) {
+void check_shape(Recipe recipe, const std::vector<double>& values, std::int64_t rows,
+                 std::int64_t cols) {
+  if (rows <= 0 || cols <= 0 || values.size() != static_cast<std::size_t>(rows * cols)) {
     throw std::invalid_argument("quantise: values do not hold rows x cols");
+  }
+  // Scales are fp32: values beyond its range, or not finite, have no quantisation.
+  constexpr double kLargest = 1e30;
+  for (double v : values) {
+    if (!(std::fabs(v) <= kLargest)) {
+      throw std::invalid_argument("quantise: a value that is not finite or beyond 1e30");
+    }
   }
   const Block block = block_of(recipe, cols);
   if (cols % block.cols != 0 || (four_bit(recipe) && cols % 2 != 0)) {
@@ -203,7 +211,7 @@ void check_shape(Recipe recipe, std::size_t size, std::int64_t rows, std::int64_
 
 Quantised quantise(Recipe recipe, const std::vector<double>& values, std::int64_t rows,
                    std::int64_t cols) {
-  check_shape(recipe, values.size(), rows, cols);
+  check_shape(recipe, values, rows, cols);
   const Block block = block_of(recipe, cols);
   Quantised q;
   q.rows = rows;
@@ -217,6 +225,10 @@ Quantised quantise(Recipe recipe, const std::vector<double>& values, std::int64_
   if (recipe == Recipe::nv_e2m1) {
     const double amax = block_amax(values, cols, 0, rows, 0, cols);
     tensor_encode = amax > 0.0 ? static_cast<float>(kE2m1Max * kE4m3Max / amax) : 1.0F;
+    if (!std::isfinite(tensor_encode)) {
+      throw std::invalid_argument(
+          "quantise: NVFP4's tensor scale underflows fp32 (amax too small)");
+    }
     q.tensor_scale = 1.0F / tensor_encode;
   }
   for (std::int64_t br = 0; br < q.scale_rows; ++br) {
@@ -256,6 +268,7 @@ Quantised quantise(Recipe recipe, const std::vector<double>& values, std::int64_
 }
 
 Quantised unit_scales(Recipe recipe, std::int64_t rows, std::int64_t cols) {
+  if (rows <= 0 || cols <= 0) throw std::invalid_argument("unit_scales: an empty operand");
   const Block block = block_of(recipe, cols);
   Quantised q;
   q.rows = rows;

@@ -126,8 +126,8 @@ std::string impossible_soak(const SoakOutcome& o) {
     return ok_without_running(o);
   }
   if (o.size < 16 || o.size > kLargestDim) return fmt::format("a GEMM size of {}", o.size);
-  if (o.iterations < 0 || o.mismatches < 0 || o.mismatches > o.iterations ||
-      o.full_compares < 0 || o.full_compares > o.iterations) {
+  if (o.iterations < 0 || o.mismatches < 0 || o.mismatches > o.iterations || o.full_compares < 0 ||
+      o.full_compares > o.iterations) {
     return fmt::format("{} mismatches and {} full compares in {} iterations", o.mismatches,
                        o.full_compares, o.iterations);
   }
@@ -135,9 +135,9 @@ std::string impossible_soak(const SoakOutcome& o) {
   if ((o.mismatches > 0) != o.first_mismatch.has_value()) {
     return "mismatches without the first of them, or the other way round";
   }
-  if (o.first_mismatch && (o.first_mismatch->iteration < 1 ||
-                           o.first_mismatch->iteration > o.iterations ||
-                           o.first_mismatch->elements < 1 || !(o.first_mismatch->seconds >= 0.0))) {
+  if (o.first_mismatch &&
+      (o.first_mismatch->iteration < 1 || o.first_mismatch->iteration > o.iterations ||
+       o.first_mismatch->elements < 1 || !(o.first_mismatch->seconds >= 0.0))) {
     return "a first mismatch outside the soak";
   }
   if (!finite_at_least(o.seconds, 0.0) || (o.seconds && *o.seconds > kLongestCallMs)) {

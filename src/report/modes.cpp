@@ -71,7 +71,8 @@ std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda
         cuda->major, cuda->minor, info.key, info.cuda.major, info.cuda.minor, info.cuda.major,
         info.cuda.minor);
   }
-  if (cc && !info.torch.accepts(*cc)) {
+  // LibTorch's own architecture check, as read up to the version the rule names.
+  if (cc && !info.torch.accepts(*cc) && !older(info.torch.through, libtorch)) {
     return fmt::format("cc {}: {} (LibTorch {}.{})", cc->to_string(), info.torch.why_not,
                        libtorch.major, libtorch.minor);
   }

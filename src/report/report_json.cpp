@@ -144,19 +144,36 @@ std::string report_to_json(const Report& report) {
 
 namespace {
 
-// Schema 1 named NVFP4 "fp4" (a key of precisions and bench, a value where modes are listed);
-// schema 2 calls it "nvfp4" and changed nothing else that a reader meets.
+// Schema 1 named NVFP4 "fp4": the mode lists (run.required, requirements[].mode) and the keys of
+// each device's precisions and bench. Schema 2 changed nothing else that a reader meets; free text
+// that happens to read "fp4" is left alone.
+void rename_fp4_key(json_fields::json& by_mode) {
+  if (!by_mode.is_object() || !by_mode.contains("fp4")) return;
+  by_mode["nvfp4"] = std::move(by_mode["fp4"]);
+  by_mode.erase("fp4");
+}
+
+void rename_fp4_value(json_fields::json& value) {
+  if (value.is_string() && value.get<std::string>() == "fp4") value = "nvfp4";
+}
+
 void upgrade_from_schema_1(json_fields::json& j) {
-  if (j.is_object()) {
-    if (j.contains("fp4")) {
-      j["nvfp4"] = std::move(j["fp4"]);
-      j.erase("fp4");
+  if (j.contains("run") && j["run"].is_object() && j["run"].contains("required") &&
+      j["run"]["required"].is_array()) {
+    for (auto& mode : j["run"]["required"]) rename_fp4_value(mode);
+  }
+  if (j.contains("requirements") && j["requirements"].is_array()) {
+    for (auto& q : j["requirements"]) {
+      if (q.is_object() && q.contains("mode")) rename_fp4_value(q["mode"]);
     }
-    for (auto& [key, value] : j.items()) upgrade_from_schema_1(value);
-  } else if (j.is_array()) {
-    for (auto& value : j) upgrade_from_schema_1(value);
-  } else if (j.is_string() && j.get<std::string>() == "fp4") {
-    j = "nvfp4";
+  }
+  if (j.contains("devices") && j["devices"].is_array()) {
+    for (auto& d : j["devices"]) {
+      if (!d.is_object()) continue;
+      for (const char* section : {"precisions", "bench"}) {
+        if (d.contains(section)) rename_fp4_key(d[section]);
+      }
+    }
   }
 }
 

@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/arch.hpp"
 #include "common/protocol.hpp"
 
 namespace pp = precision_probe;
@@ -87,6 +88,34 @@ void emit(const std::string& line) {
     j.merge_patch(patches.at(type));
   }
   std::cout << j.dump() << '\n' << std::flush;
+}
+
+// The compute capability of the GPU a plan names, from the fake driver's FAKE_NVIDIA_GPUS (the
+// plan's UUID ends with the GPU's index in hex, as the fake driver makes them).
+std::optional<pp::ComputeCapability> planned_cc(const pp::WorkerPlan& plan) {
+  if (plan.kind != pp::DeviceKind::cuda) return std::nullopt;
+  const std::string& visible = plan.cuda_visible_devices;
+  const std::size_t index = visible.rfind("GPU-", 0) == 0 && visible.size() > 8
+                                ? std::stoul(visible.substr(visible.size() - 8), nullptr, 16)
+                                : std::strtoul(visible.c_str(), nullptr, 10);
+  std::vector<std::string> gpus;
+  std::stringstream spec(env("FAKE_NVIDIA_GPUS"));
+  for (std::string entry; std::getline(spec, entry, ';');) gpus.push_back(entry);
+  if (index >= gpus.size()) return std::nullopt;
+  const std::size_t colon = gpus[index].find(':');
+  return colon == std::string::npos ? std::nullopt
+                                    : pp::parse_compute_capability(gpus[index].substr(
+                                          colon + 1, gpus[index].find(':', colon + 1) - colon - 1));
+}
+
+// What the real engine refuses before calling LibTorch (its mode table, for the fake's stack).
+std::string refused(Mode mode, const pp::WorkerPlan& plan) {
+  const pp::StackInfo s = stack();
+  const auto libtorch = pp::parse_version(s.libtorch_version);
+  if (!libtorch) return "";
+  return pp::missing_for(mode, *libtorch,
+                         s.cuda_built ? pp::parse_version(s.cuda_version) : std::nullopt,
+                         planned_cc(plan));
 }
 
 pp::SmokeOutcome smoke(Mode mode, const std::string& behaviour) {
@@ -257,7 +286,13 @@ int run_worker(const std::string& args) {
     const Mode mode = plan.smoke[i];
     if (behaviour == "slow") std::this_thread::sleep_for(std::chrono::seconds(1));
     if (behaviour == "stall:" + std::string(pp::mode_key(mode))) sleep_forever();
-    emit(pp::encode_smoke(mode, smoke(mode, behaviour)));
+    pp::SmokeOutcome outcome = smoke(mode, behaviour);
+    if (const std::string why = refused(mode, plan); !why.empty()) {
+      outcome = pp::SmokeOutcome{};
+      outcome.error_kind = pp::ErrorKind::not_supported;
+      outcome.error = why;
+    }
+    emit(pp::encode_smoke(mode, outcome));
     if (behaviour == "crash" && i == 0) {
       std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
       std::raise(SIGSEGV);

@@ -67,6 +67,7 @@ TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
   EXPECT_EQ(p.at("fp8_blockwise").at("status"), "unsupported");
   EXPECT_NE(p.at("fp8_blockwise").at("reason").get<std::string>().find("_check_deepseek_support"),
             std::string::npos);
+  EXPECT_FALSE(p.at("fp8_blockwise").at("smoke").at("ran"));  // refused before it was called
   std::vector<std::string> required;
   for (const json& q : j.at("requirements")) required.push_back(q.at("mode"));
   EXPECT_EQ(required, (std::vector<std::string>{"fp8_e4m3", "fp8_e5m2", "nvfp4", "mxfp8", "int8"}));

@@ -34,13 +34,17 @@ TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":3,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":3,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","bench_size":-4})").find("bench_size"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","soak_seconds":-1})").find("soak"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 

@@ -215,6 +215,15 @@ TEST(Quantise, ShapesThatAreNotWholeBlocksAreRefused) {
   EXPECT_THROW(q::quantise(q::Recipe::mx_e4m3, v, 3, 100), std::invalid_argument);
   EXPECT_THROW(q::quantise(q::Recipe::rowwise, v, 4, 100), std::invalid_argument);
   EXPECT_NO_THROW(q::quantise(q::Recipe::nv_e2m1, std::vector<double>(3 * 96, 1.0), 3, 96));
+  // Values a fp32 scale cannot hold are refused, not turned into NaN or undefined behaviour.
+  std::vector<double> bad(32, 1.0);
+  bad[3] = std::nan("");
+  EXPECT_THROW(q::quantise(q::Recipe::int8_rowwise, bad, 1, 32), std::invalid_argument);
+  bad[3] = 1e300;
+  EXPECT_THROW(q::quantise(q::Recipe::rowwise, bad, 1, 32), std::invalid_argument);
+  EXPECT_THROW(q::quantise(q::Recipe::nv_e2m1, std::vector<double>(32, 1e-300), 1, 32),
+               std::invalid_argument);
+  EXPECT_THROW(q::unit_scales(q::Recipe::rowwise, 4, 0), std::invalid_argument);
   // All-zero blocks quantise to zeros, not NaN.
   const q::Quantised zeros = q::quantise(q::Recipe::nv_e2m1, std::vector<double>(32, 0.0), 1, 32);
   for (double x : zeros.dequantised) EXPECT_EQ(x, 0.0);

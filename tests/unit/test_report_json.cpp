@@ -143,6 +143,11 @@ TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {
   // The same document (the keys of a section may come in another order).
   EXPECT_EQ(nlohmann::json::parse(pp::report_to_json(*read)),
             nlohmann::json::parse(pp::report_to_json(report)));
+  // Free text that reads "fp4" is not a mode: it is left as it was.
+  old["host"]["hostname"] = "fp4";
+  const pp::Expected<pp::Report> named = pp::read_report_json(old.dump());
+  ASSERT_TRUE(named) << named.error();
+  EXPECT_EQ(named->host.hostname, "fp4");
   // Another version is still refused.
   old["schema_version"] = 3;
   EXPECT_FALSE(pp::read_report_json(old.dump()));

@@ -118,8 +118,8 @@ void run_slice(SoakMode& m, const WorkerPlan& plan, const Target& target, double
 
 SoakMode prepare_mode(Mode mode, const WorkerPlan& plan, const Target& target, at::Generator& gen) {
   const std::int64_t n = bench_size_for(mode, plan.soak_size);
-  SoakMode m{mode, random_gemm(mode, target, n, gen), {}, 0,
-             2.0 * std::pow(static_cast<double>(n), 3.0), {}};
+  SoakMode m{mode, random_gemm(mode, target, n, gen),           {},
+             0,    2.0 * std::pow(static_cast<double>(n), 3.0), {}};
   m.inject = plan.inject_iteration > 0 && plan.inject_mode == mode;
   m.outcome.size = n;
   m.golden = m.gemm();

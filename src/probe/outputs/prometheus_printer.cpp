@@ -151,10 +151,10 @@ void add_measurements(Exposition& e, const Report& r) {
                "Relative Frobenius error of the matmul smoke test against a float64 reference.");
   Family& tol = e.family("precision_probe_smoke_tolerance", "The smoke test's tolerance.");
   Family& tflops = e.family("precision_probe_bench_tflops",
-                            "Measured dense GEMM throughput (--bench), TFLOP/s.");
-  Family& sustained =
-      e.family("precision_probe_bench_sustained_tflops",
-               "GEMM throughput after a second of continuous load (--bench, GPUs), TFLOP/s.");
+                            "Measured dense GEMM throughput (--bench), TFLOP/s (int8: TOPS).");
+  Family& sustained = e.family(
+      "precision_probe_bench_sustained_tflops",
+      "GEMM throughput after a second of continuous load (--bench, GPUs), TFLOP/s (int8: TOPS).");
   Family& peak =
       e.family("precision_probe_bench_peak_ratio",
                "Measured throughput as a fraction of the datasheet dense peak (--bench).");

@@ -570,10 +570,9 @@ struct RunClock {
 
   Limits limits() const {
     // --timeout bounds the run apart from the soak, whose length it adds.
-    const auto left =
-        std::chrono::milliseconds(
-            static_cast<long long>((options.timeout_s + options.soak_s) * 1000.0)) -
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    const auto left = std::chrono::milliseconds(
+                          static_cast<long long>((options.timeout_s + options.soak_s) * 1000.0)) -
+                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     Limits limits = limits_within(options, left);
     const std::atomic<bool>* flag = cancelled;
     limits.stop = [flag] { return interrupt_requested() || flag->load(); };
@@ -646,9 +645,11 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     for (const WorkerRun& w : runs) {
       if (w.plan.index == gpu.index) run = &w;
     }
-    auto support = [&gpu, &report](Mode m) {
-      return gpu.cc ? gpu_support(*gpu.cc, m, report.stack)
-                    : HardwareVerdict{Hardware::unsupported, "compute capability unknown", ""};
+    // What the stack lacks is said of a selected GPU that nothing else keeps from running.
+    const bool stack_layer = d.selected && blocker.empty();
+    auto support = [&gpu, &report, stack_layer](Mode m) {
+      if (!gpu.cc) return HardwareVerdict{Hardware::unsupported, "compute capability unknown"};
+      return stack_layer ? gpu_support(*gpu.cc, m, report.stack) : gpu_hardware_support(*gpu.cc, m);
     };
     const WorkerResult* result = run != nullptr && run->result ? &*run->result : nullptr;
     fill_precisions(d, support, run, gpu_not_run(options, d, report, blocker, result));
@@ -688,7 +689,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
   trace("probe start");
   std::optional<FaultInjection> inject;
-  if (const auto spec = sys.getenv(std::string(kInjectFaultVariable)); spec && options.soak_s > 0.0) {
+  if (const auto spec = sys.getenv(std::string(kInjectFaultVariable));
+      spec && options.soak_s > 0.0) {
     const Expected<FaultInjection> parsed = parse_fault_injection(*spec);
     if (!parsed) return usage_error_report(parsed.error(), sys);
     inject = *parsed;
@@ -718,10 +720,9 @@ Report run_probe(const Options& options, ProbeDeps deps) {
     deps.engine.stop_spares();
     return usage_error_report(bad, sys);
   }
-  std::vector<WorkerRun> gpu_runs = options.quick
-                                        ? std::vector<WorkerRun>{}
-                                        : plan_gpus(options, driver.facts, stack, report.run.seed,
-                                                    inject);
+  std::vector<WorkerRun> gpu_runs =
+      options.quick ? std::vector<WorkerRun>{}
+                    : plan_gpus(options, driver.facts, stack, report.run.seed, inject);
   if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
   const std::vector<int> collective_on = collective_gpus(options, driver.facts);
   std::optional<WorkerRun> collective =
@@ -793,8 +794,13 @@ Report run_arch(const Options& options, ProbeDeps deps) {
                                   ? gpu_stack_blocker(report.stack, deps.engine.installed())
                                   : stack_says_against(d, report.stack);
   if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
+  const bool stack_layer = blocked.empty();
   fill_precisions(
-      d, [cc, &report](Mode m) { return gpu_support(cc, m, report.stack); }, nullptr, why);
+      d,
+      [cc, &report, stack_layer](Mode m) {
+        return stack_layer ? gpu_support(cc, m, report.stack) : gpu_hardware_support(cc, m);
+      },
+      nullptr, why);
   report.devices.push_back(std::move(d));
   for (Mode m : options.require) report.run.required.emplace_back(mode_key(m));
   report.requirements = evaluate_requirements(report, options.require, true);

@@ -43,8 +43,8 @@ void plan_soak(WorkerPlan& plan, const Options& options,
                const std::optional<FaultInjection>& inject) {
   if (options.soak_s <= 0.0) return;
   plan.soak_seconds = options.soak_s;
-  plan.soak_size = options.bench_size.value_or(plan.kind == DeviceKind::cuda ? kGpuSoakSize
-                                                                               : kCpuSoakSize);
+  plan.soak_size =
+      options.bench_size.value_or(plan.kind == DeviceKind::cuda ? kGpuSoakSize : kCpuSoakSize);
   for (Mode mode : plan.smoke) {
     const bool wanted = options.soak_modes.empty() ? support(mode).hardware == Hardware::native
                                                    : contains(options.soak_modes, mode);
@@ -77,8 +77,8 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   }
   for (Mode mode : options.soak_modes) {
     if (!contains(plan.soak_modes, mode)) {
-      s.modes.emplace_back(mode,
-                           not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
+      s.modes.emplace_back(
+          mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
     }
   }
   return s;

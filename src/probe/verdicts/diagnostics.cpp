@@ -3,6 +3,8 @@
 
 #include "probe/verdicts/diagnostics.hpp"
 
+#include "probe/verdicts/soak.hpp"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -494,6 +496,59 @@ void ungated_failures(Collector& c, const Report& r) {
   }
 }
 
+// "GPU 0 (NVIDIA H200, GPU-..., 0000:17:00.0)": what a datacentre ticket needs.
+std::string identity(const DeviceReport& d) {
+  if (!d.gpu) return d.label() + " (" + d.name + ")";
+  return fmt::format("{} ({}, {}, {})", d.label(), d.name,
+                     d.gpu->uuid.empty() ? "no UUID" : d.gpu->uuid,
+                     d.gpu->pci_bus_id.empty() ? "no PCI bus id" : d.gpu->pci_bus_id);
+}
+
+constexpr const char* kDrainHint =
+    "drain the node (no more jobs on it), then run the vendor's field diagnostic on that GPU "
+    "(`dcgmi diag -r 4`, or NVIDIA's fieldiag through the system vendor) and replace it if it "
+    "fails; results computed on it may be wrong";
+
+void soak_mismatches(Collector& c, const DeviceReport& d) {
+  for (const auto& [mode, o] : d.soak->modes) {
+    if (o.mismatches == 0 || !o.first_mismatch) continue;
+    const SoakMismatch& m = *o.first_mismatch;
+    c.add(DiagnosticCode::silent_data_corruption,
+          d.soak->injected ? Severity::info : Severity::error,
+          fmt::format("{} computed wrong {} numbers under load: {} of {} results differed from the "
+                      "golden one, the first at result {} ({:.1f} s in) in {} element(s){}{}",
+                      identity(d), mode_key(mode), o.mismatches, o.iterations, m.iteration,
+                      m.seconds, m.elements,
+                      m.max_abs_error ? fmt::format(", by up to {:.3g}", *m.max_abs_error) : "",
+                      d.soak->injected ? " (an injected fault: a test of the detector)" : ""),
+          kDrainHint);
+  }
+}
+
+void soak(Collector& c, const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak) continue;
+    soak_mismatches(c, d);
+    if (!d.soak->golden_disagreement.empty()) {
+      c.add(DiagnosticCode::soak_golden_disagrees, Severity::error,
+            identity(d) + ": " + d.soak->golden_disagreement, kDrainHint);
+    }
+    if (!d.soak->straggler.empty()) {
+      c.add(DiagnosticCode::soak_straggler, Severity::warning,
+            identity(d) + " is a straggler: " + d.soak->straggler,
+            "look at its clocks, power and temperature under load (nvidia-smi -q -d "
+            "PERFORMANCE,POWER,TEMPERATURE -i N) and its cooling; a job runs at the pace of its "
+            "slowest GPU");
+    }
+    if (d.soak->injected) {
+      c.add(DiagnosticCode::soak_fault_injected, Severity::info,
+            fmt::format("{} was set: a bit of one result of {} was flipped on purpose",
+                        kInjectFaultVariable, d.label()),
+            "unset it for a real soak: it is a test facility of the detector");
+    }
+  }
+}
+
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
   std::vector<Diagnostic> out;
   Collector c(out);
@@ -507,6 +562,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   disagreement(c, report);
   ungated_failures(c, report);
   cpu_blas(c, report);
+  soak(c, report);
   return out;
 }
 

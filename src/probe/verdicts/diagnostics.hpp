@@ -42,6 +42,10 @@ enum class DiagnosticCode {
   driver_hung,
   driver_out_of_time,
   driver_crashed,
+  silent_data_corruption,
+  soak_golden_disagrees,
+  soak_straggler,
+  soak_fault_injected,
 };
 
 struct DiagnosticInfo {
@@ -49,7 +53,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 27> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 31> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -77,6 +81,10 @@ inline constexpr std::array<DiagnosticInfo, 27> kDiagnosticCodes = {{
     {DiagnosticCode::driver_hung, "driver-hung"},
     {DiagnosticCode::driver_out_of_time, "driver-out-of-time"},
     {DiagnosticCode::driver_crashed, "driver-crashed"},
+    {DiagnosticCode::silent_data_corruption, "silent-data-corruption"},
+    {DiagnosticCode::soak_golden_disagrees, "soak-golden-disagrees"},
+    {DiagnosticCode::soak_straggler, "soak-straggler"},
+    {DiagnosticCode::soak_fault_injected, "soak-fault-injected"},
 }};
 
 std::string_view to_string(DiagnosticCode code);

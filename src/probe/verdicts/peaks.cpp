@@ -92,7 +92,7 @@ double flops_per_clock_per_sm(ComputeCapability cc, Mode mode) {
     case PeakColumn::fp16:
     case PeakColumn::bf16: return fp16;
     case PeakColumn::fp8: return fp16 * 2.0;
-    case PeakColumn::fp4: return fp16 * 4.0;
+    case PeakColumn::fp4: return fp16 * (cc.as_int() == 103 ? 6.0 : 4.0);  // B300: "Ultra" FP4
     case PeakColumn::int8: return cc.major == 7 && cc.minor < 2 ? 0.0 : fp16 * 2.0;
     case PeakColumn::none: return 0.0;
   }

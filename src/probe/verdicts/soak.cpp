@@ -24,7 +24,8 @@ Expected<FaultInjection> parse_fault_injection(std::string_view text) {
   if (parts.size() < 2 || parts.size() > 3) return Unexpected{usage};
   FaultInjection f;
   const auto mode = parse_mode(to_lower(trim(parts[0])));
-  if (!mode || is_amp_mode(*mode)) return Unexpected{usage + ": no matmul mode '" + printable(parts[0], 20) + "'"};
+  if (!mode || is_amp_mode(*mode))
+    return Unexpected{usage + ": no matmul mode '" + printable(parts[0], 20) + "'"};
   f.mode = *mode;
   const auto iteration = parse_int(trim(parts[1]));
   if (!iteration || *iteration < 1) return Unexpected{usage + ": the iteration counts from 1"};
@@ -110,10 +111,9 @@ void compare_goldens(std::vector<DeviceReport*>& group, Mode mode) {
     }
   }
   if (by_checksum.size() < 2) return;
-  const auto majority = std::max_element(by_checksum.begin(), by_checksum.end(),
-                                         [](const auto& a, const auto& b) {
-                                           return a.second.size() < b.second.size();
-                                         });
+  const auto majority = std::max_element(
+      by_checksum.begin(), by_checksum.end(),
+      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
   std::size_t compared = 0;
   for (const auto& [sum, devices] : by_checksum) compared += devices.size();
   const bool clear = 2 * majority->second.size() > compared;
@@ -121,12 +121,14 @@ void compare_goldens(std::vector<DeviceReport*>& group, Mode mode) {
     if (clear && sum == majority->first) continue;
     for (DeviceReport* d : devices) {
       std::string why =
-          clear ? fmt::format("{}: its golden result differs from that of {} like GPUs ({}): it "
-                              "computes wrong numbers",
-                              mode_key(mode), majority->second.size(), labels(majority->second))
-                : fmt::format("{}: the golden results of the like GPUs differ ({} checksums among "
-                              "{}): one of them computes wrong numbers, each is a suspect",
-                              mode_key(mode), by_checksum.size(), labels(group));
+          clear ? fmt::format(
+                      "{}: its golden result differs from that of {} like GPUs ({}): it "
+                      "computes wrong numbers",
+                      mode_key(mode), majority->second.size(), labels(majority->second))
+                : fmt::format(
+                      "{}: the golden results of the like GPUs differ ({} checksums among "
+                      "{}): one of them computes wrong numbers, each is a suspect",
+                      mode_key(mode), by_checksum.size(), labels(group));
       if (std::string own = also_failed(*d, mode); !clear && !own.empty()) why += " (" + own + ")";
       append(d->soak->golden_disagreement, why);
       fail_mode(*d, mode, "soak: " + why);

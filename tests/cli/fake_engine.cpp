@@ -19,8 +19,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -116,6 +118,32 @@ std::string refused(Mode mode, const pp::WorkerPlan& plan) {
   return pp::missing_for(mode, *libtorch,
                          s.cuda_built ? pp::parse_version(s.cuda_version) : std::nullopt,
                          planned_cc(plan));
+}
+
+// A soak as the real engine reports it: FAKE_ENGINE=soakbad:N gives GPU N another golden result,
+// soakslow:N half the throughput; an injected fault in the plan is caught.
+pp::SoakOutcome soak(Mode mode, const pp::WorkerPlan& plan, const std::string& behaviour) {
+  pp::SoakOutcome o;
+  o.ran = o.ok = true;
+  o.size = plan.soak_size;
+  o.iterations = std::max<std::int64_t>(1000, plan.inject_iteration);
+  o.full_compares = o.iterations / 16;
+  const bool bad = behaviour == "soakbad:" + std::to_string(plan.index);
+  char checksum[32];
+  std::snprintf(checksum, sizeof checksum, "%016x",
+                0xabc0 + static_cast<int>(mode) + (bad ? 1 : 0));
+  o.golden_checksum = checksum;
+  o.seconds = plan.soak_seconds;
+  o.tflops = behaviour == "soakslow:" + std::to_string(plan.index) ? 50.0 : 100.0;
+  if (plan.inject_iteration > 0 && plan.inject_mode == mode) {
+    o.injected = true;
+    o.ok = false;
+    o.mismatches = 1;
+    o.first_mismatch = pp::SoakMismatch{plan.inject_iteration, 0.5, 1, 0.0625};
+    o.error_kind = pp::ErrorKind::wrong_result;
+    o.error = "silent data corruption: an injected fault";
+  }
+  return o;
 }
 
 pp::SmokeOutcome smoke(Mode mode, const std::string& behaviour) {
@@ -303,6 +331,7 @@ int run_worker(const std::string& args) {
     for (Mode mode : plan.smoke)
       emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
   }
+  for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
   emit(pp::encode_done());
   if (behaviour == "linger") sleep_forever();
   return 0;

@@ -82,6 +82,46 @@ TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
       << h200.out;
 }
 
+// --soak across three like GPUs: the one whose golden result differs from the majority is named
+// and fails (exit 4); a slow one is a straggler; the report is valid JSON for the schema.
+TEST(FakeGpus, TheSoakComparesLikeGpusAndNamesTheOddOne) {
+  const std::string three = std::string(kH200) + ";" + kH200 + ";" + kH200;
+  const auto odd =
+      run_probe_binary({"--soak", "1", "--soak-modes", "bf16,fp8_rowwise", "--format", "json"},
+                       with(fake_driver_env(three), {"FAKE_ENGINE=soakbad:2"}));
+  EXPECT_EQ(odd.exit_code, 4) << odd.out;
+  const json j = json::parse(odd.out);
+  const json& gpu2 = j.at("devices").at(2);
+  EXPECT_NE(gpu2.at("soak").at("golden_disagreement").get<std::string>().find("GPU 0, GPU 1"),
+            std::string::npos);
+  EXPECT_EQ(gpu2.at("precisions").at("bf16").at("status"), "failed");
+  EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "native");
+  bool named = false;
+  for (const json& d : j.at("diagnostics")) {
+    named = named || (d.at("code") == "soak-golden-disagrees" &&
+                      d.at("message").get<std::string>().find("GPU-") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << odd.out;
+
+  const auto slow = run_probe_binary({"--soak", "1", "--soak-modes", "bf16"},
+                                     with(fake_driver_env(three), {"FAKE_ENGINE=soakslow:1"}));
+  EXPECT_EQ(slow.exit_code, 0) << slow.out;
+  EXPECT_NE(slow.out.find("straggler: bf16: 50 TFLOP/s under load, 50 % below the median 100"),
+            std::string::npos)
+      << slow.out;
+  // An injected fault on GPU 1 only: caught there, marked as injected.
+  const auto injected =
+      run_probe_binary({"--soak", "1", "--format", "json"},
+                       with(fake_driver_env(three), {"PRECISION_PROBE_INJECT_FAULT=bf16:30:1"}));
+  EXPECT_EQ(injected.exit_code, 4);
+  const json k = json::parse(injected.out);
+  EXPECT_TRUE(k.at("devices").at(1).at("soak").at("injected").get<bool>());
+  EXPECT_FALSE(k.at("devices").at(0).at("soak").at("injected").get<bool>());
+  EXPECT_EQ(
+      k.at("devices").at(1).at("soak").at("modes").at("bf16").at("first_mismatch").at("iteration"),
+      30);
+}
+
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
   const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -277,7 +317,8 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
        {std::vector<std::string>{"--format", "json", "--bench"},
         std::vector<std::string>{"--format", "json", "--quick"},
         std::vector<std::string>{"--format", "json", "--require", "amp"},
-        std::vector<std::string>{"--format", "json", "--nccl", "--bench"}}) {
+        std::vector<std::string>{"--format", "json", "--nccl", "--bench"},
+        std::vector<std::string>{"--format", "json", "--soak", "1", "--device", "all"}}) {
     const auto r = run_probe_binary(args, fake_driver_env(std::string(kH200) + ";" + kT4));
     bool available = false;
     const std::string problem = pp::testing::validate_against_schema(r.out, available);

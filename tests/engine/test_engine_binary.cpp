@@ -182,3 +182,67 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   for (int pid : workers) EXPECT_FALSE(alive(pid)) << "worker " << pid << " outlived the probe";
 }
+
+namespace {
+
+// The probe with the real engine, no driver: the CPU's checks only.
+pp::ProcessOutput probe_on_the_cpu(const std::vector<std::string>& args,
+                                   const std::string& inject) {
+  std::vector<std::string> argv = {PP_BINARY, "--device", "cpu", "--no-amp", "--format", "json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                  "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                  "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
+  if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
+  return pp::run_process(argv, pp::environment_with(env), "", std::chrono::seconds(120));
+}
+
+bool has_code(const nlohmann::json& report, const std::string& code) {
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("code") == code) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// --soak through the real binary and the real engine on the CPU: every result bit-identical to
+// the golden one; an injected fault caught (exit 4, the mode failed, the diagnostics); a fault
+// aimed at another device leaves this one alone.
+TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
+  const pp::ProcessOutput clean = probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "");
+  ASSERT_EQ(clean.exit_code, 0) << clean.err << clean.out;
+  const nlohmann::json c = nlohmann::json::parse(clean.out);
+  const nlohmann::json& fp32 = c.at("devices").back().at("soak").at("modes").at("fp32");
+  EXPECT_TRUE(fp32.at("ok").get<bool>());
+  EXPECT_GT(fp32.at("iterations").get<int>(), 20);
+  EXPECT_EQ(fp32.at("mismatches"), 0);
+  EXPECT_GE(fp32.at("full_compares").get<int>(), 1);
+  EXPECT_EQ(fp32.at("golden_checksum").get<std::string>().size(), 16U);
+  EXPECT_FALSE(has_code(c, "silent-data-corruption"));
+
+  const pp::ProcessOutput hit =
+      probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:cpu");
+  ASSERT_EQ(hit.exit_code, 4) << hit.err << hit.out;
+  const nlohmann::json h = nlohmann::json::parse(hit.out);
+  const nlohmann::json& cpu = h.at("devices").back();
+  const nlohmann::json& o = cpu.at("soak").at("modes").at("fp32");
+  EXPECT_EQ(o.at("mismatches"), 1);
+  EXPECT_EQ(o.at("first_mismatch").at("iteration"), 20);
+  EXPECT_EQ(o.at("first_mismatch").at("elements"), 1);
+  EXPECT_TRUE(o.at("injected").get<bool>());
+  EXPECT_TRUE(cpu.at("soak").at("injected").get<bool>());
+  EXPECT_EQ(cpu.at("precisions").at("fp32").at("status"), "failed");
+  EXPECT_TRUE(has_code(h, "silent-data-corruption"));
+  EXPECT_TRUE(has_code(h, "soak-fault-injected"));
+
+  const pp::ProcessOutput elsewhere =
+      probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:0");
+  EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.out;
+  const pp::ProcessOutput bad = probe_on_the_cpu({"--soak", "1"}, "fp32");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(nlohmann::json::parse(bad.out).at("error").at("message").get<std::string>().find(
+                "PRECISION_PROBE_INJECT_FAULT"),
+            std::string::npos)
+      << bad.out;
+}

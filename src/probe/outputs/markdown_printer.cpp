@@ -36,6 +36,31 @@ std::string_view mark(Status s) {
   return "";
 }
 
+// --soak: a row per device and mode.
+void soak_section(const Report& r, std::ostream& out) {
+  bool any = false;
+  for (const DeviceReport& d : r.devices) any = any || d.soak.has_value();
+  if (!any) return;
+  out << "\n### Soak\n\n| device | mode | results | mismatches | first mismatch | TFLOP/s | note "
+         "|\n|---|---|---|---|---|---|---|\n";
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak) continue;
+    for (const auto& [mode, o] : d.soak->modes) {
+      const std::string first =
+          o.first_mismatch
+              ? fmt::format("#{} at {:.1f} s, {} element(s)", o.first_mismatch->iteration,
+                            o.first_mismatch->seconds, o.first_mismatch->elements)
+              : "-";
+      out << fmt::format(
+          "| {} | {} | {} | {} {} | {} | {} | {} |\n", d.label(), mode_key(mode),
+          o.ran ? std::to_string(o.iterations) : "-", o.mismatches > 0 ? "❌" : (o.ran ? "✅" : ""),
+          o.ran ? std::to_string(o.mismatches) : "-", first,
+          o.tflops ? fmt::format("{:.4g}", *o.tflops) : "-",
+          cell_text(o.error.empty() ? (o.injected ? "fault injected" : "") : o.error));
+    }
+  }
+}
+
 class MarkdownPrinter final : public Printer {
   void do_print(const Report& r, std::ostream& out) const override {
     if (!has_findings(r)) {
@@ -86,6 +111,7 @@ class MarkdownPrinter final : public Printer {
                            to_string(q.status), cell_text(q.reason));
       }
     }
+    soak_section(r, out);
     // Reasons for everything that is not native, once per device and mode.
     bool notes = false;
     for (const DeviceReport& d : r.devices) {

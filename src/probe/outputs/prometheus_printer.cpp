@@ -181,6 +181,31 @@ void add_measurements(Exposition& e, const Report& r) {
   }
 }
 
+// Per device and mode: what --soak found.
+void add_soak(Exposition& e, const Report& r) {
+  Family& results = e.family("precision_probe_soak_results",
+                             "Results compared bit for bit with the golden one under --soak.");
+  Family& mismatches = e.family("precision_probe_soak_mismatches",
+                                "Results that differed from the golden one under --soak (silent "
+                                "data corruption; injected faults included).");
+  Family& tflops =
+      e.family("precision_probe_soak_tflops", "Throughput under --soak, TFLOP/s (int8: TOPS).");
+  Family& injected =
+      e.family("precision_probe_soak_injected", "1 if a fault was injected (a detector test).");
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak) continue;
+    const std::string labels = device_labels(d);
+    injected.add(labels, d.soak->injected ? 1 : 0);
+    for (const auto& [mode, o] : d.soak->modes) {
+      if (!o.ran) continue;
+      const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
+      results.add(ml, static_cast<double>(o.iterations));
+      mismatches.add(ml, static_cast<double>(o.mismatches));
+      if (o.tflops) tflops.add(ml, *o.tflops);
+    }
+  }
+}
+
 // The run as a whole: requirements, diagnostics, GPUs, duration.
 void add_run(Exposition& e, const Report& r) {
   Family& met = e.family("precision_probe_requirement_met",
@@ -210,6 +235,7 @@ class PrometheusPrinter final : public Printer {
     if (has_findings(r)) {
       add_verdicts(e, r);
       add_measurements(e, r);
+      add_soak(e, r);
       add_run(e, r);
     }
     Family& exit = e.family("precision_probe_exit_code", exit_code_help());

@@ -167,6 +167,31 @@ void print_bench(const DeviceReport& d, Writer& w) {
   }
 }
 
+std::string soak_first(const SoakOutcome& o) {
+  if (!o.first_mismatch) return "-";
+  return fmt::format("#{} at {:.1f}s", o.first_mismatch->iteration, o.first_mismatch->seconds);
+}
+
+// --soak: one row per mode soaked, then what comparing the devices found.
+void print_soak(const DeviceReport& d, Writer& w) {
+  if (!d.soak) return;
+  const SoakReport& s = *d.soak;
+  w.line(fmt::format("  {:<13} {:>10} {:>10} {:>14} {:>9} {:>7}  {}", "soak", "results",
+                     "mismatches", "first mismatch",
+                     d.kind == DeviceKind::cpu ? "GFLOP/s" : "TFLOP/s", "hot s",
+                     s.injected ? "note (a fault was injected)" : "note"));
+  const double scale = d.kind == DeviceKind::cpu ? 1000.0 : 1.0;
+  for (const auto& [mode, o] : s.modes) {
+    const std::string mismatches = o.ran ? std::to_string(o.mismatches) : "-";
+    w.row(fmt::format("  {:<13} {:>10} {:>10} {:>14} {:>9} {:>7}", mode_key(mode),
+                      o.ran ? std::to_string(o.iterations) : "-", mismatches, soak_first(o),
+                      number_cell(o.tflops, "{:.4g}", scale), number_cell(o.seconds, "{:.1f}")),
+          !o.error.empty() ? o.error : (o.ran ? "bit-identical to the golden result" : ""));
+  }
+  if (!s.golden_disagreement.empty()) w.text("  golden: ", s.golden_disagreement, 4);
+  if (!s.straggler.empty()) w.text("  straggler: ", s.straggler, 4);
+}
+
 std::string mib(std::int64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
@@ -266,6 +291,7 @@ void print_device(const DeviceReport& d, Writer& w) {
   }
   if (any_amp) print_amp(d, w);
   print_bench(d, w);
+  print_soak(d, w);
   if (d.recommendation.dtype != DType::none) {
     w.text("  recommendation: ",
            fmt::format("{}{} ({})", w.paint().bold(std::string(to_string(d.recommendation.dtype))),

@@ -26,7 +26,9 @@ SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   if (result != nullptr) {
     const auto smoke = result->smoke.find(mode);
     if (smoke != result->smoke.end() && !smoke->second.ok) {
-      return not_soaked(ErrorKind::not_run, "not soaked: its smoke test did not pass");
+      return not_soaked(ErrorKind::not_run, smoke->second.ran
+                                                ? "not soaked: its smoke test failed"
+                                                : "not soaked: " + smoke->second.error);
     }
     if (interrupted) return not_soaked(ErrorKind::not_run, "not soaked: the run was interrupted");
     if (result->problem != ErrorKind::none) {

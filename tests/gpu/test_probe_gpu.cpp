@@ -102,3 +102,29 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
   EXPECT_NE(real.out.find(R"("uuid":")" + uuid + "\""), std::string::npos) << real.out << real.err;
   EXPECT_NE(real.out.find(R"("ok":true)"), std::string::npos) << real.out;
 }
+
+// --soak on GPU 0: every mode native there soaked, every result bit-identical to its golden one,
+// except the one a fault was injected into, which is caught at that result (exit 4).
+TEST(ProbeGpu, ASoakOfEveryNativeModeIsBitwiseAndCatchesAnInjectedFault) {
+  int probe_code = 0;
+  const json facts = probe_json({"--quick"}, probe_code);
+  if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
+  int code = 0;
+  const json j = probe_json({"--device", "0", "--no-amp", "--soak", "12"}, code,
+                            {"PRECISION_PROBE_INJECT_FAULT=bf16:40:0"});
+  EXPECT_EQ(code, 4) << j.dump(2);
+  const json& gpu = j.at("devices").at(0);
+  const json& modes = gpu.at("soak").at("modes");
+  EXPECT_GE(modes.size(), 2U);
+  for (const auto& [key, o] : modes.items()) {
+    SCOPED_TRACE(key + ": " + o.dump());
+    EXPECT_TRUE(o.at("ran").get<bool>());
+    EXPECT_GT(o.at("iterations").get<int>(), 40);
+    EXPECT_GT(o.at("tflops").get<double>(), 1.0);
+    EXPECT_EQ(o.at("mismatches").get<int>(), key == "bf16" ? 1 : 0);
+  }
+  EXPECT_EQ(modes.at("bf16").at("first_mismatch").at("iteration"), 40);
+  EXPECT_EQ(modes.at("bf16").at("first_mismatch").at("elements"), 1);
+  EXPECT_EQ(gpu.at("precisions").at("bf16").at("status"), "failed");
+  EXPECT_EQ(gpu.at("precisions").at("fp16").at("status"), "native");
+}

@@ -124,6 +124,7 @@ struct SoakReport {
   std::string golden_disagreement;
   // Set where this device's soak throughput is more than 10 % below the median of the same GPUs.
   std::string straggler;
+  std::optional<SoakTelemetry> telemetry;  // GPUs
 
   const SoakOutcome* find(Mode mode) const;
 };

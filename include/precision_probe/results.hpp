@@ -102,6 +102,23 @@ struct SoakMismatch {
   double seconds = 0.0;                 // into the soak
   std::int64_t elements = 0;            // output elements whose bits differ
   std::optional<double> max_abs_error;  // the largest difference as numbers (null: not finite)
+  double monotonic_s = 0.0;             // CLOCK_MONOTONIC when it was found (to match telemetry)
+  std::optional<int> temperature_c;     // the GPU's temperature then (the nearest NVML sample)
+};
+
+// What NVML said of a GPU while it soaked (sampled by the driver agent, never by the probe or the
+// worker): extremes, the clock-event (throttle) reasons seen, error counters' growth, Xid events.
+struct SoakTelemetry {
+  int samples = 0;
+  std::optional<int> max_temperature_c;
+  std::optional<int> min_sm_mhz, max_sm_mhz;
+  std::optional<double> max_power_w;
+  std::vector<std::string> clock_events;  // "sw_power_cap", "hw_slowdown", "sw_thermal", ...
+  std::optional<std::int64_t> ecc_corrected_delta, ecc_uncorrected_delta;
+  std::optional<std::int64_t> remapped_rows_delta, retired_pages_delta;
+  bool remap_failure = false;
+  std::vector<int> xids;  // Xid error codes NVML's event API delivered
+  std::string note;       // why there is none or little ("NVML: ...")
 };
 
 // One mode of a soak on one device: the same GEMM back to back under load, every result

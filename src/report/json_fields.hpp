@@ -393,6 +393,25 @@ std::enable_if_t<is<S, SoakMismatch>> fields(V& v, S& m) {
   v("seconds", m.seconds);
   v("elements", m.elements);
   v("max_abs_error", m.max_abs_error);
+  v("monotonic_s", m.monotonic_s);
+  v("temperature_c", m.temperature_c);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, SoakTelemetry>> fields(V& v, S& t) {
+  v("samples", t.samples);
+  v("max_temperature_c", t.max_temperature_c);
+  v("min_sm_mhz", t.min_sm_mhz);
+  v("max_sm_mhz", t.max_sm_mhz);
+  v("max_power_w", t.max_power_w);
+  v("clock_events", t.clock_events);
+  v("ecc_corrected_delta", t.ecc_corrected_delta);
+  v("ecc_uncorrected_delta", t.ecc_uncorrected_delta);
+  v("remapped_rows_delta", t.remapped_rows_delta);
+  v("retired_pages_delta", t.retired_pages_delta);
+  v("remap_failure", t.remap_failure);
+  v("xids", t.xids);
+  v("note", t.note);
 }
 
 template <class V, class S>
@@ -419,6 +438,7 @@ std::enable_if_t<is<S, SoakReport>> fields(V& v, S& s) {
   v.by_mode("modes", s.modes);
   v("golden_disagreement", s.golden_disagreement);
   v("straggler", s.straggler);
+  v.omit_unless(s.telemetry.has_value(), "telemetry", s.telemetry);
 }
 
 template <class V, class S>

@@ -20,6 +20,8 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -207,6 +209,68 @@ int nvmlDeviceGetMaxClockInfo(void* /*device*/, int /*type*/, unsigned int* mhz)
   *mhz = 1980;
   return 0;
 }
+// --- NVML telemetry (the soak's): FAKE_NVIDIA_TEMP, FAKE_NVIDIA_CLOCK_REASONS (bits),
+// FAKE_NVIDIA_ECC_GROWS=1 (GPU 0's uncorrected count grows), FAKE_NVIDIA_XID (one event on GPU 0)
+int nvmlDeviceGetTemperature(void* device, int /*sensor*/, unsigned int* celsius) {
+  *celsius = static_cast<unsigned int>(env_int("FAKE_NVIDIA_TEMP", 60) + nvml_index(device));
+  return 0;
+}
+int nvmlDeviceGetClockInfo(void* /*device*/, int /*type*/, unsigned int* mhz) {
+  *mhz = 1755;
+  return 0;
+}
+int nvmlDeviceGetPowerUsage(void* /*device*/, unsigned int* milliwatts) {
+  *milliwatts = 612000;
+  return 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void* /*device*/, unsigned long long* reasons) {
+  *reasons = std::strtoull(env("FAKE_NVIDIA_CLOCK_REASONS", "0").c_str(), nullptr, 0);
+  return 0;
+}
+int nvmlDeviceGetTotalEccErrors(void* device, int type, int /*counter*/, unsigned long long* n) {
+  static unsigned long long grown = 0;
+  const bool grows =
+      env("FAKE_NVIDIA_ECC_GROWS", "0") == "1" && nvml_index(device) == 0 && type == 1;
+  *n = grows ? grown++ : 0;
+  return 0;
+}
+int nvmlDeviceGetRemappedRows(void* /*device*/, unsigned int* corr, unsigned int* unc,
+                              unsigned int* pending, unsigned int* failure) {
+  *corr = *unc = *pending = *failure = 0;
+  return 0;
+}
+int nvmlDeviceGetRetiredPages(void* /*device*/, int /*cause*/, unsigned int* count,
+                              unsigned long long* /*addresses*/) {
+  *count = 0;
+  return 0;
+}
+int nvmlEventSetCreate(void** set) {
+  *set = reinterpret_cast<void*>(std::uintptr_t{1});
+  return 0;
+}
+int nvmlDeviceRegisterEvents(void* /*device*/, unsigned long long /*types*/, void* /*set*/) {
+  return 0;
+}
+struct EventData {  // nvmlEventData_t
+  void* device;
+  unsigned long long type;
+  unsigned long long data;
+  unsigned int gpu_instance, compute_instance;
+};
+int nvmlEventSetWait_v2(void* /*set*/, EventData* event, unsigned int timeout_ms) {
+  static bool delivered = false;
+  const int xid = env_int("FAKE_NVIDIA_XID", 0);
+  if (xid != 0 && !delivered) {
+    delivered = true;
+    *event = EventData{reinterpret_cast<void*>(std::uintptr_t{1}), 0x8,
+                       static_cast<unsigned long long>(xid), 0, 0};
+    return 0;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+  return 10;  // NVML_ERROR_TIMEOUT
+}
+int nvmlEventSetFree(void* /*set*/) { return 0; }
+
 struct ProcessInfo {  // nvmlProcessInfo_v2_t
   unsigned int pid;
   unsigned long long used;

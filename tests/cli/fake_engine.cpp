@@ -331,6 +331,9 @@ int run_worker(const std::string& args) {
     for (Mode mode : plan.smoke)
       emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
   }
+  if (!plan.soak_modes.empty()) {  // the time a soak takes, up to 3 s
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(plan.soak_seconds, 3.0)));
+  }
   for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
   emit(pp::encode_done());
   if (behaviour == "linger") sleep_forever();

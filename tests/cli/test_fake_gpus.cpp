@@ -122,6 +122,30 @@ TEST(FakeGpus, TheSoakComparesLikeGpusAndNamesTheOddOne) {
       30);
 }
 
+// The soak's telemetry, from the driver agent through the fake NVML: an Xid, uncorrectable ECC
+// errors that grow and a thermal slowdown are the GPU's evidence, named in a diagnostic.
+TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
+  const auto r = run_probe_binary(
+      {"--soak", "2", "--soak-modes", "bf16", "--format", "json"},
+      with(fake_driver_env(kH200), {"FAKE_NVIDIA_XID=79", "FAKE_NVIDIA_CLOCK_REASONS=0x44",
+                                    "FAKE_NVIDIA_ECC_GROWS=1", "FAKE_NVIDIA_TEMP=91"}));
+  EXPECT_EQ(r.exit_code, 0) << r.out;  // no wrong number: the exit stands
+  const json j = json::parse(r.out);
+  const json& t = j.at("devices").at(0).at("soak").at("telemetry");
+  EXPECT_GE(t.at("samples").get<int>(), 1) << t.dump();
+  EXPECT_EQ(t.at("max_temperature_c"), 91);
+  EXPECT_EQ(t.at("xids"), json::array({79}));
+  EXPECT_EQ(t.at("clock_events"), json::array({"sw_power_cap", "hw_thermal_slowdown"}));
+  std::string health;
+  for (const json& d : j.at("diagnostics")) {
+    if (d.at("code") == "soak-gpu-health") health = d.dump();
+  }
+  EXPECT_NE(health.find("Xid 79"), std::string::npos) << r.out;
+  EXPECT_NE(health.find("hw_thermal_slowdown"), std::string::npos) << health;
+  EXPECT_NE(health.find("\"severity\":\"error\""), std::string::npos) << health;
+  EXPECT_NE(health.find("GPU-"), std::string::npos) << health;  // the UUID, for the ticket
+}
+
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
   const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "probe/driver/telemetry.hpp"
 #include "probe/verdicts/soak.hpp"
 
 namespace pp = precision_probe;
@@ -127,10 +128,54 @@ TEST(Soak, TheFaultInjectorsSpecification) {
   ASSERT_TRUE(gpu1);
   EXPECT_TRUE(gpu1->applies_to(pp::DeviceKind::cuda, 1));
   EXPECT_FALSE(gpu1->applies_to(pp::DeviceKind::cuda, 0));
-  for (const char* bad : {"", "bf16", "bf16:0", "bf16:x", "amp_bf16:3", "fp7:3", "bf16:3:gpu",
-                          "bf16:3:0:1"}) {
+  for (const char* bad :
+       {"", "bf16", "bf16:0", "bf16:x", "amp_bf16:3", "fp7:3", "bf16:3:gpu", "bf16:3:0:1"}) {
     const auto r = pp::parse_fault_injection(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().find("PRECISION_PROBE_INJECT_FAULT"), std::string::npos);
   }
+}
+
+// NVML's samples of a GPU summed up: extremes, the slowdowns seen, counters' growth, Xids; the
+// temperature at a mismatch from the nearest sample; samples survive their wire form.
+TEST(SoakTelemetry, SamplesAreSummedUpPerGpu) {
+  auto sample = [](double t, int temp, int mhz, std::uint64_t reasons, std::int64_t unc) {
+    pp::TelemetrySample s;
+    s.monotonic_s = t;
+    pp::GpuSample g;
+    g.uuid = "GPU-a";
+    g.temperature_c = temp;
+    g.sm_mhz = mhz;
+    g.power_w = 600.0 + temp;
+    g.clock_reasons = reasons;
+    g.ecc_uncorrected = unc;
+    s.gpus = {g};
+    pp::GpuSample other = g;
+    other.uuid = "GPU-b";
+    other.temperature_c = 99;
+    s.gpus.push_back(other);
+    return s;
+  };
+  std::vector<pp::TelemetrySample> samples = {sample(100.0, 61, 1980, 0x0, 4),
+                                              sample(101.0, 78, 1410, 0x4 | 0x40, 4),
+                                              sample(102.0, 83, 1290, 0x4, 6)};
+  samples[1].xids.emplace_back("GPU-a", 79);
+  const std::string wire = pp::encode_sample(samples[1]);
+  const auto back = pp::decode_sample(wire);
+  ASSERT_TRUE(back.has_value()) << wire;
+  EXPECT_EQ(pp::encode_sample(*back), wire);
+  EXPECT_FALSE(pp::decode_sample("{\"gpus\":[]}").has_value());
+
+  const pp::SoakTelemetry t = pp::summarise(samples, "GPU-a");
+  EXPECT_EQ(t.samples, 3);
+  EXPECT_EQ(t.max_temperature_c, 83);
+  EXPECT_EQ(t.min_sm_mhz, 1290);
+  EXPECT_EQ(t.max_sm_mhz, 1980);
+  EXPECT_EQ(t.clock_events, (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_EQ(t.ecc_uncorrected_delta, 2);
+  EXPECT_FALSE(t.ecc_corrected_delta.has_value());  // NVML never said
+  EXPECT_EQ(t.xids, std::vector<int>{79});
+  EXPECT_EQ(pp::temperature_at(samples, "GPU-a", 101.3), 78);
+  EXPECT_FALSE(pp::temperature_at(samples, "GPU-a", 200.0).has_value());  // none within 5 s
+  EXPECT_EQ(pp::summarise(samples, "GPU-z").samples, 0);
 }

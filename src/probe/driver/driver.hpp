@@ -78,11 +78,23 @@ struct CudaSnapshot {
 };
 
 // The driver behind a small interface: the real one loads the libraries, tests use a fake.
+struct TelemetrySample;
+
+// Telemetry being recorded (telemetry.hpp): stop() ends it and returns the samples.
+class TelemetryRecording {
+ public:
+  virtual ~TelemetryRecording() = default;
+  virtual std::vector<TelemetrySample> stop() = 0;
+  std::string error;  // why it could not start ("" when it runs)
+};
+
 class DriverApi {
  public:
   virtual ~DriverApi() = default;
   virtual NvmlSnapshot query_nvml() = 0;
   virtual CudaSnapshot query_cuda() = 0;
+  // NVML sampled every second until stop() (the soak's telemetry); nullptr where not offered.
+  virtual std::unique_ptr<TelemetryRecording> record_telemetry() { return nullptr; }
 };
 
 // The real driver, called in this process. Library names come from PRECISION_PROBE_LIBNVML /

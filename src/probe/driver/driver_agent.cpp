@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "probe/driver/telemetry.hpp"
 #include "probe/outputs/output.hpp"
 #include "probe/platform/process.hpp"
 #include "common/strings.hpp"
@@ -110,6 +111,14 @@ class ContainedDriver final : public DriverApi {
     return snapshot;
   }
 
+  std::unique_ptr<TelemetryRecording> record_telemetry() override {
+    auto recorder = std::make_unique<TelemetryRecorder>();
+    if (!recorder->start(self_, recorder->error)) {
+      recorder->error = "the telemetry agent could not start: " + recorder->error;
+    }
+    return recorder;
+  }
+
  private:
   std::string self_;
   DriverQueryLimit limit_;
@@ -128,6 +137,13 @@ int run_driver_agent(std::string_view which) {
   const auto system = make_real_system();
   const std::string parent = system->getenv(kParentVariable).value_or("");
   if (!parent.empty() && parent != std::to_string(::getppid())) return 1;
+  if (which == "telemetry") {
+    // A line per second until the probe stops reading (or kills it).
+    return sample_nvml(system->getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1"), 1.0,
+                       [](const TelemetrySample& sample) {
+                         return write_all(STDOUT_FILENO, encode_sample(sample) + "\n").empty();
+                       });
+  }
   const auto driver = make_system_driver(*system);
   std::string text;
   if (which == "nvml") {
@@ -135,7 +151,7 @@ int run_driver_agent(std::string_view which) {
   } else if (which == "cuda") {
     text = encode_cuda_snapshot(driver->query_cuda());
   } else {
-    std::fprintf(stderr, "precision-probe: --driver-agent takes nvml or cuda\n");
+    std::fprintf(stderr, "precision-probe: --driver-agent takes nvml, cuda or telemetry\n");
     return 2;
   }
   text += '\n';

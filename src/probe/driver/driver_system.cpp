@@ -5,12 +5,15 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "probe/driver/driver.hpp"
+#include "probe/driver/telemetry.hpp"
 #include "common/strings.hpp"
 #include "probe/platform/system.hpp"
 
@@ -415,7 +418,168 @@ class SystemDriver final : public DriverApi {
   std::unique_ptr<Library> cuda_;
 };
 
+// --- Telemetry (the driver agent's `telemetry`) -----------------------------------------------
+using nvmlEventSet_t = void*;
+struct NvmlEventData {  // nvmlEventData_t
+  nvmlDevice_t device;
+  unsigned long long event_type;
+  unsigned long long event_data;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+constexpr unsigned long long kNvmlEventXidCriticalError = 0x8;
+constexpr int kNvmlErrorTimeout = 10;
+constexpr int kNvmlInsufficientSize = 7;
+constexpr int kNvmlTemperatureGpu = 0;
+constexpr int kNvmlEccCorrected = 0;
+constexpr int kNvmlEccUncorrected = 1;
+constexpr int kNvmlVolatileEcc = 0;
+using nvmlDeviceGetTemperature_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+using nvmlDeviceGetClockInfo_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+using nvmlDeviceGetPowerUsage_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using nvmlDeviceGetClocksEventReasons_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+using nvmlDeviceGetTotalEccErrors_t = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
+using nvmlDeviceGetRemappedRows_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*,
+                                                     unsigned int*, unsigned int*);
+using nvmlDeviceGetRetiredPages_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*,
+                                                     unsigned long long*);
+using nvmlEventSetCreate_t = nvmlReturn_t (*)(nvmlEventSet_t*);
+using nvmlDeviceRegisterEvents_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+using nvmlEventSetWait_t = nvmlReturn_t (*)(nvmlEventSet_t, NvmlEventData*, unsigned int);
+
+// The telemetry queries of one GPU; a query NVML lacks or refuses is left out of the sample.
+class NvmlTelemetry {
+ public:
+  explicit NvmlTelemetry(const Library& lib)
+      : temperature_(lib.get<nvmlDeviceGetTemperature_t>("nvmlDeviceGetTemperature")),
+        clock_(lib.get<nvmlDeviceGetClockInfo_t>("nvmlDeviceGetClockInfo")),
+        power_(lib.get<nvmlDeviceGetPowerUsage_t>("nvmlDeviceGetPowerUsage")),
+        reasons_(lib.get_any<nvmlDeviceGetClocksEventReasons_t>(
+            {"nvmlDeviceGetCurrentClocksEventReasons",
+             "nvmlDeviceGetCurrentClocksThrottleReasons"})),
+        ecc_(lib.get<nvmlDeviceGetTotalEccErrors_t>("nvmlDeviceGetTotalEccErrors")),
+        remapped_(lib.get<nvmlDeviceGetRemappedRows_t>("nvmlDeviceGetRemappedRows")),
+        retired_(lib.get<nvmlDeviceGetRetiredPages_t>("nvmlDeviceGetRetiredPages")) {}
+
+  GpuSample read(nvmlDevice_t dev, const std::string& uuid) const {
+    GpuSample g;
+    g.uuid = uuid;
+    unsigned int value = 0;
+    if (temperature_ != nullptr && temperature_(dev, kNvmlTemperatureGpu, &value) == kNvmlSuccess)
+      g.temperature_c = static_cast<int>(value);
+    if (clock_ != nullptr && clock_(dev, kNvmlClockSm, &value) == kNvmlSuccess)
+      g.sm_mhz = static_cast<int>(value);
+    if (power_ != nullptr && power_(dev, &value) == kNvmlSuccess) g.power_w = value / 1000.0;
+    unsigned long long bits = 0;
+    if (reasons_ != nullptr && reasons_(dev, &bits) == kNvmlSuccess) g.clock_reasons = bits;
+    read_errors(dev, g);
+    return g;
+  }
+
+ private:
+  void read_errors(nvmlDevice_t dev, GpuSample& g) const {
+    unsigned long long count = 0;
+    if (ecc_ != nullptr && ecc_(dev, kNvmlEccCorrected, kNvmlVolatileEcc, &count) == kNvmlSuccess)
+      g.ecc_corrected = static_cast<std::int64_t>(count);
+    if (ecc_ != nullptr && ecc_(dev, kNvmlEccUncorrected, kNvmlVolatileEcc, &count) == kNvmlSuccess)
+      g.ecc_uncorrected = static_cast<std::int64_t>(count);
+    unsigned int corr = 0, unc = 0, pending = 0, failure = 0;
+    if (remapped_ != nullptr && remapped_(dev, &corr, &unc, &pending, &failure) == kNvmlSuccess) {
+      g.remapped_rows = static_cast<std::int64_t>(corr) + unc;
+      g.remap_failure = failure != 0;
+    }
+    std::int64_t pages = 0;
+    bool any = false;
+    for (int cause : {0, 1}) {  // multiple single-bit errors, double-bit errors
+      unsigned int n = 0;
+      const nvmlReturn_t r = retired_ != nullptr ? retired_(dev, cause, &n, nullptr) : -1;
+      if (r == kNvmlSuccess || r == kNvmlInsufficientSize) {
+        pages += n;
+        any = true;
+      }
+    }
+    if (any) g.retired_pages = pages;
+  }
+
+  nvmlDeviceGetTemperature_t temperature_;
+  nvmlDeviceGetClockInfo_t clock_;
+  nvmlDeviceGetPowerUsage_t power_;
+  nvmlDeviceGetClocksEventReasons_t reasons_;
+  nvmlDeviceGetTotalEccErrors_t ecc_;
+  nvmlDeviceGetRemappedRows_t remapped_;
+  nvmlDeviceGetRetiredPages_t retired_;
+};
+
+double monotonic_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Xid events since the last call, waiting up to `wait_ms` for the first (the sampling period).
+void collect_xids(const Library& lib, nvmlEventSet_t set,
+                  const std::vector<std::pair<nvmlDevice_t, std::string>>& devices, int wait_ms,
+                  TelemetrySample& sample) {
+  auto wait = lib.get_any<nvmlEventSetWait_t>({"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  if (set == nullptr || wait == nullptr) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    return;
+  }
+  for (int timeout = wait_ms;; timeout = 0) {
+    NvmlEventData data{};
+    const nvmlReturn_t r = wait(set, &data, static_cast<unsigned int>(timeout));
+    if (r != kNvmlSuccess) {
+      if (r != kNvmlErrorTimeout && timeout > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+      }
+      return;
+    }
+    for (const auto& [dev, uuid] : devices) {
+      if (dev == data.device) sample.xids.emplace_back(uuid, static_cast<int>(data.event_data));
+    }
+  }
+}
+
 }  // namespace
+
+int sample_nvml(const std::string& library, double period_s,
+                const std::function<bool(const TelemetrySample&)>& emit) {
+  Library lib(library);
+  auto init = lib.get_any<nvmlInit_t>({"nvmlInit_v2", "nvmlInit"});
+  if (init == nullptr || init() != kNvmlSuccess) return 3;
+  lib.keep_loaded();
+  auto get_count =
+      lib.get_any<nvmlDeviceGetCount_t>({"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  auto get_handle = lib.get_any<nvmlDeviceGetHandleByIndex_t>(
+      {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  auto get_uuid = lib.get<nvmlDeviceGetString_t>("nvmlDeviceGetUUID");
+  std::vector<std::pair<nvmlDevice_t, std::string>> devices;
+  unsigned int count = 0;
+  if (get_count == nullptr || get_handle == nullptr || get_uuid == nullptr ||
+      get_count(&count) != kNvmlSuccess) {
+    return 3;
+  }
+  for (unsigned int i = 0; i < count && i < 1024; ++i) {
+    nvmlDevice_t dev = nullptr;
+    char uuid[96] = {};
+    if (get_handle(i, &dev) == kNvmlSuccess && get_uuid(dev, uuid, sizeof uuid) == kNvmlSuccess)
+      devices.emplace_back(dev, uuid);
+  }
+  nvmlEventSet_t set = nullptr;
+  auto create = lib.get<nvmlEventSetCreate_t>("nvmlEventSetCreate");
+  auto do_register = lib.get<nvmlDeviceRegisterEvents_t>("nvmlDeviceRegisterEvents");
+  if (create != nullptr && do_register != nullptr && create(&set) == kNvmlSuccess) {
+    for (const auto& [dev, uuid] : devices) (void)do_register(dev, kNvmlEventXidCriticalError, set);
+  }
+  const NvmlTelemetry queries(lib);
+  const int wait_ms = static_cast<int>(period_s * 1000.0);
+  for (;;) {
+    TelemetrySample sample;
+    sample.monotonic_s = monotonic_now();
+    for (const auto& [dev, uuid] : devices) sample.gpus.push_back(queries.read(dev, uuid));
+    collect_xids(lib, set, devices, wait_ms, sample);
+    if (!emit(sample)) return 0;
+  }
+}
 
 std::unique_ptr<DriverApi> make_system_driver(const System& system) {
   return std::make_unique<SystemDriver>(

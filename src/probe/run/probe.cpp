@@ -20,6 +20,7 @@
 #include "common/trace.hpp"
 #include "common/worker_checks.hpp"
 #include "probe/verdicts/verdict.hpp"
+#include "probe/driver/telemetry.hpp"
 #include "probe/run/soak_plan.hpp"
 #include "probe/verdicts/soak.hpp"
 
@@ -628,8 +629,28 @@ StackInfo stack_from(const StackAtStart& at_start, const std::optional<WorkerRun
   return stack;
 }
 
+// The soak's telemetry of a run, and why there is none.
+struct Telemetry {
+  std::vector<TelemetrySample> samples;
+  std::string error;
+};
+
+// A GPU's soak gets its telemetry, and its first mismatches the temperature at the time.
+void add_telemetry(SoakReport& soak, const std::string& uuid, const Telemetry& t) {
+  SoakTelemetry summary = summarise(t.samples, uuid);
+  if (!t.error.empty()) summary.note = t.error;
+  for (auto& [mode, o] : soak.modes) {
+    if (o.first_mismatch) {
+      o.first_mismatch->temperature_c =
+          temperature_at(t.samples, uuid, o.first_mismatch->monotonic_s);
+    }
+  }
+  soak.telemetry = summary;
+}
+
 void add_gpu_devices(Report& report, const Options& options, const GpuFacts& facts,
-                     const std::vector<WorkerRun>& runs, const std::string& blocker) {
+                     const std::vector<WorkerRun>& runs, const std::string& blocker,
+                     const Telemetry& telemetry) {
   const std::vector<ArchTarget> targets = parse_arch_list(join(report.stack.arch_list, " "));
   for (const GpuInfo& gpu : facts.gpus) {
     DeviceReport d;
@@ -654,6 +675,7 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     const WorkerResult* result = run != nullptr && run->result ? &*run->result : nullptr;
     fill_precisions(d, support, run, gpu_not_run(options, d, report, blocker, result));
     if (run != nullptr) d.soak = soak_report(options, run->plan, result, interrupt_requested());
+    if (d.soak) add_telemetry(*d.soak, gpu.uuid, telemetry);
     report.devices.push_back(std::move(d));
   }
 }
@@ -728,6 +750,13 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   std::optional<WorkerRun> collective =
       plan_collective(options, driver.facts, collective_on, report.run.seed);
 
+  // The soak's telemetry: NVML sampled by the driver agent while the GPUs' workers run.
+  std::unique_ptr<TelemetryRecording> telemetry;
+  if (std::any_of(gpu_runs.begin(), gpu_runs.end(),
+                  [](const WorkerRun& w) { return w.plan.soak_seconds > 0.0; })) {
+    telemetry = deps.driver.record_telemetry();
+  }
+
   // --- Kernels: every GPU at once (and the collective, unless measurements run alone) ---
   std::vector<WorkerRun*> together;
   together.reserve(gpu_runs.size() + 1);
@@ -735,6 +764,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const bool alone = options.bench;  // the collective measures bandwidth: alone with --bench
   if (collective && !alone) together.push_back(&*collective);
   run_workers(deps.engine, together, clock.limits());
+  const Telemetry samples{telemetry ? telemetry->stop() : std::vector<TelemetrySample>{},
+                          telemetry ? telemetry->error : "NVML telemetry is not offered here"};
   deps.engine.stop_spares();
   if (cpu_done.valid()) cpu_done.get();
   if (cpu_run && options.bench && expected_gpus > 0) run_cpu_bench(deps.engine, *cpu_run, clock);
@@ -745,7 +776,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
 
   // --- The report ---
   report.stack = stack_from(stack, cpu_run, gpu_runs);
-  add_gpu_devices(report, options, driver.facts, gpu_runs, stack.gpu_blocker);
+  add_gpu_devices(report, options, driver.facts, gpu_runs, stack.gpu_blocker, samples);
   add_cpu_device(report, options, cpu, cpu_run);
   report.collectives =
       collectives_report(options, driver.facts, collective_on,

@@ -525,10 +525,48 @@ void soak_mismatches(Collector& c, const DeviceReport& d) {
   }
 }
 
+// What NVML said against a GPU during the soak: errors (Xid events, uncorrectable ECC errors,
+// rows remapped or pages retired, a remapping failure) and slowdowns other than the power cap a
+// loaded GPU normally sits at.
+void soak_health(Collector& c, const DeviceReport& d) {
+  const SoakTelemetry& t = *d.soak->telemetry;
+  std::vector<std::string> errors;
+  std::vector<std::string> slowdowns;
+  if (!t.xids.empty()) {
+    std::vector<std::string> codes;
+    codes.reserve(t.xids.size());
+    for (int xid : t.xids) codes.push_back(std::to_string(xid));
+    errors.push_back("Xid " + join(codes, ", "));
+  }
+  auto grew = [&errors](const std::optional<std::int64_t>& delta, const char* what) {
+    if (delta && *delta > 0) errors.push_back(fmt::format("{} {}", *delta, what));
+  };
+  grew(t.ecc_uncorrected_delta, "more uncorrectable ECC errors");
+  grew(t.remapped_rows_delta, "more remapped rows");
+  grew(t.retired_pages_delta, "more retired pages");
+  if (t.remap_failure) errors.emplace_back("a row-remapping failure");
+  for (const std::string& e : t.clock_events) {
+    if (e != "sw_power_cap") slowdowns.push_back(e);
+  }
+  if (errors.empty() && slowdowns.empty()) return;
+  std::string evidence = join(errors, "; ");
+  if (!slowdowns.empty()) {
+    evidence +=
+        (evidence.empty() ? "" : "; ") + std::string("clock slowdowns: ") + join(slowdowns, ", ");
+  }
+  if (t.max_temperature_c) evidence += fmt::format(" (up to {} °C)", *t.max_temperature_c);
+  c.add(DiagnosticCode::soak_gpu_health, errors.empty() ? Severity::warning : Severity::error,
+        identity(d) + " under the soak's load: " + evidence,
+        errors.empty() ? "a GPU slowed down by heat or its hardware runs below its like: check its "
+                         "cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE -i N)"
+                       : kDrainHint);
+}
+
 void soak(Collector& c, const Report& r) {
   for (const DeviceReport& d : r.devices) {
     if (!d.soak) continue;
     soak_mismatches(c, d);
+    if (d.soak->telemetry) soak_health(c, d);
     if (!d.soak->golden_disagreement.empty()) {
       c.add(DiagnosticCode::soak_golden_disagrees, Severity::error,
             identity(d) + ": " + d.soak->golden_disagreement, kDrainHint);

@@ -46,6 +46,7 @@ enum class DiagnosticCode {
   soak_golden_disagrees,
   soak_straggler,
   soak_fault_injected,
+  soak_gpu_health,
 };
 
 struct DiagnosticInfo {
@@ -53,7 +54,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 31> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 32> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -85,6 +86,7 @@ inline constexpr std::array<DiagnosticInfo, 31> kDiagnosticCodes = {{
     {DiagnosticCode::soak_golden_disagrees, "soak-golden-disagrees"},
     {DiagnosticCode::soak_straggler, "soak-straggler"},
     {DiagnosticCode::soak_fault_injected, "soak-fault-injected"},
+    {DiagnosticCode::soak_gpu_health, "soak-gpu-health"},
 }};
 
 std::string_view to_string(DiagnosticCode code);

@@ -1,0 +1,218 @@
+#include "probe/driver/telemetry.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "probe/platform/system.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+void put(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+template <class T>
+void take(const json& j, const char* key, std::optional<T>& v) {
+  const auto it = j.find(key);
+  if (it != j.end() && it->is_number()) v = it->get<T>();
+}
+
+}  // namespace
+
+std::string encode_sample(const TelemetrySample& sample) {
+  json j = {{"t", sample.monotonic_s}, {"gpus", json::array()}, {"xids", json::array()}};
+  for (const GpuSample& g : sample.gpus) {
+    json o = {{"uuid", g.uuid}};
+    put(o, "temp_c", g.temperature_c);
+    put(o, "sm_mhz", g.sm_mhz);
+    put(o, "power_w", g.power_w);
+    put(o, "clock_reasons", g.clock_reasons);
+    put(o, "ecc_corrected", g.ecc_corrected);
+    put(o, "ecc_uncorrected", g.ecc_uncorrected);
+    put(o, "remapped_rows", g.remapped_rows);
+    if (g.remap_failure) o["remap_failure"] = *g.remap_failure;
+    put(o, "retired_pages", g.retired_pages);
+    j["gpus"].push_back(o);
+  }
+  for (const auto& [uuid, xid] : sample.xids) j["xids"].push_back({{"uuid", uuid}, {"xid", xid}});
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<TelemetrySample> decode_sample(std::string_view line) {
+  const json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("t") || !j["t"].is_number()) {
+    return std::nullopt;
+  }
+  TelemetrySample s;
+  s.monotonic_s = j["t"].get<double>();
+  if (j.contains("gpus") && j["gpus"].is_array()) {
+    for (const json& o : j["gpus"]) {
+      if (!o.is_object() || !o.contains("uuid") || !o["uuid"].is_string()) continue;
+      GpuSample g;
+      g.uuid = o["uuid"].get<std::string>();
+      take(o, "temp_c", g.temperature_c);
+      take(o, "sm_mhz", g.sm_mhz);
+      take(o, "power_w", g.power_w);
+      take(o, "clock_reasons", g.clock_reasons);
+      take(o, "ecc_corrected", g.ecc_corrected);
+      take(o, "ecc_uncorrected", g.ecc_uncorrected);
+      take(o, "remapped_rows", g.remapped_rows);
+      if (o.contains("remap_failure") && o["remap_failure"].is_boolean()) {
+        g.remap_failure = o["remap_failure"].get<bool>();
+      }
+      take(o, "retired_pages", g.retired_pages);
+      s.gpus.push_back(g);
+    }
+  }
+  if (j.contains("xids") && j["xids"].is_array()) {
+    for (const json& x : j["xids"]) {
+      if (x.is_object() && x.contains("uuid") && x["uuid"].is_string() && x.contains("xid") &&
+          x["xid"].is_number_integer()) {
+        s.xids.emplace_back(x["uuid"].get<std::string>(), x["xid"].get<int>());
+      }
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> clock_event_names(std::uint64_t reasons) {
+  // nvmlClocksEventReason*: the ones that hold a loaded GPU below its clocks.
+  constexpr std::array<std::pair<std::uint64_t, const char*>, 5> kSlowdowns = {{
+      {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"},
+      {0x20, "sw_thermal_slowdown"},
+      {0x40, "hw_thermal_slowdown"},
+      {0x80, "hw_power_brake_slowdown"},
+  }};
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : kSlowdowns) {
+    if ((reasons & bit) != 0) names.emplace_back(name);
+  }
+  return names;
+}
+
+namespace {
+
+template <class T>
+void keep_max(std::optional<T>& into, const std::optional<T>& v) {
+  if (v && (!into || *v > *into)) into = v;
+}
+template <class T>
+void keep_min(std::optional<T>& into, const std::optional<T>& v) {
+  if (v && (!into || *v < *into)) into = v;
+}
+
+// Last minus first of a counter over the samples that have it.
+std::optional<std::int64_t> growth(const std::vector<const GpuSample*>& gpu,
+                                   std::optional<std::int64_t> GpuSample::*counter) {
+  std::optional<std::int64_t> first;
+  std::optional<std::int64_t> last;
+  for (const GpuSample* g : gpu) {
+    if (!(g->*counter)) continue;
+    if (!first) first = g->*counter;
+    last = g->*counter;
+  }
+  if (!first) return std::nullopt;
+  return *last - *first;
+}
+
+}  // namespace
+
+SoakTelemetry summarise(const std::vector<TelemetrySample>& samples, const std::string& uuid) {
+  SoakTelemetry t;
+  std::vector<const GpuSample*> gpu;
+  std::uint64_t reasons = 0;
+  for (const TelemetrySample& s : samples) {
+    for (const GpuSample& g : s.gpus) {
+      if (g.uuid != uuid) continue;
+      gpu.push_back(&g);
+      keep_max(t.max_temperature_c, g.temperature_c);
+      keep_min(t.min_sm_mhz, g.sm_mhz);
+      keep_max(t.max_sm_mhz, g.sm_mhz);
+      keep_max(t.max_power_w, g.power_w);
+      reasons |= g.clock_reasons.value_or(0);
+      t.remap_failure = t.remap_failure || g.remap_failure.value_or(false);
+    }
+    for (const auto& [id, xid] : s.xids) {
+      if (id == uuid) t.xids.push_back(xid);
+    }
+  }
+  t.samples = static_cast<int>(gpu.size());
+  t.clock_events = clock_event_names(reasons);
+  t.ecc_corrected_delta = growth(gpu, &GpuSample::ecc_corrected);
+  t.ecc_uncorrected_delta = growth(gpu, &GpuSample::ecc_uncorrected);
+  t.remapped_rows_delta = growth(gpu, &GpuSample::remapped_rows);
+  t.retired_pages_delta = growth(gpu, &GpuSample::retired_pages);
+  if (gpu.empty()) t.note = "NVML gave no sample of this GPU";
+  return t;
+}
+
+std::optional<int> temperature_at(const std::vector<TelemetrySample>& samples,
+                                  const std::string& uuid, double monotonic_s) {
+  constexpr double kWithin = 5.0;
+  std::optional<int> best;
+  double distance = kWithin;
+  for (const TelemetrySample& s : samples) {
+    for (const GpuSample& g : s.gpus) {
+      if (g.uuid != uuid || !g.temperature_c) continue;
+      const double d = std::fabs(s.monotonic_s - monotonic_s);
+      if (d <= distance) {
+        distance = d;
+        best = g.temperature_c;
+      }
+    }
+  }
+  return best;
+}
+
+TelemetryRecorder::~TelemetryRecorder() { (void)stop(); }
+
+bool TelemetryRecorder::start(const std::string& self_exe, std::string& why) {
+  const std::vector<std::string> env =
+      environment_with({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())});
+  if (!child_.start({self_exe, "--driver-agent", "telemetry"}, env, "", why)) return false;
+  started_ = true;
+  reader_ = std::thread([this] {
+    std::string pending;
+    constexpr std::size_t kMaxLine = std::size_t{1} << 20;
+    while (!stopping_.load()) {
+      pollfd fd{child_.stdout_fd(), POLLIN, 0};
+      if (::poll(&fd, 1, 200) <= 0) continue;
+      std::string chunk;
+      const bool fits = drain_available(child_.stdout_fd(), chunk, kMaxLine);
+      if (chunk.empty() && (fd.revents & (POLLHUP | POLLERR)) != 0) break;  // the agent is gone
+      pending += chunk;
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        if (auto sample = decode_sample(std::string_view(pending).substr(0, nl))) {
+          samples_.push_back(std::move(*sample));
+        }
+        pending.erase(0, nl + 1);
+      }
+      if (pending.size() > kMaxLine || !fits) pending.clear();  // a line too long is garbage
+    }
+  });
+  return true;
+}
+
+std::vector<TelemetrySample> TelemetryRecorder::stop() {
+  if (!started_) return {};
+  started_ = false;
+  stopping_ = true;
+  if (reader_.joinable()) reader_.join();
+  child_.kill_group();
+  if (!child_.wait_for(std::chrono::milliseconds(500))) child_.release();
+  return std::move(samples_);
+}
+
+}  // namespace precision_probe

@@ -246,3 +246,37 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
             std::string::npos)
       << bad.out;
 }
+
+// SIGINT ends a soak early: a complete report of what ran (exit 5), or exit 4 when a mismatch
+// was already found: corruption is never hidden behind an interrupt.
+TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
+  for (const std::string inject : {"", "fp32:10:cpu"}) {
+    std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                    "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                    "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
+    if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
+    pp::ChildProcess probe;
+    std::string error;
+    ASSERT_TRUE(probe.start({PP_BINARY, "--device", "cpu", "--no-amp", "--soak", "30",
+                             "--soak-modes", "fp32", "--format", "json"},
+                            pp::environment_with(env), "", error))
+        << error;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    ::kill(probe.pid(), SIGINT);
+    std::string out;
+    for (int i = 0; i < 300 && probe.running(); ++i) {
+      pp::drain_available(probe.stdout_fd(), out, std::size_t{1} << 22);
+      if (probe.wait_for(std::chrono::milliseconds(50))) break;
+    }
+    pp::drain_available(probe.stdout_fd(), out, std::size_t{1} << 22);
+    ASSERT_FALSE(probe.running()) << "the probe did not end after SIGINT";
+    const int code = WIFEXITED(probe.status()) ? WEXITSTATUS(probe.status()) : -1;
+    const nlohmann::json j = nlohmann::json::parse(out);
+    EXPECT_NE(j.at("exit_reason").get<std::string>().find(inject.empty() ? "SIGINT" : "silent"),
+              std::string::npos)
+        << j.at("exit_reason");
+    const nlohmann::json& fp32 = j.at("devices").back().at("soak").at("modes").at("fp32");
+    EXPECT_GT(fp32.at("iterations").get<int>(), 10) << fp32.dump();
+    EXPECT_EQ(code, inject.empty() ? 5 : 4) << j.at("exit_reason");
+  }
+}

@@ -4,8 +4,8 @@
 // in its own process: each query runs in a short-lived child, the probe's own executable started
 // as `precision-probe --driver-agent nvml|cuda`, which prints the snapshot as JSON and exits. The
 // probe waits for it within the run's deadlines and its signals; a child that does not answer in
-// time is killed and the query reported as hung, one that dies as crashed. Later telemetry (NVML
-// during long runs) goes through the same agent.
+// time is killed and the query reported as hung, one that dies as crashed. The soak's telemetry
+// (`--driver-agent telemetry`, telemetry.hpp) is a long-lived agent of the same kind.
 
 #include <chrono>
 #include <memory>
@@ -32,8 +32,8 @@ struct DriverQueryLimit {
 std::unique_ptr<DriverApi> make_contained_driver(const System& system, std::string self_exe,
                                                  DriverQueryLimit limit);
 
-// The child's side: queries `which` ("nvml" or "cuda") in this process, prints the snapshot, and
-// returns the exit code. It ends with its parent (PR_SET_PDEATHSIG).
+// The child's side: queries `which` ("nvml", "cuda" or "telemetry") in this process, prints the
+// snapshot, and returns the exit code. It ends with its parent (PR_SET_PDEATHSIG).
 int run_driver_agent(std::string_view which);
 
 }  // namespace precision_probe

@@ -25,9 +25,9 @@ struct GpuSample {
   std::optional<int> temperature_c;
   std::optional<int> sm_mhz;
   std::optional<double> power_w;
-  std::optional<std::uint64_t> clock_reasons;  // nvmlClocksEventReason* bits
+  std::optional<std::uint64_t> clock_reasons;                  // nvmlClocksEventReason* bits
   std::optional<std::int64_t> ecc_corrected, ecc_uncorrected;  // volatile totals
-  std::optional<std::int64_t> remapped_rows;   // correctable + uncorrectable
+  std::optional<std::int64_t> remapped_rows;                   // correctable + uncorrectable
   std::optional<bool> remap_failure;
   std::optional<std::int64_t> retired_pages;
 };

@@ -700,6 +700,23 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
   report.devices.push_back(std::move(d));
 }
 
+// PRECISION_PROBE_INJECT_FAULT, read only with --soak (a malformed one is a usage error).
+Expected<std::optional<FaultInjection>> fault_to_inject(const Options& options, const System& sys) {
+  const auto spec = sys.getenv(std::string(kInjectFaultVariable));
+  if (!spec || options.soak_s <= 0.0) return std::optional<FaultInjection>{};
+  Expected<FaultInjection> parsed = parse_fault_injection(*spec);
+  if (!parsed) return Unexpected{parsed.error()};
+  return std::optional<FaultInjection>{*parsed};
+}
+
+// The soak's telemetry: NVML sampled by the driver agent while the GPUs' workers run.
+std::unique_ptr<TelemetryRecording> start_telemetry(DriverApi& driver,
+                                                    const std::vector<WorkerRun>& gpu_runs) {
+  const bool soak = std::any_of(gpu_runs.begin(), gpu_runs.end(),
+                                [](const WorkerRun& w) { return w.plan.soak_seconds > 0.0; });
+  return soak ? driver.record_telemetry() : nullptr;
+}
+
 }  // namespace
 
 Report run_probe(const Options& options, ProbeDeps deps) {
@@ -710,13 +727,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const VisibleDevicesSpec visible = parse_cuda_visible_devices(sys.getenv("CUDA_VISIBLE_DEVICES"));
   const auto proc_version = sys.read_file("/proc/driver/nvidia/version");
   trace("probe start");
-  std::optional<FaultInjection> inject;
-  if (const auto spec = sys.getenv(std::string(kInjectFaultVariable));
-      spec && options.soak_s > 0.0) {
-    const Expected<FaultInjection> parsed = parse_fault_injection(*spec);
-    if (!parsed) return usage_error_report(parsed.error(), sys);
-    inject = *parsed;
-  }
+  const Expected<std::optional<FaultInjection>> inject = fault_to_inject(options, sys);
+  if (!inject) return usage_error_report(inject.error(), sys);
   const StackAtStart stack = stack_at_start(deps.engine);
 
   // --- Workers: started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
@@ -729,7 +741,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (!options.quick) {
     deps.engine.prestart({true, expected_gpus});
     cpu_run = plan_cpu(options, cpu, report.run.seed, expected_gpus > 0,
-                       !stack.complete && expected_gpus == 0, inject);
+                       !stack.complete && expected_gpus == 0, *inject);
     cpu_done = std::async(std::launch::async,
                           [&] { run_workers(deps.engine, {&*cpu_run}, clock.limits()); });
   }
@@ -744,18 +756,13 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   }
   std::vector<WorkerRun> gpu_runs =
       options.quick ? std::vector<WorkerRun>{}
-                    : plan_gpus(options, driver.facts, stack, report.run.seed, inject);
+                    : plan_gpus(options, driver.facts, stack, report.run.seed, *inject);
   if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
   const std::vector<int> collective_on = collective_gpus(options, driver.facts);
   std::optional<WorkerRun> collective =
       plan_collective(options, driver.facts, collective_on, report.run.seed);
 
-  // The soak's telemetry: NVML sampled by the driver agent while the GPUs' workers run.
-  std::unique_ptr<TelemetryRecording> telemetry;
-  if (std::any_of(gpu_runs.begin(), gpu_runs.end(),
-                  [](const WorkerRun& w) { return w.plan.soak_seconds > 0.0; })) {
-    telemetry = deps.driver.record_telemetry();
-  }
+  std::unique_ptr<TelemetryRecording> telemetry = start_telemetry(deps.driver, gpu_runs);
 
   // --- Kernels: every GPU at once (and the collective, unless measurements run alone) ---
   std::vector<WorkerRun*> together;

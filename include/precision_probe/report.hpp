@@ -116,8 +116,9 @@ struct Recommendation {
 
 // --soak on one device: each mode's outcome, and what comparing the devices found.
 struct SoakReport {
-  double seconds = 0.0;   // asked for
-  bool injected = false;  // a fault was injected (a test of the detector, not a finding)
+  double seconds = 0.0;        // asked for
+  bool injected = false;       // a fault was injected (a test of the detector, not a finding)
+  std::string injection_note;  // a fault was asked for and not injected, and why
   std::vector<std::pair<Mode, SoakOutcome>> modes;
   // Set where this device's golden output differs from that of the same GPUs of the run (a
   // majority, or with two GPUs, each other): the modes and the devices it disagrees with.
@@ -228,6 +229,8 @@ struct RunFailure {
 
 struct Report {
   int schema_version = kSchemaVersion;
+  std::string report_id;   // 32 hex digits, random: one run's report among a fleet's
+  std::string started_at;  // when the run started, RFC 3339 in UTC ("2026-12-01T06:52:08.123Z")
   ToolInfo tool;
   HostInfo host;
   RunInfo run;
@@ -247,6 +250,10 @@ struct Report {
 // driver's message, a library name given in the environment, a worker's stderr, /etc/os-release),
 // so that no printer can pass an escape sequence to a terminal.
 void make_printable(Report& report);
+
+// The report's overall severity, for a fleet's dashboards: "error" (an exit code of 2 or more, or
+// an error diagnostic), "warning" (exit 1: a requirement not met, or a warning diagnostic), "ok".
+std::string_view overall_severity(const Report& report);
 
 // Whether the report holds what the run found: false for bad input and internal errors, whose
 // report carries only the header and the error.

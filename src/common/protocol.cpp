@@ -21,6 +21,7 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("soak_seconds", p.soak_seconds);
   v("soak_modes", p.soak_modes);
   v("soak_size", p.soak_size);
+  v("soak_seed", p.soak_seed);
   v("inject_mode", p.inject_mode);
   v("inject_iteration", p.inject_iteration);
 }

@@ -27,7 +27,8 @@ struct WorkerPlan {
                                      // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
   double soak_seconds = 0.0;         // > 0: soak these modes for that long (and nothing else)
   std::vector<Mode> soak_modes;
-  std::int64_t soak_size = 0;  // the soak's GEMM size, M = N = K
+  std::int64_t soak_size = 0;   // the soak's GEMM size, M = N = K
+  std::uint64_t soak_seed = 0;  // the run's: like GPUs multiply the same inputs
   // PRECISION_PROBE_INJECT_FAULT: flip one bit of this mode's result at this iteration (0: none).
   Mode inject_mode = Mode::fp32;
   std::int64_t inject_iteration = 0;

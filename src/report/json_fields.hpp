@@ -435,6 +435,7 @@ template <class V, class S>
 std::enable_if_t<is<S, SoakReport>> fields(V& v, S& s) {
   v("seconds", s.seconds);
   v("injected", s.injected);
+  v("injection_note", s.injection_note);
   v.by_mode("modes", s.modes);
   v("golden_disagreement", s.golden_disagreement);
   v("straggler", s.straggler);
@@ -716,6 +717,8 @@ inline bool ms_from(const json& j, double& ms) {
 template <class V, class S>
 std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
   v("schema_version", r.schema_version);
+  v("report_id", r.report_id);
+  v("started_at", r.started_at);
   v("tool", r.tool);
   v("host", r.host);
   v.omit_unless(r.error.has_value(), "error", r.error);
@@ -731,6 +734,7 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
   }
   v("exit_code", r.exit_code);
   v("exit_reason", r.exit_reason);
+  v.derived("severity", std::string(overall_severity(r)));
   if (has_findings(r)) v.mapped("duration_ms", r.duration_ms, tenth_of_ms, ms_from);
 }
 

@@ -1,5 +1,7 @@
 #include "precision_probe/report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/strings.hpp"
@@ -165,6 +167,16 @@ std::string cuda_version_text(int version) {
 
 bool has_findings(const Report& report) {
   return !report.error || report.error->kind == FailureKind::output;
+}
+
+std::string_view overall_severity(const Report& report) {
+  const auto has = [&report](Severity severity) {
+    return std::any_of(report.diagnostics.begin(), report.diagnostics.end(),
+                       [severity](const Diagnostic& d) { return d.severity == severity; });
+  };
+  if (report.exit_code >= 2 || has(Severity::error)) return "error";
+  if (report.exit_code == 1 || has(Severity::warning)) return "warning";
+  return "ok";
 }
 
 }  // namespace precision_probe

@@ -1,6 +1,7 @@
 // A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch,
 // through the same encoders as the real engine (common/protocol.hpp), so the two cannot drift.
-//   FAKE_ENGINE        ok (default) | hang | crash | garbage | wrong:MODE | nan:MODE |
+//   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakbad:N | soakslow:N |
+//                      garbage | wrong:MODE | nan:MODE |
 //                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 |
 //                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
 //                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
@@ -126,7 +127,7 @@ pp::SoakOutcome soak(Mode mode, const pp::WorkerPlan& plan, const std::string& b
   pp::SoakOutcome o;
   o.ran = o.ok = true;
   o.size = plan.soak_size;
-  o.iterations = std::max<std::int64_t>(1000, plan.inject_iteration);
+  o.iterations = 1000;  // an injection beyond is never reached
   o.full_compares = o.iterations / 16;
   const bool bad = behaviour == "soakbad:" + std::to_string(plan.index);
   char checksum[32];
@@ -135,7 +136,8 @@ pp::SoakOutcome soak(Mode mode, const pp::WorkerPlan& plan, const std::string& b
   o.golden_checksum = checksum;
   o.seconds = plan.soak_seconds;
   o.tflops = behaviour == "soakslow:" + std::to_string(plan.index) ? 50.0 : 100.0;
-  if (plan.inject_iteration > 0 && plan.inject_mode == mode) {
+  if (plan.inject_iteration > 0 && plan.inject_iteration <= o.iterations &&
+      plan.inject_mode == mode) {
     o.injected = true;
     o.ok = false;
     o.mismatches = 1;
@@ -335,6 +337,10 @@ int run_worker(const std::string& args) {
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(plan.soak_seconds, 3.0)));
   }
   for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
+  if (behaviour == "soakcrash" && !plan.soak_modes.empty()) {  // dies before it says done
+    std::signal(SIGSEGV, SIG_DFL);
+    std::raise(SIGSEGV);
+  }
   emit(pp::encode_done());
   if (behaviour == "linger") sleep_forever();
   return 0;

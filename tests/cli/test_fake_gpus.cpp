@@ -146,6 +146,32 @@ TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
   EXPECT_NE(health.find("GPU-"), std::string::npos) << health;  // the UUID, for the ticket
 }
 
+// A worker that dies in its soak is no pass, whatever its lines said; a fault asked for at a
+// result the soak never reaches is said, not claimed.
+TEST(FakeGpus, ASoakCutShortFailsAndAnInjectionNeverReachedIsSaid) {
+  const auto died = run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
+                                     with(fake_driver_env(kH200), {"FAKE_ENGINE=soakcrash"}));
+  EXPECT_EQ(died.exit_code, 4) << died.out;
+  const json d = json::parse(died.out).at("devices").at(0);
+  EXPECT_FALSE(d.at("soak").at("modes").at("bf16").at("ok").get<bool>());
+  EXPECT_NE(d.at("soak").at("modes").at("bf16").at("error").get<std::string>().find(
+                "the soak was cut short"),
+            std::string::npos);
+  const auto missed =
+      run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
+                       with(fake_driver_env(kH200), {"PRECISION_PROBE_INJECT_FAULT=bf16:5000"}));
+  EXPECT_EQ(missed.exit_code, 0) << missed.out;
+  const json m = json::parse(missed.out);
+  const json& soak = m.at("devices").at(0).at("soak");
+  EXPECT_FALSE(soak.at("injected").get<bool>());
+  EXPECT_NE(soak.at("injection_note").get<std::string>().find("did not reach"), std::string::npos);
+  bool warned = false;
+  for (const json& x : m.at("diagnostics")) {
+    warned = warned || (x.at("code") == "soak-fault-injected" && x.at("severity") == "warning");
+  }
+  EXPECT_TRUE(warned) << missed.out;
+}
+
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
   const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -239,6 +239,15 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   const pp::ProcessOutput elsewhere =
       probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:0");
   EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.out;
+  // A soak shorter than the modes' slices: every mode still gets its share.
+  const pp::ProcessOutput short_one = probe_on_the_cpu({"--soak", "0.3"}, "");
+  ASSERT_EQ(short_one.exit_code, 0) << short_one.out;
+  for (const auto& [key, o] :
+       nlohmann::json::parse(short_one.out).at("devices").back().at("soak").at("modes").items()) {
+    if (o.at("error_kind") == "not_run") continue;  // its smoke test did not pass here
+    EXPECT_TRUE(o.at("ran").get<bool>()) << key << ": " << o.dump();
+    EXPECT_GT(o.at("iterations").get<int>(), 0) << key;
+  }
   const pp::ProcessOutput bad = probe_on_the_cpu({"--soak", "1"}, "fp32");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(nlohmann::json::parse(bad.out).at("error").at("message").get<std::string>().find(

@@ -612,3 +612,20 @@ TEST(Probe, ArchSaysWhatThisBuildLacksForARecipeOffline) {
   EXPECT_EQ(b300.devices.at(0).find(Mode::int8)->hardware, pp::Hardware::emulated);
   EXPECT_EQ(b300.devices.at(0).find(Mode::mxfp4)->status, Status::not_tested);
 }
+
+// Every GPU soaks the same inputs (the run's seed): like GPUs' golden results must agree.
+TEST(Probe, EveryGpuSoaksTheSameInputs) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  p.options.soak_s = 1.0;
+  (void)p.run();
+  ASSERT_EQ(p.engine.plans_seen.size(), 3U);
+  const pp::WorkerPlan& gpu0 = p.engine.plans_seen[1];
+  const pp::WorkerPlan& gpu1 = p.engine.plans_seen[2];
+  EXPECT_NE(gpu0.seed, gpu1.seed);  // the smoke tests' inputs differ per device
+  EXPECT_EQ(gpu0.soak_seed, gpu1.soak_seed);
+  EXPECT_EQ(gpu0.soak_modes, gpu1.soak_modes);
+  EXPECT_FALSE(gpu0.soak_modes.empty());
+  EXPECT_DOUBLE_EQ(gpu0.soak_seconds, 1.0);
+  EXPECT_EQ(p.engine.plans_seen[0].soak_seconds, 0.0);  // the CPU is not selected
+}

@@ -51,8 +51,9 @@ struct SoakMode {
   std::int64_t golden_sum = 0;
   double flop = 0.0;  // per call
   SoakOutcome outcome;
-  bool inject = false;   // this mode's result at plan.inject_iteration gets a flipped bit
-  bool stopped = false;  // an error ended its soak
+  bool inject = false;    // this mode's result at plan.inject_iteration gets a flipped bit
+  bool stopped = false;   // an error ended its soak
+  bool announce = false;  // its first mismatch is to be reported at once
 };
 
 // A result on its way to the comparison.
@@ -77,6 +78,7 @@ void record_mismatch(SoakMode& m, const InFlight& r) {
       (r.out.to(at::kDouble) - m.golden.to(at::kDouble)).abs().max().item<double>();
   if (std::isfinite(max_error)) first.max_abs_error = max_error;
   o.first_mismatch = first;
+  m.announce = true;
   o.error_kind = ErrorKind::wrong_result;
   o.error = fmt::format(
       "silent data corruption: result {} of the soak ({:.1f} s in) differs from the golden one in "
@@ -94,11 +96,26 @@ void compare(SoakMode& m, const InFlight& r) {
   if (!same) record_mismatch(m, r);
 }
 
+// A result compared is poisoned before its memory goes back to the allocator: the next result
+// gets that block, and a GEMM that failed to write part of it must not find the right bits there.
+void poison(const at::Tensor& out) { as_bits(out).fill_(-1); }
+
+using Report = std::function<void(Mode, const SoakOutcome&)>;
+
 // One slice: the mode's GEMM back to back for `seconds`, each result compared while the next runs.
+// A first mismatch is reported at once (a run cut short must not lose it).
 void run_slice(SoakMode& m, const WorkerPlan& plan, const Target& target, double seconds,
-               Clock::time_point soak_start) {
+               Clock::time_point soak_start, const Report& report) {
   const Clock::time_point start = Clock::now();
   std::optional<InFlight> previous;
+  auto settle = [&](const InFlight& r) {
+    compare(m, r);
+    poison(r.out);
+    if (m.announce) {
+      m.announce = false;
+      report(m.mode, m.outcome);
+    }
+  };
   do {
     at::Tensor out = m.gemm();
     const std::int64_t iteration = m.outcome.iterations + (previous ? 2 : 1);
@@ -108,10 +125,10 @@ void run_slice(SoakMode& m, const WorkerPlan& plan, const Target& target, double
     }
     InFlight current{out, PendingInt64(checksum_of(out), target), iteration,
                      seconds_since(soak_start)};
-    if (previous) compare(m, *previous);
+    if (previous) settle(*previous);
     previous = std::move(current);
   } while (seconds_since(start) < seconds);
-  compare(m, *previous);
+  settle(*previous);
   synchronize(target);
   const double took = seconds_since(start);
   m.outcome.seconds = m.outcome.seconds.value_or(0.0) + took;
@@ -135,7 +152,9 @@ SoakMode prepare_mode(Mode mode, const WorkerPlan& plan, const Target& target, a
 
 void run_soak(const WorkerPlan& plan, const std::vector<Mode>& modes, const Target& target,
               const std::function<void(Mode, const SoakOutcome&)>& report) {
-  at::Generator gen = seeded_generator(target, plan.seed * 1000003ULL + 3000);
+  // The run's seed, not the device's: like GPUs multiply the same inputs, and their golden results
+  // are compared.
+  at::Generator gen = seeded_generator(target, plan.soak_seed * 1000003ULL + 3000);
   std::vector<SoakMode> soaking;
   for (Mode mode : modes) {
     try {
@@ -149,17 +168,21 @@ void run_soak(const WorkerPlan& plan, const std::vector<Mode>& modes, const Targ
     }
   }
   if (soaking.empty()) return;
-  // Slices of a few seconds, the modes in turn, until the time is up (docs/soak.md).
-  const double slice = target.cuda ? 2.0 : 0.5;
+  // Slices of a few seconds (shorter when the soak is: every mode gets its share), the modes in
+  // turn, until the time is up; every mode at least once (docs/soak.md).
+  const double slice =
+      std::min(target.cuda ? 2.0 : 0.5, plan.soak_seconds / static_cast<double>(soaking.size()));
   const Clock::time_point start = Clock::now();
   std::size_t running = soaking.size();
-  for (std::size_t turn = 0; running > 0 && seconds_since(start) < plan.soak_seconds; ++turn) {
+  for (std::size_t turn = 0;
+       running > 0 && (turn < soaking.size() || seconds_since(start) < plan.soak_seconds); ++turn) {
     SoakMode& m = soaking[turn % soaking.size()];
     if (m.stopped) continue;
-    const double left = plan.soak_seconds - seconds_since(start);
+    const double left = std::max(plan.soak_seconds - seconds_since(start), 0.0);
     try {
       const Float32PrecisionScope precision(m.mode == Mode::tf32);
-      run_slice(m, plan, target, std::min(slice, left), start);
+      run_slice(m, plan, target, turn < soaking.size() ? slice : std::min(slice, left), start,
+                report);
       m.outcome.tflops = m.flop * static_cast<double>(m.outcome.iterations) /
                          m.outcome.seconds.value_or(1.0) / 1e12;
     } catch (const std::exception& e) {

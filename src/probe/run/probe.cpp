@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <ctime>
 #include <random>
 
 #include <unistd.h>
@@ -382,6 +383,22 @@ ToolInfo this_tool() {
   return tool;
 }
 
+// When and which: the run's start (RFC 3339, UTC, milliseconds) and a random id of 32 hex digits.
+void stamp(Report& report) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  const long long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  report.started_at =
+      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900, utc.tm_mon + 1,
+                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
+  std::random_device random;
+  report.report_id =
+      fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+}
+
 HostInfo collect_host(const System& system) {
   HostInfo host;
   host.hostname = system.hostname();
@@ -394,6 +411,7 @@ HostInfo collect_host(const System& system) {
 
 Report usage_error_report(const std::string& message, const System& system) {
   Report report;
+  stamp(report);
   report.tool = this_tool();
   report.host = collect_host(system);
   report.error = RunFailure{FailureKind::usage, message};
@@ -498,7 +516,7 @@ WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t see
   w.plan.seed = seed;
   w.plan.describe = describe;
   if (options.bench && !bench_later) w.plan.bench_size = options.bench_size.value_or(1024);
-  if (options.devices.cpu) plan_soak(w.plan, options, support, inject);
+  if (options.devices.cpu) plan_soak(w.plan, options, support, inject, seed);
   return w;
 }
 
@@ -520,7 +538,7 @@ std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
     if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
     w.plan.seed = seed + static_cast<std::uint64_t>(gpu.index) + 1;
     if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
-    plan_soak(w.plan, options, support, inject);
+    plan_soak(w.plan, options, support, inject, seed);
     runs.push_back(w);
   }
   return runs;
@@ -583,6 +601,7 @@ struct RunClock {
 
 Report probe_report_header(const Options& options, const System& sys) {
   Report report;
+  stamp(report);
   report.tool = this_tool();
   report.host = collect_host(sys);
   report.run.command = Command::probe;
@@ -603,6 +622,9 @@ void run_cpu_bench(Engine& engine, WorkerRun& cpu, const RunClock& clock) {
   bench.plan = cpu.plan;
   bench.plan.amp.clear();
   bench.plan.describe = false;
+  bench.plan.soak_seconds = 0.0;  // the CPU soaked in its first run
+  bench.plan.soak_modes.clear();
+  bench.plan.inject_iteration = 0;
   bench.plan.bench_size = clock.options.bench_size.value_or(1024);
   run_workers(engine, {&bench}, clock.limits());
   if (!bench.result || !cpu.result) return;
@@ -802,6 +824,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
 Report run_arch(const Options& options, ProbeDeps deps) {
   const auto started = Clock::now();
   Report report;
+  stamp(report);
   report.tool = this_tool();
   report.host = collect_host(deps.system);
   report.run.command = Command::arch;

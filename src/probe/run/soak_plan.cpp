@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace precision_probe {
 
 namespace {
@@ -38,13 +40,27 @@ SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   return not_soaked(ErrorKind::crashed, "the engine finished without this soak");
 }
 
+// A worker that died or was stopped (not by an interrupt) before its soak was over: what it
+// reported stands, but it is no pass.
+void cut_short(SoakOutcome& o, const WorkerResult* result, bool interrupted) {
+  if (result == nullptr || result->finished || interrupted || result->problem == ErrorKind::none ||
+      !o.ran) {
+    return;
+  }
+  o.ok = false;
+  if (o.mismatches > 0) return;  // the corruption found is the verdict
+  o.error_kind = result->problem;
+  o.error = "the soak was cut short: " + result->problem_message;
+}
+
 }  // namespace
 
 void plan_soak(WorkerPlan& plan, const Options& options,
                const std::function<HardwareVerdict(Mode)>& support,
-               const std::optional<FaultInjection>& inject) {
+               const std::optional<FaultInjection>& inject, std::uint64_t run_seed) {
   if (options.soak_s <= 0.0) return;
   plan.soak_seconds = options.soak_s;
+  plan.soak_seed = run_seed;
   plan.soak_size =
       options.bench_size.value_or(plan.kind == DeviceKind::cuda ? kGpuSoakSize : kCpuSoakSize);
   for (Mode mode : plan.smoke) {
@@ -64,7 +80,6 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   if (plan.soak_seconds <= 0.0) return std::nullopt;
   SoakReport s;
   s.seconds = plan.soak_seconds;
-  s.injected = plan.inject_iteration > 0;
   for (Mode mode : plan.soak_modes) {
     const SoakOutcome* answered = nullptr;
     if (result != nullptr) {
@@ -75,6 +90,8 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
     if (interrupted && o.error_kind == ErrorKind::timed_out) {
       o = not_soaked(ErrorKind::not_run, "cut short: the run was interrupted");
     }
+    cut_short(o, result, interrupted);
+    s.injected = s.injected || o.injected;
     s.modes.emplace_back(mode, o);
   }
   for (Mode mode : options.soak_modes) {
@@ -82,6 +99,11 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
       s.modes.emplace_back(
           mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
     }
+  }
+  if (plan.inject_iteration > 0 && !s.injected && result != nullptr && result->finished) {
+    s.injection_note =
+        fmt::format("{} named result {} of {}, which the soak did not reach: nothing was injected",
+                    kInjectFaultVariable, plan.inject_iteration, mode_key(plan.inject_mode));
   }
   return s;
 }

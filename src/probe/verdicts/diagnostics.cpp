@@ -509,19 +509,24 @@ constexpr const char* kDrainHint =
     "(`dcgmi diag -r 4`, or NVIDIA's fieldiag through the system vendor) and replace it if it "
     "fails; results computed on it may be wrong";
 
+constexpr const char* kCpuCorruptionHint =
+    "take the machine out of service, then run a checking CPU and memory stress test (the vendor's "
+    "diagnostics, or stress-ng --cpu with --verify, and a memory test) and replace what fails";
+
 void soak_mismatches(Collector& c, const DeviceReport& d) {
   for (const auto& [mode, o] : d.soak->modes) {
     if (o.mismatches == 0 || !o.first_mismatch) continue;
     const SoakMismatch& m = *o.first_mismatch;
-    c.add(DiagnosticCode::silent_data_corruption,
-          d.soak->injected ? Severity::info : Severity::error,
+    std::string when = fmt::format("result {} ({:.1f} s in", m.iteration, m.seconds);
+    if (m.temperature_c) when += fmt::format(", at {} °C", *m.temperature_c);
+    when += ")";
+    c.add(DiagnosticCode::silent_data_corruption, o.injected ? Severity::info : Severity::error,
           fmt::format("{} computed wrong {} numbers under load: {} of {} results differed from the "
-                      "golden one, the first at result {} ({:.1f} s in) in {} element(s){}{}",
-                      identity(d), mode_key(mode), o.mismatches, o.iterations, m.iteration,
-                      m.seconds, m.elements,
+                      "golden one, the first at {} in {} element(s){}{}",
+                      identity(d), mode_key(mode), o.mismatches, o.iterations, when, m.elements,
                       m.max_abs_error ? fmt::format(", by up to {:.3g}", *m.max_abs_error) : "",
-                      d.soak->injected ? " (an injected fault: a test of the detector)" : ""),
-          kDrainHint);
+                      o.injected ? " (an injected fault: a test of the detector)" : ""),
+          d.kind == DeviceKind::cpu ? kCpuCorruptionHint : kDrainHint);
   }
 }
 
@@ -583,6 +588,10 @@ void soak(Collector& c, const Report& r) {
             fmt::format("{} was set: a bit of one result of {} was flipped on purpose",
                         kInjectFaultVariable, d.label()),
             "unset it for a real soak: it is a test facility of the detector");
+    } else if (!d.soak->injection_note.empty()) {
+      c.add(DiagnosticCode::soak_fault_injected, Severity::warning,
+            d.label() + ": " + d.soak->injection_note,
+            "name an earlier result, or soak longer, for the detector to be tested");
     }
   }
 }

@@ -141,7 +141,12 @@ pp::SoakOutcome soak(Mode mode, const pp::WorkerPlan& plan, const std::string& b
     o.injected = true;
     o.ok = false;
     o.mismatches = 1;
-    o.first_mismatch = pp::SoakMismatch{plan.inject_iteration, 0.5, 1, 0.0625};
+    pp::SoakMismatch first;
+    first.iteration = plan.inject_iteration;
+    first.seconds = 0.5;
+    first.elements = 1;
+    first.max_abs_error = 0.0625;
+    o.first_mismatch = first;
     o.error_kind = pp::ErrorKind::wrong_result;
     o.error = "silent data corruption: an injected fault";
   }

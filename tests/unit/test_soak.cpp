@@ -24,7 +24,12 @@ pp::SoakOutcome soaked(const std::string& checksum, double tflops, std::int64_t 
   o.tflops = tflops;
   o.seconds = 10.0;
   if (mismatches > 0) {
-    o.first_mismatch = pp::SoakMismatch{12, 3.5, 1, 0.25};
+    pp::SoakMismatch first;
+    first.iteration = 12;
+    first.seconds = 3.5;
+    first.elements = 1;
+    first.max_abs_error = 0.25;
+    o.first_mismatch = first;
     o.error_kind = pp::ErrorKind::wrong_result;
     o.error = "silent data corruption: result 12";
   }

@@ -56,6 +56,10 @@ check(ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"
 
 bash_ok((ex / "slurm.sh").read_text(), "slurm.sh")
 check("--ntasks-per-node=1" in (ex / "slurm.sh").read_text(), "slurm: one task per node")
+health = (ex / "slurm-healthcheck.sh").read_text()
+bash_ok(health, "slurm-healthcheck.sh")
+check("scontrol update" in health and "state=drain" in health, "slurm-healthcheck: drains the node")
+check("precision-probe: " in health, "slurm-healthcheck: a structured reason")
 
 known = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
          "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}

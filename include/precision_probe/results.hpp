@@ -102,7 +102,7 @@ struct SoakMismatch {
   double seconds = 0.0;                 // into the soak
   std::int64_t elements = 0;            // output elements whose bits differ
   std::optional<double> max_abs_error;  // the largest difference as numbers (null: not finite)
-  double monotonic_s = 0.0;             // CLOCK_MONOTONIC when it was found (to match telemetry)
+  double boot_s = 0.0;                  // CLOCK_BOOTTIME when it was found (to match telemetry)
   std::optional<int> temperature_c;     // the GPU's temperature then (the nearest NVML sample)
 };
 

@@ -393,7 +393,7 @@ std::enable_if_t<is<S, SoakMismatch>> fields(V& v, S& m) {
   v("seconds", m.seconds);
   v("elements", m.elements);
   v("max_abs_error", m.max_abs_error);
-  v("monotonic_s", m.monotonic_s);
+  v("boot_s", m.boot_s);
   v("temperature_c", m.temperature_c);
 }
 

@@ -242,11 +242,11 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   // A soak shorter than the modes' slices: every mode still gets its share.
   const pp::ProcessOutput short_one = probe_on_the_cpu({"--soak", "0.3"}, "");
   ASSERT_EQ(short_one.exit_code, 0) << short_one.out;
-  for (const auto& [key, o] :
+  for (const auto& [key, mode] :
        nlohmann::json::parse(short_one.out).at("devices").back().at("soak").at("modes").items()) {
-    if (o.at("error_kind") == "not_run") continue;  // its smoke test did not pass here
-    EXPECT_TRUE(o.at("ran").get<bool>()) << key << ": " << o.dump();
-    EXPECT_GT(o.at("iterations").get<int>(), 0) << key;
+    if (mode.at("error_kind") == "not_run") continue;  // its smoke test did not pass here
+    EXPECT_TRUE(mode.at("ran").get<bool>()) << key << ": " << mode.dump();
+    EXPECT_GT(mode.at("iterations").get<int>(), 0) << key;
   }
   const pp::ProcessOutput bad = probe_on_the_cpu({"--soak", "1"}, "fp32");
   EXPECT_EQ(bad.exit_code, 2);

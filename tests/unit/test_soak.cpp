@@ -146,7 +146,7 @@ TEST(Soak, TheFaultInjectorsSpecification) {
 TEST(SoakTelemetry, SamplesAreSummedUpPerGpu) {
   auto sample = [](double t, int temp, int mhz, std::uint64_t reasons, std::int64_t unc) {
     pp::TelemetrySample s;
-    s.monotonic_s = t;
+    s.boot_s = t;
     pp::GpuSample g;
     g.uuid = "GPU-a";
     g.temperature_c = temp;

@@ -72,7 +72,7 @@ void record_mismatch(SoakMode& m, const InFlight& r) {
   SoakMismatch first;
   first.iteration = r.iteration;
   first.seconds = r.seconds;
-  first.monotonic_s = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  first.boot_s = boot_clock_ms() / 1000.0;
   first.elements = as_bits(r.out).ne(as_bits(m.golden)).sum().item<std::int64_t>();
   const double max_error =
       (r.out.to(at::kDouble) - m.golden.to(at::kDouble)).abs().max().item<double>();

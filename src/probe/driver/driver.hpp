@@ -101,6 +101,8 @@ class DriverApi {
 // PRECISION_PROBE_LIBCUDA when set (a test hook, documented in docs/diagnostics.md), else
 // libnvidia-ml.so.1 / libcuda.so.1. Only the driver agent (driver_agent.hpp) calls it.
 std::unique_ptr<DriverApi> make_system_driver(const System& system);
+// The NVML library the probe loads: PRECISION_PROBE_LIBNVML, else libnvidia-ml.so.1.
+std::string nvml_library(const System& system);
 
 // The snapshots as the driver agent sends them (one JSON document each).
 std::string encode_nvml_snapshot(const NvmlSnapshot& snapshot);

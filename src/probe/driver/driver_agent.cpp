@@ -139,10 +139,9 @@ int run_driver_agent(std::string_view which) {
   if (!parent.empty() && parent != std::to_string(::getppid())) return 1;
   if (which == "telemetry") {
     // A line per second until the probe stops reading (or kills it).
-    return sample_nvml(system->getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1"), 1.0,
-                       [](const TelemetrySample& sample) {
-                         return write_all(STDOUT_FILENO, encode_sample(sample) + "\n").empty();
-                       });
+    return sample_nvml(nvml_library(*system), 1.0, [](const TelemetrySample& sample) {
+      return write_all(STDOUT_FILENO, encode_sample(sample) + "\n").empty();
+    });
   }
   const auto driver = make_system_driver(*system);
   std::string text;

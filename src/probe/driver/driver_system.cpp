@@ -14,6 +14,7 @@
 
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
+#include "common/trace.hpp"
 #include "common/strings.hpp"
 #include "probe/platform/system.hpp"
 
@@ -511,10 +512,6 @@ class NvmlTelemetry {
   nvmlDeviceGetRetiredPages_t retired_;
 };
 
-double monotonic_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Xid events since the last call, waiting up to `wait_ms` for the first (the sampling period).
 void collect_xids(const Library& lib, nvmlEventSet_t set,
                   const std::vector<std::pair<nvmlDevice_t, std::string>>& devices, int wait_ms,
@@ -574,17 +571,20 @@ int sample_nvml(const std::string& library, double period_s,
   const int wait_ms = static_cast<int>(period_s * 1000.0);
   for (;;) {
     TelemetrySample sample;
-    sample.monotonic_s = monotonic_now();
+    sample.boot_s = boot_clock_ms() / 1000.0;
     for (const auto& [dev, uuid] : devices) sample.gpus.push_back(queries.read(dev, uuid));
     collect_xids(lib, set, devices, wait_ms, sample);
     if (!emit(sample)) return 0;
   }
 }
 
+std::string nvml_library(const System& system) {
+  return system.getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1");
+}
+
 std::unique_ptr<DriverApi> make_system_driver(const System& system) {
   return std::make_unique<SystemDriver>(
-      system.getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1"),
-      system.getenv("PRECISION_PROBE_LIBCUDA").value_or("libcuda.so.1"));
+      nvml_library(system), system.getenv("PRECISION_PROBE_LIBCUDA").value_or("libcuda.so.1"));
 }
 
 }  // namespace precision_probe

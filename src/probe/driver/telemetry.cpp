@@ -31,7 +31,7 @@ void take(const json& j, const char* key, std::optional<T>& v) {
 }  // namespace
 
 std::string encode_sample(const TelemetrySample& sample) {
-  json j = {{"t", sample.monotonic_s}, {"gpus", json::array()}, {"xids", json::array()}};
+  json j = {{"t", sample.boot_s}, {"gpus", json::array()}, {"xids", json::array()}};
   for (const GpuSample& g : sample.gpus) {
     json o = {{"uuid", g.uuid}};
     put(o, "temp_c", g.temperature_c);
@@ -55,7 +55,7 @@ std::optional<TelemetrySample> decode_sample(std::string_view line) {
     return std::nullopt;
   }
   TelemetrySample s;
-  s.monotonic_s = j["t"].get<double>();
+  s.boot_s = j["t"].get<double>();
   if (j.contains("gpus") && j["gpus"].is_array()) {
     for (const json& o : j["gpus"]) {
       if (!o.is_object() || !o.contains("uuid") || !o["uuid"].is_string()) continue;
@@ -159,14 +159,14 @@ SoakTelemetry summarise(const std::vector<TelemetrySample>& samples, const std::
 }
 
 std::optional<int> temperature_at(const std::vector<TelemetrySample>& samples,
-                                  const std::string& uuid, double monotonic_s) {
+                                  const std::string& uuid, double boot_s) {
   constexpr double kWithin = 5.0;
   std::optional<int> best;
   double distance = kWithin;
   for (const TelemetrySample& s : samples) {
     for (const GpuSample& g : s.gpus) {
       if (g.uuid != uuid || !g.temperature_c) continue;
-      const double d = std::fabs(s.monotonic_s - monotonic_s);
+      const double d = std::fabs(s.boot_s - boot_s);
       if (d <= distance) {
         distance = d;
         best = g.temperature_c;

@@ -33,7 +33,7 @@ struct GpuSample {
 };
 
 struct TelemetrySample {
-  double monotonic_s = 0.0;  // CLOCK_MONOTONIC
+  double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (common/trace.hpp)
   std::vector<GpuSample> gpus;
   std::vector<std::pair<std::string, int>> xids;  // (uuid, Xid) delivered since the last sample
 };
@@ -47,9 +47,9 @@ std::vector<std::string> clock_event_names(std::uint64_t reasons);
 
 // A GPU's samples summed up: extremes, reasons seen, counters' growth, Xids.
 SoakTelemetry summarise(const std::vector<TelemetrySample>& samples, const std::string& uuid);
-// The temperature of the GPU at the sample nearest to `monotonic_s` (within 5 s).
+// The temperature of the GPU at the sample nearest to `boot_s` (within 5 s).
 std::optional<int> temperature_at(const std::vector<TelemetrySample>& samples,
-                                  const std::string& uuid, double monotonic_s);
+                                  const std::string& uuid, double boot_s);
 
 // The agent's side: samples NVML (`library`) every `period_s` until `emit` says stop.
 // Returns the exit code.

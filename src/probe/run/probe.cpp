@@ -663,8 +663,7 @@ void add_telemetry(SoakReport& soak, const std::string& uuid, const Telemetry& t
   if (!t.error.empty()) summary.note = t.error;
   for (auto& [mode, o] : soak.modes) {
     if (o.first_mismatch) {
-      o.first_mismatch->temperature_c =
-          temperature_at(t.samples, uuid, o.first_mismatch->monotonic_s);
+      o.first_mismatch->temperature_c = temperature_at(t.samples, uuid, o.first_mismatch->boot_s);
     }
   }
   soak.telemetry = summary;

@@ -125,8 +125,10 @@ TEST(FakeGpus, TheSoakComparesLikeGpusAndNamesTheOddOne) {
 // The soak's telemetry, from the driver agent through the fake NVML: an Xid, uncorrectable ECC
 // errors that grow and a thermal slowdown are the GPU's evidence, named in a diagnostic.
 TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
+  const std::string dir = pp::testing::make_temp_dir();
   const auto r = run_probe_binary(
-      {"--soak", "2", "--soak-modes", "bf16", "--format", "json"},
+      {"--soak", "2", "--soak-modes", "bf16", "--format", "json", "--prom", dir + "/m.prom",
+       "--markdown", dir + "/s.md", "--text", dir + "/r.txt"},
       with(fake_driver_env(kH200), {"FAKE_NVIDIA_XID=79", "FAKE_NVIDIA_CLOCK_REASONS=0x44",
                                     "FAKE_NVIDIA_ECC_GROWS=1", "FAKE_NVIDIA_TEMP=91"}));
   EXPECT_EQ(r.exit_code, 0) << r.out;  // no wrong number: the exit stands
@@ -144,6 +146,28 @@ TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
   EXPECT_NE(health.find("hw_thermal_slowdown"), std::string::npos) << health;
   EXPECT_NE(health.find("\"severity\":\"error\""), std::string::npos) << health;
   EXPECT_NE(health.find("GPU-"), std::string::npos) << health;  // the UUID, for the ticket
+  // Every format shows the telemetry, not only JSON.
+  const std::string text = pp::testing::read_all(dir + "/r.txt");
+  EXPECT_NE(text.find("telemetry: "), std::string::npos) << text;
+  EXPECT_NE(text.find("up to 91 °C"), std::string::npos) << text;
+  EXPECT_NE(text.find("hw_thermal_slowdown"), std::string::npos) << text;
+  EXPECT_NE(text.find("Xid 79"), std::string::npos) << text;
+  const std::string md = pp::testing::read_all(dir + "/s.md");
+  EXPECT_NE(md.find("Telemetry during the soak (NVML):"), std::string::npos) << md;
+  EXPECT_NE(md.find("- GPU 0: "), std::string::npos) << md;
+  const std::string prom = pp::testing::read_all(dir + "/m.prom");
+  EXPECT_NE(prom.find(R"(precision_probe_soak_max_temperature_celsius{device="0",)"),
+            std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("\"} 91\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find(R"(,reason="hw_thermal_slowdown"} 1)"), std::string::npos) << prom;
+  EXPECT_NE(prom.find(R"(precision_probe_soak_xid_events{device="0",)"), std::string::npos);
+  EXPECT_NE(prom.find(R"(source="ecc_uncorrected"})"), std::string::npos) << prom;
+  const std::string promtool = PP_PROMTOOL;
+  if (promtool.empty()) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  const auto check = pp::run_process({promtool, "check", "metrics"}, pp::environment_with({}), prom,
+                                     std::chrono::seconds(60));
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 // A worker that dies in its soak is no pass, whatever its lines said; a fault asked for at a

@@ -256,6 +256,21 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
       << bad.out;
 }
 
+// The modes share the soak equally, in rounds of one slice each (docs/soak.md): 2.5 s of two
+// modes on the CPU are three rounds of 0.42 s slices, 1.25 s each, not 1.5 s and 1.0 s.
+TEST(EngineBinary, EveryModeSoaksAnEqualShareOfTheTime) {
+  const pp::ProcessOutput run =
+      probe_on_the_cpu({"--soak", "2.5", "--soak-modes", "fp32,bf16"}, "");
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const nlohmann::json modes =
+      nlohmann::json::parse(run.out).at("devices").back().at("soak").at("modes");
+  ASSERT_EQ(modes.size(), 2U) << modes.dump();
+  for (const auto& [key, mode] : modes.items()) {
+    ASSERT_TRUE(mode.at("ran").get<bool>()) << key << ": " << mode.dump();
+    EXPECT_NEAR(mode.at("seconds").get<double>(), 1.25, 0.15) << key;
+  }
+}
+
 // SIGINT ends a soak early: a complete report of what ran (exit 5), or exit 4 when a mismatch
 // was already found: corruption is never hidden behind an interrupt.
 TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {

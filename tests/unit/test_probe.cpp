@@ -629,3 +629,24 @@ TEST(Probe, EveryGpuSoaksTheSameInputs) {
   EXPECT_DOUBLE_EQ(gpu0.soak_seconds, 1.0);
   EXPECT_EQ(p.engine.plans_seen[0].soak_seconds, 0.0);  // the CPU is not selected
 }
+
+// The soak's GEMM size: 16384 on a GPU of 16 GiB or more, 8192 below (from the total memory, so
+// that like GPUs soak alike), 256 on the CPU; --bench-size says it for every device.
+TEST(Probe, TheSoakSizeFollowsTheDevicesMemoryUnlessBenchSizeSays) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kT4});
+  p.options.soak_s = 1.0;
+  p.options.devices.cpu = true;
+  (void)p.run();
+  ASSERT_EQ(p.engine.plans_seen.size(), 3U);
+  EXPECT_EQ(p.engine.plans_seen[0].soak_size, 256);
+  EXPECT_EQ(p.engine.plans_seen[1].soak_size, 16384);
+  EXPECT_EQ(p.engine.plans_seen[2].soak_size, 8192);
+  Probe sized;
+  sized.driver = pp::testing::driver_with({kH200});
+  sized.options.soak_s = 1.0;
+  sized.options.bench_size = 4096;
+  (void)sized.run();
+  ASSERT_EQ(sized.engine.plans_seen.size(), 2U);
+  EXPECT_EQ(sized.engine.plans_seen[1].soak_size, 4096);
+}

@@ -125,7 +125,8 @@ constexpr std::array<OptionSpec, 22> kOptions = {{
     {"--bench", "", false, false,
      "Measure TFLOP/s per precision, the speed-up over fp32 and the share of the datasheet peak"},
     {"--bench-size", "N", false, false,
-     "GEMM size for --bench, M=N=K, a multiple of 16 (default 8192 on GPUs, 1024 on the CPU)"},
+     "GEMM size for --bench and --soak, M=N=K, a multiple of 16 (--bench: 8192 on GPUs, 1024 on "
+     "the CPU; --soak: 16384 on GPUs of 16 GiB or more, 8192 on smaller ones, 256 on the CPU)"},
     {"--soak", "SECONDS", false, false,
      "Run each native matmul mode back to back for SECONDS on every selected device, each result "
      "compared bit for bit with the first (silent data corruption under load)"},

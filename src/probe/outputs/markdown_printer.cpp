@@ -59,6 +59,14 @@ void soak_section(const Report& r, std::ostream& out) {
           cell_text(o.error.empty() ? (o.injected ? "fault injected" : "") : o.error));
     }
   }
+  std::string telemetry;
+  for (const DeviceReport& d : r.devices) {
+    if (d.soak && d.soak->telemetry) {
+      telemetry +=
+          fmt::format("- {}: {}\n", d.label(), cell_text(telemetry_summary(*d.soak->telemetry)));
+    }
+  }
+  if (!telemetry.empty()) out << "\nTelemetry during the soak (NVML):\n\n" << telemetry;
 }
 
 class MarkdownPrinter final : public Printer {

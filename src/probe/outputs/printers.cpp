@@ -3,7 +3,11 @@
 #include "probe/outputs/printers.hpp"
 
 #include <ostream>
+#include <vector>
 
+#include <fmt/format.h>
+
+#include "common/strings.hpp"
 #include "precision_probe/report_json.hpp"
 
 namespace precision_probe {
@@ -15,7 +19,44 @@ class JsonPrinter final : public Printer {
   }
 };
 
+// "+N what", or nothing where NVML could not say.
+void add_delta(std::vector<std::string>& parts, const std::optional<std::int64_t>& delta,
+               const char* what) {
+  if (delta) parts.push_back(fmt::format("{} +{}", what, *delta));
+}
+
 }  // namespace
+
+std::string telemetry_summary(const SoakTelemetry& t) {
+  std::vector<std::string> parts;
+  parts.push_back(fmt::format("{} sample{}", t.samples, t.samples == 1 ? "" : "s"));
+  if (t.max_temperature_c) parts.push_back(fmt::format("up to {} °C", *t.max_temperature_c));
+  if (t.min_sm_mhz && t.max_sm_mhz) {
+    parts.push_back(fmt::format("SM clock {}-{} MHz", *t.min_sm_mhz, *t.max_sm_mhz));
+  }
+  if (t.max_power_w) parts.push_back(fmt::format("up to {:.0f} W", *t.max_power_w));
+  if (t.samples > 0) {
+    parts.push_back(t.clock_events.empty() ? "no clock events"
+                                           : "clock events: " + join(t.clock_events, ", "));
+  }
+  if (t.ecc_corrected_delta || t.ecc_uncorrected_delta) {
+    parts.push_back(fmt::format("ECC errors +{} corrected, +{} uncorrectable",
+                                t.ecc_corrected_delta.value_or(0),
+                                t.ecc_uncorrected_delta.value_or(0)));
+  }
+  add_delta(parts, t.remapped_rows_delta, "remapped rows");
+  add_delta(parts, t.retired_pages_delta, "retired pages");
+  if (t.remap_failure) parts.emplace_back("a row-remapping failure");
+  if (t.samples > 0) {
+    std::vector<std::string> xids;
+    xids.reserve(t.xids.size());
+    for (int xid : t.xids) xids.push_back(std::to_string(xid));
+    parts.push_back(xids.empty() ? "no Xid" : "Xid " + join(xids, ", "));
+  }
+  std::string line = join(parts, " · ");
+  if (!t.note.empty()) line += " (" + t.note + ")";
+  return line;
+}
 
 std::unique_ptr<Printer> make_printer(Format format, PrintStyle style) {
   switch (format) {

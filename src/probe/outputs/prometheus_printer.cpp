@@ -1,10 +1,12 @@
 // The Prometheus text exposition format, for node_exporter's textfile collector: one probe per
 // node writes precision_probe.prom; dashboards read the gauges. docs/prometheus.md lists them.
 
+#include <array>
 #include <cmath>
 #include <ostream>
 #include <memory>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -206,6 +208,45 @@ void add_soak(Exposition& e, const Report& r) {
   }
 }
 
+// Per GPU: what NVML said during --soak (docs/soak.md), one family per fact.
+void add_soak_telemetry(Exposition& e, const Report& r) {
+  Family& temperature = e.family("precision_probe_soak_max_temperature_celsius",
+                                 "The GPU's highest temperature during --soak.");
+  Family& clock =
+      e.family("precision_probe_soak_min_sm_clock_mhz", "The GPU's lowest SM clock during --soak.");
+  Family& power =
+      e.family("precision_probe_soak_max_power_watts", "The GPU's highest power during --soak.");
+  Family& events = e.family("precision_probe_soak_clock_event",
+                            "1 for each clock-event (throttle) reason NVML gave during --soak.");
+  Family& increases =
+      e.family("precision_probe_soak_error_events_increase",
+               "Growth of the GPU's error counters from the soak's first NVML sample to its last.");
+  Family& xids =
+      e.family("precision_probe_soak_xid_events", "Xid errors NVML delivered during --soak.");
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak || !d.soak->telemetry || d.soak->telemetry->samples == 0) continue;
+    const SoakTelemetry& t = *d.soak->telemetry;
+    const std::string labels = device_labels(d);
+    if (t.max_temperature_c) temperature.add(labels, *t.max_temperature_c);
+    if (t.min_sm_mhz) clock.add(labels, *t.min_sm_mhz);
+    if (t.max_power_w) power.add(labels, *t.max_power_w);
+    for (const std::string& reason : t.clock_events) {
+      events.add(fmt::format(R"({},reason="{}")", labels, escape(reason)), 1);
+    }
+    const std::array<std::pair<const char*, const std::optional<std::int64_t>*>, 4> deltas = {
+        {{"ecc_corrected", &t.ecc_corrected_delta},
+         {"ecc_uncorrected", &t.ecc_uncorrected_delta},
+         {"remapped_rows", &t.remapped_rows_delta},
+         {"retired_pages", &t.retired_pages_delta}}};
+    for (const auto& [source, delta] : deltas) {
+      if (*delta)
+        increases.add(fmt::format(R"({},source="{}")", labels, source),
+                      static_cast<double>(**delta));
+    }
+    xids.add(labels, static_cast<double>(t.xids.size()));
+  }
+}
+
 // The run as a whole: requirements, diagnostics, GPUs, duration.
 void add_run(Exposition& e, const Report& r) {
   Family& met = e.family("precision_probe_requirement_met",
@@ -236,6 +277,7 @@ class PrometheusPrinter final : public Printer {
       add_verdicts(e, r);
       add_measurements(e, r);
       add_soak(e, r);
+      add_soak_telemetry(e, r);
       add_run(e, r);
     }
     Family& exit = e.family("precision_probe_exit_code", exit_code_help());

@@ -188,6 +188,7 @@ void print_soak(const DeviceReport& d, Writer& w) {
                       number_cell(o.tflops, "{:.4g}", scale), number_cell(o.seconds, "{:.1f}")),
           !o.error.empty() ? o.error : (o.ran ? "bit-identical to the golden result" : ""));
   }
+  if (s.telemetry) w.text("  telemetry: ", telemetry_summary(*s.telemetry), 4);
   if (!s.golden_disagreement.empty()) w.text("  golden: ", s.golden_disagreement, 4);
   if (!s.straggler.empty()) w.text("  straggler: ", s.straggler, 4);
 }

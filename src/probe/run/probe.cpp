@@ -538,7 +538,7 @@ std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
     if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
     w.plan.seed = seed + static_cast<std::uint64_t>(gpu.index) + 1;
     if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
-    plan_soak(w.plan, options, support, inject, seed);
+    plan_soak(w.plan, options, support, inject, seed, gpu.memory_total);
     runs.push_back(w);
   }
   return runs;

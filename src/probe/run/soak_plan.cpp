@@ -12,9 +12,19 @@ bool contains(const std::vector<Mode>& modes, Mode mode) {
   return std::find(modes.begin(), modes.end(), mode) != modes.end();
 }
 
-// The GEMM size: --bench-size, else large enough to load a GPU (and small on a CPU).
-constexpr std::int64_t kGpuSoakSize = 8192;
+// The GEMM size when --bench-size does not say: on a GPU large enough for the comparison of each
+// result to cost little beside its GEMM (docs/soak.md), halved on a GPU of less than 16 GiB (fp32
+// at 16384 holds about 5 GiB); small on a CPU. From the total memory, not the free: like GPUs get
+// like sizes, and their golden results are compared.
+constexpr std::int64_t kGpuSoakSize = 16384;
+constexpr std::int64_t kSmallGpuSoakSize = 8192;
+constexpr std::uint64_t kSmallGpuBytes = 16ULL << 30U;
 constexpr std::int64_t kCpuSoakSize = 256;
+
+std::int64_t default_soak_size(DeviceKind kind, std::optional<std::uint64_t> memory_total) {
+  if (kind != DeviceKind::cuda) return kCpuSoakSize;
+  return memory_total && *memory_total < kSmallGpuBytes ? kSmallGpuSoakSize : kGpuSoakSize;
+}
 
 SoakOutcome not_soaked(ErrorKind kind, std::string why) {
   SoakOutcome o;
@@ -57,12 +67,12 @@ void cut_short(SoakOutcome& o, const WorkerResult* result, bool interrupted) {
 
 void plan_soak(WorkerPlan& plan, const Options& options,
                const std::function<HardwareVerdict(Mode)>& support,
-               const std::optional<FaultInjection>& inject, std::uint64_t run_seed) {
+               const std::optional<FaultInjection>& inject, std::uint64_t run_seed,
+               std::optional<std::uint64_t> memory_total) {
   if (options.soak_s <= 0.0) return;
   plan.soak_seconds = options.soak_s;
   plan.soak_seed = run_seed;
-  plan.soak_size =
-      options.bench_size.value_or(plan.kind == DeviceKind::cuda ? kGpuSoakSize : kCpuSoakSize);
+  plan.soak_size = options.bench_size.value_or(default_soak_size(plan.kind, memory_total));
   for (Mode mode : plan.smoke) {
     const bool wanted = options.soak_modes.empty() ? support(mode).hardware == Hardware::native
                                                    : contains(options.soak_modes, mode);

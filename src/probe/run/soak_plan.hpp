@@ -2,6 +2,7 @@
 // --soak in a run (docs/soak.md): what each device's worker is asked, and its soak section from
 // what the worker answered.
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -13,11 +14,13 @@
 namespace precision_probe {
 
 // Adds the soak to a selected device's plan: the modes (--soak-modes, or every mode native on the
-// device) among those its checks run, the GEMM size, and an injected fault when one applies.
-// Every device soaks the same inputs (from `run_seed`), so that like GPUs' golden results agree.
+// device) among those its checks run, the GEMM size (from a GPU's `memory_total` when
+// --bench-size does not say), and an injected fault when one applies. Every device soaks the same
+// inputs (from `run_seed`), so that like GPUs' golden results agree.
 void plan_soak(WorkerPlan& plan, const Options& options,
                const std::function<HardwareVerdict(Mode)>& support,
-               const std::optional<FaultInjection>& inject, std::uint64_t run_seed);
+               const std::optional<FaultInjection>& inject, std::uint64_t run_seed,
+               std::optional<std::uint64_t> memory_total = std::nullopt);
 
 // The device's soak section: each planned mode's latest outcome, or why it has none; the modes
 // --soak-modes named that the device could not run, with the reason.

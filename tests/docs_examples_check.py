@@ -54,6 +54,26 @@ bash_ok(c["args"][0], "k8s-daemonset script")
 check(ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"]["labels"],
       "k8s-daemonset: selector matches the pod labels")
 
+nfd = yaml.safe_load((ex / "nfd-daemonset.yaml").read_text())
+check(nfd["kind"] == "DaemonSet", "nfd-daemonset: kind DaemonSet")
+c = nfd["spec"]["template"]["spec"]["containers"][0]
+bash_ok(c["args"][0], "nfd-daemonset script")
+check("--nfd /features.d/" in c["args"][0], "nfd-daemonset: writes the feature file")
+mount = next(m for m in c["volumeMounts"] if m["mountPath"] == "/features.d")
+volume = next(v for v in nfd["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+check(volume["hostPath"]["path"].rstrip("/") == "/etc/kubernetes/node-feature-discovery/features.d",
+      "nfd-daemonset: NFD's features.d host directory")
+check(nfd["spec"]["selector"]["matchLabels"] == nfd["spec"]["template"]["metadata"]["labels"],
+      "nfd-daemonset: selector matches the pod labels")
+job = yaml.safe_load((ex / "nfd-job.yaml").read_text())
+selector = job["spec"]["template"]["spec"]["nodeSelector"]
+check(selector.get("precision-probe.io/gpu.bf16") == "native", "nfd-job: selects proven bf16")
+check(all(k.startswith("precision-probe.io/gpu.") for k in selector), "nfd-job: the probe's labels")
+
+rules = yaml.safe_load((ex / "prometheus-alerts.yml").read_text())
+names = [r["alert"] for g in rules["groups"] for r in g["rules"]]
+check("GpuSilentDataCorruption" in names, "prometheus-alerts: the corruption alert")
+
 bash_ok((ex / "slurm.sh").read_text(), "slurm.sh")
 check("--ntasks-per-node=1" in (ex / "slurm.sh").read_text(), "slurm: one task per node")
 health = (ex / "slurm-healthcheck.sh").read_text()

@@ -1,11 +1,14 @@
 #include "common/strings.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -62,6 +65,98 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr != last) return std::nullopt;
   return value;
+}
+
+std::optional<std::int64_t> parse_duration(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::int64_t total = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t digits = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == digits || i == text.size() || i - digits > 9) return std::nullopt;
+    const std::int64_t number = *parse_int(text.substr(digits, i - digits));
+    std::int64_t unit = 0;
+    switch (text[i]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      default: return std::nullopt;
+    }
+    total += number * unit;  // at most 9 digits a term: no overflow in a few terms
+    if (total > (std::int64_t{1} << 40)) return std::nullopt;
+    ++i;
+  }
+  return total;
+}
+
+namespace {
+
+// Days since 1970-01-01 of a date in the proleptic Gregorian calendar (H. Hinnant's algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2 ? 1 : 0;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// `count` digits at `pos` as a number, or -1.
+int digits_at(std::string_view text, std::size_t pos, std::size_t count) {
+  if (pos + count > text.size()) return -1;
+  int value = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_utc_timestamp(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  const int year = digits_at(text, 0, 4);
+  const int month = digits_at(text, 5, 2);
+  const int day = digits_at(text, 8, 2);
+  const int hour = digits_at(text, 11, 2);
+  const int minute = digits_at(text, 14, 2);
+  const int second = digits_at(text, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return std::nullopt;
+  }
+  std::size_t pos = 19;
+  std::int64_t ms = 0;
+  if (text[pos] == '.') {
+    const std::size_t first = ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
+    if (pos == first) return std::nullopt;
+    constexpr std::array<int, 3> scale = {100, 10, 1};
+    for (std::size_t i = first; i < std::min(pos, first + 3); ++i) {
+      ms += std::int64_t{text[i] - '0'} * scale[i - first];
+    }
+  }
+  const std::string_view zone = text.substr(pos);
+  if (zone != "Z" && zone != "z" && zone != "+00:00") return std::nullopt;
+  const std::int64_t days =
+      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  return ((days * 24 + hour) * 60 + minute) * 60 * 1000 + std::int64_t{second} * 1000 + ms;
+}
+
+std::string format_utc_timestamp(std::int64_t epoch_seconds) {
+  const auto seconds = static_cast<std::time_t>(epoch_seconds);
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  std::array<char, 32> text{};
+  const std::size_t n = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(text.data(), n);
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {

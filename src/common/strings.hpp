@@ -18,6 +18,17 @@ bool starts_with(std::string_view text, std::string_view prefix);
 // A strict decimal integer: optional sign, digits only, no overflow. nullopt otherwise.
 std::optional<std::int64_t> parse_int(std::string_view text);
 
+// A duration: one or more numbers each with a unit, s, m, h or d ("90m", "24h", "1h30m", "7d"), in
+// seconds. nullopt for anything else: a bare number has no unit and is refused.
+std::optional<std::int64_t> parse_duration(std::string_view text);
+
+// An RFC 3339 time in UTC as reports write it ("2026-12-01T06:52:08.123Z"; the fraction is
+// optional, "+00:00" may stand for "Z"): milliseconds since the epoch. nullopt for anything else.
+std::optional<std::int64_t> parse_utc_timestamp(std::string_view text);
+
+// Seconds since the epoch as RFC 3339 in UTC, whole seconds: "2026-12-01T07:52:08Z".
+std::string format_utc_timestamp(std::int64_t epoch_seconds);
+
 // Makes user input safe to quote in a one-line error: control characters escaped, at most
 // `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
 std::string printable(std::string_view text, std::size_t max_chars = 80);

@@ -57,6 +57,7 @@ Delivery plan_delivery(const Options& o) {
 
 PrintStyle main_style(const Options& o, const Delivery& d, const System& system) {
   PrintStyle style;
+  style.label_ttl_s = o.nfd_ttl_s;
   const bool terminal = d.main_on_stdout && system.stdout_is_terminal();
   if (terminal) style.width = std::clamp(system.terminal_columns(), 40, 400);
   style.color = terminal && o.format == Format::text && o.color != ColorMode::never &&
@@ -118,8 +119,10 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   std::vector<std::string> contents;
   for (std::size_t i = 0; i < d.requests.size(); ++i) {
     const bool main = i == 0 && d.main_on_stdout;
+    PrintStyle file_style;
+    file_style.label_ttl_s = o.nfd_ttl_s;
     contents.push_back(
-        render(report, d.formats[i], main ? main_style(o, d, deps.system) : PrintStyle{}));
+        render(report, d.formats[i], main ? main_style(o, d, deps.system) : file_style));
   }
   trace("report printed");
   bool stdout_failed = false;

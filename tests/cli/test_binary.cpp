@@ -227,23 +227,27 @@ TEST(Binary, MarkdownIsAJobSummary) {
 }
 
 TEST(Binary, PrometheusPassesPromtool) {
-  const std::string promtool = PP_PROMTOOL;
   const auto r =
       run_probe_binary({"--format", "prometheus", "--device", "cpu", "--require", "fp32"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("# TYPE precision_probe_native gauge"), std::string::npos);
-  EXPECT_NE(r.out.find(R"(precision_probe_native{device="cpu",kind="cpu",uuid="",)"),
+  EXPECT_NE(r.out.find(R"(precision_probe_native{gpu="",UUID="",pci_bus_id="",device="cpu",)"),
             std::string::npos);
   // One spelling of the device everywhere: device="cpu", in the requirement's labels too.
-  EXPECT_NE(r.out.find(R"(precision_probe_requirement_met{device="cpu",kind="cpu",uuid="",)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(R"(precision_probe_requirement_met{gpu="",UUID="",pci_bus_id="",device="cpu",)"),
+      std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find(R"(device="CPU")"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("precision_probe_exit_code 0\n"), std::string::npos);
-  if (promtool.empty()) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
-  const auto check = pp::run_process({promtool, "check", "metrics"}, pp::environment_with({}),
-                                     r.out, std::chrono::seconds(60));
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  bool available = false;
+  const std::string problems = pp::testing::promtool_problems(r.out, available);
+  if (!available) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  EXPECT_EQ(problems, "") << r.out;
+  // The exception is narrow: a label name in camelCase of the probe's own would be found.
+  std::string own = r.out;
+  own.replace(own.find("kind="), 5, "deviceKind=");
+  EXPECT_NE(pp::testing::promtool_problems(own, available), "");
 }
 
 TEST(Binary, OneProbeFeedsEveryConsumer) {

@@ -8,10 +8,15 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
+#include "common/strings.hpp"
+#include "precision_probe/modes.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -156,18 +161,17 @@ TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
   EXPECT_NE(md.find("Telemetry during the soak (NVML):"), std::string::npos) << md;
   EXPECT_NE(md.find("- GPU 0: "), std::string::npos) << md;
   const std::string prom = pp::testing::read_all(dir + "/m.prom");
-  EXPECT_NE(prom.find(R"(precision_probe_soak_max_temperature_celsius{device="0",)"),
+  EXPECT_NE(prom.find(R"(precision_probe_soak_max_temperature_celsius{gpu="0",)"),
             std::string::npos)
       << prom;
   EXPECT_NE(prom.find("\"} 91\n"), std::string::npos) << prom;
   EXPECT_NE(prom.find(R"(,reason="hw_thermal_slowdown"} 1)"), std::string::npos) << prom;
-  EXPECT_NE(prom.find(R"(precision_probe_soak_xid_events{device="0",)"), std::string::npos);
+  EXPECT_NE(prom.find(R"(precision_probe_soak_xid_events{gpu="0",)"), std::string::npos);
   EXPECT_NE(prom.find(R"(source="ecc_uncorrected"})"), std::string::npos) << prom;
-  const std::string promtool = PP_PROMTOOL;
-  if (promtool.empty()) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
-  const auto check = pp::run_process({promtool, "check", "metrics"}, pp::environment_with({}), prom,
-                                     std::chrono::seconds(60));
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  bool available = false;
+  const std::string problems = pp::testing::promtool_problems(prom, available);
+  if (!available) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  EXPECT_EQ(problems, "") << prom;
 }
 
 // A worker that dies in its soak is no pass, whatever its lines said; a fault asked for at a
@@ -305,17 +309,44 @@ TEST(FakeGpus, PrometheusCarriesTheHardwareVerdictSoQuickIsNotAlarming) {
       {"--quick", "--format", "prometheus"},
       with(fake_driver_env(kH200), {pp::testing::fake_engine_with_stack_cache("cuda")}));
   EXPECT_EQ(quick.exit_code, 0) << quick.err;
-  EXPECT_NE(quick.out.find(R"(precision_probe_hardware_native{device="0",kind="cuda",)"),
+  EXPECT_NE(quick.out.find(R"(precision_probe_hardware_native{gpu="0",UUID="GPU-)"),
             std::string::npos)
       << quick.out;
-  EXPECT_NE(quick.out.find(R"(name="NVIDIA H200",mode="bf16"} 1)"), std::string::npos);
+  EXPECT_NE(quick.out.find(R"(modelName="NVIDIA H200",)"), std::string::npos);
+  EXPECT_NE(quick.out.find(R"(kind="cuda",mode="bf16"} 1)"), std::string::npos);
   const auto t4 = run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kT4));
-  EXPECT_NE(t4.out.find(R"(precision_probe_hardware_native{device="0",kind="cuda",uuid=)"),
-            std::string::npos);
-  EXPECT_NE(t4.out.find(R"(name="Tesla T4",mode="bf16"} 0)"), std::string::npos) << t4.out;
+  EXPECT_NE(t4.out.find(R"(modelName="Tesla T4",)"), std::string::npos);
+  EXPECT_NE(t4.out.find(R"(kind="cuda",mode="bf16"} 0)"), std::string::npos) << t4.out;
   const auto arch = run_probe_binary({"arch", "9.0", "--format", "prometheus"});
   EXPECT_EQ(arch.out.find(R"(device="-1")"), std::string::npos) << arch.out;
-  EXPECT_NE(arch.out.find(R"(device="arch")"), std::string::npos) << arch.out;
+  EXPECT_NE(arch.out.find(R"(gpu="",UUID="",pci_bus_id="",device="arch",)"), std::string::npos)
+      << arch.out;
+}
+
+// The device labels are dcgm-exporter's where they mean the same, spelled as it spells them (the
+// PCI bus id with NVML's 8-digit domain, in upper case; device "nvidia0"), so that dashboards join
+// the probe's series with DCGM's on UUID (docs/prometheus.md).
+TEST(FakeGpus, PrometheusLabelsJoinDcgmExporters) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary({"--quick", "--format", "prometheus", "--json", dir + "/r.json"},
+                                  fake_driver_env(kH200));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(pp::testing::read_all(dir + "/r.json"));
+  const json& gpu = j.at("devices").at(0).at("gpu");
+  std::string bus = gpu.at("pci_bus_id").get<std::string>();  // "0000:17:00.0"
+  ASSERT_EQ(bus.find(':'), 4U) << bus;
+  bus = "0000" + bus;
+  std::transform(bus.begin(), bus.end(), bus.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  const std::string labels = fmt::format(
+      R"({{gpu="0",UUID="{}",pci_bus_id="{}",device="nvidia0",modelName="NVIDIA H200",)"
+      R"(Hostname="{}",DCGM_FI_DRIVER_VERSION="{}",kind="cuda",mode="bf16"}})",
+      gpu.at("uuid").get<std::string>(), bus, j.at("host").at("hostname").get<std::string>(),
+      j.at("driver").at("version").get<std::string>());
+  EXPECT_NE(r.out.find("precision_probe_hardware_native" + labels + " 1\n"), std::string::npos)
+      << labels << "\n"
+      << r.out;
+  EXPECT_EQ(r.out.find(R"(uuid=")"), std::string::npos);  // renamed once: UUID, modelName, gpu
 }
 
 TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
@@ -485,4 +516,86 @@ TEST(FakeGpus, DisagreeingGpusAreCalledOut) {
     }
   }
   EXPECT_TRUE(found) << report.at("diagnostics").dump();
+}
+
+namespace {
+
+// The lines of a node-feature-discovery feature file, each checked against NFD's rules: a comment,
+// or a label of the project's domain with a name and a value Kubernetes accepts.
+std::map<std::string, std::string> nfd_labels(const std::string& file) {
+  static const std::regex kLabel(
+      R"(^precision-probe\.io/([A-Za-z0-9][-A-Za-z0-9_.]{0,61}[A-Za-z0-9])=)"
+      R"((([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$)");
+  std::map<std::string, std::string> labels;
+  std::istringstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind('#', 0) == 0) continue;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_match(line, m, kLabel)) << "not a valid label line: " << line;
+    if (!m.empty()) labels[m[1]] = line.substr(line.find('=') + 1);
+  }
+  return labels;
+}
+
+}  // namespace
+
+// --nfd: node labels for node-feature-discovery. Node-wide, a mode is native only where every GPU
+// proved it, else the worst verdict; the expiry comes first, one TTL after the run started.
+TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary({"--format", "json", "--nfd", dir + "/precision-probe", "--soak",
+                                   "1", "--soak-modes", "fp16"},
+                                  fake_driver_env(std::string(kH200) + ";" + kT4));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json j = json::parse(r.out);
+  const std::string file = pp::testing::read_all(dir + "/precision-probe");
+  EXPECT_LT(file.size(), 65536U);
+  const auto started = pp::parse_utc_timestamp(j.at("started_at").get<std::string>());
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(
+      file.rfind("# +expiry-time=" + pp::format_utc_timestamp(*started / 1000 + 3600) + "\n", 0),
+      0U)
+      << file;
+  const auto labels = nfd_labels(file);
+  EXPECT_EQ(labels.at("gpu.count"), "2");
+  EXPECT_EQ(labels.at("gpu.fp16"), "native");    // both GPUs
+  EXPECT_EQ(labels.at("gpu.bf16"), "emulated");  // the T4 emulates it
+  EXPECT_EQ(labels.at("gpu.fp8_e4m3"), "unsupported");
+  EXPECT_EQ(labels.at("gpu.recommendation"), "mixed");
+  EXPECT_EQ(labels.at("gpu.soak"), "passed");
+  EXPECT_EQ(labels.at("probe.version"), j.at("tool").at("version"));
+  EXPECT_EQ(labels.at("probe.severity"), j.at("severity"));
+  EXPECT_EQ(labels.size(), pp::all_modes().size() + 5);
+
+  // One H200 that computes wrong bf16 numbers: the node's bf16 is failed, exit 4; a day's TTL.
+  const auto bad = run_probe_binary({"--format", "nfd", "--nfd-ttl", "24h"},
+                                    with(fake_driver_env(kH200), {"FAKE_ENGINE=wrong:bf16"}));
+  EXPECT_EQ(bad.exit_code, 4) << bad.out;
+  const auto bad_labels = nfd_labels(bad.out);
+  EXPECT_EQ(bad_labels.at("gpu.bf16"), "failed");
+  EXPECT_EQ(bad_labels.at("gpu.fp16"), "native");
+  EXPECT_EQ(bad_labels.at("probe.severity"), "error");
+  const std::string expiry = bad.out.substr(15, bad.out.find('\n') - 15);
+  const auto expires = pp::parse_utc_timestamp(expiry);
+  ASSERT_TRUE(expires.has_value()) << bad.out;
+  const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  EXPECT_NEAR(static_cast<double>(*expires / 1000 - now_s), 86400.0, 300.0) << expiry;
+
+  // No GPU: the count says so, and no mode is labelled native.
+  const auto none = run_probe_binary({"--format", "nfd"}, {});
+  const auto none_labels = nfd_labels(none.out);
+  EXPECT_EQ(none_labels.at("gpu.count"), "0");
+  EXPECT_EQ(none_labels.count("gpu.bf16"), 0U);
+
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--nfd-ttl", "60"}, "--nfd-ttl: '60' is not a duration"},
+           {{"--nfd-ttl", "30s"}, "--nfd-ttl: '30s' is not a duration from 1m"},
+           {{"--format", "nfd", "arch", "9.0"}, "node labels (nfd) come from a run on the node"}}) {
+    const auto usage = run_probe_binary(args, {});
+    EXPECT_EQ(usage.exit_code, 2) << usage.err;
+    EXPECT_NE(usage.err.find(message), std::string::npos) << usage.err;
+  }
 }

@@ -1,9 +1,10 @@
 // libFuzzer target for everything that reads input the probe does not control: the command line
 // (arguments separated by NUL bytes in the input), --device lists, --require lists, compute
-// capabilities, CUDA_VISIBLE_DEVICES, arch lists and /proc/cpuinfo; and what its children send:
-// the worker protocol's result lines (each line of the input, as a crashing worker may leave them:
-// cut anywhere), plans, and the driver agent's snapshots. None may crash, hang or leak, whatever
-// the bytes; the sanitizers (address, undefined) catch what a crash would not.
+// capabilities, CUDA_VISIBLE_DEVICES, arch lists, /proc/cpuinfo, durations and timestamps; and what
+// its children send: the worker protocol's result lines (each line of the input, as a crashing
+// worker may leave them: cut anywhere), plans, and the driver agent's snapshots. None may crash,
+// hang or leak, whatever the bytes; the sanitizers (address, undefined) catch what a crash would
+// not.
 //
 //   ./dev fuzz [SECONDS]     (clang, libclang-rt's libFuzzer)
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/arch.hpp"
+#include "common/strings.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/driver/driver.hpp"
@@ -59,6 +61,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto targets = pp::parse_arch_list(text);
   pp::kernel_coverage(pp::ComputeCapability{9, 0}, targets);
   pp::parse_cpuinfo(text, "x86_64");
+  if (const auto seconds = pp::parse_duration(text); seconds && *seconds < 0) __builtin_trap();
+  if (const auto ms = pp::parse_utc_timestamp(text)) {
+    // What parses formats back to the same second.
+    if (*ms >= 0 && *ms < (std::int64_t{1} << 45) &&
+        pp::parse_utc_timestamp(pp::format_utc_timestamp(*ms / 1000)) != *ms / 1000 * 1000) {
+      __builtin_trap();
+    }
+  }
 
   // What children send: a worker's result lines, a plan, the driver agent's snapshots.
   pp::WorkerResult result;

@@ -94,3 +94,32 @@ std::string validate_against_schema(const std::string& json_text, bool& availabl
 }
 
 }  // namespace precision_probe::testing
+
+namespace precision_probe::testing {
+
+std::string promtool_problems(const std::string& exposition, bool& available) {
+  const std::string promtool = PP_PROMTOOL;
+  available = !promtool.empty();
+  if (!available) return "";
+  // dcgm-exporter's names, and only those, spelled in snake_case for promtool's lint.
+  std::string text = exposition;
+  for (const auto& [name, snake] :
+       {std::pair{"UUID=", "uuid="}, std::pair{"modelName=", "model_name="},
+        std::pair{"Hostname=", "hostname="},
+        std::pair{"DCGM_FI_DRIVER_VERSION=", "dcgm_fi_driver_version="}}) {
+    for (const char* before : {"{", ","}) {
+      const std::string from = std::string(before) + name;
+      const std::string to = std::string(before) + snake;
+      for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+        text.replace(at, from.size(), to);
+        at += to.size();
+      }
+    }
+  }
+  const ProcessOutput check = run_process({promtool, "check", "metrics"}, environment_with({}),
+                                          text, std::chrono::seconds(60));
+  if (check.exit_code == 0) return "";
+  return "promtool exited " + std::to_string(check.exit_code) + ": " + check.out + check.err;
+}
+
+}  // namespace precision_probe::testing

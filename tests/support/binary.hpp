@@ -40,4 +40,11 @@ std::string make_temp_dir();
 // with jsonschema was found at configure time.
 std::string validate_against_schema(const std::string& json_text, bool& available);
 
+// What `promtool check metrics` finds in an exposition ("" when nothing), the label names the
+// probe shares with dcgm-exporter (UUID, modelName, Hostname, DCGM_FI_DRIVER_VERSION:
+// docs/prometheus.md) first spelled in snake_case: promtool's lint refuses camelCase, which that
+// exporter's own output draws too. Sets `available` false when promtool was not found at
+// configure time.
+std::string promtool_problems(const std::string& exposition, bool& available);
+
 }  // namespace precision_probe::testing

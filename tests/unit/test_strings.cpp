@@ -28,3 +28,30 @@ TEST(Strings, SplitKeepsEmptyParts) {
   EXPECT_EQ(pp::split("", ','), (std::vector<std::string>{""}));
   EXPECT_EQ(pp::trim("  x y \t"), "x y");
 }
+
+TEST(Strings, DurationsNeedAUnitAndAddUp) {
+  EXPECT_EQ(pp::parse_duration("90m"), 5400);
+  EXPECT_EQ(pp::parse_duration("24h"), 86400);
+  EXPECT_EQ(pp::parse_duration("1h30m"), 5400);
+  EXPECT_EQ(pp::parse_duration("45s"), 45);
+  EXPECT_EQ(pp::parse_duration("7d"), 7 * 86400);
+  EXPECT_EQ(pp::parse_duration("0s"), 0);
+  for (const char* bad : {"", "90", "m", "1.5h", "-1h", "1w", "1h ", " 1h", "1hh", "1H",
+                          "9999999999h", "1000000000d"}) {
+    EXPECT_FALSE(pp::parse_duration(bad).has_value()) << bad;
+  }
+}
+
+TEST(Strings, UtcTimestampsRoundTrip) {
+  EXPECT_EQ(pp::parse_utc_timestamp("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(pp::parse_utc_timestamp("2026-12-01T06:52:08.123Z"), 1796107928123);
+  EXPECT_EQ(pp::parse_utc_timestamp("2026-12-01T06:52:08+00:00"), 1796107928000);
+  EXPECT_EQ(pp::parse_utc_timestamp("2024-02-29T23:59:59.5Z"), 1709251199500);
+  EXPECT_EQ(pp::format_utc_timestamp(1796107928), "2026-12-01T06:52:08Z");
+  EXPECT_EQ(pp::format_utc_timestamp(1796107928 + 3600), "2026-12-01T07:52:08Z");
+  for (const char* bad : {"", "2026-12-01", "2026-12-01T06:52:08", "2026-13-01T06:52:08Z",
+                          "2026-12-01T06:52:08+02:00", "2026-12-01 06:52:08Z",
+                          "2026-12-01T06:52:08.Z", "x026-12-01T06:52:08Z"}) {
+    EXPECT_FALSE(pp::parse_utc_timestamp(bad).has_value()) << bad;
+  }
+}

@@ -19,12 +19,13 @@ std::string_view to_string(Format format) {
     case Format::json: return "json";
     case Format::markdown: return "markdown";
     case Format::prometheus: return "prometheus";
+    case Format::nfd: return "nfd";
   }
   return "text";
 }
 
 std::optional<Format> parse_format(std::string_view text) {
-  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus}) {
+  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus, Format::nfd}) {
     if (to_string(f) == text) return f;
   }
   if (text == "md") return Format::markdown;
@@ -97,9 +98,9 @@ struct OptionSpec {
   const char* help;
 };
 
-constexpr std::array<OptionSpec, 22> kOptions = {{
+constexpr std::array<OptionSpec, 24> kOptions = {{
     {"--format", "FORMAT", false, true,
-     "The report on stdout: text (default), json, markdown or prometheus"},
+     "The report on stdout: text (default), json, markdown, prometheus or nfd (node labels)"},
     {"-o,--output", "FILE", false, true,
      "Write that report to FILE instead of stdout (- is stdout); a regular file is replaced "
      "atomically, a device or FIFO written through"},
@@ -108,6 +109,11 @@ constexpr std::array<OptionSpec, 22> kOptions = {{
     {"--prom", "FILE", false, true,
      "Also write Prometheus metrics to FILE (node_exporter textfile collector)"},
     {"--text", "FILE", false, true, "Also write the text report to FILE"},
+    {"--nfd", "FILE", false, false,
+     "Also write node labels to FILE: a node-feature-discovery feature file (its features.d "
+     "directory)"},
+    {"--nfd-ttl", "DURATION", false, false,
+     "How long the node labels stand when the probe stops running: 90m, 24h (default 1h)"},
     {"--output-as", "FORMAT:FILE", true, true,
      "Also write FORMAT to FILE (json:r.json, json:- for stdout); repeatable"},
     {"--device", "SEL", false, false,
@@ -337,7 +343,7 @@ class Reader {
     if (given("--format")) {
       const auto f = parse_format(value("--format"));
       if (!f) {
-        return fmt::format("{}: '{}' is not a format (text, json, markdown, prometheus)",
+        return fmt::format("{}: '{}' is not a format (text, json, markdown, prometheus, nfd)",
                            typed("--format"), printable(value("--format"), 40));
       }
       o_.format = *f;
@@ -348,7 +354,8 @@ class Reader {
     }
     for (const auto& [name, format] :
          {std::pair{"--json", Format::json}, std::pair{"--markdown", Format::markdown},
-          std::pair{"--prom", Format::prometheus}, std::pair{"--text", Format::text}}) {
+          std::pair{"--prom", Format::prometheus}, std::pair{"--text", Format::text},
+          std::pair{"--nfd", Format::nfd}}) {
       if (given(name)) o_.extra_outputs.push_back({format, value(name), typed(name)});
     }
     for (const std::string& spec : raw_.many["--output-as"]) {
@@ -357,10 +364,16 @@ class Reader {
           colon == std::string::npos ? std::nullopt : parse_format(spec.substr(0, colon));
       if (!f || colon + 1 >= spec.size()) {
         return fmt::format(
-            "--output-as: '{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus)",
+            "--output-as: '{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus, nfd)",
             printable(spec, 60));
       }
       o_.extra_outputs.push_back({*f, spec.substr(colon + 1), "--output-as"});
+    }
+    const bool labels = o_.format == Format::nfd ||
+                        std::any_of(o_.extra_outputs.begin(), o_.extra_outputs.end(),
+                                    [](const ExtraOutput& e) { return e.format == Format::nfd; });
+    if (labels && o_.command == Command::arch) {
+      return "arch: node labels (nfd) come from a run on the node, not from arch";
     }
     if (o_.quiet) {
       if (given("--output") && value("--output") == "-") {
@@ -406,6 +419,14 @@ class Reader {
       if (o_.quick) {
         return fmt::format("{} runs kernels and --quick runs none: choose one", typed("--soak"));
       }
+    }
+    if (given("--nfd-ttl")) {
+      const auto ttl = parse_duration(value("--nfd-ttl"));
+      if (!ttl || *ttl < 60 || *ttl > std::int64_t{366} * 86400) {
+        return fmt::format("{}: '{}' is not a duration from 1m to 366d (such as 90m or 24h)",
+                           typed("--nfd-ttl"), printable(value("--nfd-ttl"), 40));
+      }
+      o_.nfd_ttl_s = *ttl;
     }
     for (const auto& [name, target] : {std::pair{"--timeout", &o_.timeout_s},
                                        std::pair{"--check-timeout", &o_.check_timeout_s}}) {

@@ -11,7 +11,7 @@
 
 namespace precision_probe {
 
-enum class Format { text, json, markdown, prometheus };
+enum class Format { text, json, markdown, prometheus, nfd };
 std::optional<Format> parse_format(std::string_view text);
 std::string_view to_string(Format format);
 
@@ -60,6 +60,7 @@ struct Options {
   std::optional<std::int64_t> bench_size;  // default: 8192 on GPUs, 1024 on the CPU
   double soak_s = 0.0;                     // --soak: seconds per device (0: no soak)
   std::vector<Mode> soak_modes;            // --soak-modes (empty: every native matmul mode)
+  std::int64_t nfd_ttl_s = 3600;           // --nfd-ttl: the node labels' lifetime
   std::string arch_cc;                     // `arch CC`
 };
 

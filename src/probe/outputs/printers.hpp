@@ -1,6 +1,7 @@
 #pragma once
 // One printer per format, each taking the finished report. Printers never collect anything.
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -13,7 +14,13 @@ namespace precision_probe {
 struct PrintStyle {
   bool color = false;  // ANSI colour (text only)
   int width = 80;      // free text (notes, recommendations, fixes) wraps at this column
+  std::int64_t label_ttl_s = 3600;  // nfd: how long the node's labels stand (--nfd-ttl)
 };
+
+// The node labels' domain (nfd), the project's own: NFD accepts any domain but kubernetes.io's
+// since v0.13, and GPU feature discovery owns nvidia.com/gpu.*.
+inline constexpr std::string_view kNfdDomain = "precision-probe.io";
+inline constexpr std::size_t kNfdMaxValue = 63;  // a Kubernetes label value's length
 
 class Printer {
  public:
@@ -27,9 +34,10 @@ class Printer {
 std::unique_ptr<Printer> make_printer(Format format, PrintStyle style);
 
 // One per format (printers.cpp picks among them).
-std::unique_ptr<Printer> make_text_printer(PrintStyle style);  // text_printer.cpp
-std::unique_ptr<Printer> make_markdown_printer();              // markdown_printer.cpp
-std::unique_ptr<Printer> make_prometheus_printer();            // prometheus_printer.cpp
+std::unique_ptr<Printer> make_text_printer(PrintStyle style);   // text_printer.cpp
+std::unique_ptr<Printer> make_markdown_printer();               // markdown_printer.cpp
+std::unique_ptr<Printer> make_prometheus_printer();             // prometheus_printer.cpp
+std::unique_ptr<Printer> make_nfd_printer(std::int64_t ttl_s);  // nfd_printer.cpp
 
 // What NVML said of a GPU during its soak, in one line for people (text and Markdown):
 // "60 samples · up to 58 °C · SM clock 1365-1980 MHz · up to 696 W · clock events: sw_power_cap ·

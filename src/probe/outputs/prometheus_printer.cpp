@@ -2,6 +2,7 @@
 // node writes precision_probe.prom; dashboards read the gauges. docs/prometheus.md lists them.
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <ostream>
 #include <memory>
@@ -76,23 +77,42 @@ class Exposition {
   std::vector<std::unique_ptr<Family>> families_;
 };
 
-// The device label's one spelling: "cpu", the visible GPU index, or "arch" (`arch CC`).
+// The device label's one spelling, dcgm-exporter's for GPUs: "nvidia0"; "cpu"; "arch" (`arch CC`).
 std::string device_value(const DeviceReport& d) {
   if (d.kind == DeviceKind::cpu) return "cpu";
-  return d.index >= 0 ? std::to_string(d.index) : "arch";
+  return d.index >= 0 ? fmt::format("nvidia{}", d.index) : "arch";
 }
 
-std::string device_labels(const DeviceReport& d) {
-  return fmt::format(R"(device="{}",kind="{}",uuid="{}",name="{}")", device_value(d),
-                     to_string(d.kind), escape(d.gpu ? d.gpu->uuid : ""), escape(d.name));
+// A PCI bus id as NVML and dcgm-exporter write it: an 8-digit domain, upper-case hex
+// ("00000000:1B:00.0"); the driver's facts have "0000:1b:00.0".
+std::string dcgm_bus_id(const std::string& bus_id) {
+  const std::size_t colon = bus_id.find(':');
+  if (bus_id.empty() || colon == std::string::npos || colon > 8) return bus_id;
+  std::string id = std::string(8 - colon, '0') + bus_id;
+  for (char& c : id) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return id;
+}
+
+// Labels named as dcgm-exporter names them where they mean the same, so that a dashboard joins
+// the probe's series with DCGM's on UUID (docs/prometheus.md); `kind` is the probe's own.
+std::string device_labels(const Report& r, const DeviceReport* d) {
+  const GpuInfo* gpu = d != nullptr && d->gpu ? &*d->gpu : nullptr;
+  return fmt::format(
+      R"(gpu="{}",UUID="{}",pci_bus_id="{}",device="{}",modelName="{}",Hostname="{}",)"
+      R"(DCGM_FI_DRIVER_VERSION="{}",kind="{}")",
+      d != nullptr && d->kind == DeviceKind::cuda && d->index >= 0 ? std::to_string(d->index) : "",
+      escape(gpu != nullptr ? gpu->uuid : ""),
+      escape(gpu != nullptr ? dcgm_bus_id(gpu->pci_bus_id) : ""),
+      d != nullptr ? device_value(*d) : "none", escape(d != nullptr ? d->name : ""),
+      escape(r.host.hostname), escape(r.driver.version), d != nullptr ? to_string(d->kind) : "");
 }
 
 // A requirement's device labels: the device it was checked on, or device="none".
 std::string requirement_labels(const Report& r, const RequirementResult& q) {
   for (const DeviceReport& d : r.devices) {
-    if (d.label() == q.device) return device_labels(d);
+    if (d.label() == q.device) return device_labels(r, &d);
   }
-  return R"(device="none",kind="",uuid="",name="")";
+  return device_labels(r, nullptr);
 }
 
 std::string exit_code_help() {
@@ -108,13 +128,13 @@ void add_info(Exposition& e, const Report& r) {
   Family& info =
       e.family("precision_probe_info",
                "Build and stack of the probe (the value is always 1; the facts are labels).");
-  info.add(
-      fmt::format(R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",host="{}")",
-                  escape(r.tool.version), escape(r.stack.libtorch_version),
-                  escape(r.stack.cuda_version), escape(r.driver.version),
-                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
-                  escape(r.host.hostname)),
-      1);
+  info.add(fmt::format(
+               R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",Hostname="{}")",
+               escape(r.tool.version), escape(r.stack.libtorch_version),
+               escape(r.stack.cuda_version), escape(r.driver.version),
+               r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
+               escape(r.host.hostname)),
+           1);
 }
 
 // Per device and mode: natively usable, the status, the hardware's verdict; per device, gated.
@@ -132,7 +152,7 @@ void add_verdicts(Exposition& e, const Report& r) {
   Family& selected =
       e.family("precision_probe_device_selected", "1 if the device is gated by --require.");
   for (const DeviceReport& d : r.devices) {
-    const std::string labels = device_labels(d);
+    const std::string labels = device_labels(r, &d);
     selected.add(labels, d.selected ? 1 : 0);
     for (const auto& [mode, p] : d.precisions) {
       const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
@@ -166,7 +186,7 @@ void add_measurements(Exposition& e, const Report& r) {
   Family& mem = e.family("precision_probe_amp_peak_memory_bytes",
                          "Peak device memory of one training step under AMP (GPUs).");
   for (const DeviceReport& d : r.devices) {
-    const std::string labels = device_labels(d);
+    const std::string labels = device_labels(r, &d);
     for (const auto& [mode, p] : d.precisions) {
       const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
       if (p.smoke.ran && p.smoke.rel_error) {
@@ -196,7 +216,7 @@ void add_soak(Exposition& e, const Report& r) {
       e.family("precision_probe_soak_injected", "1 if a fault was injected (a detector test).");
   for (const DeviceReport& d : r.devices) {
     if (!d.soak) continue;
-    const std::string labels = device_labels(d);
+    const std::string labels = device_labels(r, &d);
     injected.add(labels, d.soak->injected ? 1 : 0);
     for (const auto& [mode, o] : d.soak->modes) {
       if (!o.ran) continue;
@@ -226,7 +246,7 @@ void add_soak_telemetry(Exposition& e, const Report& r) {
   for (const DeviceReport& d : r.devices) {
     if (!d.soak || !d.soak->telemetry || d.soak->telemetry->samples == 0) continue;
     const SoakTelemetry& t = *d.soak->telemetry;
-    const std::string labels = device_labels(d);
+    const std::string labels = device_labels(r, &d);
     if (t.max_temperature_c) temperature.add(labels, *t.max_temperature_c);
     if (t.min_sm_mhz) clock.add(labels, *t.min_sm_mhz);
     if (t.max_power_w) power.add(labels, *t.max_power_w);

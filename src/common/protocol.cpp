@@ -51,14 +51,14 @@ T read(const json& j, const char* what) {
     if (!j.contains(key)) json_fields::fail(what, std::string("no \"") + key + "\"");
   }
   T value{};
-  json_fields::decode(j, value, what, kLineLimits);
+  json_fields::decode(json_fields::JsonView(j), value, what, kLineLimits);
   return value;
 }
 
 Mode read_mode(const json& j, ModeKind kind) {
   Mode mode = Mode::fp32;
   if (!j.contains("mode")) json_fields::fail("mode", "missing");
-  json_fields::decode(j.at("mode"), mode, "mode", kLineLimits);
+  json_fields::decode(json_fields::JsonView(j.at("mode")), mode, "mode", kLineLimits);
   if (mode_info(mode).kind != kind) json_fields::fail("mode", "not a mode of this check");
   return mode;
 }
@@ -72,12 +72,12 @@ void read_hello(const json& j, WorkerResult& result) {
   }
   StackInfo stack;
   if (!j.contains("stack")) json_fields::fail("stack", "missing");
-  json_fields::decode(j.at("stack"), stack, "stack", kLineLimits);
+  json_fields::decode(json_fields::JsonView(j.at("stack")), stack, "stack", kLineLimits);
   result.stack = stack;
 }
 
 void read_device(const json& j, WorkerResult& result) {
-  json_fields::Reader r(j, "", kLineLimits);
+  json_fields::Reader r(json_fields::JsonView(j), "", kLineLimits);
   r("name", result.device_name);
   r("uuid", result.device_uuid);
 }
@@ -110,7 +110,8 @@ void read_outcome(const std::string& type, const json& j, WorkerResult& result) 
       json_fields::fail("collective.dtype", "not a dtype the all-reduce runs");
     }
     check_collective(o);
-    json_fields::Reader(j, "collective", kLineLimits)("nccl_version", result.nccl_version);
+    json_fields::Reader(json_fields::JsonView(j), "collective", kLineLimits)("nccl_version",
+                                                                             result.nccl_version);
     result.collectives.push_back(o);
   } else {
     json_fields::fail("type", "unknown result line type '" + type + "'");
@@ -134,7 +135,7 @@ Expected<WorkerPlan> decode_plan(std::string_view text) {
   }
   WorkerPlan plan;
   try {
-    json_fields::decode(j, plan, "plan", kLineLimits);
+    json_fields::decode(json_fields::JsonView(j), plan, "plan", kLineLimits);
   } catch (const json_fields::FieldError& e) {
     return Unexpected{std::string("malformed plan: ") + e.what()};
   }
@@ -156,7 +157,7 @@ Expected<StackInfo> decode_stack(std::string_view text) {
   if (j.is_discarded()) return Unexpected{"malformed stack description: not JSON"};
   try {
     StackInfo stack;
-    json_fields::decode(j, stack, "stack", kLineLimits);
+    json_fields::decode(json_fields::JsonView(j), stack, "stack", kLineLimits);
     return stack;
   } catch (const json_fields::FieldError& e) {
     return Unexpected{std::string("malformed stack description: ") + e.what()};

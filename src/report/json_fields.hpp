@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/json_tape.hpp"
+
 #include "precision_probe/report.hpp"
 
 namespace precision_probe::json_fields {
@@ -56,7 +58,6 @@ std::optional<E> enum_from_name(std::string_view name) {
 }
 
 class Writer;
-class Reader;
 
 // --- Writing -------------------------------------------------------------------------------------
 
@@ -161,28 +162,119 @@ auto encode(const S& s) -> decltype(fields(std::declval<Writer&>(), s), json()) 
 }
 
 // --- Reading -------------------------------------------------------------------------------------
+// The reader works on a view of a parsed value: TapeValue (json_tape.hpp: report files) or
+// JsonView (nlohmann/json: the worker protocol), which offer the same interface.
 
-[[noreturn]] void fail(const std::string& path, const std::string& what);
+// An nlohmann/json value seen through the interface the reader needs.
+class JsonView {
+ public:
+  explicit JsonView(const json& j) : j_(&j) {}
+  bool is_null() const { return j_->is_null(); }
+  bool is_boolean() const { return j_->is_boolean(); }
+  bool is_number() const { return j_->is_number(); }
+  bool is_number_integer() const { return j_->is_number_integer(); }
+  bool is_number_unsigned() const { return j_->is_number_unsigned(); }
+  bool is_string() const { return j_->is_string(); }
+  bool is_array() const { return j_->is_array(); }
+  bool is_object() const { return j_->is_object(); }
+  bool boolean() const { return j_->get<bool>(); }
+  double number() const { return j_->get<double>(); }
+  std::int64_t int64() const { return j_->get<std::int64_t>(); }
+  std::uint64_t uint64() const { return j_->get<std::uint64_t>(); }
+  std::string_view string_view() const { return j_->get_ref<const std::string&>(); }
+  std::size_t size() const { return j_->size(); }
+  std::optional<JsonView> find(std::string_view key, std::uint32_t* /*hint*/ = nullptr) const {
+    const auto it = j_->find(key);
+    return it == j_->end() ? std::nullopt : std::optional<JsonView>(JsonView(*it));
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (const json& item : *j_) f(JsonView(item));
+  }
+  template <class F>
+  void for_each_member(F&& f) const {
+    for (const auto& [key, value] : j_->items()) f(std::string_view(key), JsonView(value));
+  }
 
-void decode(const json& j, bool& out, const std::string& path, const ReadLimits& limits);
-void decode(const json& j, double& out, const std::string& path, const ReadLimits& limits);
-void decode(const json& j, std::string& out, const std::string& path, const ReadLimits& limits);
-void decode(const json& j, Mode& out, const std::string& path, const ReadLimits& limits);
-void decode(const json& j, ComputeCapability& out, const std::string& path,
-            const ReadLimits& limits);
+ private:
+  const json* j_;
+};
 
-template <class T>
+// Where a value is in the document ("devices[1].gpu.sm_count"), made into text only when a value
+// is refused: reading builds no strings for the values it accepts.
+class Path {
+ public:
+  Path(const char* text) : text_(text) {}         // NOLINT: implicit, a path's text
+  Path(const std::string& text) : text_(text) {}  // NOLINT: implicit
+  Path(const Path& parent, std::string_view member) : parent_(&parent), text_(member) {}
+  Path(const Path& parent, std::size_t index) : parent_(&parent), index_(index), element_(true) {}
+  bool empty() const { return parent_ == nullptr && text_.empty(); }
+  std::string str() const;
+
+ private:
+  const Path* parent_ = nullptr;
+  std::string_view text_;
+  std::size_t index_ = 0;
+  bool element_ = false;
+};
+
+[[noreturn]] void fail(const Path& path, const std::string& what);
+
+template <class J>
+void decode(const J& j, bool& out, const Path& path, const ReadLimits& /*limits*/) {
+  if (!j.is_boolean()) fail(path, "expected true or false");
+  out = j.boolean();
+}
+
+template <class J>
+void decode(const J& j, double& out, const Path& path, const ReadLimits& /*limits*/) {
+  if (!j.is_number()) fail(path, "expected a number");
+  out = j.number();
+}
+
+// A text longer than limits.max_text is cut at a character boundary, and says so.
+std::string cut_text(std::string_view text, const ReadLimits& limits);
+
+template <class J>
+void decode(const J& j, std::string& out, const Path& path, const ReadLimits& limits) {
+  if (!j.is_string()) fail(path, "expected a text");
+  const std::string_view text = j.string_view();
+  if (text.size() <= limits.max_text) {
+    out.assign(text);
+  } else {
+    out = cut_text(text, limits);
+  }
+}
+
+template <class J>
+void decode(const J& j, Mode& out, const Path& path, const ReadLimits& /*limits*/) {
+  if (!j.is_string()) fail(path, "expected a mode");
+  const auto mode = parse_mode(j.string_view());
+  if (!mode) fail(path, "unknown mode '" + std::string(j.string_view()) + "'");
+  out = *mode;
+}
+
+std::optional<ComputeCapability> compute_capability_from_text(std::string_view text);
+
+template <class J>
+void decode(const J& j, ComputeCapability& out, const Path& path, const ReadLimits& /*limits*/) {
+  const auto cc = j.is_string() ? compute_capability_from_text(j.string_view()) : std::nullopt;
+  if (!cc) fail(path, "expected a compute capability such as \"9.0\"");
+  out = *cc;
+}
+
+template <class J, class T>
 std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>> decode(
-    const json& j, T& out, const std::string& path, const ReadLimits& /*limits*/) {
+    const J& j, T& out, const Path& path, const ReadLimits& /*limits*/) {
   using Limits = std::numeric_limits<T>;
   if (!j.is_number_integer()) fail(path, "expected an integer");
   if (j.is_number_unsigned()) {
-    const auto v = j.get<std::uint64_t>();
+    const std::uint64_t v = j.uint64();
     if (v > static_cast<std::uint64_t>(Limits::max())) fail(path, "an integer out of range");
     out = static_cast<T>(v);
     return;
   }
-  const auto v = j.get<std::int64_t>();
+  const std::int64_t v = j.int64();
   if constexpr (Limits::is_signed) {
     if (v < static_cast<std::int64_t>(Limits::min()) ||
         v > static_cast<std::int64_t>(Limits::max())) {
@@ -196,24 +288,26 @@ std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>> decode(
   out = static_cast<T>(v);
 }
 
-template <class E>
+template <class J, class E>
 std::enable_if_t<std::is_enum_v<E> && !std::is_same_v<E, Mode>> decode(
-    const json& j, E& out, const std::string& path, const ReadLimits& /*limits*/) {
+    const J& j, E& out, const Path& path, const ReadLimits& /*limits*/) {
   if (!j.is_string()) fail(path, "expected a name");
-  const auto value = enum_from_name<E>(j.get<std::string>());
-  if (!value) fail(path, "unknown value '" + j.get<std::string>() + "'");
+  const auto value = enum_from_name<E>(j.string_view());
+  if (!value) fail(path, "unknown value '" + std::string(j.string_view()) + "'");
   out = *value;
 }
 
-template <class T>
-void decode(const json& j, std::vector<T>& out, const std::string& path, const ReadLimits& limits);
-template <class S>
-auto decode(const json& j, S& out, const std::string& path, const ReadLimits& limits)
-    -> decltype(fields(std::declval<Reader&>(), out), void());
+template <class J>
+class BasicReader;
 
-template <class T>
-void decode(const json& j, std::optional<T>& out, const std::string& path,
-            const ReadLimits& limits) {
+template <class J, class T>
+void decode(const J& j, std::vector<T>& out, const Path& path, const ReadLimits& limits);
+template <class J, class S>
+auto decode(const J& j, S& out, const Path& path, const ReadLimits& limits)
+    -> decltype(fields(std::declval<BasicReader<J>&>(), out), void());
+
+template <class J, class T>
+void decode(const J& j, std::optional<T>& out, const Path& path, const ReadLimits& limits) {
   if (j.is_null()) {
     out.reset();
     return;
@@ -223,31 +317,33 @@ void decode(const json& j, std::optional<T>& out, const std::string& path,
   out = std::move(value);
 }
 
-template <class T>
-void decode(const json& j, std::vector<T>& out, const std::string& path, const ReadLimits& limits) {
+template <class J, class T>
+void decode(const J& j, std::vector<T>& out, const Path& path, const ReadLimits& limits) {
   if (!j.is_array()) fail(path, "expected a list");
   if (j.size() > limits.max_items)
     fail(path, "a list of more than " + std::to_string(limits.max_items));
   out.clear();
   out.reserve(j.size());
-  for (std::size_t i = 0; i < j.size(); ++i) {
+  j.for_each([&](const J& element) {
     T item{};
-    decode(j[i], item, path + "[" + std::to_string(i) + "]", limits);
+    decode(element, item, Path(path, out.size()), limits);
     out.push_back(std::move(item));
-  }
+  });
 }
 
-class Reader {
+PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precisions, Mode mode);
+
+template <class J>
+class BasicReader {
  public:
-  Reader(const json& j, std::string path, const ReadLimits& limits)
-      : j_(j), path_(std::move(path)), limits_(limits) {
-    if (!j_.is_object()) fail(path_.empty() ? "the document" : path_, "expected an object");
+  BasicReader(const J& j, const Path& path, const ReadLimits& limits)
+      : j_(j), path_(path), limits_(limits) {
+    if (!j_.is_object()) fail(path_, "expected an object");
   }
   // A missing or null field leaves the value as it is (its default).
   template <class T>
   void operator()(const char* key, T& value) {
-    const json* v = find(key);
-    if (v != nullptr) decode(*v, value, at(key), limits_);
+    if (const auto v = find(key)) decode(*v, value, at(key), limits_);
   }
   template <class T>
   void when(bool /*present*/, const char* key, T& value) {
@@ -261,55 +357,76 @@ class Reader {
   void derived(const char* /*key*/, const T& /*value*/) {}
   template <class T, class ToJson, class FromJson>
   void mapped(const char* key, T& value, ToJson /*to*/, FromJson from) {
-    const json* v = find(key);
-    if (v == nullptr) return;
+    const auto v = find(key);
+    if (!v) return;
     if (!from(*v, value)) fail(at(key), "an unreadable value");
   }
   template <class F>
   void group(bool /*present*/, const char* key, F&& list) {
-    const json* v = find(key);
-    if (v == nullptr) return;
-    Reader sub(*v, at(key), limits_);
+    const auto v = find(key);
+    if (!v) return;
+    BasicReader sub(*v, at(key), limits_);
     list(sub);
   }
   template <class S>
   void inline_fields(S& s) {
     fields(*this, s);
   }
+  // The precisions of a device by mode key, of one kind (matmul or training).
   void modes(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
              ModeKind kind);
-  void benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions);
+  // The benchmarks of a device by mode key.
+  void benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
+    by_key(key, [&](Mode mode, const J& value, const Path& path) {
+      BenchResult bench;
+      decode(value, bench, path, limits_);
+      entry_for(precisions, mode).bench = bench;
+    });
+  }
   template <class T>
   void by_mode(const char* key, std::vector<std::pair<Mode, T>>& items) {
-    const json* by_key = find(key);
-    if (by_key == nullptr) return;
-    if (!by_key->is_object()) fail(at(key), "expected an object");
-    for (const auto& [name, value] : by_key->items()) {
-      const auto mode = parse_mode(name);
-      if (!mode) fail(at(key) + "." + name, "unknown mode");
+    by_key(key, [&](Mode mode, const J& value, const Path& path) {
       T item{};
-      decode(value, item, at(key) + "." + name, limits_);
-      items.emplace_back(*mode, std::move(item));
-    }
+      decode(value, item, path, limits_);
+      items.emplace_back(mode, std::move(item));
+    });
   }
   static constexpr bool reading = true;
 
  private:
-  const json* find(const char* key) const {
-    const auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  std::optional<J> find(const char* key) {
+    auto v = j_.find(key, &hint_);
+    if (v && v->is_null()) v.reset();
+    return v;
   }
-  std::string at(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+  Path at(const char* key) const { return Path(path_, key); }
+  // Each member of an object keyed by mode: f(mode, value, path).
+  template <class F>
+  void by_key(const char* key, F&& f) {
+    const auto by_mode = find(key);
+    if (!by_mode) return;
+    if (!by_mode->is_object()) fail(at(key), "expected an object");
+    by_mode->for_each_member([&](std::string_view name, const J& value) {
+      const auto mode = parse_mode(name);
+      const Path section = at(key);
+      const Path path(section, name);
+      if (!mode) fail(path, "unknown mode");
+      f(*mode, value, path);
+    });
+  }
 
-  const json& j_;
-  std::string path_;
+  J j_;
+  Path path_;  // its parent outlives this reader: readers nest within one call
   const ReadLimits& limits_;
+  std::uint32_t hint_ = 0;
 };
 
-template <class S>
-auto decode(const json& j, S& out, const std::string& path, const ReadLimits& limits)
-    -> decltype(fields(std::declval<Reader&>(), out), void()) {
-  Reader r(j, path, limits);
+using Reader = BasicReader<JsonView>;
+
+template <class J, class S>
+auto decode(const J& j, S& out, const Path& path, const ReadLimits& limits)
+    -> decltype(fields(std::declval<BasicReader<J>&>(), out), void()) {
+  BasicReader<J> r(j, path, limits);
   fields(r, out);
 }
 
@@ -536,11 +653,11 @@ std::enable_if_t<is<S, GpuProcess>> fields(V& v, S& p) {
 inline json compute_mode_json(const std::optional<int>& mode) {
   return mode ? json(compute_mode_name(*mode)) : json(nullptr);
 }
-inline bool compute_mode_from(const json& j, std::optional<int>& mode) {
+inline constexpr auto compute_mode_from = [](const auto& j, std::optional<int>& mode) {
   if (!j.is_string()) return false;
-  mode = parse_compute_mode(j.get<std::string>());
+  mode = parse_compute_mode(j.string_view());
   return mode.has_value();
-}
+};
 
 template <class V, class S>
 std::enable_if_t<is<S, GpuInfo>> fields(V& v, S& g) {
@@ -613,11 +730,11 @@ std::enable_if_t<is<S, Diagnostic>> fields(V& v, S& d) {
 
 // A requirement's device: "none" when nothing was selected.
 inline json device_json(const std::string& device) { return device.empty() ? "none" : device; }
-inline bool device_from(const json& j, std::string& device) {
+inline constexpr auto device_from = [](const auto& j, std::string& device) {
   if (!j.is_string()) return false;
-  device = j.get<std::string>() == "none" ? "" : j.get<std::string>();
+  device = j.string_view() == "none" ? "" : std::string(j.string_view());
   return true;
-}
+};
 
 template <class V, class S>
 std::enable_if_t<is<S, RequirementResult>> fields(V& v, S& q) {
@@ -653,7 +770,12 @@ std::enable_if_t<is<S, CollectivesReport>> fields(V& v, S& c) {
 inline json cuda_version_json(const std::optional<int>& version) {
   return version ? json(cuda_version_text(*version)) : json(nullptr);
 }
-bool cuda_version_from(const json& j, std::optional<int>& version);
+std::optional<int> cuda_version_from_text(std::string_view text);
+inline constexpr auto cuda_version_from = [](const auto& j, std::optional<int>& version) {
+  if (!j.is_string()) return false;
+  version = cuda_version_from_text(j.string_view());
+  return version.has_value();
+};
 
 template <class V, class S>
 std::enable_if_t<is<S, DriverInfo>> fields(V& v, S& d) {
@@ -708,11 +830,11 @@ std::enable_if_t<is<S, RunFailure>> fields(V& v, S& f) {
 }
 
 inline json tenth_of_ms(double ms) { return std::round(ms * 10.0) / 10.0; }
-inline bool ms_from(const json& j, double& ms) {
+inline constexpr auto ms_from = [](const auto& j, double& ms) {
   if (!j.is_number()) return false;
-  ms = j.get<double>();
+  ms = j.number();
   return true;
-}
+};
 
 template <class V, class S>
 std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
@@ -736,6 +858,29 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
   v("exit_reason", r.exit_reason);
   v.derived("severity", std::string(overall_severity(r)));
   if (has_findings(r)) v.mapped("duration_ms", r.duration_ms, tenth_of_ms, ms_from);
+}
+
+template <class J>
+void BasicReader<J>::modes(const char* key,
+                           std::vector<std::pair<Mode, PrecisionResult>>& precisions,
+                           ModeKind kind) {
+  const auto by_mode = find(key);
+  if (!by_mode) return;
+  if (!by_mode->is_object()) fail(at(key), "expected an object");
+  by_mode->for_each_member([&](std::string_view name, const J& value) {
+    const auto mode = parse_mode(name);
+    const Path section = at(key);
+    const Path path(section, name);
+    if (!mode || mode_info(*mode).kind != kind) fail(path, "not a mode of this section");
+    PrecisionResult& p = entry_for(precisions, *mode);
+    if (kind == ModeKind::matmul) {
+      MatmulEntry entry{p};
+      decode(value, entry, path, limits_);
+    } else {
+      TrainingEntry entry{p};
+      decode(value, entry, path, limits_);
+    }
+  });
 }
 
 }  // namespace precision_probe::json_fields

@@ -13,60 +13,53 @@ json encode(const std::string& v) { return v; }
 json encode(Mode v) { return std::string(mode_key(v)); }
 json encode(ComputeCapability v) { return v.to_string(); }
 
-void fail(const std::string& path, const std::string& what) {
-  throw FieldError(path + ": " + what);
+std::string Path::str() const {
+  std::string base = parent_ != nullptr ? parent_->str() : std::string();
+  if (element_) return base + "[" + std::to_string(index_) + "]";
+  if (base.empty()) return std::string(text_);
+  return base + "." + std::string(text_);
 }
 
-void decode(const json& j, bool& out, const std::string& path, const ReadLimits& /*limits*/) {
-  if (!j.is_boolean()) fail(path, "expected true or false");
-  out = j.get<bool>();
+void fail(const Path& path, const std::string& what) {
+  throw FieldError((path.empty() ? std::string("the document") : path.str()) + ": " + what);
 }
 
-void decode(const json& j, double& out, const std::string& path, const ReadLimits& /*limits*/) {
-  if (!j.is_number()) fail(path, "expected a number");
-  out = j.get<double>();
-}
-
-void decode(const json& j, std::string& out, const std::string& path, const ReadLimits& limits) {
-  if (!j.is_string()) fail(path, "expected a text");
-  const auto& text = j.get_ref<const std::string&>();
-  if (text.size() <= limits.max_text) {
-    out = text;
-    return;
-  }
+std::string cut_text(std::string_view text, const ReadLimits& limits) {
   // Cut at a character boundary (UTF-8 continuation bytes are 10xxxxxx).
   std::size_t cut = limits.max_text;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  out = text.substr(0, cut) + " [... " + std::to_string(text.size() - cut) + " bytes cut]";
+  return std::string(text.substr(0, cut)) + " [... " + std::to_string(text.size() - cut) +
+         " bytes cut]";
 }
 
-void decode(const json& j, Mode& out, const std::string& path, const ReadLimits& /*limits*/) {
-  if (!j.is_string()) fail(path, "expected a mode");
-  const auto mode = parse_mode(j.get<std::string>());
-  if (!mode) fail(path, "unknown mode '" + j.get<std::string>() + "'");
-  out = *mode;
-}
-
-void decode(const json& j, ComputeCapability& out, const std::string& path,
-            const ReadLimits& /*limits*/) {
-  const std::string text = j.is_string() ? j.get<std::string>() : "";
+std::optional<ComputeCapability> compute_capability_from_text(std::string_view text) {
   const auto dot = text.find('.');
-  const bool digits = dot != std::string::npos && dot >= 1 && dot <= 2 && text.size() == dot + 2 &&
-                      text.find_first_not_of("0123456789.") == std::string::npos;
-  if (!digits) fail(path, "expected a compute capability such as \"9.0\"");
-  out = {std::stoi(text.substr(0, dot)), text[dot + 1] - '0'};
+  const bool digits = dot != std::string_view::npos && dot >= 1 && dot <= 2 &&
+                      text.size() == dot + 2 &&
+                      text.find_first_not_of("0123456789.") == std::string_view::npos;
+  if (!digits) return std::nullopt;
+  const int major = dot == 1 ? text[0] - '0' : (text[0] - '0') * 10 + (text[1] - '0');
+  return ComputeCapability{major, text[dot + 1] - '0'};
 }
 
-bool cuda_version_from(const json& j, std::optional<int>& version) {
-  if (!j.is_string()) return false;
-  const std::string text = j.get<std::string>();
+std::optional<int> cuda_version_from_text(std::string_view text) {
   const auto dot = text.find('.');
-  if (dot == std::string::npos || dot == 0 || dot > 3 || dot + 1 >= text.size() ||
-      text.size() > dot + 3 || text.find_first_not_of("0123456789.") != std::string::npos) {
-    return false;
+  if (dot == std::string_view::npos || dot == 0 || dot > 3 || dot + 1 >= text.size() ||
+      text.size() > dot + 3 || text.find_first_not_of("0123456789.") != std::string_view::npos) {
+    return std::nullopt;
   }
-  version = std::stoi(text.substr(0, dot)) * 1000 + std::stoi(text.substr(dot + 1)) * 10;
-  return true;
+  const std::string whole(text.substr(0, dot));
+  const std::string part(text.substr(dot + 1));
+  if (part.find('.') != std::string::npos) return std::nullopt;
+  return std::stoi(whole) * 1000 + std::stoi(part) * 10;
+}
+
+PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precisions, Mode mode) {
+  for (auto& [m, p] : precisions) {
+    if (m == mode) return p;
+  }
+  precisions.emplace_back(mode, PrecisionResult{});
+  return precisions.back().second;
 }
 
 void Writer::modes(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions,
@@ -89,51 +82,6 @@ void Writer::benches(const char* key,
   if (!by_mode.empty()) j_[key] = std::move(by_mode);
 }
 
-namespace {
-
-PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precisions, Mode mode) {
-  for (auto& [m, p] : precisions) {
-    if (m == mode) return p;
-  }
-  precisions.emplace_back(mode, PrecisionResult{});
-  return precisions.back().second;
-}
-
-}  // namespace
-
-void Reader::modes(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
-                   ModeKind kind) {
-  const json* by_mode = find(key);
-  if (by_mode == nullptr) return;
-  if (!by_mode->is_object()) fail(at(key), "expected an object");
-  for (const auto& [name, value] : by_mode->items()) {
-    const auto mode = parse_mode(name);
-    const std::string path = at(key) + "." + name;
-    if (!mode || mode_info(*mode).kind != kind) fail(path, "not a mode of this section");
-    PrecisionResult& p = entry_for(precisions, *mode);
-    if (kind == ModeKind::matmul) {
-      MatmulEntry entry{p};
-      decode(value, entry, path, limits_);
-    } else {
-      TrainingEntry entry{p};
-      decode(value, entry, path, limits_);
-    }
-  }
-}
-
-void Reader::benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
-  const json* by_mode = find(key);
-  if (by_mode == nullptr) return;
-  if (!by_mode->is_object()) fail(at(key), "expected an object");
-  for (const auto& [name, value] : by_mode->items()) {
-    const auto mode = parse_mode(name);
-    if (!mode) fail(at(key) + "." + name, "unknown mode");
-    BenchResult bench;
-    decode(value, bench, at(key) + "." + name, limits_);
-    entry_for(precisions, *mode).bench = bench;
-  }
-}
-
 }  // namespace json_fields
 
 std::string report_to_json(const Report& report) {
@@ -144,60 +92,73 @@ std::string report_to_json(const Report& report) {
 
 namespace {
 
+using json_fields::TapeDocument;
+using json_fields::TapeValue;
+
 // Schema 1 named NVFP4 "fp4": the mode lists (run.required, requirements[].mode) and the keys of
 // each device's precisions and bench. Schema 2 changed nothing else that a reader meets; free text
 // that happens to read "fp4" is left alone.
-void rename_fp4_key(json_fields::json& by_mode) {
-  if (!by_mode.is_object() || !by_mode.contains("fp4")) return;
-  by_mode["nvfp4"] = std::move(by_mode["fp4"]);
-  by_mode.erase("fp4");
+void rename_fp4(TapeDocument& doc, const TapeValue& text) {
+  if (text.is_string() && text.string_view() == "fp4") doc.set_text(text, "nvfp4");
 }
 
-void rename_fp4_value(json_fields::json& value) {
-  if (value.is_string() && value.get<std::string>() == "fp4") value = "nvfp4";
+void rename_fp4_keys(TapeDocument& doc, const TapeValue& by_mode) {
+  if (!by_mode.is_object()) return;
+  // A key's entry is the one before its value's: walk the keys themselves.
+  std::vector<TapeValue> keys;
+  by_mode.for_each_key([&](const TapeValue& key) { keys.push_back(key); });
+  for (const TapeValue& key : keys) rename_fp4(doc, key);
 }
 
-void upgrade_from_schema_1(json_fields::json& j) {
-  if (j.contains("run") && j["run"].is_object() && j["run"].contains("required") &&
-      j["run"]["required"].is_array()) {
-    for (auto& mode : j["run"]["required"]) rename_fp4_value(mode);
-  }
-  if (j.contains("requirements") && j["requirements"].is_array()) {
-    for (auto& q : j["requirements"]) {
-      if (q.is_object() && q.contains("mode")) rename_fp4_value(q["mode"]);
+void upgrade_from_schema_1(TapeDocument& doc) {
+  const TapeValue root = doc.root();
+  if (const auto run = root.find("run"); run && run->is_object()) {
+    if (const auto required = run->find("required"); required && required->is_array()) {
+      required->for_each([&](const TapeValue& mode) { rename_fp4(doc, mode); });
     }
   }
-  if (j.contains("devices") && j["devices"].is_array()) {
-    for (auto& d : j["devices"]) {
-      if (!d.is_object()) continue;
+  if (const auto requirements = root.find("requirements");
+      requirements && requirements->is_array()) {
+    requirements->for_each([&](const TapeValue& q) {
+      if (!q.is_object()) return;
+      if (const auto mode = q.find("mode")) rename_fp4(doc, *mode);
+    });
+  }
+  if (const auto devices = root.find("devices"); devices && devices->is_array()) {
+    devices->for_each([&](const TapeValue& d) {
+      if (!d.is_object()) return;
       for (const char* section : {"precisions", "bench"}) {
-        if (d.contains(section)) rename_fp4_key(d[section]);
+        if (const auto by_mode = d.find(section)) rename_fp4_keys(doc, *by_mode);
       }
-    }
+    });
   }
 }
 
 }  // namespace
 
 Expected<Report> read_report_json(std::string_view text) {
-  using json_fields::json;
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Unexpected{"not a JSON document"};
-  if (!j.is_object() || !j.contains("schema_version") || !j.contains("tool")) {
+  // One document a thread, its buffers kept: a fleet's summary reads thousands of reports.
+  thread_local TapeDocument doc;
+  if (const std::string error = doc.parse(text); !error.empty()) {
+    return Unexpected{"not a JSON document (" + error + ")"};
+  }
+  const TapeValue root = doc.root();
+  const auto version = root.is_object() ? root.find("schema_version") : std::nullopt;
+  if (!version || !root.find("tool")) {
     return Unexpected{"not a precision-probe report (no schema_version or tool)"};
   }
-  if (j.at("schema_version") == 1) {
-    upgrade_from_schema_1(j);
-    j["schema_version"] = kSchemaVersion;
-  }
-  if (j.at("schema_version") != kSchemaVersion) {
-    return Unexpected{"schema_version " + j.at("schema_version").dump() + ", this reader reads " +
+  const bool schema_1 = version->is_number_integer() && version->int64() == 1;
+  if (schema_1) {
+    upgrade_from_schema_1(doc);
+  } else if (!version->is_number_integer() || version->int64() != kSchemaVersion) {
+    return Unexpected{"schema_version " + version->describe() + ", this reader reads " +
                       std::to_string(kSchemaVersion)};
   }
   const json_fields::ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20};
   try {
     Report report;
-    json_fields::decode(j, report, "", limits);
+    json_fields::decode(root, report, "", limits);
+    report.schema_version = kSchemaVersion;
     return report;
   } catch (const json_fields::FieldError& e) {
     return Unexpected{e.what()};

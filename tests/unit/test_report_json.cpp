@@ -99,7 +99,9 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
     EXPECT_FALSE(r) << text;
     return r ? std::string() : r.error();
   };
-  EXPECT_EQ(refused("{"), "not a JSON document");
+  EXPECT_EQ(refused("{"), "not a JSON document (at byte 1: expected a member's name in quotes)");
+  EXPECT_EQ(refused(R"({"schema_version":2,"tool":{}} x)"),
+            "not a JSON document (at byte 31: text after the document's end)");
   EXPECT_NE(refused("[1,2]").find("not a precision-probe report"), std::string::npos);
   EXPECT_NE(refused(R"({"schema_version":9,"tool":{}})").find("schema_version 9"),
             std::string::npos);

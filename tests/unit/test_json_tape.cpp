@@ -1,0 +1,159 @@
+// The tape parser that reads report files: strict JSON, the same values nlohmann/json reads, and
+// the same answers through the reader's interface (JsonView and TapeValue alike).
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "report/json_fields.hpp"
+#include "report/json_tape.hpp"
+
+namespace jf = precision_probe::json_fields;
+
+namespace {
+
+// The document back as nlohmann/json, through the tape's interface only.
+nlohmann::json rebuild(const jf::TapeValue& v) {
+  if (v.is_null()) return nullptr;
+  if (v.is_boolean()) return v.boolean();
+  if (v.is_number_unsigned()) return v.uint64();
+  if (v.is_number_integer()) return v.int64();
+  if (v.is_number()) return v.number();
+  if (v.is_string()) return std::string(v.string_view());
+  if (v.is_array()) {
+    nlohmann::json list = nlohmann::json::array();
+    v.for_each([&](const jf::TapeValue& e) { list.push_back(rebuild(e)); });
+    return list;
+  }
+  nlohmann::json object = nlohmann::json::object();
+  v.for_each_member([&](std::string_view key, const jf::TapeValue& value) {
+    if (!object.contains(std::string(key))) object[std::string(key)] = rebuild(value);
+  });
+  return object;
+}
+
+std::string parse_error(const std::string& text) {
+  jf::TapeDocument doc;
+  return doc.parse(text);
+}
+
+}  // namespace
+
+TEST(JsonTape, ReadsWhatNlohmannReadsTheSame) {
+  const std::string text = R"({"a": [1, -2, 3.5, 1e3, -0, 0.25e-2, 18446744073709551615,
+      -9223372036854775808, 18446744073709551616], "b": {"c": null, "d": true, "e": false},
+      "s": "plain", "esc": "q\" b\\ s\/ \b\f\n\r\t \u00e9 \ud83d\ude00 \u0041", "u": "é€😀",
+      "empty": {}, "none": [], "nested": [[[{}]]]})";
+  jf::TapeDocument doc;
+  ASSERT_EQ(doc.parse(text), "");
+  EXPECT_EQ(rebuild(doc.root()), nlohmann::json::parse(text));
+  const auto a = doc.root().find("a");
+  ASSERT_TRUE(a && a->is_array());
+  EXPECT_EQ(a->size(), 9U);
+  const auto esc = doc.root().find("esc");
+  ASSERT_TRUE(esc);
+  EXPECT_EQ(esc->string_view(), "q\" b\\ s/ \b\f\n\r\t é 😀 A");
+}
+
+TEST(JsonTape, RandomDocumentsMatchNlohmann) {
+  std::mt19937_64 rng(20261201);
+  auto random_value = [&](auto& self, int depth) -> nlohmann::json {
+    switch (rng() % (depth > 4 ? 5 : 7)) {
+      case 0: return nullptr;
+      case 1: return rng() % 2 == 0;
+      case 2: return static_cast<std::int64_t>(rng()) >> (rng() % 64);
+      case 3:
+        return std::ldexp(static_cast<double>(rng() % 1000000) - 500000.0,
+                          static_cast<int>(rng() % 40) - 20);
+      case 4: {
+        std::string s;
+        for (std::size_t i = rng() % 12; i > 0; --i) s += static_cast<char>(rng() % 128);
+        return s;
+      }
+      case 5: {
+        nlohmann::json list = nlohmann::json::array();
+        for (std::size_t i = rng() % 5; i > 0; --i) list.push_back(self(self, depth + 1));
+        return list;
+      }
+      default: {
+        nlohmann::json object = nlohmann::json::object();
+        for (std::size_t i = rng() % 5; i > 0; --i) {
+          object["k" + std::to_string(rng() % 8)] = self(self, depth + 1);
+        }
+        return object;
+      }
+    }
+  };
+  for (int round = 0; round < 300; ++round) {
+    const nlohmann::json original = random_value(random_value, 0);
+    for (const std::string& text : {original.dump(), original.dump(2)}) {
+      jf::TapeDocument doc;
+      ASSERT_EQ(doc.parse(text), "") << text;
+      EXPECT_EQ(rebuild(doc.root()), nlohmann::json::parse(text)) << text;
+    }
+  }
+}
+
+TEST(JsonTape, RefusesWhatIsNotJsonAndSaysWhere) {
+  EXPECT_EQ(parse_error(""), "at byte 0: no JSON value (the text is empty)");
+  EXPECT_EQ(parse_error("[1,]"), "at byte 3: unexpected character ']'");
+  EXPECT_EQ(parse_error("{\"a\" 1}"), "at byte 5: expected ':' after a member's name");
+  EXPECT_EQ(parse_error("[1 2]"), "at byte 3: expected ',' or ']' in a list");
+  EXPECT_EQ(parse_error("\"a\nb\""),
+            "at byte 2: a control character inside a text (write it as an escape)");
+  EXPECT_EQ(parse_error("01"), "at byte 1: text after the document's end");
+  EXPECT_EQ(parse_error("1."), "at byte 2: a number without digits after its point");
+  EXPECT_EQ(parse_error("-"), "at byte 1: a number without digits");
+  EXPECT_EQ(parse_error("1e400"), "at byte 5: a number out of range");
+  EXPECT_EQ(parse_error("tru"), "at byte 0: unexpected text (true, false or null?)");
+  EXPECT_EQ(parse_error("\"\\x\""), "at byte 3: an unknown escape in a text");
+  EXPECT_EQ(parse_error("\"\\ud800\""),
+            "at byte 7: a high surrogate without its low surrogate in \\u escapes");
+  EXPECT_EQ(parse_error("\"\\udc00\""), "at byte 7: a lone low surrogate in \\u escapes");
+  EXPECT_EQ(parse_error("\"\xC0\xAF\""), "at byte 1: invalid UTF-8 in a text");
+  EXPECT_EQ(parse_error("\"\xED\xA0\x80\""), "at byte 1: invalid UTF-8 in a text");
+  EXPECT_EQ(parse_error("\"abc"), "at byte 4: a text without its closing quote");
+  EXPECT_EQ(parse_error("[1] [2]"), "at byte 4: text after the document's end");
+  EXPECT_EQ(parse_error(std::string(600, '[')), "at byte 512: nested more than 512 levels deep");
+  EXPECT_EQ(parse_error(std::string(512, '[') + std::string(512, ']')), "");
+  // Every prefix of a document is refused, never read past its end.
+  const std::string text = R"({"a": [1, 2.5, "x\u00e9"], "b": {"c": null}})";
+  for (std::size_t cut = 0; cut < text.size(); ++cut) {
+    EXPECT_NE(parse_error(text.substr(0, cut)), "") << cut;
+  }
+}
+
+TEST(JsonTape, FindsMembersInAnyOrderWithAHint) {
+  jf::TapeDocument doc;
+  ASSERT_EQ(doc.parse(R"({"a": 1, "b": {"x": [1, 2]}, "c": 3, "d": 4})"), "");
+  const jf::TapeValue root = doc.root();
+  std::uint32_t hint = 0;
+  EXPECT_EQ(root.find("a", &hint)->int64(), 1);
+  EXPECT_EQ(root.find("b", &hint)->size(), 1U);
+  EXPECT_EQ(root.find("c", &hint)->int64(), 3);
+  EXPECT_EQ(root.find("b", &hint)->size(), 1U);  // behind the hint: found going round
+  EXPECT_EQ(root.find("d", &hint)->int64(), 4);
+  EXPECT_EQ(root.find("a", &hint)->int64(), 1);  // past the last member: from the first
+  EXPECT_FALSE(root.find("z", &hint));
+  EXPECT_FALSE(root.find("x"));  // a nested key is not a member
+  EXPECT_EQ(root.find("c")->int64(), 3);
+  // Without a hint, a repeated key is found where it first stands.
+  ASSERT_EQ(doc.parse(R"({"a": 1, "a": 2})"), "");
+  EXPECT_EQ(doc.root().find("a")->int64(), 1);
+}
+
+TEST(JsonTape, ATextCanBeReplaced) {
+  jf::TapeDocument doc;
+  ASSERT_EQ(doc.parse(R"({"modes": ["fp4", "bf16"]})"), "");
+  const auto modes = doc.root().find("modes");
+  ASSERT_TRUE(modes);
+  modes->for_each([&](const jf::TapeValue& v) {
+    if (v.string_view() == "fp4") doc.set_text(v, "nvfp4");
+  });
+  std::vector<std::string> seen;
+  modes->for_each([&](const jf::TapeValue& v) { seen.emplace_back(v.string_view()); });
+  EXPECT_EQ(seen, (std::vector<std::string>{"nvfp4", "bf16"}));
+}

@@ -91,6 +91,19 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
   return total;
 }
 
+std::string format_duration(std::int64_t seconds) {
+  if (seconds < 0) return "-" + format_duration(-seconds);
+  if (seconds < 60) return std::to_string(seconds) + "s";
+  std::string text;
+  const std::int64_t days = seconds / 86400;
+  const std::int64_t hours = seconds % 86400 / 3600;
+  const std::int64_t minutes = seconds % 3600 / 60;
+  if (days > 0) text += std::to_string(days) + "d";
+  if (hours > 0) text += std::to_string(hours) + "h";
+  if (minutes > 0 && days == 0) text += std::to_string(minutes) + "m";
+  return text;
+}
+
 namespace {
 
 // Days since 1970-01-01 of a date in the proleptic Gregorian calendar (H. Hinnant's algorithm).

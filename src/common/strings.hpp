@@ -22,6 +22,10 @@ std::optional<std::int64_t> parse_int(std::string_view text);
 // seconds. nullopt for anything else: a bare number has no unit and is refused.
 std::optional<std::int64_t> parse_duration(std::string_view text);
 
+// Seconds as parse_duration reads them, to the minute (to the hour past a day): "45s", "1h30m",
+// "2d5h".
+std::string format_duration(std::int64_t seconds);
+
 // An RFC 3339 time in UTC as reports write it ("2026-12-01T06:52:08.123Z"; the fraction is
 // optional, "+00:00" may stand for "Z"): milliseconds since the epoch. nullopt for anything else.
 std::optional<std::int64_t> parse_utc_timestamp(std::string_view text);

@@ -12,6 +12,7 @@
 
 #include "probe/cli/cli.hpp"
 #include "probe/driver/driver_agent.hpp"
+#include "probe/fleet/summarize_command.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/outputs/printers.hpp"
 #include "probe/run/probe.hpp"
@@ -203,6 +204,14 @@ StandardStreams claim_standard_streams() {
 }  // namespace
 
 int run_app(int argc, const char* const* argv, const AppDeps& deps) {
+  if (argc >= 2 && argv[1] != nullptr && std::string_view(argv[1]) == "summarize") {
+    try {
+      return run_summarize(argc, argv, deps.streams);
+    } catch (const std::exception& e) {
+      say(deps, kErrorPrefix + "internal error: " + e.what());
+      return exit_code::kCheckFailed;
+    }
+  }
   const CommandLine cl = parse_command_line(argc, argv);
   switch (cl.action) {
     case CommandLine::Action::help: return print_text(cl, cl.text, deps);

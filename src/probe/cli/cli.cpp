@@ -195,6 +195,9 @@ void scan_value(Scan& scan, const OptionSpec& spec, const std::string& as_typed,
 // The words that are not options: nothing, or `arch CC`.
 std::string check_positionals(const std::vector<std::string>& pos) {
   if (pos.empty()) return "";
+  if (pos.front() == "summarize") {
+    return "summarize comes first, its options after it (precision-probe summarize --help)";
+  }
   if (pos.front() != "arch") {
     return fmt::format("unexpected argument '{}' (precision-probe --help lists the options)",
                        printable(pos.front(), 40));
@@ -509,7 +512,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       "precision-probe: which numeric precisions can this machine really train in?\n"
       "Checks every visible NVIDIA GPU and the CPU: hardware support, matmul smoke tests\n"
       "against a float64 reference, training steps, and a verdict per precision (native,\n"
-      "emulated, unsupported, failed, not_tested).",
+      "emulated, unsupported, failed, not_tested).\n"
+      "precision-probe summarize FILE... reads many nodes' JSON reports into a fleet's view\n"
+      "(precision-probe summarize --help).",
       "precision-probe"};
   CLI::App* arch = nullptr;
   build_app(app, raw, arch);

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""A fleet's reports, made up, and `precision-probe summarize` timed over them.
+
+Makes NODES JSON reports of eight GPUs each, with bench and soak sections, from one real report:
+the probe run against the fake driver and engine of the test suite (eight H200s, --bench --soak 1),
+or --template FILE. Each node gets its hostname, report id, start time (within the last hour),
+GPU UUIDs and figures (+-3 %); a few nodes get what a summary has to find: a GPU 20 % slow in bf16
+(0.5 % of nodes), bf16 failed on one GPU (0.1 %), a report two days old (0.1 %), a file that is not
+JSON (0.05 %), a second older report of the same host (0.1 %). Then it runs
+`precision-probe summarize --format json --max-age 24h DIR` ROUNDS times (the median is the
+figure; the page cache is warm after the first) and checks that the summary found exactly what was
+planted. Target (issue 21): 10,000 nodes in under 2 s on the CI machine (2 cores).
+
+  usage: bench/fleet.py [--probe build/bin/precision-probe] [--nodes 10000] [--rounds 5]
+                        [--dir /tmp/pp-fleet] [--template REPORT.json] [--keep]
+"""
+
+import argparse
+import copy
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def template_report(probe, build):
+    driver = os.path.join(build, "tests", "libfake_nvidia_driver.so")
+    engine = os.path.join(build, "tests", "fake-engine", "fake_precision_probe_engine")
+    for path in (driver, engine):
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: build the tests first (./dev build), or give --template")
+    env = dict(os.environ, PRECISION_PROBE_LIBCUDA=driver, PRECISION_PROBE_LIBNVML=driver,
+               PRECISION_PROBE_ENGINE=engine, FAKE_NVIDIA_GPUS=";".join(["NVIDIA H200:9.0:132:141"] * 8))
+    out = subprocess.run([probe, "--bench", "--soak", "1", "--format", "json"], env=env,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit(f"the template run exited {out.returncode}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def stamp(when):
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def jitter(value, rng, spread=0.03):
+    return value * (1.0 + rng.uniform(-spread, spread)) if isinstance(value, (int, float)) else value
+
+
+def make_node(template, i, now, rng, plant):
+    r = copy.deepcopy(template)
+    host = f"node-{i:05d}"
+    r["host"]["hostname"] = host
+    r["report_id"] = uuid.UUID(int=rng.getrandbits(128)).hex
+    age = timedelta(days=2) if plant == "stale" else timedelta(seconds=rng.uniform(0, 3600))
+    r["started_at"] = stamp(now - age)
+    for d in r["devices"]:
+        if d["kind"] != "cuda":
+            continue
+        d["gpu"]["uuid"] = "GPU-" + str(uuid.UUID(int=rng.getrandbits(128)))
+        for b in d.get("bench", {}).values():
+            for key in ("tflops", "sustained_tflops"):
+                b[key] = jitter(b.get(key), rng)
+        for s in d.get("soak", {}).get("modes", {}).values():
+            s["tflops"] = jitter(s.get("tflops"), rng)
+    gpu3 = [d for d in r["devices"] if d["kind"] == "cuda"][3]
+    if plant == "slow":
+        for key in ("tflops", "sustained_tflops"):
+            if gpu3["bench"]["bf16"].get(key) is not None:
+                gpu3["bench"]["bf16"][key] *= 0.8
+    if plant == "failed":
+        gpu3["precisions"]["bf16"]["status"] = "failed"
+        gpu3["precisions"]["bf16"]["reason"] = "relative error 3.1e-01 exceeds 1.0e-02"
+        gpu3["precisions"]["bf16"]["failure"] = "wrong_result"
+        r["exit_code"] = 4
+        r["exit_reason"] = "bf16 failed on GPU 3"
+    return host, r
+
+
+def make_fleet(template, nodes, directory, seed=21):
+    rng = random.Random(seed)
+    now = datetime.now(timezone.utc)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    plants = {"slow": 0.005, "failed": 0.001, "stale": 0.001, "broken": 0.0005, "twice": 0.001}
+    planted = {k: [] for k in plants}
+    order = list(range(nodes))
+    picks = {}
+    for kind, share in plants.items():
+        for i in rng.sample(order, max(1, int(nodes * share))):
+            picks.setdefault(i, kind)
+    for i in order:
+        plant = picks.get(i)
+        host, r = make_node(template, i, now, rng, plant)
+        path = os.path.join(directory, f"{host}.json")
+        text = json.dumps(r, indent=2)
+        if plant == "broken":
+            text = text[: len(text) // 2]
+        with open(path, "w") as f:
+            f.write(text)
+        if plant == "twice":
+            older = copy.deepcopy(r)
+            older["started_at"] = stamp(now - timedelta(hours=3))
+            with open(os.path.join(directory, f"{host}-old.json"), "w") as f:
+                f.write(json.dumps(older, indent=2))
+        if plant:
+            planted[plant].append(host)
+    return planted
+
+
+def check(summary, planted, nodes):
+    problems = []
+    slow = sorted({o["node"] for o in summary["outliers"] if o["mode"] == "bf16" and o["source"] == "bench"})
+    if slow != sorted(planted["slow"]):
+        problems.append(f"outliers {len(slow)} found, {len(planted['slow'])} planted")
+    failed = sorted({f["node"] for f in summary["failed"]})
+    if failed != sorted(planted["failed"]):
+        problems.append(f"failed {len(failed)} found, {len(planted['failed'])} planted")
+    stale = sorted(s["node"] for s in summary["stale"])
+    if stale != sorted(planted["stale"]):
+        problems.append(f"stale {len(stale)} found, {len(planted['stale'])} planted")
+    if len(summary["unreadable"]) != len(planted["broken"]):
+        problems.append(f"unreadable {len(summary['unreadable'])}, {len(planted['broken'])} planted")
+    if len(summary["superseded"]) != len(planted["twice"]):
+        problems.append(f"superseded {len(summary['superseded'])}, {len(planted['twice'])} planted")
+    expected_nodes = nodes - len(planted["broken"])
+    if summary["nodes"] != expected_nodes or summary["gpus"] != 8 * expected_nodes:
+        problems.append(f"{summary['nodes']} nodes and {summary['gpus']} GPUs, {expected_nodes} expected")
+    if summary["exit_code"] != 3:
+        problems.append(f"exit {summary['exit_code']}, 3 expected (stale and unreadable reports)")
+    return problems
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--probe", default=os.path.join(ROOT, "build", "bin", "precision-probe"))
+    p.add_argument("--nodes", type=int, default=10000)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--dir", default="/tmp/pp-fleet")
+    p.add_argument("--template")
+    p.add_argument("--keep", action="store_true", help="keep the reports (default: removed)")
+    a = p.parse_args()
+    build = os.path.dirname(os.path.dirname(os.path.abspath(a.probe)))
+    template = json.load(open(a.template)) if a.template else template_report(a.probe, build)
+    planted = make_fleet(template, a.nodes, a.dir)
+    files = os.listdir(a.dir)
+    total = sum(os.path.getsize(os.path.join(a.dir, f)) for f in files)
+    print(f"{len(files)} reports, {total / len(files) / 1024:.0f} KiB each, {total / 2**20:.0f} MiB in all, "
+          f"in {a.dir}; {os.cpu_count()} cores")
+    times = []
+    summary = None
+    for _ in range(a.rounds):
+        start = time.perf_counter()
+        out = subprocess.run([a.probe, "summarize", "--format", "json", "--max-age", "24h", a.dir],
+                             capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        summary = json.loads(out.stdout)
+    problems = check(summary, planted, a.nodes)
+    print(f"summarize: {' '.join(f'{t:.3f}' for t in times)} s; median {statistics.median(times):.3f} s "
+          f"({total / 2**20 / statistics.median(times):.0f} MiB/s); the probe's own figure "
+          f"{summary['duration_ms']:.0f} ms; exit {summary['exit_code']}")
+    print("found what was planted" if not problems else "NOT FOUND: " + "; ".join(problems))
+    if not a.keep:
+        shutil.rmtree(a.dir, ignore_errors=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

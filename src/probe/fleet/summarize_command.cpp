@@ -1,0 +1,253 @@
+#include "probe/fleet/summarize_command.hpp"
+
+#include <array>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/build_info.hpp"
+#include "common/strings.hpp"
+#include "probe/fleet/fleet_reader.hpp"
+#include "probe/fleet/summary_printers.hpp"
+#include "probe/platform/process.hpp"
+#include "probe/verdicts/exit_codes.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+struct SummarizeOptions {
+  SummaryFormat format = SummaryFormat::text;
+  std::string output;  // "" is stdout
+  std::string output_flag = "-o";
+  SummaryOptions summary;
+  bool quiet = false;
+  bool help = false;
+  bool json = false;         // --format json was asked for (an error is then a JSON document too)
+  bool output_dash = false;  // -o - (stdout, named)
+  std::vector<std::string> sources;
+};
+
+struct SummarizeOption {
+  const char* names;
+  const char* value;
+  const char* help;
+};
+
+constexpr std::array<SummarizeOption, 6> kSummarizeOptions = {{
+    {"--format", "FORMAT", "text (default), json (docs/summarize.md) or markdown"},
+    {"-o,--output", "FILE", "write the summary to FILE instead of stdout (replaced atomically)"},
+    {"--max-age", "DURATION", "a report older than this (90m, 24h, 7d) is stale: its node unknown"},
+    {"--require", "MODES", "every gated device of every node must run these natively (repeatable)"},
+    {"-q,--quiet", "", "nothing on stdout: the exit code tells the result"},
+    {"-h,--help", "", "this help"},
+}};
+
+std::string summarize_help() {
+  std::string text =
+      "precision-probe summarize: a fleet's reports in one view\n\n"
+      "Usage: precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n"
+      "Reads precision-probe JSON reports: files, every *.json file of a directory, or JSON Lines\n"
+      "on standard input (-). Per GPU model and per mode: how many GPUs are native, emulated,\n"
+      "unsupported or failed, and which are not native with the reason; throughput outliers\n"
+      "(more than 10 % below the median of their model, from --bench or --soak figures); stale,\n"
+      "unreadable and unknown reports. Of two reports from one host the newer counts.\n\n"
+      "Options:\n";
+  for (const SummarizeOption& o : kSummarizeOptions) {
+    const std::string names = fmt::format("{} {}", o.names, o.value);
+    text += fmt::format("  {:<26} {}\n", names, o.help);
+  }
+  text +=
+      "\nExit codes: 0 every node known, nothing failed, every requirement met; 1 a required mode\n"
+      "not native somewhere; 2 bad input; 3 a node unknown (a stale or unreadable report, or one\n"
+      "that exited 2, 3 or 5); 4 a device its report gated failed; 6 the summary could not be\n"
+      "delivered. The most severe wins: 2, 3, 4, 6, 1, 0.\n";
+  return text;
+}
+
+const SummarizeOption* find_summarize_option(std::string_view name) {
+  for (const SummarizeOption& o : kSummarizeOptions) {
+    for (const std::string& n : split(o.names, ',')) {
+      if (n == name) return &o;
+    }
+  }
+  return nullptr;
+}
+
+std::string apply(SummarizeOptions& o, const std::string& name, const std::string& value) {
+  if (name == "--format") {
+    if (value == "json")
+      o.format = SummaryFormat::json;
+    else if (value == "markdown" || value == "md")
+      o.format = SummaryFormat::markdown;
+    else if (value == "text")
+      o.format = SummaryFormat::text;
+    else
+      return fmt::format("--format: '{}' is not a format of summarize (text, json, markdown)",
+                         printable(value, 40));
+  } else if (name == "-o" || name == "--output") {
+    o.output = value == "-" ? "" : value;
+    o.output_dash = value == "-";
+    o.output_flag = name;
+  } else if (name == "--max-age") {
+    const auto age = parse_duration(value);
+    if (!age || *age <= 0) {
+      return fmt::format("--max-age: '{}' is not a duration (such as 90m, 24h or 7d)",
+                         printable(value, 40));
+    }
+    o.summary.max_age_s = *age;
+  } else if (name == "--require") {
+    const ModeListParse modes = parse_mode_list(value);
+    if (!modes.error.empty()) return "--require: " + modes.error;
+    for (Mode m : modes.modes) {
+      if (std::find(o.summary.require.begin(), o.summary.require.end(), m) ==
+          o.summary.require.end()) {
+        o.summary.require.push_back(m);
+      }
+    }
+  }
+  return "";
+}
+
+// One pass over argv[2...]: "" or the first problem, as the user typed it.
+std::string parse_summarize(int argc, const char* const* argv, SummarizeOptions& o) {
+  std::string error;
+  std::vector<std::string> seen;
+  bool rest = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i] != nullptr ? argv[i] : "";
+    if (rest || arg == "-" || arg.empty() || arg.front() != '-') {
+      o.sources.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      rest = true;
+      continue;
+    }
+    const std::size_t eq = arg.compare(0, 2, "--") == 0 ? arg.find('=') : std::string::npos;
+    const std::string name = arg.substr(0, eq);
+    const SummarizeOption* spec = find_summarize_option(name);
+    if (spec == nullptr) {
+      if (error.empty())
+        error = fmt::format(
+            "summarize: unknown option '{}' (precision-probe summarize --help lists them)",
+            printable(name, 40));
+      continue;
+    }
+    if (*spec->value == '\0') {
+      if (eq != std::string::npos && error.empty()) error = fmt::format("{} takes no value", name);
+      if (name == "-q" || name == "--quiet") o.quiet = true;
+      if (name == "-h" || name == "--help") o.help = true;
+      continue;
+    }
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < argc && argv[i + 1] != nullptr) {
+      value = argv[++i];
+      if (value.size() > 1 && value.front() == '-' && error.empty()) {
+        error = fmt::format("{}: '{}' looks like an option, not a {} (write {}={} if you mean it)",
+                            name, printable(value, 40), spec->value,
+                            name == "-o" ? "--output" : name, printable(value, 40));
+      }
+    } else {
+      if (error.empty()) error = fmt::format("{}: {} is missing", name, spec->value);
+      continue;
+    }
+    if (value == "json" && name == "--format") o.json = true;
+    if (value.empty() && error.empty()) error = fmt::format("{}: empty value", name);
+    const std::string primary = name == "-o" ? "--output" : name;
+    if (primary != "--require" && std::find(seen.begin(), seen.end(), primary) != seen.end() &&
+        error.empty()) {
+      error = fmt::format("{} is given more than once", name);
+    }
+    seen.push_back(primary);
+    if (error.empty()) error = apply(o, name, value);
+  }
+  if (error.empty() && !o.help && o.sources.empty()) {
+    error = "summarize: no reports given (name files, directories, or - for JSON Lines on stdin)";
+  }
+  if (error.empty() && std::count(o.sources.begin(), o.sources.end(), "-") > 1) {
+    error = "summarize: - (standard input) is named more than once";
+  }
+  if (error.empty() && o.quiet && o.output_dash) {
+    error = fmt::format("-q keeps stdout silent, but {} - writes to it", o.output_flag);
+  }
+  return error;
+}
+
+const std::string kError = "precision-probe: error: ";
+
+void say(const StandardStreams& streams, const std::string& line) {
+  (void)write_all(streams.err_fd, terminal_safe(line) + "\n");
+}
+
+int usage_error(const std::string& message, const SummarizeOptions& o,
+                const StandardStreams& streams) {
+  say(streams, kError + message);
+  if (o.json && !o.quiet && !streams.out_closed) {
+    const nlohmann::ordered_json j = {
+        {"summary_schema_version", kSummarySchemaVersion},
+        {"tool", {{"name", "precision-probe"}, {"version", build_info::kVersion}}},
+        {"error", {{"kind", "usage"}, {"message", message}}},
+        {"exit_code", exit_code::kUsage},
+        {"exit_reason", message}};
+    (void)write_all(streams.out_fd,
+                    j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  }
+  return exit_code::kUsage;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int run_summarize(int argc, const char* const* argv, const StandardStreams& streams) {
+  SummarizeOptions o;
+  if (const std::string error = parse_summarize(argc, argv, o); !error.empty()) {
+    return usage_error(error, o, streams);
+  }
+  if (o.help) {
+    if (o.quiet) return exit_code::kOk;
+    return write_all(streams.out_fd, summarize_help()).empty() ? exit_code::kOk
+                                                               : exit_code::kOutputFailed;
+  }
+  std::vector<OutputRequest> requests;
+  if (!o.output.empty())
+    requests.push_back({o.output, o.output_flag});
+  else if (!o.quiet)
+    requests.push_back({"-", "the summary on stdout"});
+  PreparedOutputsResult prepared = prepare_outputs(requests, streams, o.quiet ? "-q" : "");
+  if (!prepared.error.empty()) return usage_error(prepared.error, o, streams);
+
+  const auto start = std::chrono::steady_clock::now();
+  o.summary.now_ms = now_ms();
+  FleetSummary s = summarize(read_fleet_reports(o.sources, 0, o.summary.require), o.summary);
+  s.generated_at = format_utc_timestamp(o.summary.now_ms / 1000);
+  s.tool_version = build_info::kVersion;
+  s.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  bool stdout_failed = false;
+  const std::string problem = prepared.outputs->deliver(
+      {print_summary(s, o.format)}, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+      stdout_failed, [] { return interrupt_requested(); });
+  if (!problem.empty()) {
+    say(streams, kError + "the summary could not be delivered: " + problem);
+    return s.exit_code == exit_code::kOk || s.exit_code == exit_code::kRequirementNotMet
+               ? exit_code::kOutputFailed
+               : s.exit_code;
+  }
+  if (s.exit_code != exit_code::kOk &&
+      (requests.empty() || !o.output.empty() || o.format != SummaryFormat::text)) {
+    say(streams, fmt::format("precision-probe: exit {}: {}", s.exit_code, s.exit_reason));
+  }
+  return s.exit_code;
+}
+
+}  // namespace precision_probe

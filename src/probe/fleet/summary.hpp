@@ -1,0 +1,173 @@
+#pragma once
+// `precision-probe summarize`: a fleet's reports in one view. Each report is read through the
+// public report API (read_report_json, so that older schemas it accepts are read the same way),
+// cut down to what the view needs (NodeRecord) and then summarised (FleetSummary): plain data,
+// printed by summary_printers. docs/summarize.md describes the view, its JSON and its exit codes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "precision_probe/report.hpp"
+
+namespace precision_probe {
+
+// --- One report, as the summary needs it ---------------------------------------------------------
+
+struct NodeVerdict {
+  Status status = Status::not_tested;
+  Hardware hardware = Hardware::unsupported;
+  std::string reason;
+};
+
+struct NodeDevice {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = -1;
+  std::string model;  // the GPU's name ("NVIDIA H200"), the CPU's model
+  std::string uuid;
+  std::string pci_bus_id;
+  bool selected = false;
+  std::vector<std::pair<Mode, NodeVerdict>> modes;
+  std::vector<std::pair<Mode, double>> bench_tflops;  // sustained where measured, else the burst
+  std::vector<std::pair<Mode, double>> soak_tflops;
+
+  std::string label() const;  // "GPU 3", "CPU"
+  const NodeVerdict* find(Mode mode) const;
+};
+
+// A required mode on one gated device, judged by the probe's own gate (verdicts/gate); `missing`
+// when the report has no verdict for it there (or gated no device).
+struct NodeRequirement {
+  RequirementResult result;
+  bool missing = false;
+};
+
+struct NodeRecord {
+  std::string source;  // the file, or "-:LINE" for a line of standard input
+  std::size_t order = 0;
+  std::string hostname;
+  std::string report_id;
+  std::string started_at;
+  std::optional<std::int64_t> started_ms;  // started_at, parsed
+  std::string tool_version;
+  bool quick = false;
+  int exit_code = 0;
+  std::string exit_reason;
+  std::vector<NodeDevice> devices;
+  std::vector<NodeRequirement> requirements;  // of the summary's --require
+};
+
+NodeRecord node_record(const Report& report, std::string source, std::size_t order,
+                       const std::vector<Mode>& required);
+
+// What could not be read: the source and why.
+struct Unreadable {
+  std::string source;
+  std::string error;
+};
+
+struct FleetInputs {
+  std::vector<NodeRecord> nodes;
+  std::vector<Unreadable> unreadable;
+};
+
+// --- The fleet
+// -------------------------------------------------------------------------------------
+
+struct SummaryOptions {
+  std::vector<Mode> require;
+  std::optional<std::int64_t> max_age_s;
+  std::int64_t now_ms = 0;
+};
+
+struct ModelCount {
+  std::string model;
+  int nodes = 0;
+  int gpus = 0;
+};
+
+// GPUs that share a verdict that is not native, for one mode.
+struct NotNativeGroup {
+  Status status = Status::not_tested;
+  std::string reason;
+  std::vector<std::string> devices;  // "host GPU 3 (GPU-uuid)"
+  std::vector<std::string> nodes;    // the hosts, each once
+  bool whole_nodes = true;           // every GPU of each of those nodes is in the group
+};
+
+struct ModeSummary {
+  Mode mode = Mode::fp32;
+  int native = 0, emulated = 0, unsupported = 0, failed = 0, not_tested = 0;
+  std::vector<NotNativeGroup> not_native;
+};
+
+// A GPU more than 10 % below the median of its model for a mode, by --bench or --soak figures.
+struct ThroughputOutlier {
+  std::string source;  // "bench" or "soak"
+  Mode mode = Mode::fp32;
+  std::string model;
+  std::string node;
+  std::string device;  // "GPU 3"
+  std::string uuid;
+  double tflops = 0.0;
+  double median = 0.0;
+  int peers = 0;  // GPUs of that model measured in that mode
+};
+
+// A node whose state is unknown: its report is stale, or it exited 3 or 5 itself.
+struct UnknownNode {
+  std::string node;
+  std::string source;
+  std::string why;
+};
+
+// A device that its report gated and that failed a check.
+struct FailedDevice {
+  std::string node;
+  std::string device;
+  std::string uuid;
+  std::string what;  // "bf16 failed: ..." or the report's exit reason
+};
+
+struct RequirementGap {
+  Mode mode = Mode::fp32;
+  std::string node;
+  std::string device;  // "" when the report has no device for the mode (missing)
+  Status status = Status::not_tested;
+  std::string reason;
+};
+
+struct Superseded {
+  std::string node;
+  std::string source;
+  std::string newer_source;
+};
+
+struct FleetSummary {
+  int reports = 0;  // read and parsed
+  int nodes = 0;
+  int gpus = 0;
+  std::vector<ModelCount> models;
+  std::vector<ModeSummary> modes;
+  std::vector<ThroughputOutlier> outliers;
+  std::vector<UnknownNode> stale;    // older than --max-age, or of no known age
+  std::vector<UnknownNode> unknown;  // reports that exited 3 or 5
+  std::vector<Unreadable> unreadable;
+  std::vector<FailedDevice> failed;
+  std::vector<Mode> required;
+  std::vector<RequirementGap> missing;  // a required mode absent from a node's report
+  std::vector<RequirementGap> unmet;    // a required mode not native on a gated device
+  std::vector<Superseded> superseded;
+  std::optional<std::int64_t> max_age_s;
+  std::string generated_at;  // when the summary was made, RFC 3339 in UTC
+  std::string tool_version;
+  double duration_ms = 0.0;  // reading and summarising
+  int exit_code = 0;
+  std::string exit_reason;
+};
+
+FleetSummary summarize(FleetInputs inputs, const SummaryOptions& options);
+
+}  // namespace precision_probe

@@ -1,0 +1,312 @@
+// `precision-probe summarize`: reports of many nodes read through the public report API and
+// summarised; what a fleet's view must find (verdicts per model and mode, outliers, stale,
+// unreadable and unknown reports, requirements) and the exit code with the gate's precedence.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "binary.hpp"
+#include "fakes.hpp"
+#include "precision_probe/report_json.hpp"
+#include "probe/fleet/fleet_reader.hpp"
+#include "probe/fleet/summary.hpp"
+#include "probe/fleet/summary_printers.hpp"
+#include "probe/run/probe.hpp"
+#include "common/strings.hpp"
+
+namespace pp = precision_probe;
+using pp::Mode;
+using pp::Status;
+
+namespace {
+
+const pp::testing::FakeGpu kH200{"NVIDIA H200", {9, 0}, 132, 141};
+const pp::testing::FakeGpu kT4{"Tesla T4", {7, 5}, 40, 15};
+constexpr std::int64_t kNow = 1796115600000;  // 2026-12-01T09:00:00Z
+
+// A node's report as the probe makes it (fake driver and engine), named and dated.
+pp::Report node_report(const std::string& host, const std::vector<pp::testing::FakeGpu>& gpus,
+                       std::int64_t age_s = 60) {
+  pp::testing::FakeSystem system;
+  system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("Test CPU", "avx2 fma", 4);
+  pp::testing::FakeDriver driver = pp::testing::driver_with(gpus);
+  pp::testing::FakeEngine engine;
+  pp::Options options;
+  options.seed = 7;
+  pp::Report r = pp::run_probe(options, pp::ProbeDeps{system, driver, engine});
+  r.host.hostname = host;
+  r.started_at = pp::format_utc_timestamp(kNow / 1000 - age_s);
+  return r;
+}
+
+pp::DeviceReport& gpu(pp::Report& r, int index) {
+  for (pp::DeviceReport& d : r.devices) {
+    if (d.kind == pp::DeviceKind::cuda && d.index == index) return d;
+  }
+  throw std::runtime_error("no such GPU");
+}
+
+void set_bench(pp::Report& r, int index, Mode mode, double tflops) {
+  pp::BenchResult b;
+  b.outcome.ran = true;
+  b.outcome.ok = true;
+  b.outcome.tflops = tflops;
+  b.outcome.sustained_tflops = tflops;
+  gpu(r, index).find(mode)->bench = b;
+}
+
+pp::FleetSummary summarize(const std::vector<pp::Report>& reports, pp::SummaryOptions o = {}) {
+  if (o.now_ms == 0) o.now_ms = kNow;
+  pp::FleetInputs inputs;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    // Through the JSON, as the command reads them.
+    const auto read = pp::read_report_json(pp::report_to_json(reports[i]));
+    EXPECT_TRUE(read) << read.error();
+    inputs.nodes.push_back(pp::node_record(*read, "r" + std::to_string(i) + ".json", i, o.require));
+  }
+  return pp::summarize(std::move(inputs), o);
+}
+
+const pp::ModeSummary* mode_summary(const pp::FleetSummary& s, Mode mode) {
+  for (const pp::ModeSummary& m : s.modes) {
+    if (m.mode == mode) return &m;
+  }
+  return nullptr;
+}
+
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(Summary, CountsEachModelsGpusPerModeAndGroupsWhatIsNotNative) {
+  const pp::FleetSummary s = summarize(
+      {node_report("a", {kH200, kH200}), node_report("b", {kH200, kT4}), node_report("c", {kT4})});
+  EXPECT_EQ(s.reports, 3);
+  EXPECT_EQ(s.nodes, 3);
+  EXPECT_EQ(s.gpus, 5);
+  ASSERT_EQ(s.models.size(), 2U);
+  EXPECT_EQ(s.models[0].model, "NVIDIA H200");
+  EXPECT_EQ(s.models[0].nodes, 2);
+  EXPECT_EQ(s.models[0].gpus, 3);
+  EXPECT_EQ(s.models[1].model, "Tesla T4");
+  EXPECT_EQ(s.models[1].gpus, 2);
+  const pp::ModeSummary* bf16 = mode_summary(s, Mode::bf16);
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(bf16->native, 3);
+  EXPECT_EQ(bf16->emulated, 2);
+  ASSERT_EQ(bf16->not_native.size(), 1U);
+  const pp::NotNativeGroup& g = bf16->not_native[0];
+  EXPECT_EQ(g.status, Status::emulated);
+  EXPECT_NE(g.reason.find("cc 7.5"), std::string::npos);
+  EXPECT_EQ(g.nodes, (std::vector<std::string>{"b", "c"}));
+  ASSERT_EQ(g.devices.size(), 2U);
+  EXPECT_EQ(g.devices[0].rfind("b GPU 1 (GPU-", 0), 0U) << g.devices[0];
+  EXPECT_FALSE(g.whole_nodes);  // b's H200 is native
+  EXPECT_EQ(s.exit_code, 0) << s.exit_reason;
+  // The CPU is not counted among the GPUs.
+  EXPECT_EQ(bf16->native + bf16->emulated + bf16->unsupported + bf16->failed + bf16->not_tested, 5);
+}
+
+TEST(Summary, TheNewerOfTwoReportsOfAHostCounts) {
+  pp::Report old = node_report("a", {kT4}, 7200);
+  pp::Report now = node_report("a", {kH200}, 60);
+  for (const auto& order : {std::vector<pp::Report>{old, now}, std::vector<pp::Report>{now, old}}) {
+    const pp::FleetSummary s = summarize(order);
+    EXPECT_EQ(s.nodes, 1);
+    ASSERT_EQ(s.models.size(), 1U);
+    EXPECT_EQ(s.models[0].model, "NVIDIA H200");
+    ASSERT_EQ(s.superseded.size(), 1U);
+    EXPECT_EQ(s.superseded[0].node, "a");
+  }
+}
+
+TEST(Summary, AReportOlderThanMaxAgeOrOfNoKnownAgeIsStaleAndExits3) {
+  pp::Report undated = node_report("c", {kH200});
+  undated.started_at.clear();
+  pp::SummaryOptions o;
+  o.max_age_s = 24 * 3600;
+  const pp::FleetSummary s = summarize(
+      {node_report("a", {kH200}, 3600), node_report("b", {kH200}, 3 * 86400), undated}, o);
+  ASSERT_EQ(s.stale.size(), 2U);
+  EXPECT_EQ(s.stale[0].node, "b");
+  EXPECT_NE(s.stale[0].why.find("(3d ago)"), std::string::npos) << s.stale[0].why;
+  EXPECT_EQ(s.stale[1].node, "c");
+  EXPECT_EQ(s.exit_code, 3);
+  // Without --max-age, age is not judged.
+  EXPECT_EQ(summarize({node_report("b", {kH200}, 3 * 86400)}).exit_code, 0);
+}
+
+TEST(Summary, AGatedDeviceThatFailedIsExit4AndAnUngatedOneIsNot) {
+  pp::Report bad = node_report("bad", {kH200, kH200});
+  pp::PrecisionResult* p = gpu(bad, 1).find(Mode::bf16);
+  p->status = Status::failed;
+  p->reason = "relative error 3.1e-01 exceeds 1.0e-02";
+  pp::FleetSummary s = summarize({node_report("ok", {kH200}), bad});
+  ASSERT_EQ(s.failed.size(), 1U);
+  EXPECT_EQ(s.failed[0].node, "bad");
+  EXPECT_EQ(s.failed[0].device, "GPU 1");
+  EXPECT_EQ(s.failed[0].what, "bf16 failed: relative error 3.1e-01 exceeds 1.0e-02");
+  EXPECT_EQ(s.exit_code, 4);
+  gpu(bad, 1).selected = false;
+  s = summarize({bad});
+  EXPECT_TRUE(s.failed.empty());
+  EXPECT_EQ(s.exit_code, 0);
+  EXPECT_EQ(mode_summary(s, Mode::bf16)->failed, 1);  // still counted: it is what the GPU did
+}
+
+TEST(Summary, AReportThatExited3Or5LeavesItsNodeUnknown) {
+  pp::Report hung = node_report("hung", {kH200});
+  hung.exit_code = 5;
+  hung.exit_reason = "the NVIDIA driver did not answer within 45 s";
+  const pp::FleetSummary s = summarize({hung, node_report("ok", {kH200})});
+  ASSERT_EQ(s.unknown.size(), 1U);
+  EXPECT_EQ(s.unknown[0].node, "hung");
+  EXPECT_NE(s.unknown[0].why.find("exited 5"), std::string::npos);
+  EXPECT_EQ(s.exit_code, 3);
+}
+
+TEST(Summary, AGpuTenPercentBelowItsModelsMedianIsAnOutlier) {
+  std::vector<pp::Report> reports;
+  const std::vector<double> bf16 = {700, 690, 710, 560, 640};  // 560: -20 %; 640: -8.6 %
+  for (std::size_t i = 0; i < bf16.size(); ++i) {
+    reports.push_back(node_report("n" + std::to_string(i), {kH200}));
+    set_bench(reports.back(), 0, Mode::bf16, bf16[i]);
+  }
+  reports.push_back(node_report("t4", {kT4}));  // another model: another median
+  set_bench(reports.back(), 0, Mode::bf16, 20);
+  const pp::FleetSummary s = summarize(reports);
+  ASSERT_EQ(s.outliers.size(), 1U);
+  EXPECT_EQ(s.outliers[0].node, "n3");
+  EXPECT_EQ(s.outliers[0].source, "bench");
+  EXPECT_EQ(s.outliers[0].mode, Mode::bf16);
+  EXPECT_DOUBLE_EQ(s.outliers[0].tflops, 560);
+  EXPECT_DOUBLE_EQ(s.outliers[0].median, 690);
+  EXPECT_EQ(s.outliers[0].peers, 5);
+  EXPECT_EQ(s.exit_code, 0);  // an outlier is a finding, not a failure
+}
+
+TEST(Summary, RequiredModesAreJudgedByTheGateAndMissingOnesNamed) {
+  pp::Report no_amp = node_report("no-amp", {kH200});
+  for (pp::DeviceReport& d : no_amp.devices) {
+    d.precisions.erase(std::remove_if(d.precisions.begin(), d.precisions.end(),
+                                      [](const auto& p) { return p.first == Mode::amp_bf16; }),
+                       d.precisions.end());
+  }
+  pp::SummaryOptions o;
+  o.require = {Mode::bf16, Mode::amp_bf16};
+  pp::FleetSummary s =
+      summarize({node_report("h200", {kH200}), node_report("t4", {kT4}), no_amp}, o);
+  ASSERT_EQ(s.unmet.size(), 2U);  // the T4's bf16 and amp_bf16: emulated
+  EXPECT_EQ(s.unmet[0].node, "t4");
+  EXPECT_EQ(s.unmet[0].status, Status::emulated);
+  ASSERT_EQ(s.missing.size(), 1U);
+  EXPECT_EQ(s.missing[0].node, "no-amp");
+  EXPECT_EQ(s.missing[0].mode, Mode::amp_bf16);
+  EXPECT_EQ(s.exit_code, 1);
+  o.require = {Mode::bf16};
+  EXPECT_EQ(summarize({node_report("h200", {kH200})}, o).exit_code, 0);
+}
+
+TEST(Summary, TheMostSevereWins3Then4Then1) {
+  pp::Report failed = node_report("failed", {kH200});
+  gpu(failed, 0).find(Mode::fp16)->status = Status::failed;
+  pp::SummaryOptions o;
+  o.require = {Mode::bf16};
+  o.max_age_s = 3600;
+  EXPECT_EQ(summarize({failed, node_report("stale", {kH200}, 7200)}, o).exit_code, 3);
+  EXPECT_EQ(summarize({failed, node_report("t4", {kT4})}, o).exit_code, 4);
+  EXPECT_EQ(summarize({node_report("t4", {kT4})}, o).exit_code, 1);
+}
+
+TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string a = write_file(dir, "a.json", pp::report_to_json(node_report("a", {kH200})));
+  write_file(dir, "b.json", pp::report_to_json(node_report("b", {kT4})));
+  const std::string cut = pp::report_to_json(node_report("cut", {kH200}));
+  write_file(dir, "cut.json", cut.substr(0, cut.size() / 2));
+  write_file(dir, "notes.txt", "not a report and not read: only *.json in a directory");
+  // JSON Lines on a pipe: one compact report a line, blank lines skipped.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string lines =
+      nlohmann::json::parse(pp::report_to_json(node_report("c", {kH200}))).dump() +
+      "\n\n{\"schema_version\": 2}\n";
+  ASSERT_EQ(::write(fds[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  ::close(fds[1]);
+  const pp::FleetInputs in =
+      pp::read_fleet_reports({dir, "-", dir + "/missing.json", a}, fds[0], {}, 2);
+  ::close(fds[0]);
+  ASSERT_EQ(in.nodes.size(), 4U);  // a, b, c, and a again
+  EXPECT_EQ(in.nodes[0].hostname, "a");
+  EXPECT_EQ(in.nodes[1].hostname, "b");
+  EXPECT_EQ(in.nodes[2].hostname, "c");
+  EXPECT_EQ(in.nodes[2].source, "-:1");
+  ASSERT_EQ(in.unreadable.size(), 3U);
+  EXPECT_EQ(in.unreadable[0].source, dir + "/cut.json");
+  EXPECT_EQ(in.unreadable[0].error.rfind("not a JSON document (at byte ", 0), 0U)
+      << in.unreadable[0].error;
+  EXPECT_EQ(in.unreadable[1].source, "-:3");
+  EXPECT_EQ(in.unreadable[1].error, "not a precision-probe report (no schema_version or tool)");
+  EXPECT_EQ(in.unreadable[2].source, dir + "/missing.json");
+  EXPECT_EQ(in.unreadable[2].error, "No such file or directory");
+  const pp::FleetSummary s = pp::summarize(in, {{}, std::nullopt, kNow});
+  EXPECT_EQ(s.nodes, 3);
+  EXPECT_EQ(s.superseded.size(), 1U);
+  EXPECT_EQ(s.exit_code, 3);  // unreadable reports leave nodes unknown
+}
+
+TEST(Summary, ASchemaOneReportIsReadAsTheProbeReadsIt) {
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(node_report("old", {kH200})));
+  j["schema_version"] = 1;
+  for (auto& d : j["devices"]) {
+    if (!d.contains("precisions") || !d["precisions"].contains("nvfp4")) continue;
+    d["precisions"]["fp4"] = d["precisions"]["nvfp4"];
+    d["precisions"].erase("nvfp4");
+  }
+  const std::string dir = pp::testing::make_temp_dir();
+  const pp::FleetInputs in =
+      pp::read_fleet_reports({write_file(dir, "old.json", j.dump())}, -1, {});
+  ASSERT_EQ(in.nodes.size(), 1U) << (in.unreadable.empty() ? "" : in.unreadable[0].error);
+  const pp::FleetSummary s = pp::summarize(in, {{}, std::nullopt, kNow});
+  const pp::ModeSummary* nvfp4 = mode_summary(s, Mode::nvfp4);
+  ASSERT_NE(nvfp4, nullptr);
+  EXPECT_EQ(nvfp4->unsupported, 1);
+}
+
+TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
+  pp::SummaryOptions o;
+  o.require = {Mode::bf16};
+  pp::FleetSummary s = summarize({node_report("h200", {kH200}), node_report("t4", {kT4})}, o);
+  s.tool_version = "0.1.0";
+  const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
+  EXPECT_NE(text.find("  Tesla T4                             1        1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nrequirements not met (--require bf16)\n  bf16 t4 GPU 0: emulated: cc 7.5"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nexit 1: "), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(pp::print_summary(s, pp::SummaryFormat::json));
+  EXPECT_EQ(j["summary_schema_version"], pp::kSummarySchemaVersion);
+  EXPECT_EQ(j["modes"]["bf16"]["native"], 1);
+  EXPECT_EQ(j["modes"]["bf16"]["emulated"], 1);
+  EXPECT_EQ(j["modes"]["bf16"]["not_native"][0]["nodes"], nlohmann::json::array({"t4"}));
+  EXPECT_EQ(j["modes"]["bf16"]["not_native"][0]["whole_nodes"], true);
+  EXPECT_EQ(j["unmet"][0]["device"], "GPU 0");
+  EXPECT_EQ(j["exit_code"], 1);
+  for (const char* key :
+       {"outliers", "failed", "missing", "stale", "unknown", "unreadable", "superseded"}) {
+    EXPECT_TRUE(j[key].is_array()) << key;
+  }
+  const std::string md = pp::print_summary(s, pp::SummaryFormat::markdown);
+  EXPECT_NE(md.find("| bf16 | 1 | 1 | 0 | 0 | 0 |"), std::string::npos) << md;
+}

@@ -12,7 +12,7 @@ figure; the page cache is warm after the first) and checks that the summary foun
 planted. Target (issue 21): 10,000 nodes in under 2 s on the CI machine (2 cores).
 
   usage: bench/fleet.py [--probe build/bin/precision-probe] [--nodes 10000] [--rounds 5]
-                        [--dir /tmp/pp-fleet] [--template REPORT.json] [--keep]
+                        [--dir /tmp/pp-fleet] [--template REPORT.json] [--compact] [--keep]
 """
 
 import argparse
@@ -84,7 +84,7 @@ def make_node(template, i, now, rng, plant):
     return host, r
 
 
-def make_fleet(template, nodes, directory, seed=21):
+def make_fleet(template, nodes, directory, compact=False, seed=21):
     rng = random.Random(seed)
     now = datetime.now(timezone.utc)
     shutil.rmtree(directory, ignore_errors=True)
@@ -100,7 +100,7 @@ def make_fleet(template, nodes, directory, seed=21):
         plant = picks.get(i)
         host, r = make_node(template, i, now, rng, plant)
         path = os.path.join(directory, f"{host}.json")
-        text = json.dumps(r, indent=2)
+        text = json.dumps(r, separators=(",", ":")) if compact else json.dumps(r, indent=2)
         if plant == "broken":
             text = text[: len(text) // 2]
         with open(path, "w") as f:
@@ -109,7 +109,7 @@ def make_fleet(template, nodes, directory, seed=21):
             older = copy.deepcopy(r)
             older["started_at"] = stamp(now - timedelta(hours=3))
             with open(os.path.join(directory, f"{host}-old.json"), "w") as f:
-                f.write(json.dumps(older, indent=2))
+                f.write(json.dumps(older, separators=(",", ":")) if compact else json.dumps(older, indent=2))
         if plant:
             planted[plant].append(host)
     return planted
@@ -146,10 +146,12 @@ def main():
     p.add_argument("--dir", default="/tmp/pp-fleet")
     p.add_argument("--template")
     p.add_argument("--keep", action="store_true", help="keep the reports (default: removed)")
+    p.add_argument("--compact", action="store_true",
+                   help="compact JSON (as a log store keeps reports) instead of the probe's indented form")
     a = p.parse_args()
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.probe)))
     template = json.load(open(a.template)) if a.template else template_report(a.probe, build)
-    planted = make_fleet(template, a.nodes, a.dir)
+    planted = make_fleet(template, a.nodes, a.dir, a.compact)
     files = os.listdir(a.dir)
     total = sum(os.path.getsize(os.path.join(a.dir, f)) for f in files)
     print(f"{len(files)} reports, {total / len(files) / 1024:.0f} KiB each, {total / 2**20:.0f} MiB in all, "

@@ -867,6 +867,7 @@ void BasicReader<J>::modes(const char* key,
   const auto by_mode = find(key);
   if (!by_mode) return;
   if (!by_mode->is_object()) fail(at(key), "expected an object");
+  precisions.reserve(kModeTable.size());  // a result moves on every growth: it is large
   by_mode->for_each_member([&](std::string_view name, const J& value) {
     const auto mode = parse_mode(name);
     const Path section = at(key);

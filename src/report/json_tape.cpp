@@ -22,6 +22,26 @@ struct ByteClasses {
 };
 constexpr ByteClasses kBytes;
 
+// Where the plain bytes of a text starting at `p` end: eight bytes at a time, a word's first byte
+// that is '"', '\\', a control character or >= 0x80 found by the bit tricks that are exact for the
+// lowest such byte (borrows only reach the bytes above it).
+const char* plain_run(const char* p, const char* end) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  while (end - p >= 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, 8);
+    const std::uint64_t quote = w ^ (kOnes * '"');
+    const std::uint64_t slash = w ^ (kOnes * '\\');
+    const std::uint64_t special =
+        ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash) | ((w - kOnes * 0x20) & ~w) | w;
+    if ((special & kHigh) != 0) return p + __builtin_ctzll(special & kHigh) / 8;
+    p += 8;
+  }
+  while (p != end && kBytes.plain[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
 }  // namespace
 
 // One parse: the input, the position, the containers still open.
@@ -39,12 +59,24 @@ class TapeParser {
     return "at byte " + std::to_string(p_ - begin_) + ": " + what;
   }
   void skip_space() {
-    // Indentation comes in runs of spaces after a line's end: eight at a time where it can.
-    while (p_ != end_ && kBytes.space[static_cast<unsigned char>(*p_)]) {
-      ++p_;
-      std::uint64_t word = 0;
-      while (end_ - p_ >= 8 && (std::memcpy(&word, p_, 8), word == 0x2020202020202020ULL)) p_ += 8;
+    // Indentation comes in runs of spaces after a line's end: eight bytes at a time, the first
+    // that is not a space found in the word. A local pointer: the member would be stored on every
+    // byte.
+    const char* p = p_;
+    while (p != end_ && kBytes.space[static_cast<unsigned char>(*p)]) {
+      ++p;
+      while (end_ - p >= 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, p, 8);
+        const std::uint64_t other = word ^ 0x2020202020202020ULL;
+        if (other != 0) {
+          p += __builtin_ctzll(other) / 8;
+          break;
+        }
+        p += 8;
+      }
     }
+    p_ = p;
   }
   std::uint32_t push(Type type) {
     d_.entries_.emplace_back();
@@ -167,7 +199,7 @@ bool TapeParser::string(std::string& error) {
   const char* start = p_;
   const std::uint32_t index = push(Type::string);
   // The plain part: no escape, no control character, ASCII (UTF-8 is checked on the slow path).
-  while (p_ != end_ && kBytes.plain[static_cast<unsigned char>(*p_)]) ++p_;
+  p_ = plain_run(p_, end_);
   if (p_ != end_ && *p_ == '"') {
     auto& text = d_.entries_[index].value.text;
     text.offset = static_cast<std::uint32_t>(start - begin_);
@@ -320,9 +352,11 @@ bool TapeParser::utf8(std::string& error) {
 bool TapeParser::number(std::string& error) {
   const char* start = p_;
   auto digits = [this] {
-    const char* from = p_;
-    while (p_ != end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    return p_ != from;
+    const char* p = p_;
+    while (p != end_ && *p >= '0' && *p <= '9') ++p;
+    const bool any = p != p_;
+    p_ = p;
+    return any;
   };
   if (*p_ == '-') ++p_;
   if (p_ != end_ && *p_ == '0') {
@@ -436,7 +470,10 @@ std::optional<TapeValue> TapeValue::find(std::string_view key, std::uint32_t* hi
   std::uint32_t i = hint != nullptr && *hint > index_ && *hint < past ? *hint : first;
   for (std::uint32_t seen = 0; seen < n; ++seen) {
     const std::uint32_t after = doc_->entries_[i + 1].next;
-    if (TapeValue(*doc_, i).string_view() == key) {
+    const std::string_view name = TapeValue(*doc_, i).string_view();
+    // Lengths and first bytes first: most names differ there.
+    if (name.size() == key.size() && (key.empty() || name[0] == key[0]) &&
+        std::memcmp(name.data(), key.data(), key.size()) == 0) {
       if (hint != nullptr) *hint = after;
       return TapeValue(*doc_, i + 1);
     }

@@ -301,6 +301,7 @@ TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
   EXPECT_EQ(j["modes"]["bf16"]["emulated"], 1);
   EXPECT_EQ(j["modes"]["bf16"]["not_native"][0]["nodes"], nlohmann::json::array({"t4"}));
   EXPECT_EQ(j["modes"]["bf16"]["not_native"][0]["whole_nodes"], true);
+  EXPECT_EQ(j["modes"]["bf16"]["not_native"][0]["devices"], nlohmann::json::array());
   EXPECT_EQ(j["unmet"][0]["device"], "GPU 0");
   EXPECT_EQ(j["exit_code"], 1);
   for (const char* key :

@@ -214,12 +214,14 @@ json modes_json(const FleetSummary& s) {
   for (const ModeSummary& m : s.modes) {
     json groups = json::array();
     for (const NotNativeGroup& g : m.not_native) {
+      // Whole nodes are named by their hosts alone: a fleet's unsupported modes would otherwise
+      // list every GPU.
       groups.push_back({{"status", to_string(g.status)},
                         {"reason", g.reason},
                         {"gpus", g.devices.size()},
                         {"whole_nodes", g.whole_nodes},
                         {"nodes", g.nodes},
-                        {"devices", g.devices}});
+                        {"devices", g.whole_nodes ? json::array() : json(g.devices)}});
     }
     modes[std::string(mode_key(m.mode))] = {
         {"native", m.native}, {"emulated", m.emulated},     {"unsupported", m.unsupported},

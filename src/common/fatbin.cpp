@@ -449,8 +449,12 @@ bool is_arch_token(std::string_view token) {
     return false;
   }
   if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  return (rest.size() == 2 || rest.size() == 3) &&
-         std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+  // sm_10 to sm_159, as in the fat binaries: "sm_05" and "sm_900" are no architectures.
+  const bool digits =
+      (rest.size() == 2 || rest.size() == 3) && rest[0] != '0' &&
+      std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const auto number = digits ? parse_int(rest) : std::nullopt;
+  return number && *number <= 159;
 }
 
 // Tokens separated by single spaces, nothing else: "sm_75 sm_80 compute_90". Returns their count.

@@ -379,7 +379,7 @@ TEST(Fatbin, ArchFlagsThatAreAmbiguousOrMalformedAreNotFound) {
   EXPECT_EQ(pp::find_arch_flags("sm_80 sm_90\0sm_70 sm_75\0"s), std::nullopt);
   for (const std::string& text :
        {"sm_80  sm_90\0"s, "sm_80 sm_90 \0"s, " sm_80\0"s, "sm_8 sm_90\0"s, "sm_1000\0"s,
-        "sm_90b\0"s, "sm_80,sm_90\0"s, "sm_80 sm_90"s, ""s}) {
+        "sm_05\0"s, "sm_160\0"s, "sm_90b\0"s, "sm_80,sm_90\0"s, "sm_80 sm_90"s, ""s}) {
     EXPECT_EQ(pp::find_arch_flags(text), std::nullopt) << text;
   }
 }

@@ -228,6 +228,23 @@ TEST(Fatbin, FindsTheSectionInAnElfFile) {
   EXPECT_EQ(targets(s.sass), "sm_75x1 sm_80x2 sm_90ax1");
 }
 
+// More sections than e_shnum holds: the count in section 0's size, the name table's index in
+// its link (SHN_XINDEX).
+TEST(Fatbin, ReadsExtendedSectionNumbering) {
+  std::string elf = elf_with({{".nv_fatbin", container({{2, 80}})}});
+  const std::size_t shoff = elf.size() - 3 * 64;
+  put(elf, 0x3c, 0, 2);
+  put(elf, 0x3e, 0xffff, 2);
+  put(elf, shoff + 32, 3, 8);
+  put(elf, shoff + 40, 2, 4);
+  const FatbinSummary s = pp::read_fatbin_summary_from_bytes(elf);
+  EXPECT_EQ(s.error, "");
+  EXPECT_EQ(targets(s.sass), "sm_80x1");
+  put(elf, shoff + 32, 0, 8);
+  EXPECT_NE(pp::read_fatbin_summary_from_bytes(elf).error.find("0 section headers"),
+            std::string::npos);
+}
+
 TEST(Fatbin, ReadsTheRelocatableSectionOnlyWhereItIsAllThereIs) {
   const std::string rel = container({{2, 89}});
   const std::string fat = container({{2, 90}});

@@ -530,6 +530,9 @@ TEST(FatbinFixture, CutFilesGiveErrorsNotCrashes) {
 // The arch flags as PyTorch keeps them: in libtorch_python.so, not in libtorch_cuda.so.
 TEST(FatbinFixture, ReadsTheArchFlagsOfAFakeTorchPython) {
   EXPECT_EQ(pp::read_arch_flags(PP_FAKE_TORCH_LIB "/libtorch_python.so"), "sm_80 sm_90 compute_90");
+}
+
+TEST(FatbinFixture, ALibraryOfKernelsHasNoArchFlags) {
   PP_REQUIRE_NVCC_FIXTURES();
   EXPECT_EQ(pp::read_arch_flags(fixture(kTorchCuda)), std::nullopt);
 }

@@ -1,6 +1,7 @@
 // libFuzzer target for everything that reads input the probe does not control: the command line
 // (arguments separated by NUL bytes in the input), --device lists, --require lists, compute
-// capabilities, CUDA_VISIBLE_DEVICES, arch lists, /proc/cpuinfo, durations and timestamps; and what
+// capabilities, CUDA_VISIBLE_DEVICES, arch lists, /proc/cpuinfo, durations and timestamps, a
+// library's fat binaries (the input as a section, and as an ELF file) and arch flags; and what
 // its children send: the worker protocol's result lines (each line of the input, as a crashing
 // worker may leave them: cut anywhere), plans, and the driver agent's snapshots. None may crash,
 // hang or leak, whatever the bytes; the sanitizers (address, undefined) catch what a crash would
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/arch.hpp"
+#include "common/fatbin.hpp"
 #include "common/strings.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/facts/cpu.hpp"
@@ -68,6 +70,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         pp::parse_utc_timestamp(pp::format_utc_timestamp(*ms / 1000)) != *ms / 1000 * 1000) {
       __builtin_trap();
     }
+  }
+
+  // A library's fat binaries: the input as a section's bytes and as an ELF file. Every entry
+  // takes at least 48 bytes, every container 16; every target is main or extra.
+  for (const pp::FatbinSummary& fat :
+       {pp::parse_fatbin_bytes(text), pp::read_fatbin_summary_from_bytes(text)}) {
+    std::size_t entries = fat.other_entries;
+    for (const auto* list : {&fat.sass, &fat.ptx}) {
+      for (const pp::FatbinTarget& t : *list) entries += t.count;
+    }
+    if (entries * 48 > text.size() || fat.containers * 16 > text.size()) __builtin_trap();
+    const pp::FatbinArchList split = pp::fatbin_arch_list(fat);
+    if (split.main.size() + split.extras.size() != fat.sass.size() + fat.ptx.size()) {
+      __builtin_trap();
+    }
+  }
+  if (const auto flags = pp::find_arch_flags(text); flags && pp::parse_arch_list(*flags).empty()) {
+    __builtin_trap();  // what is found reads as an arch list
   }
 
   // What children send: a worker's result lines, a plan, the driver agent's snapshots.

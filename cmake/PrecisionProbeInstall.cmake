@@ -30,7 +30,9 @@ install(FILES "${CMAKE_BINARY_DIR}/precision-probe-config.cmake"
               "${CMAKE_BINARY_DIR}/precision-probe-config-version.cmake"
         DESTINATION ${PP_PACKAGE_DIR})
 
-set(CPACK_GENERATOR "DEB")
+# DEB for Debian and Ubuntu hosts; TGZ, a tree to mount into any image (docs/images.md):
+#   docker run --gpus all -v /opt/precision-probe:/pp IMAGE /pp/bin/precision-probe --quick
+set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_PACKAGE_NAME "precision-probe")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
@@ -38,7 +40,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGE_CONTACT "precision-probe maintainers <maintainers@precision-probe.invalid>")
 set(CPACK_DEBIAN_PACKAGE_SECTION "utils")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+# Per generator (cmake/cpack-options.cmake): the .deb installs under /usr, the tarball is the tree
+# itself (precision-probe-VERSION-Linux/bin/precision-probe).
+set(CPACK_PROJECT_CONFIG_FILE "${PROJECT_SOURCE_DIR}/cmake/cpack-options.cmake")
 # Dependencies from the binaries' shared libraries, where they come from Debian packages (a
 # LibTorch from a Python wheel belongs to no package: then the dependency is the user's).
 if(PP_TORCH_SOURCE STREQUAL "system" OR NOT PP_TORCH_FOUND)

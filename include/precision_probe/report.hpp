@@ -234,7 +234,10 @@ struct Report {
   ToolInfo tool;
   HostInfo host;
   RunInfo run;
-  StackInfo stack;
+  StackInfo stack;  // what the verdicts rest on: the engine's, or under --quick the image's
+  // The PyTorch of the image the probe runs in, read from its files (source "image files"), where
+  // one was found: the engine's LibTorch may be another.
+  std::optional<StackInfo> image_stack;
   DriverInfo driver;
   std::vector<DeviceReport> devices;
   std::vector<Diagnostic> diagnostics;

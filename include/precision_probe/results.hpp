@@ -171,10 +171,10 @@ struct LossScaleModel {
   bool update(bool found_inf);
 };
 
-// The LibTorch stack as the engine sees it.
+// A LibTorch stack: as the engine sees it, or as an image's files say (source "image files").
 struct StackInfo {
-  bool available = false;  // false: no engine could be asked (see error)
-  std::string source;      // "engine", "build cache", "none"
+  bool available = false;  // false: no engine could be asked, no files read (see error)
+  std::string source;      // "engine", "build cache", "image files", "none"
   std::string libtorch_version;
   bool cuda_built = false;
   std::string cuda_version;            // "13.0" ("" without CUDA)
@@ -182,6 +182,14 @@ struct StackInfo {
   std::vector<std::string> arch_list;  // "sm_80", "compute_90", as the build names them
   int cpu_threads = 0;                 // LibTorch's intra-op threads
   std::string error;                   // why it is unavailable
+  // Read from an image's files (source "image files"):
+  std::string location;                  // the torch package or LibTorch directory
+  std::string found_by;                  // "PRECISION_PROBE_TORCH", "python3 (/usr/bin/python3)"
+  std::string rocm_version;              // a ROCm build's HIP version ("" otherwise)
+  std::string nccl_version;              // "2.27.7" ("" when absent)
+  std::vector<std::string> arch_extras;  // targets with a few kernels only (sm_89, sm_100a)
+  std::string arch_note;                 // what the arch list rests on, or a disagreement
+  std::optional<double> read_ms;         // how long reading the files took
 };
 
 }  // namespace precision_probe

@@ -594,6 +594,13 @@ std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
   v("arch_list", s.arch_list);
   v("cpu_threads", s.cpu_threads);
   v("error", s.error);
+  v("location", s.location);
+  v("found_by", s.found_by);
+  v("rocm_version", s.rocm_version);
+  v("nccl_version", s.nccl_version);
+  v("arch_extras", s.arch_extras);
+  v("arch_note", s.arch_note);
+  v("read_ms", s.read_ms);
 }
 
 // The verdict part of a precision (matmul or training).
@@ -848,6 +855,7 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
   if (has_findings(r)) {
     v("run", r.run);
     v("stack", r.stack);
+    v.omit_unless(r.image_stack.has_value(), "image_stack", r.image_stack);
     v("driver", r.driver);
     v("devices", r.devices);
     v("diagnostics", r.diagnostics);

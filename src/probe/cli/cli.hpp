@@ -27,7 +27,7 @@ struct EnvironmentVariable {
   const char* name;
   const char* effect;
 };
-inline constexpr std::array<EnvironmentVariable, 9> kEnvironmentVariables = {{
+inline constexpr std::array<EnvironmentVariable, 10> kEnvironmentVariables = {{
     {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
     {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
     {"NO_COLOR", "no colour in the text report"},
@@ -37,6 +37,8 @@ inline constexpr std::array<EnvironmentVariable, 9> kEnvironmentVariables = {{
     {"PRECISION_PROBE_ENGINE", "the engine executable to use instead of the installed one"},
     {"PRECISION_PROBE_LIBCUDA", "another name or path for libcuda.so.1"},
     {"PRECISION_PROBE_LIBNVML", "another name or path for libnvidia-ml.so.1"},
+    {"PRECISION_PROBE_TORCH",
+     "the image's PyTorch to read (a torch package or LibTorch root) instead of python3's"},
     {"PRECISION_PROBE_INJECT_FAULT",
      "MODE:ITERATION[:DEVICE]: with --soak, flip a bit of one result (a test of the detector)"},
 }};

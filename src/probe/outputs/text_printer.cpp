@@ -303,6 +303,20 @@ void print_device(const DeviceReport& d, Writer& w) {
   w.line("");
 }
 
+// "LibTorch 2.11.0 (CUDA 13.0, cuDNN 9.19.0, kernels: sm_80 sm_90; extras: sm_89) · read from
+// the image's files: /usr/lib/python3/dist-packages/torch"
+std::string stack_line(const StackInfo& s, const std::string& what) {
+  std::string line =
+      fmt::format("{} {} ({}{}{}{})", what, s.libtorch_version,
+                  s.cuda_built ? "CUDA " + s.cuda_version
+                               : (s.rocm_version.empty() ? "CPU only" : "ROCm " + s.rocm_version),
+                  s.cudnn_version.empty() ? "" : ", cuDNN " + s.cudnn_version,
+                  s.arch_list.empty() ? "" : ", kernels: " + join(s.arch_list, " "),
+                  s.arch_extras.empty() ? "" : "; extras: " + join(s.arch_extras, " "));
+  if (s.source == "image files") line += " · read from the image's files: " + s.location;
+  return line;
+}
+
 void print_header(const Report& r, Writer& w) {
   std::string first = w.paint().bold(fmt::format("{} {}", r.tool.name, r.tool.version)) + " on " +
                       r.host.hostname + " (" + (r.host.os.empty() ? r.host.machine : r.host.os) +
@@ -310,15 +324,13 @@ void print_header(const Report& r, Writer& w) {
   if (r.run.command == Command::probe) first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
   w.line(first);
   if (r.stack.available) {
-    w.text(
-        "",
-        fmt::format("LibTorch {} ({}{}{})", r.stack.libtorch_version,
-                    r.stack.cuda_built ? "CUDA " + r.stack.cuda_version : "CPU only",
-                    r.stack.cudnn_version.empty() ? "" : ", cuDNN " + r.stack.cudnn_version,
-                    r.stack.arch_list.empty() ? "" : ", kernels: " + join(r.stack.arch_list, " ")),
-        4);
+    w.text("", stack_line(r.stack, "LibTorch"), 4);
   } else {
     w.text("LibTorch: ", r.stack.error.empty() ? "unknown" : r.stack.error, 4);
+  }
+  // The image's own PyTorch, where it is not what the verdicts rest on.
+  if (r.image_stack && r.image_stack->available && r.stack.source != "image files") {
+    w.text("", stack_line(*r.image_stack, "this image's PyTorch"), 4);
   }
   if (r.run.command == Command::probe) {
     if (r.driver.status == DriverStatus::ok) {

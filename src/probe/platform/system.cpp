@@ -1,15 +1,24 @@
 #include <dirent.h>
+#include <sys/random.h>
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 
 #include "common/strings.hpp"
 #include "probe/platform/system.hpp"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 
 namespace precision_probe {
 namespace {
@@ -94,6 +103,21 @@ std::vector<std::string> gpu_device_nodes(const System& system) {
     }
   }
   return gpus;
+}
+
+std::uint64_t random_u64() {
+  std::uint64_t value = 0;
+  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof value)) {
+    return value;
+  }
+  // Entropy not yet there (early boot) or no getrandom: the clock and the process, mixed.
+  static std::atomic<std::uint64_t> counter{0};
+  value = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+          (static_cast<std::uint64_t>(::getpid()) << 32U) ^ ++counter;
+  value ^= value >> 33U;
+  value *= 0xff51afd7ed558ccdULL;
+  value ^= value >> 33U;
+  return value;
 }
 
 }  // namespace precision_probe

@@ -2,6 +2,7 @@
 // The operating system as the probe uses it: environment, small files, device nodes. Behind an
 // interface so that every diagnostic can be triggered from a test with a fake.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,10 @@ class System {
 };
 
 std::unique_ptr<System> make_real_system();
+
+// 64 random bits from the kernel (getrandom), for seeds and report ids. Not std::random_device:
+// in a static libstdc++ it calls arc4random, which raises the probe's glibc floor to 2.36.
+std::uint64_t random_u64();
 
 // The GPUs' device nodes in /dev ("nvidia0", "nvidia1", ...; not nvidiactl, nvidia-uvm and the
 // like), sorted.

@@ -52,6 +52,9 @@ class Engine {
   virtual StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) = 0;
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
+  // Libraries the workers load first (LD_LIBRARY_PATH): the image's LibTorch where it is the
+  // release the engine was built with. Optional.
+  virtual void use_libraries(const std::string& /*dir*/) {}
 };
 
 // The real engine: spawns the precision-probe-engine executable. It is looked for in

@@ -18,6 +18,7 @@
 #include "common/build_info.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
+#include "probe/facts/torch_files.hpp"
 #include "common/trace.hpp"
 #include "common/worker_checks.hpp"
 #include "probe/verdicts/verdict.hpp"
@@ -32,9 +33,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::uint64_t fresh_seed() {
-  std::random_device rd;
-  const std::uint64_t value = (static_cast<std::uint64_t>(rd()) << 32U) ^ rd();
-  return value & ((std::uint64_t{1} << 48U) - 1);  // exact in every JSON reader
+  return random_u64() & ((std::uint64_t{1} << 48U) - 1);  // exact in every JSON reader
 }
 
 std::string os_pretty_name(const System& system) {
@@ -394,9 +393,7 @@ void stamp(Report& report) {
   report.started_at =
       fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900, utc.tm_mon + 1,
                   utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
-  std::random_device random;
-  report.report_id =
-      fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  report.report_id = fmt::format("{:016x}{:016x}", random_u64(), random_u64());
 }
 
 HostInfo collect_host(const System& system) {
@@ -422,6 +419,12 @@ Report usage_error_report(const std::string& message, const System& system) {
 
 namespace {
 
+// Whether the image's LibTorch is the release the engine was built with (then the workers load it).
+bool image_is_engines(const StackInfo& image) {
+  const std::string release = image.libtorch_version.substr(0, image.libtorch_version.find('+'));
+  return release == build_info::kLibTorchVersion && image.cuda_version == build_info::kCudaVersion;
+}
+
 // The stack before anything runs: the build-time cache, and what it rules out for GPUs.
 struct StackAtStart {
   StackInfo cached;
@@ -430,8 +433,17 @@ struct StackAtStart {
   std::string gpu_blocker;  // why no GPU kernel can run at all ("" when nothing says so)
 };
 
-StackAtStart stack_at_start(Engine& engine) {
+StackAtStart stack_at_start(Engine& engine, const Options& o,
+                            const std::optional<StackInfo>& image) {
   StackAtStart s;
+  if (o.quick && image && image->available) {
+    // --quick in an image: the image's own stack, read from its files; no engine is needed.
+    s.cached = *image;
+    s.complete = true;
+    s.engine_installed = engine.installed();
+    s.gpu_blocker = gpu_stack_blocker(s.cached, true);
+    return s;
+  }
   // The build-time cache costs nothing; only without a complete one does a worker read the CUDA
   // configuration (which loads cuDNN and takes a device on LibTorch 2.x).
   s.cached = engine.describe(std::nullopt);
@@ -750,7 +762,16 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   const Expected<std::optional<FaultInjection>> inject = fault_to_inject(options, sys);
   if (!inject) return usage_error_report(inject.error(), sys);
-  const StackAtStart stack = stack_at_start(deps.engine);
+  std::optional<StackInfo> image = find_image_torch(sys);
+  if (image && !image->available && image->found_by == "PRECISION_PROBE_TORCH") {
+    return usage_error_report(image->error, sys);
+  }
+  trace("image stack read");
+  if (image && image->available && !options.quick && image_is_engines(*image)) {
+    deps.engine.use_libraries(image->location + "/lib");
+  }
+  const StackAtStart stack = stack_at_start(deps.engine, options, image);
+  report.image_stack = image;
 
   // --- Workers: started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
   // ---
@@ -827,8 +848,16 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.tool = this_tool();
   report.host = collect_host(deps.system);
   report.run.command = Command::arch;
-  report.stack = deps.engine.describe(std::chrono::milliseconds(
-      static_cast<long long>(std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
+  // In an image with a PyTorch of its own, "would this image run there?" is asked of that one.
+  report.image_stack = find_image_torch(deps.system);
+  if (report.image_stack && !report.image_stack->available &&
+      report.image_stack->found_by == "PRECISION_PROBE_TORCH") {
+    return usage_error_report(report.image_stack->error, deps.system);
+  }
+  report.stack = report.image_stack && report.image_stack->available
+                     ? *report.image_stack
+                     : deps.engine.describe(std::chrono::milliseconds(static_cast<long long>(
+                           std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   const ComputeCapability cc =
       parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});

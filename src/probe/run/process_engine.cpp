@@ -115,6 +115,8 @@ class ProcessEngine final : public Engine {
 
   bool installed() const override { return !engine_path_.empty(); }
 
+  void use_libraries(const std::string& dir) override { library_dir_ = dir; }
+
   void stop_spares() override {
     const std::lock_guard<std::mutex> lock(spares_mutex_);
     spares_.clear();
@@ -397,6 +399,10 @@ class ProcessEngine final : public Engine {
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
+    if (!library_dir_.empty()) {
+      const std::string old = system_.getenv("LD_LIBRARY_PATH").value_or("");
+      overrides.push_back("LD_LIBRARY_PATH=" + library_dir_ + (old.empty() ? "" : ":" + old));
+    }
     const std::vector<std::string> argv = {engine_path_, "--worker"};
     auto child = std::make_unique<ChildProcess>();
     if (!child->start(argv, environment_with(overrides), error)) {
@@ -453,6 +459,7 @@ class ProcessEngine final : public Engine {
 
   const System& system_;
   std::string engine_path_;
+  std::string library_dir_;  // prepended to the workers' LD_LIBRARY_PATH (use_libraries)
   std::mutex spares_mutex_;  // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
 };

@@ -365,6 +365,39 @@ void gpu_state(Collector& c, const DeviceReport& d) {
   }
 }
 
+// "2.11.0+cu130" and "2.11.0": the same release.
+std::string release_of(const std::string& version) { return version.substr(0, version.find('+')); }
+
+// A full run in an image whose PyTorch is not the engine's LibTorch: which stack the checks ran
+// against, or that they could not run, and the two ways to check the image's own.
+void image_stack(Collector& c, const Report& r) {
+  if (!r.image_stack || !r.image_stack->available || r.run.quick) return;
+  const StackInfo& image = *r.image_stack;
+  const std::string ways =
+      "to check this image's own stack with kernels, build the engine in the image "
+      "(docs/examples/Dockerfile); to check it without, run --quick, which reads it from its files";
+  const std::string theirs =
+      fmt::format("this image's PyTorch {} (CUDA {}, {})", image.libtorch_version,
+                  image.cuda_version.empty() ? "none" : image.cuda_version, image.location);
+  if (!r.stack.available) {
+    c.add(DiagnosticCode::engine_not_image_stack, Severity::error,
+          fmt::format("the engine could not run ({}); it was built with LibTorch {} (CUDA {}), "
+                      "{}: no kernel check ran",
+                      r.stack.error, r.tool.built_with_libtorch, r.tool.built_with_cuda, theirs),
+          ways);
+    return;
+  }
+  if (release_of(r.stack.libtorch_version) == release_of(image.libtorch_version) &&
+      r.stack.cuda_version == image.cuda_version) {
+    return;
+  }
+  c.add(DiagnosticCode::engine_not_image_stack, Severity::warning,
+        fmt::format("the kernel checks ran against the engine's LibTorch {} (CUDA {}), not {}",
+                    r.stack.libtorch_version,
+                    r.stack.cuda_version.empty() ? "none" : r.stack.cuda_version, theirs),
+        ways);
+}
+
 void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   if (!ctx.engine_installed) {
     c.add(DiagnosticCode::engine_not_installed, Severity::warning,
@@ -606,6 +639,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   driver_version(c, report, context);
   cu_init(c, report, context);
   stack_and_devices(c, report, context);
+  image_stack(c, report);
   disagreement(c, report);
   ungated_failures(c, report);
   cpu_blas(c, report);

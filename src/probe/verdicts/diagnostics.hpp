@@ -27,6 +27,7 @@ enum class DiagnosticCode {
   cuinit_failed,
   no_cuda_device,
   engine_not_installed,
+  engine_not_image_stack,
   libtorch_without_cuda,
   arch_not_in_build,
   arch_via_ptx,
@@ -54,7 +55,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 32> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 33> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -67,6 +68,7 @@ inline constexpr std::array<DiagnosticInfo, 32> kDiagnosticCodes = {{
     {DiagnosticCode::cuinit_failed, "cuinit-failed"},
     {DiagnosticCode::no_cuda_device, "no-cuda-device"},
     {DiagnosticCode::engine_not_installed, "engine-not-installed"},
+    {DiagnosticCode::engine_not_image_stack, "engine-not-image-stack"},
     {DiagnosticCode::libtorch_without_cuda, "libtorch-without-cuda"},
     {DiagnosticCode::arch_not_in_build, "arch-not-in-build"},
     {DiagnosticCode::arch_via_ptx, "arch-via-ptx"},

@@ -1,0 +1,272 @@
+#include "probe/facts/torch_files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/fatbin.hpp"
+#include "common/strings.hpp"
+#include "probe/platform/process.hpp"
+
+namespace precision_probe {
+
+std::optional<std::string> version_py_value(const std::string& text, const std::string& name) {
+  for (const std::string& raw : split(text, '\n')) {
+    const std::string line = trim(raw);
+    if (!starts_with(line, name)) continue;
+    const std::string rest = trim(line.substr(name.size()));
+    if (rest.empty() || (rest[0] != '=' && rest[0] != ':')) continue;  // a longer name
+    const std::size_t eq = rest.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string value = trim(rest.substr(eq + 1));
+    if (value == "None") return std::string();
+    if (value.size() >= 2 && (value[0] == '\'' || value[0] == '"') && value.back() == value[0]) {
+      return value.substr(1, value.size() - 2);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int> header_define(const std::string& text, const std::string& name) {
+  const std::string key = "#define " + name + " ";
+  for (const std::string& raw : split(text, '\n')) {
+    const std::string line = trim(raw);
+    if (!starts_with(line, key)) continue;
+    if (const auto n = parse_int(trim(line.substr(key.size())))) return static_cast<int>(*n);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::string parent_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "2.11.0+cu130" -> "13.0"; "" for "+cpu" or no suffix.
+std::string cuda_of_local_version(const std::string& version) {
+  const std::size_t plus = version.find("+cu");
+  if (plus == std::string::npos) return "";
+  const std::string digits = version.substr(plus + 3);
+  if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) return "";
+  return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
+}
+
+// The version in a header ("9.19.0" from cudnn_version.h's CUDNN_MAJOR/MINOR/PATCHLEVEL), or in a
+// library's file name ("libnccl.so.2.27.7").
+std::string library_version(const System& sys, const std::vector<std::string>& headers,
+                            const std::string& prefix, const std::vector<std::string>& lib_dirs,
+                            const std::string& lib_name) {
+  for (const std::string& header : headers) {
+    const auto text = sys.read_file(header);
+    if (!text) continue;
+    const auto major = header_define(*text, prefix + "_MAJOR");
+    const auto minor = header_define(*text, prefix + "_MINOR");
+    auto patch = header_define(*text, prefix + "_PATCHLEVEL");
+    if (!patch) patch = header_define(*text, prefix + "_PATCH");
+    if (major && minor) return fmt::format("{}.{}.{}", *major, *minor, patch.value_or(0));
+  }
+  for (const std::string& dir : lib_dirs) {
+    for (const std::string& name : sys.list_dir(dir, lib_name + ".")) {
+      const std::string version = name.substr(lib_name.size() + 1);
+      if (std::count(version.begin(), version.end(), '.') >= 1) return version;
+    }
+  }
+  return "";
+}
+
+// The GPU targets of libtorch_cuda.so, checked against the arch flags of libtorch_python.so.
+void read_targets(const std::string& lib, StackInfo& s) {
+  const FatbinSummary fat = read_fatbin_summary(lib + "/libtorch_cuda.so");
+  const std::optional<std::string> flags = read_arch_flags(lib + "/libtorch_python.so");
+  if (fat.found && fat.error.empty() && (!fat.sass.empty() || !fat.ptx.empty())) {
+    const FatbinArchList list = fatbin_arch_list(fat);
+    for (const ArchTarget& t : list.main) s.arch_list.push_back(t.to_string());
+    for (const ArchTarget& t : list.extras) s.arch_extras.push_back(t.to_string());
+    const std::string main = arch_list_string(list.main);
+    s.arch_note = fmt::format("read from the fat binaries of libtorch_cuda.so ({} containers)",
+                              fat.containers);
+    if (flags && *flags != main) {
+      s.arch_note +=
+          fmt::format("; the build's arch flags (libtorch_python.so) say \"{}\"", *flags);
+    } else if (flags) {
+      s.arch_note += "; the build's arch flags agree";
+    }
+    return;
+  }
+  const std::string why = !fat.error.empty() ? fat.error
+                          : fat.found        ? "it holds no GPU code"
+                                             : "no fat binaries in libtorch_cuda.so";
+  if (flags) {
+    for (const std::string& t : split(*flags, ' ')) s.arch_list.push_back(t);
+    s.arch_note =
+        "from the build's arch flags (libtorch_python.so): the fat binaries could not be "
+        "read (" +
+        why + ")";
+  } else {
+    s.arch_note = "unknown: the fat binaries could not be read (" + why + ")";
+  }
+}
+
+// A directory that holds a PyTorch: the package itself, its parent, or a LibTorch root.
+std::optional<std::string> torch_dir_in(const System& sys, const std::string& dir) {
+  if (sys.exists(dir + "/version.py")) return dir;
+  if (sys.exists(dir + "/torch/version.py")) return dir + "/torch";
+  if (sys.exists(dir + "/lib/libtorch_cpu.so")) return dir;
+  return std::nullopt;
+}
+
+// The site-packages and dist-packages of a prefix, for the Python versions it has.
+std::optional<std::string> torch_under_prefix(const System& sys, const std::string& prefix) {
+  std::vector<std::string> dirs;
+  for (const std::string& lib : {prefix + "/lib", prefix + "/local/lib"}) {
+    std::vector<std::string> pythons = sys.list_dir(lib, "python3");
+    std::sort(pythons.rbegin(), pythons.rend());  // the newest first
+    for (const std::string& py : pythons) {
+      dirs.push_back(lib + "/" + py + "/site-packages");
+      dirs.push_back(lib + "/" + py + "/dist-packages");
+    }
+  }
+  for (const std::string& dir : dirs) {
+    if (sys.exists(dir + "/torch/version.py")) return dir + "/torch";
+  }
+  return std::nullopt;
+}
+
+// Whether the file starts as an ELF executable does: a real interpreter, not a shim script (pyenv's
+// shims are bash: asking one costs 60 ms).
+bool is_elf(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[4] = {};
+  const bool elf = ::read(fd, magic, 4) == 4 && magic[0] == 0x7f && magic[1] == 'E' &&
+                   magic[2] == 'L' && magic[3] == 'F';
+  ::close(fd);
+  return elf;
+}
+
+std::string real_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : path;
+}
+
+// The python3 on PATH and the prefixes it may use: its own (where the link leads too), then the
+// interpreter's answer to -I -S (nothing imported) when none of those holds torch.
+std::optional<StackInfo> torch_of_python(const System& sys) {
+  std::string python;
+  for (const std::string& dir : split(sys.getenv("PATH").value_or(""), ':')) {
+    if (!dir.empty() && sys.exists(dir + "/python3")) {
+      python = dir + "/python3";
+      break;
+    }
+  }
+  if (python.empty()) return std::nullopt;
+  const std::string found_by = "python3 (" + python + ")";
+  std::vector<std::string> prefixes = {parent_of(parent_of(python)),
+                                       parent_of(parent_of(real_path(python)))};
+  if (const auto home = sys.getenv("HOME"); home && !home->empty())
+    prefixes.push_back(*home + "/.local");
+  for (const std::string& prefix : prefixes) {
+    if (const auto dir = torch_under_prefix(sys, prefix))
+      return read_torch_dir(sys, *dir, found_by);
+  }
+  if (!is_elf(real_path(python))) return std::nullopt;
+  const ProcessOutput out = run_process(
+      {python, "-I", "-S", "-c", "import sys; print(sys.prefix); print(sys.exec_prefix)"}, {}, "",
+      std::chrono::milliseconds(2000), 4096);
+  if (out.exit_code != 0) return std::nullopt;
+  for (const std::string& prefix : split(out.out, '\n')) {
+    if (trim(prefix).empty()) continue;
+    if (const auto dir = torch_under_prefix(sys, trim(prefix)))
+      return read_torch_dir(sys, *dir, found_by);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StackInfo read_torch_dir(const System& sys, const std::string& dir, const std::string& found_by) {
+  StackInfo s;
+  s.source = "image files";
+  s.location = dir;
+  s.found_by = found_by;
+  std::string lib = dir + "/lib";
+  std::string site = parent_of(dir);
+  if (const auto text = sys.read_file(dir + "/version.py")) {
+    s.libtorch_version = version_py_value(*text, "__version__").value_or("");
+    s.cuda_version = version_py_value(*text, "cuda").value_or("");
+    s.rocm_version = version_py_value(*text, "hip").value_or("");
+  } else if (const auto build = sys.read_file(dir + "/build-version")) {
+    s.libtorch_version = trim(*build);  // a LibTorch archive: "2.11.0+cu130"
+    s.cuda_version = cuda_of_local_version(s.libtorch_version);
+    site = dir;
+  }
+  if (s.libtorch_version.empty()) {
+    s.error = "no version in " + dir + " (version.py or build-version)";
+    return s;
+  }
+  s.available = true;
+  s.cuda_built = !s.cuda_version.empty() && sys.exists(lib + "/libtorch_cuda.so");
+  std::vector<std::string> headers;
+  std::vector<std::string> nccl_headers;
+  for (const std::string& wheel : {"cudnn", "cu13", "cu12"}) {
+    headers.push_back(site + "/nvidia/" + wheel + "/include/cudnn_version.h");
+  }
+  for (const std::string& wheel : {"nccl", "cu13", "cu12"}) {
+    nccl_headers.push_back(site + "/nvidia/" + wheel + "/include/nccl.h");
+  }
+  s.cudnn_version =
+      library_version(sys, headers, "CUDNN", {lib, site + "/nvidia/cudnn/lib"}, "libcudnn.so");
+  s.nccl_version =
+      library_version(sys, nccl_headers, "NCCL", {lib, site + "/nvidia/nccl/lib"}, "libnccl.so");
+  if (s.cuda_built) read_targets(lib, s);
+  if (!s.cuda_version.empty() && !s.cuda_built) {
+    s.arch_note =
+        "built for CUDA " + s.cuda_version + ", but " + lib + "/libtorch_cuda.so is missing";
+  }
+  return s;
+}
+
+std::optional<StackInfo> find_image_torch(const System& sys) {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<StackInfo> found;
+  if (const auto dir = sys.getenv("PRECISION_PROBE_TORCH"); dir && !dir->empty()) {
+    if (const auto torch = torch_dir_in(sys, *dir)) {
+      found = read_torch_dir(sys, *torch, "PRECISION_PROBE_TORCH");
+    } else {
+      StackInfo s;
+      s.source = "image files";
+      s.found_by = "PRECISION_PROBE_TORCH";
+      s.location = *dir;
+      s.error = fmt::format(
+          "PRECISION_PROBE_TORCH={}: no PyTorch there (no version.py, "
+          "torch/version.py or lib/libtorch_cpu.so)",
+          printable_path(*dir));
+      return s;
+    }
+  }
+  if (!found) found = torch_of_python(sys);
+  if (!found) {
+    for (const std::string& dir : split(sys.getenv("LD_LIBRARY_PATH").value_or(""), ':')) {
+      if (dir.empty() || !sys.exists(dir + "/libtorch_cpu.so")) continue;
+      found = read_torch_dir(sys, parent_of(dir), "the loader path (LD_LIBRARY_PATH)");
+      break;
+    }
+  }
+  if (found) {
+    found->read_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  return found;
+}
+
+}  // namespace precision_probe

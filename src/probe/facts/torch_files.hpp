@@ -1,0 +1,38 @@
+#pragma once
+// The PyTorch of the image the probe runs in, read from its files alone: nothing is imported and
+// no LibTorch is loaded (importing torch takes seconds). docs/images.md tells where it looks and
+// what it reads.
+//
+// Where: PRECISION_PROBE_TORCH=DIR (a torch package, a directory holding one, or a LibTorch
+// root); else the site-packages and dist-packages of the python3 on PATH (the usual places of its
+// prefix, else the interpreter asked with -I -S, which imports nothing); else a LibTorch on the
+// loader path (LD_LIBRARY_PATH).
+// What: the version and the CUDA or ROCm it was built for (torch/version.py, or LibTorch's
+// build-version), cuDNN and NCCL (the nvidia-* wheels' headers, or the libraries' file names), and
+// the GPU targets of libtorch_cuda.so's fat binaries (common/fatbin), checked against the arch
+// flags compiled into libtorch_python.so.
+
+#include <optional>
+#include <string>
+
+#include "precision_probe/results.hpp"
+#include "probe/platform/system.hpp"
+
+namespace precision_probe {
+
+// The image's stack (source "image files"), or nullopt where no PyTorch is found. A
+// PRECISION_PROBE_TORCH that names no PyTorch gives a stack that is not available, with the
+// reason in `error` (the caller makes it a usage error).
+std::optional<StackInfo> find_image_torch(const System& system);
+
+// The stack of the torch package (or LibTorch root) at `dir`; `found_by` says how it was found.
+StackInfo read_torch_dir(const System& system, const std::string& dir, const std::string& found_by);
+
+// torch/version.py's assignments: `__version__ = '2.11.0+cu130'`, `cuda: Optional[str] =
+// '13.0'`, `hip = None`. The quoted value of `name`, "" for None, nullopt when it is not there.
+std::optional<std::string> version_py_value(const std::string& text, const std::string& name);
+
+// "#define NAME 9" in a header: the number, or nullopt.
+std::optional<int> header_define(const std::string& text, const std::string& name);
+
+}  // namespace precision_probe

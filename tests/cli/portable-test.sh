@@ -7,6 +7,14 @@
 set -eu
 probe=$1
 build=$2
+# The floor is the build host's: a probe linked against a newer glibc takes its newer symbols
+# (Ubuntu 24.04's 2.38 __isoc23_strtol). The portable probe is built on Debian 12 (glibc 2.36),
+# as CI does; built elsewhere, the floor cannot be checked (exit 77: skipped).
+host=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')
+if [ -n "$host" ] && [ "$(printf '%s\n2.36\n' "$host" | sort -V | tail -n 1)" != 2.36 ]; then
+  echo "built against glibc $host, newer than Debian 12's 2.36: the floor is that host's (build the portable probe on Debian 12 or older)"
+  exit 77
+fi
 needed=$(readelf -d "$probe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 for lib in $needed; do
   case $lib in

@@ -77,7 +77,7 @@ std::string library_version(const System& sys, const std::vector<std::string>& h
   }
   for (const std::string& dir : lib_dirs) {
     for (const std::string& name : sys.list_dir(dir, lib_name + ".")) {
-      const std::string version = name.substr(lib_name.size() + 1);
+      std::string version = name.substr(lib_name.size() + 1);
       if (std::count(version.begin(), version.end(), '.') >= 1) return version;
     }
   }
@@ -132,8 +132,9 @@ std::optional<std::string> torch_under_prefix(const System& sys, const std::stri
     std::vector<std::string> pythons = sys.list_dir(lib, "python3");
     std::sort(pythons.rbegin(), pythons.rend());  // the newest first
     for (const std::string& py : pythons) {
-      dirs.push_back(lib + "/" + py + "/site-packages");
-      dirs.push_back(lib + "/" + py + "/dist-packages");
+      const std::string base = fmt::format("{}/{}/", lib, py);
+      dirs.push_back(base + "site-packages");
+      dirs.push_back(base + "dist-packages");
     }
   }
   for (const std::string& dir : dirs) {
@@ -219,10 +220,10 @@ StackInfo read_torch_dir(const System& sys, const std::string& dir, const std::s
   std::vector<std::string> headers;
   std::vector<std::string> nccl_headers;
   for (const std::string& wheel : {"cudnn", "cu13", "cu12"}) {
-    headers.push_back(site + "/nvidia/" + wheel + "/include/cudnn_version.h");
+    headers.push_back(fmt::format("{}/nvidia/{}/include/cudnn_version.h", site, wheel));
   }
   for (const std::string& wheel : {"nccl", "cu13", "cu12"}) {
-    nccl_headers.push_back(site + "/nvidia/" + wheel + "/include/nccl.h");
+    nccl_headers.push_back(fmt::format("{}/nvidia/{}/include/nccl.h", site, wheel));
   }
   s.cudnn_version =
       library_version(sys, headers, "CUDNN", {lib, site + "/nvidia/cudnn/lib"}, "libcudnn.so");

@@ -425,6 +425,23 @@ bool image_is_engines(const StackInfo& image) {
   return release == build_info::kLibTorchVersion && image.cuda_version == build_info::kCudaVersion;
 }
 
+// PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".
+std::string bad_torch_dir(const std::optional<StackInfo>& image) {
+  const bool bad = image && !image->available && image->found_by == "PRECISION_PROBE_TORCH";
+  return bad ? image->error : "";
+}
+
+// The image's PyTorch, read from its files; the engine's workers load it where it is the release
+// they were built with.
+std::optional<StackInfo> image_stack(const Options& o, const System& sys, Engine& engine) {
+  std::optional<StackInfo> image = find_image_torch(sys);
+  trace("image stack read");
+  if (image && image->available && !o.quick && image_is_engines(*image)) {
+    engine.use_libraries(image->location + "/lib");
+  }
+  return image;
+}
+
 // The stack before anything runs: the build-time cache, and what it rules out for GPUs.
 struct StackAtStart {
   StackInfo cached;
@@ -762,19 +779,12 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   const Expected<std::optional<FaultInjection>> inject = fault_to_inject(options, sys);
   if (!inject) return usage_error_report(inject.error(), sys);
-  std::optional<StackInfo> image = find_image_torch(sys);
-  if (image && !image->available && image->found_by == "PRECISION_PROBE_TORCH") {
-    return usage_error_report(image->error, sys);
-  }
-  trace("image stack read");
-  if (image && image->available && !options.quick && image_is_engines(*image)) {
-    deps.engine.use_libraries(image->location + "/lib");
-  }
-  const StackAtStart stack = stack_at_start(deps.engine, options, image);
-  report.image_stack = image;
+  report.image_stack = image_stack(options, sys, deps.engine);
+  const std::string bad_torch = bad_torch_dir(report.image_stack);
+  if (!bad_torch.empty()) return usage_error_report(bad_torch, sys);
+  const StackAtStart stack = stack_at_start(deps.engine, options, report.image_stack);
 
-  // --- Workers: started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
-  // ---
+  // --- Workers started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
   const int expected_gpus =
       stack.gpu_blocker.empty() ? expected_gpu_workers(sys, visible, options.devices) : 0;
   const CpuInfo cpu = collect_cpu(sys);
@@ -850,9 +860,8 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.run.command = Command::arch;
   // In an image with a PyTorch of its own, "would this image run there?" is asked of that one.
   report.image_stack = find_image_torch(deps.system);
-  if (report.image_stack && !report.image_stack->available &&
-      report.image_stack->found_by == "PRECISION_PROBE_TORCH") {
-    return usage_error_report(report.image_stack->error, deps.system);
+  if (const std::string bad = bad_torch_dir(report.image_stack); !bad.empty()) {
+    return usage_error_report(bad, deps.system);
   }
   report.stack = report.image_stack && report.image_stack->available
                      ? *report.image_stack

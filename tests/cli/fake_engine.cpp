@@ -16,6 +16,7 @@
 //                      {"amp":{"loss_rel_diff":-1},"collective":null}
 //   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS" to, once it has its plan
 //   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
+//   FAKE_ENGINE_LIBS   a file each worker appends its LD_LIBRARY_PATH to
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -305,6 +306,7 @@ int run_worker(const std::string& args) {
   const std::string kind(pp::to_string(plan.kind));
   append(env("FAKE_ENGINE_LOG"), kind + " " + args);
   append(env("FAKE_ENGINE_PIDS"), std::to_string(::getpid()));
+  append(env("FAKE_ENGINE_LIBS"), env("LD_LIBRARY_PATH"));
   std::string behaviour = env("FAKE_ENGINE", "ok");
   const std::string on = env("FAKE_ENGINE_ON", "any");
   if (on != "any" && on != kind) behaviour = "ok";

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
@@ -83,4 +86,52 @@ TEST(Image, APrecisionProbeTorchThatNamesNoPyTorchIsAUsageError) {
       "precision-probe: error: PRECISION_PROBE_TORCH=/nonexistent/torch: no PyTorch there (no "
       "version.py, torch/version.py or lib/libtorch_cpu.so)\n");
   EXPECT_EQ(nlohmann::json::parse(r.out)["exit_code"], 2);
+}
+
+TEST(Image, AnEngineThatCannotRunNamesBothStacksAndWhatDidNotRun) {
+  std::vector<std::string> env = image_env("NVIDIA H200:9.0:132:141");
+  env.emplace_back("PRECISION_PROBE_ENGINE=/nonexistent/precision-probe-engine");
+  const ppt::Run r = ppt::run_probe_binary({"--require", "bf16", "--format", "json"}, env);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // a requirement needed the kernels
+  EXPECT_EQ(j["devices"][0]["precisions"]["bf16"]["status"], "not_tested");
+  bool said = false;
+  for (const auto& d : j["diagnostics"]) {
+    if (d["code"] != "engine-not-image-stack") continue;
+    said = true;
+    EXPECT_EQ(d["severity"], "error");
+    const std::string message = d["message"];
+    EXPECT_NE(message.find("it was built with LibTorch " +
+                           j["tool"]["built_with"]["libtorch"].get<std::string>()),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("this image's PyTorch 2.9.1+cu128"), std::string::npos) << message;
+    EXPECT_NE(message.find("no kernel check ran"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(said) << r.out;
+}
+
+TEST(Image, WorkersLoadTheImagesLibTorchWhereItIsTheEnginesRelease) {
+  // A tree whose version.py is this build's LibTorch (and CUDA), another whose is not.
+  const std::string built = ppt::run_probe_binary({"--version"}).out;  // "... LibTorch X, CUDA Y)"
+  const std::size_t at = built.find("LibTorch ") + 9;
+  const std::string version = built.substr(at, built.find(',', at) - at);
+  const std::size_t cuda_at = built.find("CUDA ") + 5;
+  const std::string cuda = built.substr(cuda_at, built.find(')', cuda_at) - cuda_at);
+  for (const bool same : {true, false}) {
+    const std::string dir = ppt::make_temp_dir();
+    ASSERT_EQ(::system(("mkdir -p " + dir + "/torch/lib").c_str()), 0);
+    std::ofstream(dir + "/torch/version.py")
+        << "__version__ = '" << (same ? version : "0.9.9")
+        << "'\ncuda = " << (cuda == "none" ? "None" : "'" + cuda + "'") << "\n";
+    const std::string libs = dir + "/libs.log";
+    std::vector<std::string> env = ppt::fake_driver_env("");
+    env.push_back("PRECISION_PROBE_TORCH=" + dir);
+    env.push_back("FAKE_ENGINE_LIBS=" + libs);
+    const ppt::Run r = ppt::run_probe_binary({"--device", "cpu", "--no-amp", "-q"}, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string logged = ppt::read_all(libs);
+    ASSERT_FALSE(logged.empty());
+    EXPECT_EQ(logged.rfind(dir + "/torch/lib", 0) == 0, same) << logged;
+  }
 }

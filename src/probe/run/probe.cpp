@@ -422,7 +422,9 @@ namespace {
 // Whether the image's LibTorch is the release the engine was built with (then the workers load it).
 bool image_is_engines(const StackInfo& image) {
   const std::string release = image.libtorch_version.substr(0, image.libtorch_version.find('+'));
-  return release == build_info::kLibTorchVersion && image.cuda_version == build_info::kCudaVersion;
+  const std::string engine_cuda = build_info::kCudaVersion;  // "none" for a CPU-only build
+  return release == build_info::kLibTorchVersion &&
+         image.cuda_version == (engine_cuda == "none" ? "" : engine_cuda);
 }
 
 // PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".

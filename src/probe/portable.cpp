@@ -12,6 +12,9 @@
 #include "probe/platform/system.hpp"
 
 extern "C" std::uint32_t arc4random() noexcept {  // NOLINT(readability-identifier-naming): libc's
-  const std::uint64_t value = precision_probe::random_u64();
-  return static_cast<std::uint32_t>(value ^ (value >> 32U));
+  // As glibc's: it never fails; getrandom waits for the kernel's entropy at early boot.
+  std::uint32_t value = 0;
+  if (::getrandom(&value, sizeof value, 0) == static_cast<ssize_t>(sizeof value)) return value;
+  const std::uint64_t mixed = precision_probe::random_u64();
+  return static_cast<std::uint32_t>(mixed ^ (mixed >> 32U));
 }

@@ -8,6 +8,9 @@ namespace precision_probe::json_fields {
 
 using Type = TapeDocument::Type;
 
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the eight-byte scans find the first byte with __builtin_ctzll: little-endian only");
+
 namespace {
 
 // Byte classes: white space; the bytes a text holds as they are (not '"', '\\', a control
@@ -399,8 +402,13 @@ bool TapeParser::number(std::string& error) {
   }
   const auto r = std::from_chars(start, p_, e.value.number);
   if (r.ec == std::errc::result_out_of_range) {
-    error = fail("a number out of range");
-    return false;
+    // Too small for a double is zero (as nlohmann/json reads it); too large is refused.
+    const std::string_view text(start, static_cast<std::size_t>(p_ - start));
+    if (text.find("e-") == std::string_view::npos && text.find("E-") == std::string_view::npos) {
+      error = fail("a number out of range");
+      return false;
+    }
+    e.value.number = 0.0;
   }
   return true;
 }
@@ -416,7 +424,9 @@ bool TapeParser::literal(std::string_view word, std::string& error) {
 }
 
 std::string TapeDocument::parse(std::string_view text) {
-  input_ = text;
+  // A UTF-8 byte order mark (an editor's, PowerShell's) is not part of the document.
+  if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
+  input_ = text;  // the texts' offsets count from here
   entries_.clear();
   owned_.clear();
   if (text.size() >= std::numeric_limits<std::uint32_t>::max()) return "a text of 4 GiB or more";

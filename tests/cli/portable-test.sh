@@ -22,7 +22,7 @@ for lib in $needed; do
     *) echo "the probe needs $lib: only the C library and libgcc_s may be needed"; exit 1 ;;
   esac
 done
-versions=$(readelf -V "$probe" | grep -o 'Name: [A-Z_]*[0-9.]*' | sed 's/Name: //' | sort -u)
+versions=$(readelf -V "$probe" | grep -oE 'Name: (GLIBC_[0-9][0-9.]*|GLIBCXX_[0-9.]*|CXXABI_[0-9.]*)' | sed 's/Name: //' | sort -u)
 if echo "$versions" | grep -q '^GLIBCXX\|^CXXABI'; then
   echo "the probe needs libstdc++: $(echo "$versions" | grep '^GLIBCXX\|^CXXABI' | tr '\n' ' ')"
   exit 1

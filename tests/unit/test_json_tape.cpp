@@ -126,6 +126,17 @@ TEST(JsonTape, RefusesWhatIsNotJsonAndSaysWhere) {
   }
 }
 
+TEST(JsonTape, ABomIsSkippedAndATinyNumberIsZero) {
+  jf::TapeDocument doc;
+  ASSERT_EQ(doc.parse("\xEF\xBB\xBF{\"a\": 1e-400, \"b\": 4.9e-324}"), "");
+  const auto a = doc.root().find("a");
+  const auto b = doc.root().find("b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->number(), 0.0);
+  EXPECT_GE(b->number(), 0.0);
+  EXPECT_EQ(parse_error("-1e400"), "at byte 6: a number out of range");
+}
+
 TEST(JsonTape, FindsMembersInAnyOrderWithAHint) {
   jf::TapeDocument doc;
   ASSERT_EQ(doc.parse(R"({"a": 1, "b": {"x": [1, 2]}, "c": 3, "d": 4})"), "");

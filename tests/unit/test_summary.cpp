@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -175,6 +176,16 @@ TEST(Summary, AReportThatExited3Or5LeavesItsNodeUnknown) {
   EXPECT_EQ(s.exit_code, 3);
 }
 
+TEST(Summary, AReportOfBadInputLeavesItsNodeUnknownAndNoReportAtAllIsExit3) {
+  pp::Report bad = node_report("bad", {kH200});
+  bad.exit_code = 2;
+  bad.exit_reason = "--device: '5' is not a device";
+  EXPECT_EQ(summarize({bad}).exit_code, 3);
+  const pp::FleetSummary none = summarize({});
+  EXPECT_EQ(none.exit_code, 3);
+  EXPECT_EQ(none.exit_reason, "no report was read: no node is known");
+}
+
 TEST(Summary, AGpuTenPercentBelowItsModelsMedianIsAnOutlier) {
   std::vector<pp::Report> reports;
   const std::vector<double> bf16 = {700, 690, 710, 560, 640};  // 560: -20 %; 640: -8.6 %
@@ -235,6 +246,8 @@ TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {
   const std::string cut = pp::report_to_json(node_report("cut", {kH200}));
   write_file(dir, "cut.json", cut.substr(0, cut.size() / 2));
   write_file(dir, "notes.txt", "not a report and not read: only *.json in a directory");
+  write_file(dir, ".hidden.json", "not read: a dot file");
+  ASSERT_EQ(::mkdir((dir + "/sub.json").c_str(), 0700), 0);  // not a file: not read
   // JSON Lines on a pipe: one compact report a line, blank lines skipped.
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);

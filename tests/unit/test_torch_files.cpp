@@ -102,6 +102,27 @@ TEST(TorchFiles, ALibTorchOnTheLoaderPathIsReadFromItsBuildVersion) {
   EXPECT_TRUE(stack->cuda_built);
 }
 
+TEST(TorchFiles, TheSearchFollowsSysPathsOrderAndNoneTurnsItOff) {
+  pp::testing::FakeSystem sys;
+  sys.env["PATH"] = "/fake/bin";  // not on this machine: realpath leaves it as it is
+  sys.env["HOME"] = "/home/u";
+  sys.paths.insert("/fake/bin/python3");
+  for (const char* py : {"python3.9", "python3.12"})
+    sys.paths.insert(std::string("/fake/lib/") + py);
+  sys.files["/fake/lib/python3.9/site-packages/torch/version.py"] = "__version__ = '1.0.0'\n";
+  sys.files["/fake/lib/python3.12/site-packages/torch/version.py"] = "__version__ = '2.0.0'\n";
+  auto stack = pp::find_image_torch(sys);
+  ASSERT_TRUE(stack);
+  EXPECT_EQ(stack->libtorch_version, "2.0.0");  // 3.12 is newer than 3.9
+  sys.paths.insert("/fake/local/lib/python3.12");
+  sys.files["/fake/local/lib/python3.12/dist-packages/torch/version.py"] = "__version__ = '2.1.0'\n";
+  EXPECT_EQ(pp::find_image_torch(sys)->libtorch_version, "2.1.0");  // local/lib before lib, as sys.path
+  sys.env["PRECISION_PROBE_TORCH"] = "none";
+  EXPECT_FALSE(pp::find_image_torch(sys));
+  sys.env["PRECISION_PROBE_TORCH"] = "/fake/lib/python3.9/site-packages/torch/";  // a slash too
+  EXPECT_EQ(pp::find_image_torch(sys)->location, "/fake/lib/python3.9/site-packages/torch");
+}
+
 TEST(TorchFiles, NoPyTorchAnywhereIsNone) {
   pp::testing::FakeSystem sys;
   sys.env["PATH"] = "/usr/bin";

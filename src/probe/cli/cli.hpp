@@ -38,7 +38,8 @@ inline constexpr std::array<EnvironmentVariable, 10> kEnvironmentVariables = {{
     {"PRECISION_PROBE_LIBCUDA", "another name or path for libcuda.so.1"},
     {"PRECISION_PROBE_LIBNVML", "another name or path for libnvidia-ml.so.1"},
     {"PRECISION_PROBE_TORCH",
-     "the image's PyTorch to read (a torch package or LibTorch root) instead of python3's"},
+     "the image's PyTorch to read (a torch package or LibTorch root) instead of python3's; "
+     "none: look for none"},
     {"PRECISION_PROBE_INJECT_FAULT",
      "MODE:ITERATION[:DEVICE]: with --soak, flip a bit of one result (a test of the detector)"},
 }};

@@ -46,7 +46,13 @@ std::optional<int> header_define(const std::string& text, const std::string& nam
 
 namespace {
 
-std::string parent_of(const std::string& path) {
+std::string without_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string parent_of(const std::string& given) {
+  const std::string path = without_slash(given);
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
@@ -118,25 +124,38 @@ void read_targets(const std::string& lib, StackInfo& s) {
 }
 
 // A directory that holds a PyTorch: the package itself, its parent, or a LibTorch root.
-std::optional<std::string> torch_dir_in(const System& sys, const std::string& dir) {
+std::optional<std::string> torch_dir_in(const System& sys, const std::string& given) {
+  const std::string dir = without_slash(given);
   if (sys.exists(dir + "/version.py")) return dir;
   if (sys.exists(dir + "/torch/version.py")) return dir + "/torch";
   if (sys.exists(dir + "/lib/libtorch_cpu.so")) return dir;
   return std::nullopt;
 }
 
-// The site-packages and dist-packages of a prefix, for the Python versions it has.
-std::optional<std::string> torch_under_prefix(const System& sys, const std::string& prefix) {
+// The Python versions a prefix has ("python3.12"), the newest first (3.12 before 3.9).
+std::vector<std::string> python_versions(const System& sys, const std::string& lib) {
+  std::vector<std::string> pythons = sys.list_dir(lib, "python3.");
+  auto minor = [](const std::string& name) { return parse_int(name.substr(8)).value_or(-1); };
+  std::sort(pythons.begin(), pythons.end(),
+            [&](const std::string& a, const std::string& b) { return minor(a) > minor(b); });
+  return pythons;
+}
+
+// Where a python3 of `prefix` imports torch from, in its sys.path's order: /usr/local's
+// dist-packages before /usr's, its own version's (`python`, "python3.12") where known.
+std::optional<std::string> torch_under_prefix(const System& sys, const std::string& prefix,
+                                              const std::string& python) {
   std::vector<std::string> dirs;
-  for (const std::string& lib : {prefix + "/lib", prefix + "/local/lib"}) {
-    std::vector<std::string> pythons = sys.list_dir(lib, "python3");
-    std::sort(pythons.rbegin(), pythons.rend());  // the newest first
+  for (const std::string& lib : {prefix + "/local/lib", prefix + "/lib"}) {
+    const std::vector<std::string> pythons =
+        python.empty() ? python_versions(sys, lib) : std::vector<std::string>{python};
     for (const std::string& py : pythons) {
       const std::string base = fmt::format("{}/{}/", lib, py);
-      dirs.push_back(base + "site-packages");
       dirs.push_back(base + "dist-packages");
+      dirs.push_back(base + "site-packages");
     }
   }
+  dirs.push_back(prefix + "/lib/python3/dist-packages");  // Debian's packaged modules
   for (const std::string& dir : dirs) {
     if (sys.exists(dir + "/torch/version.py")) return dir + "/torch";
   }
@@ -172,13 +191,21 @@ std::optional<StackInfo> torch_of_python(const System& sys) {
   }
   if (python.empty()) return std::nullopt;
   const std::string found_by = "python3 (" + python + ")";
-  std::vector<std::string> prefixes = {parent_of(parent_of(python)),
-                                       parent_of(parent_of(real_path(python)))};
-  if (const auto home = sys.getenv("HOME"); home && !home->empty())
-    prefixes.push_back(*home + "/.local");
+  // Its version from where the link leads ("python3.12"), as its sys.path has it.
+  const std::string real = real_path(python);
+  const std::string name = real.substr(real.find_last_of('/') + 1);
+  const std::string version = starts_with(name, "python3.") ? name : "";
+  std::vector<std::string> prefixes = {parent_of(parent_of(python)), parent_of(parent_of(real))};
+  // The user's site comes first in sys.path.
+  if (const auto home = sys.getenv("HOME"); home && !home->empty() && !version.empty()) {
+    const std::string user = fmt::format("{}/.local/lib/{}/site-packages", *home, version);
+    if (sys.exists(user + "/torch/version.py"))
+      return read_torch_dir(sys, user + "/torch", found_by);
+  }
   for (const std::string& prefix : prefixes) {
-    if (const auto dir = torch_under_prefix(sys, prefix))
+    if (const auto dir = torch_under_prefix(sys, prefix, version)) {
       return read_torch_dir(sys, *dir, found_by);
+    }
   }
   if (!is_elf(real_path(python))) return std::nullopt;
   const ProcessOutput out = run_process(
@@ -187,7 +214,7 @@ std::optional<StackInfo> torch_of_python(const System& sys) {
   if (out.exit_code != 0) return std::nullopt;
   for (const std::string& prefix : split(out.out, '\n')) {
     if (trim(prefix).empty()) continue;
-    if (const auto dir = torch_under_prefix(sys, trim(prefix)))
+    if (const auto dir = torch_under_prefix(sys, trim(prefix), version))
       return read_torch_dir(sys, *dir, found_by);
   }
   return std::nullopt;
@@ -195,7 +222,8 @@ std::optional<StackInfo> torch_of_python(const System& sys) {
 
 }  // namespace
 
-StackInfo read_torch_dir(const System& sys, const std::string& dir, const std::string& found_by) {
+StackInfo read_torch_dir(const System& sys, const std::string& given, const std::string& found_by) {
+  const std::string dir = without_slash(given);
   StackInfo s;
   s.source = "image files";
   s.location = dir;
@@ -240,7 +268,9 @@ StackInfo read_torch_dir(const System& sys, const std::string& dir, const std::s
 std::optional<StackInfo> find_image_torch(const System& sys) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<StackInfo> found;
-  if (const auto dir = sys.getenv("PRECISION_PROBE_TORCH"); dir && !dir->empty()) {
+  const std::optional<std::string> named = sys.getenv("PRECISION_PROBE_TORCH");
+  if (named && *named == "none") return std::nullopt;  // asked not to look
+  if (const auto& dir = named; dir && !dir->empty()) {
     if (const auto torch = torch_dir_in(sys, *dir)) {
       found = read_torch_dir(sys, *torch, "PRECISION_PROBE_TORCH");
     } else {
@@ -258,7 +288,7 @@ std::optional<StackInfo> find_image_torch(const System& sys) {
   if (!found) found = torch_of_python(sys);
   if (!found) {
     for (const std::string& dir : split(sys.getenv("LD_LIBRARY_PATH").value_or(""), ':')) {
-      if (dir.empty() || !sys.exists(dir + "/libtorch_cpu.so")) continue;
+      if (dir.empty() || !sys.exists(without_slash(dir) + "/libtorch_cpu.so")) continue;
       found = read_torch_dir(sys, parent_of(dir), "the loader path (LD_LIBRARY_PATH)");
       break;
     }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "common/strings.hpp"
@@ -66,7 +67,12 @@ std::vector<std::string> expand(const std::string& path, std::vector<Unreadable>
   const std::string prefix = path.back() == '/' ? path : path + "/";
   while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): one thread
     const std::string name = entry->d_name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
+    if (name.size() <= 5 || name.front() == '.' || name.compare(name.size() - 5, 5, ".json") != 0) {
+      continue;
+    }
+    // Regular files only: a FIFO would block, a directory is not a report.
+    struct stat file {};
+    if (::stat((prefix + name).c_str(), &file) == 0 && S_ISREG(file.st_mode)) {
       files.push_back(prefix + name);
     }
   }
@@ -125,8 +131,11 @@ FleetInputs read_fleet_reports(const std::vector<std::string>& sources, int stdi
   FleetInputs inputs;
   std::vector<Item> items;
   std::string stdin_text;
+  bool stdin_read = false;  // once: the lines point into stdin_text
   for (const std::string& source : sources) {
     if (source == "-") {
+      if (stdin_read) continue;
+      stdin_read = true;
       if (const std::string error = read_lines(stdin_fd, stdin_text, items); !error.empty()) {
         inputs.unreadable.push_back({"-", "cannot read standard input: " + error});
       }

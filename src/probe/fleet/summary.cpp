@@ -237,7 +237,8 @@ void check_age(const std::vector<NodeRecord>& nodes, const SummaryOptions& o, Fl
 
 void check_outcomes(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
   for (const NodeRecord& n : nodes) {
-    if (n.exit_code == exit_code::kEnvironment || n.exit_code == exit_code::kTimedOut) {
+    if (n.exit_code == exit_code::kUsage || n.exit_code == exit_code::kEnvironment ||
+        n.exit_code == exit_code::kTimedOut) {
       s.unknown.push_back({node_name(n), n.source,
                            fmt::format("its report exited {}: {}", n.exit_code, n.exit_reason)});
     }
@@ -280,10 +281,14 @@ void check_requirements(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
 // failed, 1 a requirement not met somewhere, 0.
 void decide_exit(FleetSummary& s) {
   const std::size_t unknown = s.stale.size() + s.unknown.size() + s.unreadable.size();
-  if (unknown > 0) {
+  if (s.reports == 0 && s.unreadable.empty()) {
+    // Nothing to judge (an empty directory, an empty stream): no node is known.
+    s.exit_code = exit_code::kEnvironment;
+    s.exit_reason = "no report was read: no node is known";
+  } else if (unknown > 0) {
     s.exit_code = exit_code::kEnvironment;
     s.exit_reason =
-        fmt::format("{} node(s) unknown: {} stale, {} unreadable, {} whose report exited 3 or 5",
+        fmt::format("{} node(s) unknown: {} stale, {} unreadable, {} whose report exited 2, 3 or 5",
                     unknown, s.stale.size(), s.unreadable.size(), s.unknown.size());
   } else if (!s.failed.empty()) {
     s.exit_code = exit_code::kCheckFailed;

@@ -116,7 +116,7 @@ struct ThroughputOutlier {
   int peers = 0;  // GPUs of that model measured in that mode
 };
 
-// A node whose state is unknown: its report is stale, or it exited 3 or 5 itself.
+// A node whose state is unknown: its report is stale, or it exited 2, 3 or 5 itself.
 struct UnknownNode {
   std::string node;
   std::string source;
@@ -153,7 +153,7 @@ struct FleetSummary {
   std::vector<ModeSummary> modes;
   std::vector<ThroughputOutlier> outliers;
   std::vector<UnknownNode> stale;    // older than --max-age, or of no known age
-  std::vector<UnknownNode> unknown;  // reports that exited 3 or 5
+  std::vector<UnknownNode> unknown;  // reports that exited 2, 3 or 5
   std::vector<Unreadable> unreadable;
   std::vector<FailedDevice> failed;
   std::vector<Mode> required;

@@ -419,12 +419,16 @@ Report usage_error_report(const std::string& message, const System& system) {
 
 namespace {
 
-// Whether the image's LibTorch is the release the engine was built with (then the workers load it).
-bool image_is_engines(const StackInfo& image) {
-  const std::string release = image.libtorch_version.substr(0, image.libtorch_version.find('+'));
-  const std::string engine_cuda = build_info::kCudaVersion;  // "none" for a CPU-only build
-  return release == build_info::kLibTorchVersion &&
-         image.cuda_version == (engine_cuda == "none" ? "" : engine_cuda);
+// Whether the image's LibTorch is the release the engine was built with (then the workers load
+// it): as the engine's stack cache describes it, else as the build recorded it.
+bool image_is_engines(const StackInfo& image, const StackInfo& engine) {
+  auto release = [](const std::string& v) { return v.substr(0, v.find('+')); };
+  const std::string built_cuda = build_info::kCudaVersion;  // "none" for a CPU-only build
+  const std::string version =
+      engine.available ? engine.libtorch_version : build_info::kLibTorchVersion;
+  const std::string cuda =
+      engine.available ? engine.cuda_version : (built_cuda == "none" ? "" : built_cuda);
+  return release(image.libtorch_version) == release(version) && image.cuda_version == cuda;
 }
 
 // PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".
@@ -433,14 +437,10 @@ std::string bad_torch_dir(const std::optional<StackInfo>& image) {
   return bad ? image->error : "";
 }
 
-// The image's PyTorch, read from its files; the engine's workers load it where it is the release
-// they were built with.
-std::optional<StackInfo> image_stack(const Options& o, const System& sys, Engine& engine) {
+// The image's PyTorch, read from its files.
+std::optional<StackInfo> image_stack(const System& sys) {
   std::optional<StackInfo> image = find_image_torch(sys);
   trace("image stack read");
-  if (image && image->available && !o.quick && image_is_engines(*image)) {
-    engine.use_libraries(image->location + "/lib");
-  }
   return image;
 }
 
@@ -466,6 +466,9 @@ StackAtStart stack_at_start(Engine& engine, const Options& o,
   // The build-time cache costs nothing; only without a complete one does a worker read the CUDA
   // configuration (which loads cuDNN and takes a device on LibTorch 2.x).
   s.cached = engine.describe(std::nullopt);
+  if (image && image->available && image_is_engines(*image, s.cached)) {
+    engine.use_libraries(image->location + "/lib");
+  }
   s.complete = s.cached.available && s.cached.error.empty();
   s.engine_installed = engine.installed();
   s.gpu_blocker = gpu_stack_blocker(s.cached, s.engine_installed);
@@ -781,7 +784,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   const Expected<std::optional<FaultInjection>> inject = fault_to_inject(options, sys);
   if (!inject) return usage_error_report(inject.error(), sys);
-  report.image_stack = image_stack(options, sys, deps.engine);
+  report.image_stack = image_stack(sys);
   const std::string bad_torch = bad_torch_dir(report.image_stack);
   if (!bad_torch.empty()) return usage_error_report(bad_torch, sys);
   const StackAtStart stack = stack_at_start(deps.engine, options, report.image_stack);
@@ -890,9 +893,10 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   // Gated when asked: a requirement is met by native hardware that this build's stack can run.
   d.selected = !options.require.empty();
   NotRun why{"offline (arch): no kernels run", false, ""};
-  const std::string blocked = !gpu_stack_blocker(report.stack, deps.engine.installed()).empty()
-                                  ? gpu_stack_blocker(report.stack, deps.engine.installed())
-                                  : stack_says_against(d, report.stack);
+  // The image's own stack needs no engine to be answered for.
+  const std::string blocker = gpu_stack_blocker(
+      report.stack, deps.engine.installed() || report.stack.source == "image files");
+  const std::string blocked = !blocker.empty() ? blocker : stack_says_against(d, report.stack);
   if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
   const bool stack_layer = blocked.empty();
   fill_precisions(

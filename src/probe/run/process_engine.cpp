@@ -117,6 +117,14 @@ class ProcessEngine final : public Engine {
 
   void use_libraries(const std::string& dir) override { library_dir_ = dir; }
 
+  // The image's LibTorch first on the loader's path, where use_libraries named it.
+  std::vector<std::string> with_libraries(std::vector<std::string> overrides) const {
+    if (library_dir_.empty()) return overrides;
+    const std::string old = system_.getenv("LD_LIBRARY_PATH").value_or("");
+    overrides.push_back("LD_LIBRARY_PATH=" + library_dir_ + (old.empty() ? "" : ":" + old));
+    return overrides;
+  }
+
   void stop_spares() override {
     const std::lock_guard<std::mutex> lock(spares_mutex_);
     spares_.clear();
@@ -147,8 +155,9 @@ class ProcessEngine final : public Engine {
     const ProcessOutput out =
         // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
         run_process({engine_path_, "--describe"},
-                    environment_with({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())}), "",
-                    *spawn_within, kMaxDescription);
+                    environment_with(
+                        with_libraries({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())})),
+                    "", *spawn_within, kMaxDescription);
     Expected<StackInfo> described = decode_stack(out.out);
     if (out.exit_code == 0 && described) {
       stack = *described;
@@ -399,13 +408,9 @@ class ProcessEngine final : public Engine {
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
-    if (!library_dir_.empty()) {
-      const std::string old = system_.getenv("LD_LIBRARY_PATH").value_or("");
-      overrides.push_back("LD_LIBRARY_PATH=" + library_dir_ + (old.empty() ? "" : ":" + old));
-    }
     const std::vector<std::string> argv = {engine_path_, "--worker"};
     auto child = std::make_unique<ChildProcess>();
-    if (!child->start(argv, environment_with(overrides), error)) {
+    if (!child->start(argv, environment_with(with_libraries(std::move(overrides))), error)) {
       return nullptr;
     }
     return child;

@@ -115,8 +115,10 @@ TEST(TorchFiles, TheSearchFollowsSysPathsOrderAndNoneTurnsItOff) {
   ASSERT_TRUE(stack);
   EXPECT_EQ(stack->libtorch_version, "2.0.0");  // 3.12 is newer than 3.9
   sys.paths.insert("/fake/local/lib/python3.12");
-  sys.files["/fake/local/lib/python3.12/dist-packages/torch/version.py"] = "__version__ = '2.1.0'\n";
-  EXPECT_EQ(pp::find_image_torch(sys)->libtorch_version, "2.1.0");  // local/lib before lib, as sys.path
+  sys.files["/fake/local/lib/python3.12/dist-packages/torch/version.py"] =
+      "__version__ = '2.1.0'\n";
+  EXPECT_EQ(pp::find_image_torch(sys)->libtorch_version,
+            "2.1.0");  // local/lib before lib, as sys.path
   sys.env["PRECISION_PROBE_TORCH"] = "none";
   EXPECT_FALSE(pp::find_image_torch(sys));
   sys.env["PRECISION_PROBE_TORCH"] = "/fake/lib/python3.9/site-packages/torch/";  // a slash too

@@ -247,10 +247,10 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
   s.cuda_built = !s.cuda_version.empty() && sys.exists(lib + "/libtorch_cuda.so");
   std::vector<std::string> headers;
   std::vector<std::string> nccl_headers;
-  for (const std::string& wheel : {"cudnn", "cu13", "cu12"}) {
+  for (const char* wheel : {"cudnn", "cu13", "cu12"}) {
     headers.push_back(fmt::format("{}/nvidia/{}/include/cudnn_version.h", site, wheel));
   }
-  for (const std::string& wheel : {"nccl", "cu13", "cu12"}) {
+  for (const char* wheel : {"nccl", "cu13", "cu12"}) {
     nccl_headers.push_back(fmt::format("{}/nvidia/{}/include/nccl.h", site, wheel));
   }
   s.cudnn_version =

@@ -110,6 +110,7 @@ TEST(Summary, CountsEachModelsGpusPerModeAndGroupsWhatIsNotNative) {
   EXPECT_EQ(g.status, Status::emulated);
   EXPECT_NE(g.reason.find("cc 7.5"), std::string::npos);
   EXPECT_EQ(g.nodes, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(g.gpus, 2);
   ASSERT_EQ(g.devices.size(), 2U);
   EXPECT_EQ(g.devices[0].rfind("b GPU 1 (GPU-", 0), 0U) << g.devices[0];
   EXPECT_FALSE(g.whole_nodes);  // b's H200 is native

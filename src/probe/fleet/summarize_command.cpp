@@ -8,6 +8,7 @@
 
 #include "common/build_info.hpp"
 #include "common/strings.hpp"
+#include "common/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"
 #include "probe/fleet/summary_printers.hpp"
 #include "probe/platform/process.hpp"
@@ -227,16 +228,21 @@ int run_summarize(int argc, const char* const* argv, const StandardStreams& stre
 
   const auto start = std::chrono::steady_clock::now();
   o.summary.now_ms = now_ms();
-  FleetSummary s = summarize(read_fleet_reports(o.sources, 0, o.summary.require), o.summary);
+  FleetInputs inputs = read_fleet_reports(o.sources, 0, o.summary.require);
+  trace("reports read");
+  FleetSummary s = summarize(std::move(inputs), o.summary);
+  trace("summarised");
   s.generated_at = format_utc_timestamp(o.summary.now_ms / 1000);
   s.tool_version = build_info::kVersion;
   s.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
+  std::vector<std::string> text = {print_summary(s, o.format)};
+  trace("summary printed");
   bool stdout_failed = false;
-  const std::string problem = prepared.outputs->deliver(
-      {print_summary(s, o.format)}, std::chrono::steady_clock::now() + std::chrono::seconds(30),
-      stdout_failed, [] { return interrupt_requested(); });
+  const std::string problem =
+      prepared.outputs->deliver(text, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                                stdout_failed, [] { return interrupt_requested(); });
   if (!problem.empty()) {
     say(streams, kError + "the summary could not be delivered: " + problem);
     return s.exit_code == exit_code::kOk || s.exit_code == exit_code::kRequirementNotMet

@@ -140,47 +140,63 @@ void count_status(ModeSummary& m, Status status) {
 
 // Per mode, in the mode table's order: the GPUs' verdicts counted, those not native grouped by
 // verdict and reason.
+// One mode over every GPU: its verdicts counted, those not native grouped by verdict and reason;
+// a group's GPUs named only where it does not hold whole nodes (the nodes say it then).
+ModeSummary summarize_mode(const std::vector<NodeRecord>& nodes, Mode mode, bool& any) {
+  ModeSummary m;
+  m.mode = mode;
+  std::map<std::pair<Status, std::string_view>, std::size_t> groups;  // views into `nodes`
+  std::vector<std::vector<std::pair<const NodeRecord*, const NodeDevice*>>> members;
+  for (const NodeRecord& n : nodes) {
+    std::vector<std::pair<std::size_t, int>> joined;  // group, this node's GPUs in it
+    int gpus = 0;
+    for (const NodeDevice& d : n.devices) {
+      const NodeVerdict* v = d.kind == DeviceKind::cuda ? d.find(mode) : nullptr;
+      gpus += d.kind == DeviceKind::cuda ? 1 : 0;
+      if (v == nullptr) continue;
+      any = true;
+      count_status(m, v->status);
+      if (v->status == Status::native) continue;
+      const auto [it, added] =
+          groups.emplace(std::make_pair(v->status, std::string_view(v->reason)), members.size());
+      if (added) {
+        m.not_native.push_back({v->status, v->reason, {}, {}});
+        members.emplace_back();
+      }
+      NotNativeGroup& g = m.not_native[it->second];
+      members[it->second].emplace_back(&n, &d);
+      ++g.gpus;
+      if (g.nodes.empty() || g.nodes.back() != node_name(n)) g.nodes.push_back(node_name(n));
+      if (joined.empty() || joined.back().first != it->second) joined.emplace_back(it->second, 0);
+      ++joined.back().second;
+    }
+    for (const auto& [group, count] : joined) {
+      if (count != gpus) m.not_native[group].whole_nodes = false;
+    }
+  }
+  for (std::size_t i = 0; i < m.not_native.size(); ++i) {
+    if (m.not_native[i].whole_nodes) continue;
+    for (const auto& [n, d] : members[i]) m.not_native[i].devices.push_back(device_text(*n, *d));
+  }
+  return m;
+}
+
 std::vector<ModeSummary> summarize_modes(const std::vector<NodeRecord>& nodes) {
   std::vector<ModeSummary> modes;
   for (const ModeInfo& info : kModeTable) {
-    ModeSummary m;
-    m.mode = info.mode;
-    std::map<std::pair<Status, std::string_view>, std::size_t> groups;  // views into `nodes`
     bool any = false;
-    for (const NodeRecord& n : nodes) {
-      std::map<std::size_t, int> joined;  // group -> this node's GPUs in it
-      int gpus = 0;
-      for (const NodeDevice& d : n.devices) {
-        const NodeVerdict* v = d.kind == DeviceKind::cuda ? d.find(info.mode) : nullptr;
-        gpus += d.kind == DeviceKind::cuda ? 1 : 0;
-        if (v == nullptr) continue;
-        any = true;
-        count_status(m, v->status);
-        if (v->status == Status::native) continue;
-        const auto key = std::make_pair(v->status, std::string_view(v->reason));
-        auto it = groups.find(key);
-        if (it == groups.end()) {
-          it = groups.emplace(key, m.not_native.size()).first;
-          m.not_native.push_back({v->status, v->reason, {}, {}});
-        }
-        NotNativeGroup& g = m.not_native[it->second];
-        g.devices.push_back(device_text(n, d));
-        if (g.nodes.empty() || g.nodes.back() != node_name(n)) g.nodes.push_back(node_name(n));
-        ++joined[it->second];
-      }
-      for (const auto& [group, count] : joined) {
-        if (count != gpus) m.not_native[group].whole_nodes = false;
-      }
-    }
+    ModeSummary m = summarize_mode(nodes, info.mode, any);
     if (any) modes.push_back(std::move(m));
   }
   return modes;
 }
 
 double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (n % 2 == 1) return *mid;
+  return (*mid + *std::max_element(values.begin(), mid)) / 2.0;
 }
 
 // A GPU more than 10 % below the median of the same model, per mode and per kind of figure.
@@ -190,31 +206,37 @@ std::vector<ThroughputOutlier> find_outliers(const std::vector<NodeRecord>& node
     const NodeDevice* device;
     double tflops;
   };
-  std::map<std::tuple<std::string, Mode, std::string>, std::vector<Figure>> groups;
+  // Per model, one list a mode for each kind of figure: a model looked up once a GPU.
+  struct ByMode {
+    std::map<Mode, std::vector<Figure>> bench, soak;
+  };
+  std::map<std::string_view, ByMode> groups;  // views into `nodes`
   for (const NodeRecord& n : nodes) {
     for (const NodeDevice& d : n.devices) {
       if (d.kind != DeviceKind::cuda) continue;
-      for (const auto& [mode, tflops] : d.bench_tflops) {
-        groups[{"bench", mode, d.model}].push_back({&n, &d, tflops});
-      }
-      for (const auto& [mode, tflops] : d.soak_tflops) {
-        groups[{"soak", mode, d.model}].push_back({&n, &d, tflops});
-      }
+      ByMode& model = groups[d.model];
+      for (const auto& [mode, tflops] : d.bench_tflops)
+        model.bench[mode].push_back({&n, &d, tflops});
+      for (const auto& [mode, tflops] : d.soak_tflops) model.soak[mode].push_back({&n, &d, tflops});
     }
   }
   std::vector<ThroughputOutlier> outliers;
-  for (const auto& [key, figures] : groups) {
-    if (figures.size() < 2) continue;
+  auto judge = [&outliers](const char* source, std::string_view model, Mode mode,
+                           const std::vector<Figure>& figures) {
+    if (figures.size() < 2) return;
     std::vector<double> values;
     values.reserve(figures.size());
     for (const Figure& f : figures) values.push_back(f.tflops);
-    const double mid = median(values);
+    const double mid = median(std::move(values));
     for (const Figure& f : figures) {
       if (f.tflops >= 0.9 * mid) continue;
-      outliers.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), node_name(*f.node),
-                          f.device->label(), f.device->uuid, f.tflops, mid,
-                          static_cast<int>(figures.size())});
+      outliers.push_back({source, mode, std::string(model), node_name(*f.node), f.device->label(),
+                          f.device->uuid, f.tflops, mid, static_cast<int>(figures.size())});
     }
+  };
+  for (const auto& [model, by_mode] : groups) {
+    for (const auto& [mode, figures] : by_mode.bench) judge("bench", model, mode, figures);
+    for (const auto& [mode, figures] : by_mode.soak) judge("soak", model, mode, figures);
   }
   return outliers;
 }

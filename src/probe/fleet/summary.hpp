@@ -92,9 +92,10 @@ struct ModelCount {
 struct NotNativeGroup {
   Status status = Status::not_tested;
   std::string reason;
-  std::vector<std::string> devices;  // "host GPU 3 (GPU-uuid)"
+  int gpus = 0;                      // GPUs in the group
   std::vector<std::string> nodes;    // the hosts, each once
   bool whole_nodes = true;           // every GPU of each of those nodes is in the group
+  std::vector<std::string> devices;  // "host GPU 3 (GPU-uuid)", where not whole_nodes
 };
 
 struct ModeSummary {

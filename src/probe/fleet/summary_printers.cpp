@@ -56,7 +56,7 @@ std::vector<Item> not_native_items(const FleetSummary& s, std::size_t shown) {
   for (const ModeSummary& m : s.modes) {
     for (const NotNativeGroup& g : m.not_native) {
       Item item{fmt::format("{} {} on {} GPU(s) of {} node(s)", mode_key(m.mode),
-                            to_string(g.status), g.devices.size(), g.nodes.size()),
+                            to_string(g.status), g.gpus, g.nodes.size()),
                 {}};
       if (!g.reason.empty()) item.details.push_back(g.reason);
       // Whole nodes by name; else the GPUs themselves.
@@ -218,7 +218,7 @@ json modes_json(const FleetSummary& s) {
       // list every GPU.
       groups.push_back({{"status", to_string(g.status)},
                         {"reason", g.reason},
-                        {"gpus", g.devices.size()},
+                        {"gpus", g.gpus},
                         {"whole_nodes", g.whole_nodes},
                         {"nodes", g.nodes},
                         {"devices", g.whole_nodes ? json::array() : json(g.devices)}});

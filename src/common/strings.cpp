@@ -91,6 +91,10 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
   return total;
 }
 
+std::string version_release(std::string_view version) {
+  return std::string(version.substr(0, version.find('+')));
+}
+
 std::string format_duration(std::int64_t seconds) {
   if (seconds < 0) return "-" + format_duration(-seconds);
   if (seconds < 60) return std::to_string(seconds) + "s";

@@ -15,6 +15,9 @@ std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 bool starts_with(std::string_view text, std::string_view prefix);
 
+// A version without its local part: "2.11.0+cu130" -> "2.11.0" (one release, builds apart).
+std::string version_release(std::string_view version);
+
 // A strict decimal integer: optional sign, digits only, no overflow. nullopt otherwise.
 std::optional<std::int64_t> parse_int(std::string_view text);
 

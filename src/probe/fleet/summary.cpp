@@ -160,7 +160,10 @@ ModeSummary summarize_mode(const std::vector<NodeRecord>& nodes, Mode mode, bool
       const auto [it, added] =
           groups.emplace(std::make_pair(v->status, std::string_view(v->reason)), members.size());
       if (added) {
-        m.not_native.push_back({v->status, v->reason, {}, {}});
+        NotNativeGroup group;
+        group.status = v->status;
+        group.reason = v->reason;
+        m.not_native.push_back(std::move(group));
         members.emplace_back();
       }
       NotNativeGroup& g = m.not_native[it->second];

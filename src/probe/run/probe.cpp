@@ -422,13 +422,13 @@ namespace {
 // Whether the image's LibTorch is the release the engine was built with (then the workers load
 // it): as the engine's stack cache describes it, else as the build recorded it.
 bool image_is_engines(const StackInfo& image, const StackInfo& engine) {
-  auto release = [](const std::string& v) { return v.substr(0, v.find('+')); };
   const std::string built_cuda = build_info::kCudaVersion;  // "none" for a CPU-only build
   const std::string version =
       engine.available ? engine.libtorch_version : build_info::kLibTorchVersion;
   const std::string cuda =
       engine.available ? engine.cuda_version : (built_cuda == "none" ? "" : built_cuda);
-  return release(image.libtorch_version) == release(version) && image.cuda_version == cuda;
+  return version_release(image.libtorch_version) == version_release(version) &&
+         image.cuda_version == cuda;
 }
 
 // PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".
@@ -864,7 +864,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.host = collect_host(deps.system);
   report.run.command = Command::arch;
   // In an image with a PyTorch of its own, "would this image run there?" is asked of that one.
-  report.image_stack = find_image_torch(deps.system);
+  report.image_stack = image_stack(deps.system);
   if (const std::string bad = bad_torch_dir(report.image_stack); !bad.empty()) {
     return usage_error_report(bad, deps.system);
   }

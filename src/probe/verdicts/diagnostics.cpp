@@ -365,9 +365,6 @@ void gpu_state(Collector& c, const DeviceReport& d) {
   }
 }
 
-// "2.11.0+cu130" and "2.11.0": the same release.
-std::string release_of(const std::string& version) { return version.substr(0, version.find('+')); }
-
 // A full run in an image whose PyTorch is not the engine's LibTorch: which stack the checks ran
 // against, or that they could not run, and the two ways to check the image's own.
 void image_stack(Collector& c, const Report& r) {
@@ -387,7 +384,7 @@ void image_stack(Collector& c, const Report& r) {
           ways);
     return;
   }
-  if (release_of(r.stack.libtorch_version) == release_of(image.libtorch_version) &&
+  if (version_release(r.stack.libtorch_version) == version_release(image.libtorch_version) &&
       r.stack.cuda_version == image.cuda_version) {
     return;
   }

@@ -1,8 +1,12 @@
 #include "probe/fleet/summary.hpp"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <map>
 #include <set>
+#include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,10 +21,8 @@ std::string NodeDevice::label() const {
 }
 
 const NodeVerdict* NodeDevice::find(Mode mode) const {
-  for (const auto& [m, v] : modes) {
-    if (m == mode) return &v;
-  }
-  return nullptr;
+  const auto& v = verdicts[static_cast<std::size_t>(mode)];
+  return v ? &*v : nullptr;
 }
 
 NodeRecord node_record(const Report& report, std::string source, std::size_t order,
@@ -36,8 +38,9 @@ NodeRecord node_record(const Report& report, std::string source, std::size_t ord
   n.quick = report.run.quick;
   n.exit_code = report.exit_code;
   n.exit_reason = report.exit_reason;
+  n.devices.reserve(report.devices.size());  // a device is large: not moved as the list grows
   for (const DeviceReport& d : report.devices) {
-    NodeDevice device;
+    NodeDevice& device = n.devices.emplace_back();
     device.kind = d.kind;
     device.index = d.index;
     device.model = d.gpu ? d.name : (d.cpu ? d.cpu->model : d.name);
@@ -47,19 +50,20 @@ NodeRecord node_record(const Report& report, std::string source, std::size_t ord
     }
     device.selected = d.selected;
     for (const auto& [mode, p] : d.precisions) {
-      device.modes.emplace_back(mode, NodeVerdict{p.status, p.hardware, p.reason});
+      const auto m = static_cast<std::size_t>(mode);
+      device.verdicts[m] = NodeVerdict{p.status, p.hardware, p.reason};
       if (p.bench && p.bench->outcome.ran && p.bench->outcome.ok) {
         const BenchOutcome& b = p.bench->outcome;
-        const double tflops = b.sustained_tflops.value_or(b.tflops.value_or(0.0));
-        if (tflops > 0.0) device.bench_tflops.emplace_back(mode, tflops);
+        device.bench_tflops[m] = std::max(0.0, b.sustained_tflops.value_or(b.tflops.value_or(0.0)));
       }
     }
     if (d.soak) {
       for (const auto& [mode, s] : d.soak->modes) {
-        if (s.ran && s.tflops && *s.tflops > 0.0) device.soak_tflops.emplace_back(mode, *s.tflops);
+        if (s.ran && s.tflops && *s.tflops > 0.0) {
+          device.soak_tflops[static_cast<std::size_t>(mode)] = *s.tflops;
+        }
       }
     }
-    n.devices.push_back(std::move(device));
   }
   for (RequirementResult& r : evaluate_requirements(report, required, report.run.quick)) {
     bool missing = r.device.empty();
@@ -138,63 +142,90 @@ void count_status(ModeSummary& m, Status status) {
   }
 }
 
-// Per mode, in the mode table's order: the GPUs' verdicts counted, those not native grouped by
-// verdict and reason.
-// One mode over every GPU: its verdicts counted, those not native grouped by verdict and reason;
-// a group's GPUs named only where it does not hold whole nodes (the nodes say it then).
-ModeSummary summarize_mode(const std::vector<NodeRecord>& nodes, Mode mode, bool& any) {
-  ModeSummary m;
-  m.mode = mode;
-  std::map<std::pair<Status, std::string_view>, std::size_t> groups;  // views into `nodes`
+// One mode's verdicts while the GPUs are walked: its groups of verdicts that are not native, found
+// by (verdict, reason), and the GPUs in each.
+struct ModeTally {
+  ModeSummary summary;
+  bool any = false;
+  std::map<std::pair<Status, std::string_view>, std::size_t> groups;  // views into the nodes
   std::vector<std::vector<std::pair<const NodeRecord*, const NodeDevice*>>> members;
-  for (const NodeRecord& n : nodes) {
-    std::vector<std::pair<std::size_t, int>> joined;  // group, this node's GPUs in it
-    int gpus = 0;
-    for (const NodeDevice& d : n.devices) {
-      const NodeVerdict* v = d.kind == DeviceKind::cuda ? d.find(mode) : nullptr;
-      gpus += d.kind == DeviceKind::cuda ? 1 : 0;
-      if (v == nullptr) continue;
-      any = true;
-      count_status(m, v->status);
-      if (v->status == Status::native) continue;
-      const auto [it, added] =
-          groups.emplace(std::make_pair(v->status, std::string_view(v->reason)), members.size());
-      if (added) {
-        NotNativeGroup group;
-        group.status = v->status;
-        group.reason = v->reason;
-        m.not_native.push_back(std::move(group));
-        members.emplace_back();
-      }
-      NotNativeGroup& g = m.not_native[it->second];
-      members[it->second].emplace_back(&n, &d);
-      ++g.gpus;
-      if (g.nodes.empty() || g.nodes.back() != node_name(n)) g.nodes.push_back(node_name(n));
-      if (joined.empty() || joined.back().first != it->second) joined.emplace_back(it->second, 0);
-      ++joined.back().second;
-    }
-    for (const auto& [group, count] : joined) {
-      if (count != gpus) m.not_native[group].whole_nodes = false;
-    }
+};
+
+// The group of `tally` for a verdict that is not native, made where it is the first of its kind.
+std::size_t group_of(ModeTally& tally, const NodeVerdict& v) {
+  const auto [it, added] = tally.groups.emplace(
+      std::make_pair(v.status, std::string_view(v.reason)), tally.members.size());
+  if (added) {
+    NotNativeGroup group;
+    group.status = v.status;
+    group.reason = v.reason;
+    tally.summary.not_native.push_back(std::move(group));
+    tally.members.emplace_back();
   }
-  for (std::size_t i = 0; i < m.not_native.size(); ++i) {
-    if (m.not_native[i].whole_nodes) continue;
-    for (const auto& [n, d] : members[i]) m.not_native[i].devices.push_back(device_text(*n, *d));
-  }
-  return m;
+  return it->second;
 }
 
+// One node's GPUs into the tallies: each verdict counted, those not native into their groups; a
+// group holds whole nodes while each of its nodes has all its GPUs in it.
+void tally_node(const NodeRecord& n, std::array<ModeTally, kModeTable.size()>& tallies) {
+  struct Joined {
+    std::size_t mode, group;
+    int gpus;
+  };
+  std::vector<Joined> joined;  // the groups this node's GPUs joined
+  int gpus = 0;
+  for (const NodeDevice& d : n.devices) {
+    if (d.kind != DeviceKind::cuda) continue;
+    ++gpus;
+    for (std::size_t m = 0; m < d.verdicts.size(); ++m) {
+      if (!d.verdicts[m]) continue;
+      const NodeVerdict& v = *d.verdicts[m];
+      ModeTally& tally = tallies[m];
+      tally.any = true;
+      count_status(tally.summary, v.status);
+      if (v.status == Status::native) continue;
+      const std::size_t group = group_of(tally, v);
+      NotNativeGroup& g = tally.summary.not_native[group];
+      tally.members[group].emplace_back(&n, &d);
+      ++g.gpus;
+      if (g.nodes.empty() || g.nodes.back() != node_name(n)) g.nodes.push_back(node_name(n));
+      const auto it = std::find_if(joined.begin(), joined.end(), [&](const Joined& j) {
+        return j.mode == m && j.group == group;
+      });
+      if (it == joined.end()) {
+        joined.push_back({m, group, 1});
+      } else {
+        ++it->gpus;
+      }
+    }
+  }
+  for (const Joined& j : joined) {
+    if (j.gpus != gpus) tallies[j.mode].summary.not_native[j.group].whole_nodes = false;
+  }
+}
+
+// Per mode, in the mode table's order: the GPUs' verdicts counted, those not native grouped by
+// verdict and reason; a group's GPUs named only where it does not hold whole nodes (the nodes say
+// it then). One walk over the GPUs for every mode: ten thousand nodes do not fit in a cache.
 std::vector<ModeSummary> summarize_modes(const std::vector<NodeRecord>& nodes) {
+  std::array<ModeTally, kModeTable.size()> tallies;
+  for (std::size_t m = 0; m < tallies.size(); ++m) tallies[m].summary.mode = kModeTable[m].mode;
+  for (const NodeRecord& n : nodes) tally_node(n, tallies);
   std::vector<ModeSummary> modes;
-  for (const ModeInfo& info : kModeTable) {
-    bool any = false;
-    ModeSummary m = summarize_mode(nodes, info.mode, any);
-    if (any) modes.push_back(std::move(m));
+  for (ModeTally& tally : tallies) {
+    if (!tally.any) continue;
+    for (std::size_t i = 0; i < tally.summary.not_native.size(); ++i) {
+      NotNativeGroup& g = tally.summary.not_native[i];
+      if (g.whole_nodes) continue;
+      for (const auto& [n, d] : tally.members[i]) g.devices.push_back(device_text(*n, *d));
+    }
+    modes.push_back(std::move(tally.summary));
   }
   return modes;
 }
 
-double median(std::vector<double> values) {
+// The median, the values left reordered.
+double median(std::vector<double>& values) {
   const std::size_t n = values.size();
   const auto mid = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(values.begin(), mid, values.end());
@@ -202,44 +233,81 @@ double median(std::vector<double> values) {
   return (*mid + *std::max_element(values.begin(), mid)) / 2.0;
 }
 
-// A GPU more than 10 % below the median of the same model, per mode and per kind of figure.
-std::vector<ThroughputOutlier> find_outliers(const std::vector<NodeRecord>& nodes) {
-  struct Figure {
-    const NodeRecord* node;
-    const NodeDevice* device;
-    double tflops;
-  };
-  // Per model, one list a mode for each kind of figure: a model looked up once a GPU.
-  struct ByMode {
-    std::map<Mode, std::vector<Figure>> bench, soak;
-  };
-  std::map<std::string_view, ByMode> groups;  // views into `nodes`
-  for (const NodeRecord& n : nodes) {
-    for (const NodeDevice& d : n.devices) {
-      if (d.kind != DeviceKind::cuda) continue;
-      ByMode& model = groups[d.model];
-      for (const auto& [mode, tflops] : d.bench_tflops)
-        model.bench[mode].push_back({&n, &d, tflops});
-      for (const auto& [mode, tflops] : d.soak_tflops) model.soak[mode].push_back({&n, &d, tflops});
+// One model's figures: per kind (bench, soak) and mode, the values, then their median and count.
+struct ModelFigures {
+  std::array<std::array<std::vector<double>, kModeTable.size()>, 2> values;
+  std::array<std::array<double, kModeTable.size()>, 2> median{};
+  std::array<std::array<int, kModeTable.size()>, 2> peers{};
+  std::array<std::array<std::vector<ThroughputOutlier>, kModeTable.size()>, 2> outliers;
+};
+
+const std::array<double, kModeTable.size()>& figures_of(const NodeDevice& d, std::size_t kind) {
+  return kind == 0 ? d.bench_tflops : d.soak_tflops;
+}
+
+// A GPU more than 10 % below the median of the same model, per mode and per kind of figure: the
+// values gathered and their medians found, then each GPU's figures compared in a second walk (no
+// list of every figure with its GPU: 1.4 million of them for ten thousand nodes).
+std::vector<ThroughputOutlier> find_outliers(const std::vector<NodeRecord>& nodes,
+                                             const std::vector<ModelCount>& models) {
+  std::map<std::string_view, ModelFigures> by_model;  // views into `models`
+  for (const ModelCount& c : models) {
+    ModelFigures& f = by_model[c.model];
+    for (auto& kind : f.values) {
+      for (auto& values : kind) values.reserve(static_cast<std::size_t>(c.gpus));
     }
   }
-  std::vector<ThroughputOutlier> outliers;
-  auto judge = [&outliers](const char* source, std::string_view model, Mode mode,
-                           const std::vector<Figure>& figures) {
-    if (figures.size() < 2) return;
-    std::vector<double> values;
-    values.reserve(figures.size());
-    for (const Figure& f : figures) values.push_back(f.tflops);
-    const double mid = median(std::move(values));
-    for (const Figure& f : figures) {
-      if (f.tflops >= 0.9 * mid) continue;
-      outliers.push_back({source, mode, std::string(model), node_name(*f.node), f.device->label(),
-                          f.device->uuid, f.tflops, mid, static_cast<int>(figures.size())});
+  // Each walk looks a model up where it changes from the GPU before.
+  auto each_gpu = [&](auto&& visit) {
+    ModelFigures* last = nullptr;
+    std::string_view last_model;
+    for (const NodeRecord& n : nodes) {
+      for (const NodeDevice& d : n.devices) {
+        if (d.kind != DeviceKind::cuda) continue;
+        if (last == nullptr || d.model != last_model) {
+          last = &by_model[d.model];
+          last_model = d.model;
+        }
+        visit(n, d, *last);
+      }
     }
   };
-  for (const auto& [model, by_mode] : groups) {
-    for (const auto& [mode, figures] : by_mode.bench) judge("bench", model, mode, figures);
-    for (const auto& [mode, figures] : by_mode.soak) judge("soak", model, mode, figures);
+  each_gpu([](const NodeRecord&, const NodeDevice& d, ModelFigures& f) {
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      const auto& tflops = figures_of(d, kind);
+      for (std::size_t m = 0; m < tflops.size(); ++m) {
+        if (tflops[m] > 0.0) f.values[kind][m].push_back(tflops[m]);
+      }
+    }
+  });
+  for (auto& [model, f] : by_model) {
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      for (std::size_t m = 0; m < kModeTable.size(); ++m) {
+        std::vector<double>& values = f.values[kind][m];
+        f.peers[kind][m] = static_cast<int>(values.size());
+        if (values.size() >= 2) f.median[kind][m] = median(values);
+        std::vector<double>().swap(values);
+      }
+    }
+  }
+  each_gpu([](const NodeRecord& n, const NodeDevice& d, ModelFigures& f) {
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      const auto& tflops = figures_of(d, kind);
+      for (std::size_t m = 0; m < tflops.size(); ++m) {
+        if (tflops[m] <= 0.0 || f.peers[kind][m] < 2 || tflops[m] >= 0.9 * f.median[kind][m])
+          continue;
+        f.outliers[kind][m].push_back({kind == 0 ? "bench" : "soak", kModeTable[m].mode, d.model,
+                                       node_name(n), d.label(), d.uuid, tflops[m],
+                                       f.median[kind][m], f.peers[kind][m]});
+      }
+    }
+  });
+  // Per model, the bench's then the soak's, each in the mode table's order.
+  std::vector<ThroughputOutlier> outliers;
+  for (auto& [model, f] : by_model) {
+    for (auto& kind : f.outliers) {
+      for (auto& list : kind) std::move(list.begin(), list.end(), std::back_inserter(outliers));
+    }
   }
   return outliers;
 }
@@ -270,10 +338,11 @@ void check_outcomes(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
     bool listed = false;
     for (const NodeDevice& d : n.devices) {
       if (!d.selected) continue;
-      for (const auto& [mode, v] : d.modes) {
-        if (v.status != Status::failed) continue;
-        s.failed.push_back({node_name(n), d.label(), d.uuid,
-                            fmt::format("{} failed: {}", mode_key(mode), v.reason)});
+      for (const ModeInfo& info : kModeTable) {
+        const NodeVerdict* v = d.find(info.mode);
+        if (v == nullptr || v->status != Status::failed) continue;
+        s.failed.push_back(
+            {node_name(n), d.label(), d.uuid, fmt::format("{} failed: {}", info.key, v->reason)});
         listed = true;
       }
     }
@@ -333,6 +402,23 @@ void decide_exit(FleetSummary& s) {
   }
 }
 
+// Frees the records' contents on two cores, half each: half a million allocations, each a likely
+// cache miss; the emptied records are then freed at once.
+void release(std::vector<NodeRecord>& nodes) {
+  const std::size_t half = nodes.size() / 2;
+  auto empty = [&nodes](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) nodes[i] = NodeRecord{};
+  };
+  std::optional<std::thread> second;
+  try {
+    second.emplace(empty, 0, half);
+  } catch (const std::system_error&) {
+    empty(0, half);
+  }
+  empty(half, nodes.size());
+  if (second) second->join();
+}
+
 }  // namespace
 
 FleetSummary summarize(FleetInputs inputs, const SummaryOptions& options) {
@@ -341,16 +427,26 @@ FleetSummary summarize(FleetInputs inputs, const SummaryOptions& options) {
   s.unreadable = std::move(inputs.unreadable);
   s.required = options.require;
   s.max_age_s = options.max_age_s;
-  const std::vector<NodeRecord> nodes = newest_per_host(std::move(inputs.nodes), s.superseded);
+  std::vector<NodeRecord> nodes = newest_per_host(std::move(inputs.nodes), s.superseded);
   s.nodes = static_cast<int>(nodes.size());
   s.models = count_models(nodes);
   for (const ModelCount& m : s.models) s.gpus += m.gpus;
+  // The outliers on a second core while this one does the rest: each is a walk over every GPU,
+  // and ten thousand nodes do not fit in a cache.
+  const auto outliers = [&] { s.outliers = find_outliers(nodes, s.models); };
+  std::optional<std::thread> second;
+  try {
+    second.emplace(outliers);
+  } catch (const std::system_error&) {  // no thread to be had: one core does it all
+    outliers();
+  }
   s.modes = summarize_modes(nodes);
-  s.outliers = find_outliers(nodes);
   check_age(nodes, options, s);
   check_outcomes(nodes, s);
   check_requirements(nodes, s);
+  if (second) second->join();
   decide_exit(s);
+  release(nodes);
   return s;
 }
 

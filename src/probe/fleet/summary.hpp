@@ -4,6 +4,7 @@
 // cut down to what the view needs (NodeRecord) and then summarised (FleetSummary): plain data,
 // printed by summary_printers. docs/summarize.md describes the view, its JSON and its exit codes.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,9 +30,12 @@ struct NodeDevice {
   std::string uuid;
   std::string pci_bus_id;
   bool selected = false;
-  std::vector<std::pair<Mode, NodeVerdict>> modes;
-  std::vector<std::pair<Mode, double>> bench_tflops;  // sustained where measured, else the burst
-  std::vector<std::pair<Mode, double>> soak_tflops;
+  // By mode (Mode's value): the verdict where the report has one, and the TFLOP/s measured (0 where
+  // none): the bench's sustained figure where measured, else its burst; the soak's. Held in the
+  // device, not in lists of their own: a summary walks 80,000 of them several times.
+  std::array<std::optional<NodeVerdict>, kModeTable.size()> verdicts;
+  std::array<double, kModeTable.size()> bench_tflops{};
+  std::array<double, kModeTable.size()> soak_tflops{};
 
   std::string label() const;  // "GPU 3", "CPU"
   const NodeVerdict* find(Mode mode) const;

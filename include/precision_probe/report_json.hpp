@@ -14,10 +14,22 @@ namespace precision_probe {
 // The report as a JSON document, pretty-printed with two-space indentation.
 std::string report_to_json(const Report& report);
 
+// How much of a report read_report_json reads. Either way the whole text is parsed, and a text
+// that is not JSON or not a report is refused.
+enum class ReadDepth {
+  full,
+  // What a fleet's view needs, about a tenth of a report's values: the report's identity, run,
+  // driver, requirements and exit; each device's identity (index, kind, name, selected, gpu,
+  // cpu, kernels), its verdicts, its benchmarks and its soak per mode. Left at their defaults
+  // (and unchecked): each smoke test and AMP run (PrecisionResult::smoke, ::amp), each device's
+  // recommendation and soak telemetry, the stacks, the diagnostics and the collectives.
+  verdicts,
+};
+
 // A report read back from its JSON. Refuses (with the path of the bad value) what is not JSON,
-// not a report, a schema_version other than kSchemaVersion, and values of the wrong type. Fields
-// it does not know are ignored; fields that are missing keep their defaults. Fields the JSON
-// does not carry (RunInfo::gpus_selected and the like) keep their defaults too.
-Expected<Report> read_report_json(std::string_view text);
+// not a report, a schema_version other than kSchemaVersion (or 1, upgraded), and values of the
+// wrong type. Fields it does not know are ignored; fields that are missing keep their defaults.
+// Fields the JSON does not carry (RunInfo::gpus_selected and the like) keep their defaults too.
+Expected<Report> read_report_json(std::string_view text, ReadDepth depth = ReadDepth::full);
 
 }  // namespace precision_probe

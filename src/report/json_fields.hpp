@@ -36,9 +36,12 @@ class FieldError : public std::runtime_error {
 
 // What a reader accepts: texts longer than `max_text` are cut (and say so), lists longer than
 // `max_items` are refused. A worker's line gets small limits, a report file large ones.
+// `details` false leaves the fields that fields() marks as details unread, at their defaults
+// (read_report_json's ReadDepth::verdicts).
 struct ReadLimits {
   std::size_t max_text = std::size_t{16} * 1024;
   std::size_t max_items = 4096;
+  bool details = true;
 };
 
 template <class S, class T>
@@ -127,6 +130,11 @@ class Writer {
   template <class S>
   void inline_fields(const S& s) {
     fields(*this, s);
+  }
+  // Fields that a read of the verdicts only leaves out (ReadDepth::verdicts): always written.
+  template <class F>
+  void details(F&& write) {
+    write();
   }
   // The precisions of a device by mode key, of one kind (matmul or training).
   void modes(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions,
@@ -340,29 +348,30 @@ class BasicReader {
       : j_(j), path_(path), limits_(limits) {
     if (!j_.is_object()) fail(path_, "expected an object");
   }
-  // A missing or null field leaves the value as it is (its default).
+  // A missing or null field leaves the value as it is (its default). Keys are views: a literal's
+  // length is known where fields() names it.
   template <class T>
-  void operator()(const char* key, T& value) {
+  void operator()(std::string_view key, T& value) {
     if (const auto v = find(key)) decode(*v, value, at(key), limits_);
   }
   template <class T>
-  void when(bool /*present*/, const char* key, T& value) {
+  void when(bool /*present*/, std::string_view key, T& value) {
     (*this)(key, value);
   }
   template <class T>
-  void omit_unless(bool /*present*/, const char* key, T& value) {
+  void omit_unless(bool /*present*/, std::string_view key, T& value) {
     (*this)(key, value);
   }
   template <class T>
   void derived(const char* /*key*/, const T& /*value*/) {}
   template <class T, class ToJson, class FromJson>
-  void mapped(const char* key, T& value, ToJson /*to*/, FromJson from) {
+  void mapped(std::string_view key, T& value, ToJson /*to*/, FromJson from) {
     const auto v = find(key);
     if (!v) return;
     if (!from(*v, value)) fail(at(key), "an unreadable value");
   }
   template <class F>
-  void group(bool /*present*/, const char* key, F&& list) {
+  void group(bool /*present*/, std::string_view key, F&& list) {
     const auto v = find(key);
     if (!v) return;
     BasicReader sub(*v, at(key), limits_);
@@ -372,11 +381,16 @@ class BasicReader {
   void inline_fields(S& s) {
     fields(*this, s);
   }
+  // Read only when the limits ask for details.
+  template <class F>
+  void details(F&& read) {
+    if (limits_.details) read();
+  }
   // The precisions of a device by mode key, of one kind (matmul or training).
-  void modes(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
+  void modes(std::string_view key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
              ModeKind kind);
   // The benchmarks of a device by mode key.
-  void benches(const char* key, std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
+  void benches(std::string_view key, std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
     by_key(key, [&](Mode mode, const J& value, const Path& path) {
       BenchResult bench;
       decode(value, bench, path, limits_);
@@ -384,7 +398,7 @@ class BasicReader {
     });
   }
   template <class T>
-  void by_mode(const char* key, std::vector<std::pair<Mode, T>>& items) {
+  void by_mode(std::string_view key, std::vector<std::pair<Mode, T>>& items) {
     by_key(key, [&](Mode mode, const J& value, const Path& path) {
       T item{};
       decode(value, item, path, limits_);
@@ -394,15 +408,15 @@ class BasicReader {
   static constexpr bool reading = true;
 
  private:
-  std::optional<J> find(const char* key) {
+  std::optional<J> find(std::string_view key) {
     auto v = j_.find(key, &hint_);
     if (v && v->is_null()) v.reset();
     return v;
   }
-  Path at(const char* key) const { return Path(path_, key); }
+  Path at(std::string_view key) const { return Path(path_, key); }
   // Each member of an object keyed by mode: f(mode, value, path).
   template <class F>
-  void by_key(const char* key, F&& f) {
+  void by_key(std::string_view key, F&& f) {
     const auto by_mode = find(key);
     if (!by_mode) return;
     if (!by_mode->is_object()) fail(at(key), "expected an object");
@@ -556,7 +570,7 @@ std::enable_if_t<is<S, SoakReport>> fields(V& v, S& s) {
   v.by_mode("modes", s.modes);
   v("golden_disagreement", s.golden_disagreement);
   v("straggler", s.straggler);
-  v.omit_unless(s.telemetry.has_value(), "telemetry", s.telemetry);
+  v.details([&] { v.omit_unless(s.telemetry.has_value(), "telemetry", s.telemetry); });
 }
 
 template <class V, class S>
@@ -623,12 +637,12 @@ struct MatmulEntryConst {
 template <class V>
 void fields(V& v, const MatmulEntryConst& e) {
   verdict_fields(v, e.p);
-  v("smoke", e.p.smoke);
+  v.details([&] { v("smoke", e.p.smoke); });
 }
 template <class V>
 void fields(V& v, MatmulEntry& e) {
   verdict_fields(v, e.p);
-  v("smoke", e.p.smoke);
+  v.details([&] { v("smoke", e.p.smoke); });
 }
 
 // A training precision: its verdict and its run, in one object.
@@ -641,13 +655,13 @@ struct TrainingEntryConst {
 template <class V>
 void fields(V& v, const TrainingEntryConst& e) {
   verdict_fields(v, e.p);
-  v.inline_fields(e.p.amp.value_or(AmpOutcome{}));
+  v.details([&] { v.inline_fields(e.p.amp.value_or(AmpOutcome{})); });
 }
 template <class V>
 void fields(V& v, TrainingEntry& e) {
   verdict_fields(v, e.p);
   if (!e.p.amp) e.p.amp = AmpOutcome{};
-  v.inline_fields(*e.p.amp);
+  v.details([&] { v.inline_fields(*e.p.amp); });
 }
 
 template <class V, class S>
@@ -718,7 +732,7 @@ std::enable_if_t<is<S, DeviceReport>> fields(V& v, S& d) {
   v("selected", d.selected);
   v.modes("precisions", d.precisions, ModeKind::matmul);
   v.modes("amp", d.precisions, ModeKind::training);
-  v("recommendation", d.recommendation);
+  v.details([&] { v("recommendation", d.recommendation); });
   v.benches("bench", d.precisions);
   v.omit_unless(d.soak.has_value(), "soak", d.soak);
   v.omit_unless(d.gpu.has_value(), "gpu", d.gpu);
@@ -854,13 +868,15 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
   // A report of bad input or an internal error holds nothing else.
   if (has_findings(r)) {
     v("run", r.run);
-    v("stack", r.stack);
-    v.omit_unless(r.image_stack.has_value(), "image_stack", r.image_stack);
+    v.details([&] {
+      v("stack", r.stack);
+      v.omit_unless(r.image_stack.has_value(), "image_stack", r.image_stack);
+    });
     v("driver", r.driver);
     v("devices", r.devices);
-    v("diagnostics", r.diagnostics);
+    v.details([&] { v("diagnostics", r.diagnostics); });
     v("requirements", r.requirements);
-    v.omit_unless(r.collectives.has_value(), "collectives", r.collectives);
+    v.details([&] { v.omit_unless(r.collectives.has_value(), "collectives", r.collectives); });
   }
   v("exit_code", r.exit_code);
   v("exit_reason", r.exit_reason);
@@ -869,7 +885,7 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
 }
 
 template <class J>
-void BasicReader<J>::modes(const char* key,
+void BasicReader<J>::modes(std::string_view key,
                            std::vector<std::pair<Mode, PrecisionResult>>& precisions,
                            ModeKind kind) {
   const auto by_mode = find(key);

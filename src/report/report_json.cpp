@@ -136,7 +136,7 @@ void upgrade_from_schema_1(TapeDocument& doc) {
 
 }  // namespace
 
-Expected<Report> read_report_json(std::string_view text) {
+Expected<Report> read_report_json(std::string_view text, ReadDepth depth) {
   // One document a thread, its buffers kept: a fleet's summary reads thousands of reports.
   thread_local TapeDocument doc;
   if (const std::string error = doc.parse(text); !error.empty()) {
@@ -154,7 +154,8 @@ Expected<Report> read_report_json(std::string_view text) {
     return Unexpected{"schema_version " + version->describe() + ", this reader reads " +
                       std::to_string(kSchemaVersion)};
   }
-  const json_fields::ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20};
+  const json_fields::ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20,
+                                       depth == ReadDepth::full};
   try {
     Report report;
     json_fields::decode(root, report, "", limits);

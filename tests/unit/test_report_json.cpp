@@ -122,6 +122,93 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
   EXPECT_TRUE(pp::read_report_json(j.dump()));
 }
 
+// ReadDepth::verdicts (what `summarize` reads): what it names is read as a full read reads it, the
+// details keep their defaults and are not checked, and a text that is not JSON is refused anyway.
+TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200, kH200});
+  m.options.bench = true;
+  m.options.soak_s = 1.0;
+  m.options.require = {Mode::bf16};
+  const std::string text = pp::report_to_json(m.run());
+  const pp::Expected<pp::Report> full = pp::read_report_json(text);
+  const pp::Expected<pp::Report> verdicts = pp::read_report_json(text, pp::ReadDepth::verdicts);
+  ASSERT_TRUE(full) << full.error();
+  ASSERT_TRUE(verdicts) << verdicts.error();
+  EXPECT_EQ(verdicts->report_id, full->report_id);
+  EXPECT_EQ(verdicts->host.hostname, full->host.hostname);
+  EXPECT_EQ(verdicts->exit_reason, full->exit_reason);
+  EXPECT_EQ(verdicts->driver.status, full->driver.status);
+  ASSERT_EQ(verdicts->requirements.size(), full->requirements.size());
+  ASSERT_EQ(verdicts->devices.size(), full->devices.size());
+  int benches = 0, soaks = 0, smokes = 0, amps = 0;
+  for (std::size_t i = 0; i < full->devices.size(); ++i) {
+    const pp::DeviceReport& f = full->devices[i];
+    const pp::DeviceReport& v = verdicts->devices[i];
+    EXPECT_EQ(v.label(), f.label());
+    EXPECT_EQ(v.selected, f.selected);
+    EXPECT_EQ(v.gpu.has_value(), f.gpu.has_value());
+    if (f.gpu && v.gpu) {
+      EXPECT_EQ(v.gpu->uuid, f.gpu->uuid);
+    }
+    ASSERT_EQ(v.precisions.size(), f.precisions.size());
+    for (std::size_t k = 0; k < f.precisions.size(); ++k) {
+      const auto& [mode, fp] = f.precisions[k];
+      const auto& [vmode, vp] = v.precisions[k];
+      EXPECT_EQ(vmode, mode);
+      EXPECT_EQ(vp.status, fp.status);
+      EXPECT_EQ(vp.hardware, fp.hardware);
+      EXPECT_EQ(vp.reason, fp.reason);
+      ASSERT_EQ(vp.bench.has_value(), fp.bench.has_value());
+      if (fp.bench) {
+        EXPECT_EQ(vp.bench->outcome.tflops, fp.bench->outcome.tflops);
+        ++benches;
+      }
+      // The details: run and checked in the report, left at their defaults by this read.
+      if (fp.smoke.ran) {
+        EXPECT_FALSE(vp.smoke.ran) << pp::mode_key(mode);
+        ++smokes;
+      }
+      if (fp.amp && fp.amp->ran) {
+        EXPECT_FALSE(vp.amp && vp.amp->ran) << pp::mode_key(mode);
+        ++amps;
+      }
+    }
+    ASSERT_EQ(v.soak.has_value(), f.soak.has_value());
+    if (f.soak && v.soak) {
+      ASSERT_EQ(v.soak->modes.size(), f.soak->modes.size());
+      for (std::size_t k = 0; k < f.soak->modes.size(); ++k) {
+        EXPECT_EQ(v.soak->modes[k].second.tflops, f.soak->modes[k].second.tflops);
+        ++soaks;
+      }
+      EXPECT_FALSE(v.soak->telemetry.has_value());
+    }
+  }
+  EXPECT_GT(benches, 0);
+  EXPECT_GT(soaks, 0);
+  EXPECT_GT(smokes, 0);
+  EXPECT_GT(amps, 0);
+  EXPECT_FALSE(full->stack.libtorch_version.empty());
+  EXPECT_TRUE(verdicts->stack.libtorch_version.empty());
+  EXPECT_TRUE(verdicts->diagnostics.empty());
+
+  // A detail of the wrong type: refused by a full read, not looked at by this one.
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["devices"][0]["precisions"]["bf16"]["smoke"]["ms"] = "slow";
+  EXPECT_FALSE(pp::read_report_json(j.dump()));
+  EXPECT_TRUE(pp::read_report_json(j.dump(), pp::ReadDepth::verdicts));
+  // A verdict of the wrong type, or a text that is not JSON where the details are, is refused.
+  j["devices"][0]["precisions"]["bf16"]["status"] = 7;
+  EXPECT_FALSE(pp::read_report_json(j.dump(), pp::ReadDepth::verdicts));
+  std::string broken = text;
+  const std::size_t smoke = broken.find("\"smoke\": {");
+  ASSERT_NE(smoke, std::string::npos);
+  broken.insert(smoke + 10, ",");
+  const pp::Expected<pp::Report> refused = pp::read_report_json(broken, pp::ReadDepth::verdicts);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("not a JSON document"), std::string::npos) << refused.error();
+}
+
 // Schema 1 named NVFP4 "fp4": a report of then is read with the key of now, and nothing else
 // changes.
 TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {

@@ -119,7 +119,7 @@ Outcome read_one(const Item& item, std::size_t order, const std::vector<Mode>& r
   if (text.size() > kMaxReportBytes) {
     return {std::nullopt, Unreadable{item.source, "larger than 64 MiB: not a report"}};
   }
-  Expected<Report> report = read_report_json(text);
+  Expected<Report> report = read_report_json(text, ReadDepth::verdicts);
   if (!report) return {std::nullopt, Unreadable{item.source, report.error()}};
   return {node_record(*report, item.source, order, required), std::nullopt};
 }

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace precision_probe::json_fields {
 
 using Type = TapeDocument::Type;
@@ -25,10 +29,25 @@ struct ByteClasses {
 };
 constexpr ByteClasses kBytes;
 
-// Where the plain bytes of a text starting at `p` end: eight bytes at a time, a word's first byte
-// that is '"', '\\', a control character or >= 0x80 found by the bit tricks that are exact for the
-// lowest such byte (borrows only reach the bytes above it).
+// Where the plain bytes of a text starting at `p` end. Sixteen bytes at a time where SSE2 is (every
+// x86-64): '"', '\\' and, as signed bytes, those below 0x20 (a control character or >= 0x80).
+// Then eight at a time: a word's first byte that is one of those found by the bit tricks that are
+// exact for the lowest such byte (borrows only reach the bytes above it).
 const char* plain_run(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quotes = _mm_set1_epi8('"');
+  const __m128i slashes = _mm_set1_epi8('\\');
+  const __m128i controls = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i special =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quotes), _mm_cmpeq_epi8(v, slashes)),
+                     _mm_cmplt_epi8(v, controls));
+    const int mask = _mm_movemask_epi8(special);
+    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
   constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
   constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
   while (end - p >= 8) {
@@ -45,9 +64,34 @@ const char* plain_run(const char* p, const char* end) {
   return p;
 }
 
+// Where a run of spaces (' ' only) starting at `p` ends, sixteen or eight bytes at a time.
+const char* space_run(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i space = _mm_set1_epi8(' ');
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const auto other =
+        static_cast<unsigned>(~_mm_movemask_epi8(_mm_cmpeq_epi8(v, space))) & 0xFFFFU;
+    if (other != 0) return p + __builtin_ctz(other);
+    p += 16;
+  }
+#endif
+  while (end - p >= 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    const std::uint64_t other = word ^ 0x2020202020202020ULL;
+    if (other != 0) return p + __builtin_ctzll(other) / 8;
+    p += 8;
+  }
+  while (p != end && *p == ' ') ++p;
+  return p;
+}
+
 }  // namespace
 
-// One parse: the input, the position, the containers still open.
+// One parse: the input, the position, the containers still open. The loop reads a value, then the
+// separators and closings after it up to the next value; the first error is kept in `error_` and
+// ends the parse.
 class TapeParser {
  public:
   TapeParser(TapeDocument& doc, std::string_view text)
@@ -56,185 +100,185 @@ class TapeParser {
   std::string run();
 
  private:
-  enum class Next { value, key, after_value, done };
-
-  std::string fail(const std::string& what) const {
-    return "at byte " + std::to_string(p_ - begin_) + ": " + what;
+  [[gnu::noinline, gnu::cold]] bool fail(const char* what) {
+    error_ = "at byte " + std::to_string(p_ - begin_) + ": " + what;
+    return false;
   }
+  // Space is mostly none or one byte before a value, and a line's end and its indentation before
+  // a member: the first case at once, the runs of spaces many bytes at a time.
   void skip_space() {
-    // Indentation comes in runs of spaces after a line's end: eight bytes at a time, the first
-    // that is not a space found in the word. A local pointer: the member would be stored on every
-    // byte.
-    const char* p = p_;
-    while (p != end_ && kBytes.space[static_cast<unsigned char>(*p)]) {
-      ++p;
-      while (end_ - p >= 8) {
-        std::uint64_t word = 0;
-        std::memcpy(&word, p, 8);
-        const std::uint64_t other = word ^ 0x2020202020202020ULL;
-        if (other != 0) {
-          p += __builtin_ctzll(other) / 8;
-          break;
-        }
-        p += 8;
-      }
-    }
+    if (p_ != end_ && static_cast<unsigned char>(*p_) > ' ') return;
+    const char* p = p_;  // a local: the member would be stored on every byte
+    while (p != end_ && kBytes.space[static_cast<unsigned char>(*p)]) p = space_run(p + 1, end_);
     p_ = p;
   }
-  std::uint32_t push(Type type) {
-    d_.entries_.emplace_back();
-    TapeDocument::Entry& e = d_.entries_.back();
+  TapeDocument::Entry& push(Type type) {
+    TapeDocument::Entry& e = d_.entries_.emplace_back();
     e.type = type;
-    const auto index = static_cast<std::uint32_t>(d_.entries_.size() - 1);
-    e.next = index + 1;
-    return index;
+    e.next = static_cast<std::uint32_t>(d_.entries_.size());
+    return e;
   }
-  Next value(std::string& error);
-  Next after_value(std::string& error);
-  bool string(std::string& error);
-  bool escape(std::string& error);
-  bool utf8(std::string& error);
-  bool number(std::string& error);
-  bool literal(std::string_view word, std::string& error);
+  bool value();
+  [[gnu::noinline]] bool unexpected(char c);
+  bool open(char c, bool& empty);
+  bool key();
+  bool after_value();
+  bool string();
+  [[gnu::noinline]] bool string_slow(const char* start, TapeDocument::Entry& entry);
+  bool escape();
+  bool utf8();
+  bool number();
+  bool number_slow(const char* start, TapeDocument::Entry& e);
+  bool literal(std::string_view word);
 
   TapeDocument& d_;
   const char* begin_;
   const char* p_;
   const char* end_;
-  std::vector<std::uint32_t> open_;
+  std::vector<std::uint32_t> open_;  // the containers open, innermost last
+  std::string error_;
 };
 
 std::string TapeParser::run() {
   skip_space();
-  if (p_ == end_) return fail("no JSON value (the text is empty)");
-  std::string error;
-  Next next = Next::value;
-  while (next != Next::done && error.empty()) {
-    switch (next) {
-      case Next::value: next = value(error); break;
-      case Next::key:
-        skip_space();
-        if (p_ == end_ || *p_ != '"') {
-          error = fail("expected a member's name in quotes");
-          break;
-        }
-        if (!string(error)) break;
-        skip_space();
-        if (p_ == end_ || *p_ != ':') {
-          error = fail("expected ':' after a member's name");
-          break;
-        }
-        ++p_;
-        next = Next::value;
-        break;
-      case Next::after_value: next = after_value(error); break;
-      case Next::done: break;
-    }
+  if (p_ == end_) {
+    fail("no JSON value (the text is empty)");
+    return error_;
   }
-  return error;
+  // At the top of the loop p_ is at a value's first byte.
+  while (value() && after_value()) {
+    if (open_.empty()) break;
+  }
+  return error_;
 }
 
-TapeParser::Next TapeParser::value(std::string& error) {
-  skip_space();
-  if (p_ == end_) {
-    error = fail("the text ends where a value should be");
-    return Next::done;
+// A value at p_: a scalar, or containers opened down to the first value that is not one (with
+// each object's first member's name read).
+bool TapeParser::value() {
+  while (*p_ == '{' || *p_ == '[') {
+    const char c = *p_;
+    bool empty = false;
+    if (!open(c, empty)) return false;
+    if (empty) return true;
+    if (c == '{' && !key()) return false;
+    skip_space();
+    if (p_ == end_) return fail("the text ends where a value should be");
   }
   const char c = *p_;
-  if (c == '{' || c == '[') {
-    if (open_.size() >= 512) {
-      error = fail("nested more than 512 levels deep");
-      return Next::done;
-    }
-    const std::uint32_t index = push(c == '{' ? Type::object : Type::array);
-    ++p_;
-    skip_space();
-    if (p_ != end_ && *p_ == (c == '{' ? '}' : ']')) {
-      ++p_;
-      return Next::after_value;
-    }
-    open_.push_back(index);
-    return c == '{' ? Next::key : Next::value;
+  if (c == '"') return string();
+  if (c == '-' || (c >= '0' && c <= '9')) return number();
+  if (c == 't' || c == 'f') {
+    if (!literal(c == 't' ? "true" : "false")) return false;
+    push(Type::boolean).value.boolean = c == 't';
+    return true;
   }
-  bool ok = false;
-  if (c == '"') {
-    ok = string(error);
-  } else if (c == '-' || (c >= '0' && c <= '9')) {
-    ok = number(error);
-  } else if (c == 't' || c == 'f') {
-    ok = literal(c == 't' ? "true" : "false", error);
-    if (ok) d_.entries_[push(Type::boolean)].value.boolean = c == 't';
-  } else if (c == 'n') {
-    ok = literal("null", error);
-    if (ok) push(Type::null);
-  } else {
-    error = fail(std::string("unexpected character '") + (c >= 0x20 && c < 0x7f ? c : '?') + "'");
+  if (c == 'n') {
+    if (!literal("null")) return false;
+    push(Type::null);
+    return true;
   }
-  return ok ? Next::after_value : Next::done;
+  return unexpected(c);
 }
 
-TapeParser::Next TapeParser::after_value(std::string& error) {
+bool TapeParser::unexpected(char c) {
+  const std::string what =
+      std::string("unexpected character '") + (c >= 0x20 && c < 0x7f ? c : '?') + "'";
+  return fail(what.c_str());
+}
+
+// '{' or '[' at p_: its entry, and whether it closes at once ("{}", "[ ]").
+bool TapeParser::open(char c, bool& empty) {
+  if (open_.size() >= 512) return fail("nested more than 512 levels deep");
+  const auto index = static_cast<std::uint32_t>(d_.entries_.size());
+  push(c == '{' ? Type::object : Type::array);
+  ++p_;
   skip_space();
-  if (open_.empty()) {
-    if (p_ != end_) error = fail("text after the document's end");
-    return Next::done;
-  }
-  const std::uint32_t top = open_.back();
-  TapeDocument::Entry& container = d_.entries_[top];
-  ++container.size;
-  const bool object = container.type == Type::object;
-  if (p_ != end_ && *p_ == ',') {
+  empty = p_ != end_ && *p_ == (c == '{' ? '}' : ']');
+  if (empty) {
     ++p_;
-    return object ? Next::key : Next::value;
+  } else {
+    open_.push_back(index);
   }
-  if (p_ != end_ && *p_ == (object ? '}' : ']')) {
+  return true;
+}
+
+// A member's name and its ':' (space before each skipped), p_ left after the ':'.
+inline bool TapeParser::key() {
+  skip_space();
+  if (p_ == end_ || *p_ != '"') return fail("expected a member's name in quotes");
+  if (!string()) return false;
+  skip_space();
+  if (p_ == end_ || *p_ != ':') return fail("expected ':' after a member's name");
+  ++p_;
+  return true;
+}
+
+// After a value: its container counts it; then ',' (and the next member's name) leaves p_ at the
+// next value, or the closing brackets are read up to one that is followed by ',' or the end.
+bool TapeParser::after_value() {
+  while (true) {
+    skip_space();
+    if (open_.empty()) {
+      if (p_ != end_) return fail("text after the document's end");
+      return true;
+    }
+    TapeDocument::Entry& container = d_.entries_[open_.back()];
+    ++container.size;
+    const bool object = container.type == Type::object;
+    if (p_ != end_ && *p_ == ',') {
+      ++p_;
+      if (object && !key()) return false;
+      skip_space();
+      if (p_ == end_) return fail("the text ends where a value should be");
+      return true;
+    }
+    if (p_ == end_ || *p_ != (object ? '}' : ']')) {
+      return fail(object ? "expected ',' or '}' in an object" : "expected ',' or ']' in a list");
+    }
     ++p_;
     container.next = static_cast<std::uint32_t>(d_.entries_.size());
     open_.pop_back();
-    return Next::after_value;
   }
-  error = fail(object ? "expected ',' or '}' in an object" : "expected ',' or ']' in a list");
-  return Next::done;
 }
 
-bool TapeParser::string(std::string& error) {
-  ++p_;  // the opening quote
-  const char* start = p_;
-  const std::uint32_t index = push(Type::string);
+// A text at p_ (its opening quote). Most are plain: read here, the rest by string_slow().
+inline bool TapeParser::string() {
+  const char* start = p_ + 1;
+  TapeDocument::Entry& e = push(Type::string);
   // The plain part: no escape, no control character, ASCII (UTF-8 is checked on the slow path).
-  p_ = plain_run(p_, end_);
-  if (p_ != end_ && *p_ == '"') {
-    auto& text = d_.entries_[index].value.text;
-    text.offset = static_cast<std::uint32_t>(start - begin_);
-    text.length = static_cast<std::uint32_t>(p_ - start);
-    ++p_;
-    return true;
-  }
+  p_ = plain_run(start, end_);
+  if (p_ == end_ || *p_ != '"') return string_slow(start, e);
+  e.value.text.offset = static_cast<std::uint32_t>(start - begin_);
+  e.value.text.length = static_cast<std::uint32_t>(p_ - start);
+  ++p_;
+  return true;
+}
+
+// A text with escapes or bytes past ASCII, from `start`; p_ is at the first such byte.
+bool TapeParser::string_slow(const char* start, TapeDocument::Entry& entry) {
   // Escapes or non-ASCII: the text is decoded into the document's own buffer.
   const std::size_t offset = d_.owned_.size();
   d_.owned_.append(start, p_);
   while (true) {
     if (p_ == end_) {
-      error = fail("a text without its closing quote");
-      return false;
+      return fail("a text without its closing quote");
     }
     const auto c = static_cast<unsigned char>(*p_);
     if (c == '"') break;
     if (c < 0x20) {
-      error = fail("a control character inside a text (write it as an escape)");
-      return false;
+      return fail("a control character inside a text (write it as an escape)");
     }
     if (c == '\\') {
-      if (!escape(error)) return false;
+      if (!escape()) return false;
     } else if (c >= 0x80) {
-      if (!utf8(error)) return false;
+      if (!utf8()) return false;
     } else {
       d_.owned_.push_back(static_cast<char>(c));
       ++p_;
     }
   }
   ++p_;
-  TapeDocument::Entry& e = d_.entries_[index];
+  TapeDocument::Entry& e = entry;
   e.owned = true;
   e.value.text.offset = static_cast<std::uint32_t>(offset);
   e.value.text.length = static_cast<std::uint32_t>(d_.owned_.size() - offset);
@@ -278,11 +322,10 @@ void append_utf8(std::string& out, std::uint32_t cp) {
 
 }  // namespace
 
-bool TapeParser::escape(std::string& error) {
+bool TapeParser::escape() {
   ++p_;  // the backslash
   if (p_ == end_) {
-    error = fail("a text that ends in a backslash");
-    return false;
+    return fail("a text that ends in a backslash");
   }
   const char c = *p_++;
   switch (c) {
@@ -295,23 +338,20 @@ bool TapeParser::escape(std::string& error) {
     case 'r': d_.owned_.push_back('\r'); return true;
     case 't': d_.owned_.push_back('\t'); return true;
     case 'u': break;
-    default: error = fail("an unknown escape in a text"); return false;
+    default: return fail("an unknown escape in a text");
   }
   int cp = hex4(p_, end_);
   if (cp < 0) {
-    error = fail("\\u without four hexadecimal digits");
-    return false;
+    return fail("\\u without four hexadecimal digits");
   }
   p_ += 4;
   if (cp >= 0xDC00 && cp <= 0xDFFF) {
-    error = fail("a lone low surrogate in \\u escapes");
-    return false;
+    return fail("a lone low surrogate in \\u escapes");
   }
   if (cp >= 0xD800 && cp <= 0xDBFF) {
     const int low = end_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u' ? hex4(p_ + 2, end_) : -1;
     if (low < 0xDC00 || low > 0xDFFF) {
-      error = fail("a high surrogate without its low surrogate in \\u escapes");
-      return false;
+      return fail("a high surrogate without its low surrogate in \\u escapes");
     }
     p_ += 6;
     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
@@ -321,7 +361,7 @@ bool TapeParser::escape(std::string& error) {
 }
 
 // One UTF-8 sequence of two to four bytes, checked (no overlong forms, no surrogates, <= U+10FFFF).
-bool TapeParser::utf8(std::string& error) {
+bool TapeParser::utf8() {
   const auto b0 = static_cast<unsigned char>(*p_);
   int length = 0;
   std::uint32_t cp = 0;
@@ -344,49 +384,98 @@ bool TapeParser::utf8(std::string& error) {
   const std::uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
   ok = ok && cp >= least && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
   if (!ok) {
-    error = fail("invalid UTF-8 in a text");
-    return false;
+    return fail("invalid UTF-8 in a text");
   }
   d_.owned_.append(p_, static_cast<std::size_t>(length));
   p_ += length;
   return true;
 }
 
-bool TapeParser::number(std::string& error) {
+namespace {
+
+// The powers of ten that a double holds exactly.
+constexpr double kExactPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// The digits at `p` into `value` (the first 19 of them: no overflow); where they end.
+const char* scan_digits(const char* p, const char* end, std::uint64_t& value, int& count) {
+  const char* start = p;
+  while (p != end && static_cast<unsigned char>(*p - '0') <= 9) {
+    if (p - start < 19) value = value * 10 + static_cast<std::uint64_t>(*p - '0');
+    ++p;
+  }
+  count = static_cast<int>(p - start);
+  return p;
+}
+
+}  // namespace
+
+bool TapeParser::number() {
   const char* start = p_;
-  auto digits = [this] {
-    const char* p = p_;
-    while (p != end_ && *p >= '0' && *p <= '9') ++p;
-    const bool any = p != p_;
-    p_ = p;
-    return any;
-  };
-  if (*p_ == '-') ++p_;
+  const bool negative = *p_ == '-';
+  if (negative) ++p_;
+  std::uint64_t mantissa = 0;  // the digits, point left out, while there are at most 19
+  int whole = 0;
   if (p_ != end_ && *p_ == '0') {
     ++p_;
-  } else if (!digits()) {
-    error = fail("a number without digits");
-    return false;
+    whole = 1;
+  } else if (p_ = scan_digits(p_, end_, mantissa, whole); whole == 0) {
+    return fail("a number without digits");
   }
-  bool integral = true;
+  int fraction = 0;
   if (p_ != end_ && *p_ == '.') {
     ++p_;
-    integral = false;
-    if (!digits()) {
-      error = fail("a number without digits after its point");
-      return false;
-    }
+    std::uint64_t digits = mantissa;
+    p_ = scan_digits(p_, end_, digits, fraction);
+    if (fraction == 0) return fail("a number without digits after its point");
+    if (whole + fraction <= 19) mantissa = digits;
   }
+  bool exponent = false;
+  std::uint64_t power = 0;
+  bool power_negative = false;
   if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
     ++p_;
-    integral = false;
-    if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-    if (!digits()) {
-      error = fail("a number without digits in its exponent");
-      return false;
+    exponent = true;
+    if (p_ != end_ && (*p_ == '+' || *p_ == '-')) power_negative = *p_++ == '-';
+    int count = 0;
+    p_ = scan_digits(p_, end_, power, count);
+    if (count == 0) return fail("a number without digits in its exponent");
+    if (count > 4) power = 100000;  // far past a double's range either way
+  }
+  TapeDocument::Entry& e = push(Type::number);
+  // Most numbers are read here: an integer of up to 19 digits; a decimal of up to 15 digits
+  // (below 2^53) scaled by an exact power of ten, one rounding as from_chars rounds.
+  if (fraction == 0 && !exponent && whole <= 19) {
+    if (!negative) {
+      e.type = Type::unsigned_integer;
+      e.value.unsigned_integer = mantissa;
+      return true;
+    }
+    if (mantissa <= (std::uint64_t{1} << 63)) {
+      e.type = Type::integer;
+      e.value.integer = static_cast<std::int64_t>(0 - mantissa);
+      return true;
     }
   }
-  TapeDocument::Entry& e = d_.entries_[push(Type::number)];
+  const std::int64_t scale =
+      (power_negative ? -static_cast<std::int64_t>(power) : static_cast<std::int64_t>(power)) -
+      fraction;
+  if (fraction + whole <= 19 && mantissa <= (std::uint64_t{1} << 53) && scale >= -22 &&
+      scale <= 22 && (fraction > 0 || exponent)) {
+    const auto m = static_cast<double>(mantissa);
+    const double v = scale < 0 ? m / kExactPowers[-scale] : m * kExactPowers[scale];
+    e.value.number = negative ? -v : v;
+    return true;
+  }
+  return number_slow(start, e);
+}
+
+// The rest: an integer past 19 digits (or 64 bits: a double then, as nlohmann/json), decimals with
+// more digits or larger exponents.
+bool TapeParser::number_slow(const char* start, TapeDocument::Entry& e) {
+  const std::string_view text(start, static_cast<std::size_t>(p_ - start));
+  const bool integral = text.find_first_of(".eE") == std::string_view::npos;
   if (integral) {
     const bool negative = *start == '-';
     std::from_chars_result r{};
@@ -403,21 +492,18 @@ bool TapeParser::number(std::string& error) {
   const auto r = std::from_chars(start, p_, e.value.number);
   if (r.ec == std::errc::result_out_of_range) {
     // Too small for a double is zero (as nlohmann/json reads it); too large is refused.
-    const std::string_view text(start, static_cast<std::size_t>(p_ - start));
     if (text.find("e-") == std::string_view::npos && text.find("E-") == std::string_view::npos) {
-      error = fail("a number out of range");
-      return false;
+      return fail("a number out of range");
     }
     e.value.number = 0.0;
   }
   return true;
 }
 
-bool TapeParser::literal(std::string_view word, std::string& error) {
+bool TapeParser::literal(std::string_view word) {
   if (static_cast<std::size_t>(end_ - p_) < word.size() ||
       std::memcmp(p_, word.data(), word.size()) != 0) {
-    error = fail("unexpected text (true, false or null?)");
-    return false;
+    return fail("unexpected text (true, false or null?)");
   }
   p_ += word.size();
   return true;
@@ -465,11 +551,16 @@ std::uint64_t TapeValue::uint64() const {
                                           : static_cast<std::uint64_t>(e.value.integer);
 }
 
-std::string_view TapeValue::string_view() const {
-  const TapeDocument::Entry& e = entry();
-  const std::string_view base = e.owned ? std::string_view(doc_->owned_) : doc_->input_;
-  return base.substr(e.value.text.offset, e.value.text.length);
+namespace {
+
+bool same_bytes(const char* a, const char* b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
+
+}  // namespace
 
 std::optional<TapeValue> TapeValue::find(std::string_view key, std::uint32_t* hint) const {
   const std::uint32_t n = size();
@@ -481,9 +572,8 @@ std::optional<TapeValue> TapeValue::find(std::string_view key, std::uint32_t* hi
   for (std::uint32_t seen = 0; seen < n; ++seen) {
     const std::uint32_t after = doc_->entries_[i + 1].next;
     const std::string_view name = TapeValue(*doc_, i).string_view();
-    // Lengths and first bytes first: most names differ there.
-    if (name.size() == key.size() && (key.empty() || name[0] == key[0]) &&
-        std::memcmp(name.data(), key.data(), key.size()) == 0) {
+    // Lengths first: most names differ there; then the bytes, names being short.
+    if (name.size() == key.size() && same_bytes(name.data(), key.data(), key.size())) {
       if (hint != nullptr) *hint = after;
       return TapeValue(*doc_, i + 1);
     }

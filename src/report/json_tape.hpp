@@ -85,10 +85,14 @@ class TapeValue {
   bool is_object() const { return type() == TapeDocument::Type::object; }
 
   bool boolean() const { return entry().value.boolean; }
-  double number() const;                 // any number
-  std::int64_t int64() const;            // an integer (an unsigned one past 2^63 wraps)
-  std::uint64_t uint64() const;          // a non-negative integer
-  std::string_view string_view() const;  // a string
+  double number() const;                  // any number
+  std::int64_t int64() const;             // an integer (an unsigned one past 2^63 wraps)
+  std::uint64_t uint64() const;           // a non-negative integer
+  std::string_view string_view() const {  // a string
+    const TapeDocument::Entry& e = entry();
+    const char* base = e.owned ? doc_->owned_.data() : doc_->input_.data();
+    return {base + e.value.text.offset, e.value.text.length};  // within its text by construction
+  }
   std::size_t size() const { return entry().size; }
 
   // The value of `key` in an object, or none. `hint` is where the search starts: the member

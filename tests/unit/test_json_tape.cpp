@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include <random>
 #include <string>
 
@@ -93,6 +96,74 @@ TEST(JsonTape, RandomDocumentsMatchNlohmann) {
       jf::TapeDocument doc;
       ASSERT_EQ(doc.parse(text), "") << text;
       EXPECT_EQ(rebuild(doc.root()), nlohmann::json::parse(text)) << text;
+    }
+  }
+}
+
+// Numbers take a fast path (up to 19 digits; decimals below 2^53 scaled by an exact power of ten)
+// and from_chars otherwise: both give the type and the very bits that nlohmann/json (strtod) gives.
+TEST(JsonTape, NumbersReadToTheSameBitsOnEitherPath) {
+  std::vector<std::string> texts = {"0",
+                                    "-0",
+                                    "-0.0",
+                                    "0.0",
+                                    "0e5",
+                                    "1E+2",
+                                    "1e22",
+                                    "1e23",
+                                    "123e-22",
+                                    "123e-23",
+                                    "1e-06",
+                                    "9007199254740992.5",
+                                    "9007199254740993.0",
+                                    "0.9007199254740993",
+                                    "4.9e-324",
+                                    "2.2250738585072014e-308",
+                                    "1.7976931348623157e308",
+                                    "1e-400",
+                                    "9223372036854775807",
+                                    "9223372036854775808",
+                                    "-9223372036854775808",
+                                    "-9223372036854775809",
+                                    "18446744073709551615",
+                                    "18446744073709551616",
+                                    "1234567890123456789012",
+                                    "0.1",
+                                    "67.0",
+                                    "49.505881228416605",
+                                    "-1.5e-3",
+                                    "1000000000000000000000.5"};
+  std::mt19937_64 rng(20261202);
+  char buffer[64];
+  for (int i = 0; i < 2000; ++i) {
+    const double v =
+        std::ldexp(static_cast<double>(rng() % (1ULL << 53)), static_cast<int>(rng() % 120) - 80) *
+        (rng() % 2 == 0 ? 1.0 : -1.0);
+    for (const char* format : {"%.17g", "%.15g", "%.6g", "%.3f", "%e"}) {
+      std::snprintf(buffer, sizeof buffer, format, v);
+      texts.emplace_back(buffer);
+    }
+    texts.push_back(std::to_string(static_cast<std::int64_t>(rng())));
+    texts.push_back(std::to_string(rng()));
+  }
+  for (const std::string& text : texts) {
+    jf::TapeDocument doc;
+    ASSERT_EQ(doc.parse(text), "") << text;
+    const nlohmann::json expected = nlohmann::json::parse(text);
+    const jf::TapeValue value = doc.root();
+    ASSERT_EQ(value.is_number_integer(), expected.is_number_integer()) << text;
+    if (expected.is_number_integer()) {
+      // ("-0" is an integer both ways; the tape calls it unsigned, being >= 0.)
+      if (expected.is_number_unsigned()) {
+        EXPECT_TRUE(value.is_number_unsigned()) << text;
+        EXPECT_EQ(value.uint64(), expected.get<std::uint64_t>()) << text;
+      } else {
+        EXPECT_EQ(value.int64(), expected.get<std::int64_t>()) << text;
+      }
+    } else {
+      const double a = value.number();
+      const double b = expected.get<double>();
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << text << ": " << a << " vs " << b;
     }
   }
 }

@@ -20,8 +20,9 @@ enum class ReadDepth {
   full,
   // What a fleet's view needs, about a tenth of a report's values: the report's identity, run,
   // driver, requirements and exit; each device's identity (index, kind, name, selected, gpu,
-  // cpu, kernels), its verdicts, its benchmarks and its soak per mode. Left at their defaults
-  // (and unchecked): each smoke test and AMP run (PrecisionResult::smoke, ::amp), each device's
+  // cpu, kernels) and verdicts; of each benchmark ran, ok and the TFLOP/s; of each mode's soak
+  // ran, ok, mismatches and the TFLOP/s. Left at their defaults (and unchecked): the rest of
+  // those, each smoke test and AMP run (PrecisionResult::smoke, ::amp), each device's
   // recommendation and soak telemetry, the stacks, the diagnostics and the collectives.
   verdicts,
 };

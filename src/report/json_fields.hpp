@@ -508,14 +508,16 @@ std::enable_if_t<is<S, BenchOutcome>> fields(V& v, S& o) {
   v("ok", o.ok);
   v("tflops", o.tflops);
   v("sustained_tflops", o.sustained_tflops);
-  v("size", o.size);
-  v("ms", o.ms);
-  v("sustained_ms", o.sustained_ms);
-  v("reps", o.reps);
-  v("timer", o.timer);
-  v("note", o.note);
-  v("error_kind", o.error_kind);
-  v("error", o.error);
+  v.details([&] {
+    v("size", o.size);
+    v("ms", o.ms);
+    v("sustained_ms", o.sustained_ms);
+    v("reps", o.reps);
+    v("timer", o.timer);
+    v("note", o.note);
+    v("error_kind", o.error_kind);
+    v("error", o.error);
+  });
 }
 
 template <class V, class S>
@@ -549,17 +551,23 @@ template <class V, class S>
 std::enable_if_t<is<S, SoakOutcome>> fields(V& v, S& o) {
   v("ran", o.ran);
   v("ok", o.ok);
-  v("size", o.size);
-  v("iterations", o.iterations);
+  v.details([&] {
+    v("size", o.size);
+    v("iterations", o.iterations);
+  });
   v("mismatches", o.mismatches);
-  v("full_compares", o.full_compares);
-  v("first_mismatch", o.first_mismatch);
-  v("golden_checksum", o.golden_checksum);
-  v("seconds", o.seconds);
+  v.details([&] {
+    v("full_compares", o.full_compares);
+    v("first_mismatch", o.first_mismatch);
+    v("golden_checksum", o.golden_checksum);
+    v("seconds", o.seconds);
+  });
   v("tflops", o.tflops);
-  v("injected", o.injected);
-  v("error_kind", o.error_kind);
-  v("error", o.error);
+  v.details([&] {
+    v("injected", o.injected);
+    v("error_kind", o.error_kind);
+    v("error", o.error);
+  });
 }
 
 template <class V, class S>
@@ -576,10 +584,12 @@ std::enable_if_t<is<S, SoakReport>> fields(V& v, S& s) {
 template <class V, class S>
 std::enable_if_t<is<S, BenchResult>> fields(V& v, S& b) {
   v.inline_fields(b.outcome);
-  v("ratio_to_fp32", b.ratio_to_fp32);
-  v("peak_tflops", b.peak_tflops);
-  v("peak_source", b.peak_source);
-  v("percent_of_peak", b.percent_of_peak);
+  v.details([&] {
+    v("ratio_to_fp32", b.ratio_to_fp32);
+    v("peak_tflops", b.peak_tflops);
+    v("peak_source", b.peak_source);
+    v("percent_of_peak", b.percent_of_peak);
+  });
 }
 
 template <class V, class S>

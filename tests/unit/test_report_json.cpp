@@ -161,7 +161,9 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
       EXPECT_EQ(vp.reason, fp.reason);
       ASSERT_EQ(vp.bench.has_value(), fp.bench.has_value());
       if (fp.bench) {
+        EXPECT_EQ(vp.bench->outcome.ran, fp.bench->outcome.ran);
         EXPECT_EQ(vp.bench->outcome.tflops, fp.bench->outcome.tflops);
+        EXPECT_EQ(vp.bench->outcome.sustained_tflops, fp.bench->outcome.sustained_tflops);
         ++benches;
       }
       // The details: run and checked in the report, left at their defaults by this read.
@@ -179,6 +181,7 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
       ASSERT_EQ(v.soak->modes.size(), f.soak->modes.size());
       for (std::size_t k = 0; k < f.soak->modes.size(); ++k) {
         EXPECT_EQ(v.soak->modes[k].second.tflops, f.soak->modes[k].second.tflops);
+        EXPECT_EQ(v.soak->modes[k].second.mismatches, f.soak->modes[k].second.mismatches);
         ++soaks;
       }
       EXPECT_FALSE(v.soak->telemetry.has_value());
@@ -192,8 +195,20 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
   EXPECT_TRUE(verdicts->stack.libtorch_version.empty());
   EXPECT_TRUE(verdicts->diagnostics.empty());
 
-  // A detail of the wrong type: refused by a full read, not looked at by this one.
+  // A benchmark's details are read by a full read only.
   nlohmann::json j = nlohmann::json::parse(text);
+  ASSERT_TRUE(j["devices"][0]["bench"].contains("bf16"));
+  j["devices"][0]["bench"]["bf16"]["timer"] = "cuda events";
+  j["devices"][0]["bench"]["bf16"]["peak_source"] = "datasheet";
+  const auto bf16_bench = [&](pp::ReadDepth depth) {
+    const pp::Expected<pp::Report> r = pp::read_report_json(j.dump(), depth);
+    return r ? *r->devices[0].find(Mode::bf16)->bench : pp::BenchResult{};
+  };
+  EXPECT_EQ(bf16_bench(pp::ReadDepth::full).outcome.timer, "cuda events");
+  EXPECT_EQ(bf16_bench(pp::ReadDepth::full).peak_source, "datasheet");
+  EXPECT_EQ(bf16_bench(pp::ReadDepth::verdicts).outcome.timer, "");
+  EXPECT_EQ(bf16_bench(pp::ReadDepth::verdicts).peak_source, "");
+  // A detail of the wrong type: refused by a full read, not looked at by this one.
   j["devices"][0]["precisions"]["bf16"]["smoke"]["ms"] = "slow";
   EXPECT_FALSE(pp::read_report_json(j.dump()));
   EXPECT_TRUE(pp::read_report_json(j.dump(), pp::ReadDepth::verdicts));

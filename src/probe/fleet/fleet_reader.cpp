@@ -70,9 +70,12 @@ std::vector<std::string> expand(const std::string& path, std::vector<Unreadable>
     if (name.size() <= 5 || name.front() == '.' || name.compare(name.size() - 5, 5, ".json") != 0) {
       continue;
     }
-    // Regular files only: a FIFO would block, a directory is not a report.
+    // Regular files only: a FIFO would block, a directory is not a report. The entry's type says
+    // so without a stat, except for a link (followed) or where the file system does not tell.
+    const bool regular = entry->d_type == DT_REG;
     struct stat file {};
-    if (::stat((prefix + name).c_str(), &file) == 0 && S_ISREG(file.st_mode)) {
+    if (regular || ((entry->d_type == DT_LNK || entry->d_type == DT_UNKNOWN) &&
+                    ::stat((prefix + name).c_str(), &file) == 0 && S_ISREG(file.st_mode))) {
       files.push_back(prefix + name);
     }
   }

@@ -20,10 +20,11 @@ enum class ReadDepth {
   full,
   // What a fleet's view needs, about a tenth of a report's values: the report's identity, run,
   // driver, requirements and exit; each device's identity (index, kind, name, selected, gpu,
-  // cpu, kernels) and verdicts; of each benchmark ran, ok and the TFLOP/s; of each mode's soak
-  // ran, ok, mismatches and the TFLOP/s. Left at their defaults (and unchecked): the rest of
-  // those, each smoke test and AMP run (PrecisionResult::smoke, ::amp), each device's
-  // recommendation and soak telemetry, the stacks, the diagnostics and the collectives.
+  // cpu, kernels) and verdicts; of each benchmark ran, ok and the TFLOP/s; the soak's own fields
+  // and of each of its modes ran, ok, mismatches and the TFLOP/s. Left at their defaults (and
+  // unchecked): the rest of the benchmarks' and soaked modes' fields, each smoke test and AMP
+  // run (PrecisionResult::smoke, ::amp), each device's recommendation and soak telemetry, the
+  // stacks, the diagnostics and the collectives (docs/report.md, "Reading a report").
   verdicts,
 };
 

@@ -3,8 +3,9 @@
 
 Makes NODES JSON reports of eight GPUs each, with bench and soak sections, from one real report:
 the probe run against the fake driver and engine of the test suite (eight H200s, --bench --soak 1),
-or --template FILE. Each node gets its hostname, report id, start time (within the last hour),
-GPU UUIDs and figures (+-3 %); a few nodes get what a summary has to find: a GPU 20 % slow in bf16
+or --template FILE (a real report; its first GPU is copied where it has fewer than eight). Each
+node gets its hostname, report id, start time (within the last hour), GPU UUIDs and figures
+(+-3 %); a few nodes get what a summary has to find: a GPU 20 % slow in bf16
 (0.5 % of nodes), bf16 failed on one GPU (0.1 %), a report two days old (0.1 %), a file that is not
 JSON (0.05 %), a second older report of the same host (0.1 %). Then it runs
 `precision-probe summarize --format json --max-age 24h DIR` ROUNDS times (the median is the
@@ -52,6 +53,22 @@ def stamp(when):
 
 def jitter(value, rng, spread=0.03):
     return value * (1.0 + rng.uniform(-spread, spread)) if isinstance(value, (int, float)) else value
+
+
+def eight_gpus(report):
+    """A template with fewer than eight GPUs (a real report of a one-GPU machine) gets copies of its
+    first GPU, so that every node has eight as the target says."""
+    gpus = [d for d in report["devices"] if d["kind"] == "cuda"]
+    if not gpus:
+        sys.exit("the template has no GPU")
+    others = [d for d in report["devices"] if d["kind"] != "cuda"]
+    while len(gpus) < 8:
+        copy_ = copy.deepcopy(gpus[0])
+        copy_["index"] = len(gpus)
+        copy_["gpu"]["pci_bus_id"] = f"00000000:{0x18 + len(gpus):02X}:00.0"
+        gpus.append(copy_)
+    report["devices"] = gpus + others
+    return report
 
 
 def make_node(template, i, now, rng, plant):
@@ -150,7 +167,7 @@ def main():
                    help="compact JSON (as a log store keeps reports) instead of the probe's indented form")
     a = p.parse_args()
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.probe)))
-    template = json.load(open(a.template)) if a.template else template_report(a.probe, build)
+    template = eight_gpus(json.load(open(a.template)) if a.template else template_report(a.probe, build))
     planted = make_fleet(template, a.nodes, a.dir, a.compact)
     files = os.listdir(a.dir)
     total = sum(os.path.getsize(os.path.join(a.dir, f)) for f in files)

@@ -14,17 +14,17 @@ namespace precision_probe {
 // The report as a JSON document, pretty-printed with two-space indentation.
 std::string report_to_json(const Report& report);
 
-// How much of a report read_report_json reads. Either way the whole text is parsed, and a text
-// that is not JSON or not a report is refused.
+// How much of a report read_report_json reads (docs/report.md, "Reading a report"). Either way the
+// whole text is parsed, and a text that is not JSON or not a report is refused.
 enum class ReadDepth {
   full,
-  // What a fleet's view needs, about a tenth of a report's values: the report's identity, run,
-  // driver, requirements and exit; each device's identity (index, kind, name, selected, gpu,
-  // cpu, kernels) and verdicts; of each benchmark ran, ok and the TFLOP/s; the soak's own fields
-  // and of each of its modes ran, ok, mismatches and the TFLOP/s. Left at their defaults (and
-  // unchecked): the rest of the benchmarks' and soaked modes' fields, each smoke test and AMP
-  // run (PrecisionResult::smoke, ::amp), each device's recommendation and soak telemetry, the
-  // stacks, the diagnostics and the collectives (docs/report.md, "Reading a report").
+  // What a fleet's view needs, about a tenth of a report's values: schema_version, report_id,
+  // started_at, tool, host, error, run, driver, requirements, exit_code, exit_reason and
+  // duration_ms; of each device its index, kind, name, selected, gpu, cpu, kernels and each
+  // mode's verdict (hardware, hardware_reason, status, reason, failure); of each benchmark ran,
+  // ok, tflops and sustained_tflops; of its soak the soak's own fields and of each soaked mode
+  // ran, ok, mismatches and tflops. Everything else keeps its default (PrecisionResult::amp
+  // stays empty) and is not checked.
   verdicts,
 };
 
@@ -32,6 +32,7 @@ enum class ReadDepth {
 // not a report, a schema_version other than kSchemaVersion (or 1, upgraded), and values of the
 // wrong type. Fields it does not know are ignored; fields that are missing keep their defaults.
 // Fields the JSON does not carry (RunInfo::gpus_selected and the like) keep their defaults too.
-Expected<Report> read_report_json(std::string_view text, ReadDepth depth = ReadDepth::full);
+Expected<Report> read_report_json(std::string_view text);  // ReadDepth::full
+Expected<Report> read_report_json(std::string_view text, ReadDepth depth);
 
 }  // namespace precision_probe

@@ -670,8 +670,10 @@ void fields(V& v, const TrainingEntryConst& e) {
 template <class V>
 void fields(V& v, TrainingEntry& e) {
   verdict_fields(v, e.p);
-  if (!e.p.amp) e.p.amp = AmpOutcome{};
-  v.details([&] { v.inline_fields(*e.p.amp); });
+  v.details([&] {
+    if (!e.p.amp) e.p.amp = AmpOutcome{};
+    v.inline_fields(*e.p.amp);
+  });
 }
 
 template <class V, class S>

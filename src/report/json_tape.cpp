@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -411,6 +412,41 @@ const char* scan_digits(const char* p, const char* end, std::uint64_t& value, in
 
 }  // namespace
 
+namespace {
+
+// Whether a number (valid JSON) is below one in magnitude: its first significant digit stands
+// after the point once the exponent is applied. Asked only of a number out of a double's range:
+// below one it is too small, else too large.
+bool below_one(std::string_view text) {
+  const auto digit = [&](std::size_t i) {
+    return i < text.size() && text[i] >= '0' && text[i] <= '9';
+  };
+  std::size_t i = text[0] == '-' ? 1 : 0;
+  const std::size_t whole = i;
+  while (digit(i)) ++i;
+  std::optional<std::int64_t> lead;  // the power of ten of the first digit that is not 0
+  for (std::size_t j = whole; j < i && !lead; ++j) {
+    if (text[j] != '0') lead = static_cast<std::int64_t>(i - j) - 1;
+  }
+  if (i < text.size() && text[i] == '.') {
+    const std::size_t point = i++;
+    for (; digit(i); ++i) {
+      if (!lead && text[i] != '0') lead = -static_cast<std::int64_t>(i - point);
+    }
+  }
+  if (!lead) return true;  // zero
+  std::int64_t power = 0;
+  bool negative = false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (text[i] == '+' || text[i] == '-') negative = text[i++] == '-';
+    for (; digit(i); ++i) power = std::min<std::int64_t>(power * 10 + (text[i] - '0'), 1000000000);
+  }
+  return *lead + (negative ? -power : power) < 0;
+}
+
+}  // namespace
+
 bool TapeParser::number() {
   const char* start = p_;
   const bool negative = *p_ == '-';
@@ -491,11 +527,10 @@ bool TapeParser::number_slow(const char* start, TapeDocument::Entry& e) {
   }
   const auto r = std::from_chars(start, p_, e.value.number);
   if (r.ec == std::errc::result_out_of_range) {
-    // Too small for a double is zero (as nlohmann/json reads it); too large is refused.
-    if (text.find("e-") == std::string_view::npos && text.find("E-") == std::string_view::npos) {
-      return fail("a number out of range");
-    }
-    e.value.number = 0.0;
+    // Too small for a double is zero of its sign (as nlohmann/json reads it, strtod's answer);
+    // too large is refused.
+    if (!below_one(text)) return fail("a number out of range");
+    e.value.number = *start == '-' ? -0.0 : 0.0;
   }
   return true;
 }

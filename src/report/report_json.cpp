@@ -136,6 +136,10 @@ void upgrade_from_schema_1(TapeDocument& doc) {
 
 }  // namespace
 
+Expected<Report> read_report_json(std::string_view text) {
+  return read_report_json(text, ReadDepth::full);
+}
+
 Expected<Report> read_report_json(std::string_view text, ReadDepth depth) {
   // One document a thread, its buffers kept: a fleet's summary reads thousands of reports.
   thread_local TapeDocument doc;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -206,6 +207,19 @@ TEST(JsonTape, ABomIsSkippedAndATinyNumberIsZero) {
   EXPECT_EQ(a->number(), 0.0);
   EXPECT_GE(b->number(), 0.0);
   EXPECT_EQ(parse_error("-1e400"), "at byte 6: a number out of range");
+  // Too small is zero of its sign, however it is written; too large is refused, however written.
+  const std::string tiny = "0." + std::string(330, '0') + "1";
+  const std::string huge = "1" + std::string(330, '0') + ".5";
+  const std::vector<std::string> small = {"-1e-400",    tiny,          "-" + tiny,
+                                          "1000e-1000", "0.0001e-330", "-0.0e999"};
+  for (const std::string& text : small) {
+    ASSERT_EQ(doc.parse(text), "") << text;
+    const double expected = nlohmann::json::parse(text).get<double>();
+    EXPECT_EQ(doc.root().number(), 0.0) << text;
+    EXPECT_EQ(std::signbit(doc.root().number()), std::signbit(expected)) << text;
+  }
+  EXPECT_EQ(parse_error(huge), "at byte 333: a number out of range");
+  EXPECT_EQ(parse_error("0.001e312"), "at byte 9: a number out of range");
 }
 
 TEST(JsonTape, FindsMembersInAnyOrderWithAHint) {

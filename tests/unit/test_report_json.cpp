@@ -172,7 +172,7 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
         ++smokes;
       }
       if (fp.amp && fp.amp->ran) {
-        EXPECT_FALSE(vp.amp && vp.amp->ran) << pp::mode_key(mode);
+        EXPECT_FALSE(vp.amp.has_value()) << pp::mode_key(mode);
         ++amps;
       }
     }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -238,6 +239,27 @@ TEST(Summary, TheMostSevereWins3Then4Then1) {
   EXPECT_EQ(summarize({failed, node_report("stale", {kH200}, 7200)}, o).exit_code, 3);
   EXPECT_EQ(summarize({failed, node_report("t4", {kT4})}, o).exit_code, 4);
   EXPECT_EQ(summarize({node_report("t4", {kT4})}, o).exit_code, 1);
+}
+
+// A device's failures are listed in its report's order (the first is the exit's reason).
+TEST(Summary, FailuresAreListedInTheOrderOfTheirReport) {
+  pp::Report r = node_report("vm", {kH200});
+  std::vector<std::pair<Mode, pp::PrecisionResult>>& precisions = gpu(r, 0).precisions;
+  const auto at = [&](Mode mode) {
+    return std::find_if(precisions.begin(), precisions.end(),
+                        [mode](const auto& entry) { return entry.first == mode; });
+  };
+  ASSERT_LT(at(Mode::fp16), at(Mode::bf16));  // the mode table's order
+  std::iter_swap(at(Mode::fp16), at(Mode::bf16));
+  for (const Mode mode : {Mode::fp16, Mode::bf16}) {
+    gpu(r, 0).find(mode)->status = Status::failed;
+    gpu(r, 0).find(mode)->reason = std::string(pp::mode_key(mode)) + " wrong";
+  }
+  const pp::FleetSummary s = summarize({r});
+  ASSERT_EQ(s.failed.size(), 2U);
+  EXPECT_EQ(s.failed[0].what, "bf16 failed: bf16 wrong");
+  EXPECT_EQ(s.failed[1].what, "fp16 failed: fp16 wrong");
+  EXPECT_NE(s.exit_reason.find("first: vm GPU 0: bf16 failed"), std::string::npos) << s.exit_reason;
 }
 
 TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {

@@ -5,11 +5,10 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <system_error>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "common/run_both.hpp"
 #include "common/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"
@@ -52,6 +51,7 @@ NodeRecord node_record(const Report& report, std::string source, std::size_t ord
     for (const auto& [mode, p] : d.precisions) {
       const auto m = static_cast<std::size_t>(mode);
       device.verdicts[m] = NodeVerdict{p.status, p.hardware, p.reason};
+      if (p.status == Status::failed) device.failed.push_back(mode);
       if (p.bench && p.bench->outcome.ran && p.bench->outcome.ok) {
         const BenchOutcome& b = p.bench->outcome;
         device.bench_tflops[m] = std::max(0.0, b.sustained_tflops.value_or(b.tflops.value_or(0.0)));
@@ -338,11 +338,9 @@ void check_outcomes(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
     bool listed = false;
     for (const NodeDevice& d : n.devices) {
       if (!d.selected) continue;
-      for (const ModeInfo& info : kModeTable) {
-        const NodeVerdict* v = d.find(info.mode);
-        if (v == nullptr || v->status != Status::failed) continue;
-        s.failed.push_back(
-            {node_name(n), d.label(), d.uuid, fmt::format("{} failed: {}", info.key, v->reason)});
+      for (const Mode mode : d.failed) {
+        s.failed.push_back({node_name(n), d.label(), d.uuid,
+                            fmt::format("{} failed: {}", mode_key(mode), d.find(mode)->reason)});
         listed = true;
       }
     }
@@ -409,14 +407,7 @@ void release(std::vector<NodeRecord>& nodes) {
   auto empty = [&nodes](std::size_t from, std::size_t to) {
     for (std::size_t i = from; i < to; ++i) nodes[i] = NodeRecord{};
   };
-  std::optional<std::thread> second;
-  try {
-    second.emplace(empty, 0, half);
-  } catch (const std::system_error&) {
-    empty(0, half);
-  }
-  empty(half, nodes.size());
-  if (second) second->join();
+  run_both([&] { empty(0, half); }, [&] { empty(half, nodes.size()); });
 }
 
 }  // namespace
@@ -432,19 +423,14 @@ FleetSummary summarize(FleetInputs inputs, const SummaryOptions& options) {
   s.models = count_models(nodes);
   for (const ModelCount& m : s.models) s.gpus += m.gpus;
   // The outliers on a second core while this one does the rest: each is a walk over every GPU,
-  // and ten thousand nodes do not fit in a cache.
-  const auto outliers = [&] { s.outliers = find_outliers(nodes, s.models); };
-  std::optional<std::thread> second;
-  try {
-    second.emplace(outliers);
-  } catch (const std::system_error&) {  // no thread to be had: one core does it all
-    outliers();
-  }
-  s.modes = summarize_modes(nodes);
-  check_age(nodes, options, s);
-  check_outcomes(nodes, s);
-  check_requirements(nodes, s);
-  if (second) second->join();
+  // and ten thousand nodes do not fit in a cache. The second writes s.outliers only; both read.
+  run_both([&] { s.outliers = find_outliers(nodes, s.models); },
+           [&] {
+             s.modes = summarize_modes(nodes);
+             check_age(nodes, options, s);
+             check_outcomes(nodes, s);
+             check_requirements(nodes, s);
+           });
   decide_exit(s);
   release(nodes);
   return s;

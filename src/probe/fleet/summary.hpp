@@ -36,6 +36,7 @@ struct NodeDevice {
   std::array<std::optional<NodeVerdict>, kModeTable.size()> verdicts;
   std::array<double, kModeTable.size()> bench_tflops{};
   std::array<double, kModeTable.size()> soak_tflops{};
+  std::vector<Mode> failed;  // the modes whose verdict is failed, in the report's order
 
   std::string label() const;  // "GPU 3", "CPU"
   const NodeVerdict* find(Mode mode) const;

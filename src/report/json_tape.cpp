@@ -129,7 +129,7 @@ class TapeParser {
   bool escape();
   bool utf8();
   bool number();
-  bool number_slow(const char* start, TapeDocument::Entry& e);
+  bool number_slow(const char* start, bool integral, TapeDocument::Entry& e);
   bool literal(std::string_view word);
 
   TapeDocument& d_;
@@ -279,10 +279,9 @@ bool TapeParser::string_slow(const char* start, TapeDocument::Entry& entry) {
     }
   }
   ++p_;
-  TapeDocument::Entry& e = entry;
-  e.owned = true;
-  e.value.text.offset = static_cast<std::uint32_t>(offset);
-  e.value.text.length = static_cast<std::uint32_t>(d_.owned_.size() - offset);
+  entry.owned = true;
+  entry.value.text.offset = static_cast<std::uint32_t>(offset);
+  entry.value.text.length = static_cast<std::uint32_t>(d_.owned_.size() - offset);
   return true;
 }
 
@@ -410,10 +409,6 @@ const char* scan_digits(const char* p, const char* end, std::uint64_t& value, in
   return p;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether a number (valid JSON) is below one in magnitude: its first significant digit stands
 // after the point once the exponent is applied. Asked only of a number out of a double's range:
 // below one it is too small, else too large.
@@ -480,9 +475,10 @@ bool TapeParser::number() {
     if (count > 4) power = 100000;  // far past a double's range either way
   }
   TapeDocument::Entry& e = push(Type::number);
-  // Most numbers are read here: an integer of up to 19 digits; a decimal of up to 15 digits
-  // (below 2^53) scaled by an exact power of ten, one rounding as from_chars rounds.
-  if (fraction == 0 && !exponent && whole <= 19) {
+  // Most numbers are read here: an integer of up to 19 digits; a decimal whose digits make at most
+  // 2^53, scaled by an exact power of ten (one rounding, as from_chars rounds).
+  const bool integral = fraction == 0 && !exponent;
+  if (integral && whole <= 19) {
     if (!negative) {
       e.type = Type::unsigned_integer;
       e.value.unsigned_integer = mantissa;
@@ -498,20 +494,19 @@ bool TapeParser::number() {
       (power_negative ? -static_cast<std::int64_t>(power) : static_cast<std::int64_t>(power)) -
       fraction;
   if (fraction + whole <= 19 && mantissa <= (std::uint64_t{1} << 53) && scale >= -22 &&
-      scale <= 22 && (fraction > 0 || exponent)) {
+      scale <= 22 && !integral) {
     const auto m = static_cast<double>(mantissa);
     const double v = scale < 0 ? m / kExactPowers[-scale] : m * kExactPowers[scale];
     e.value.number = negative ? -v : v;
     return true;
   }
-  return number_slow(start, e);
+  return number_slow(start, integral, e);
 }
 
 // The rest: an integer past 19 digits (or 64 bits: a double then, as nlohmann/json), decimals with
 // more digits or larger exponents.
-bool TapeParser::number_slow(const char* start, TapeDocument::Entry& e) {
+bool TapeParser::number_slow(const char* start, bool integral, TapeDocument::Entry& e) {
   const std::string_view text(start, static_cast<std::size_t>(p_ - start));
-  const bool integral = text.find_first_of(".eE") == std::string_view::npos;
   if (integral) {
     const bool negative = *start == '-';
     std::from_chars_result r{};

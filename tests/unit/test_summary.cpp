@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -260,6 +262,55 @@ TEST(Summary, FailuresAreListedInTheOrderOfTheirReport) {
   EXPECT_EQ(s.failed[0].what, "bf16 failed: bf16 wrong");
   EXPECT_EQ(s.failed[1].what, "fp16 failed: fp16 wrong");
   EXPECT_NE(s.exit_reason.find("first: vm GPU 0: bf16 failed"), std::string::npos) << s.exit_reason;
+}
+
+// Where no thread can be started (RLIMIT_NPROC reached), the reading and the summary run on the
+// one thread there is and say the same as with every core. In a child: root's limit is not
+// enforced, so root's child becomes nobody first (who runs nothing else).
+TEST(Summary, WithoutASecondThreadTheSummaryIsTheSame) {
+  const std::string dir = pp::testing::make_temp_dir();
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  for (const char* host : {"a", "b", "c"}) {
+    pp::Report r = node_report(host, {kH200, kH200});
+    set_bench(r, 0, Mode::bf16, 700.0);
+    set_bench(r, 1, Mode::bf16, host == std::string("c") ? 400.0 : 710.0);
+    const std::string path = write_file(dir, std::string(host) + ".json", pp::report_to_json(r));
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  }
+  const auto view = [&](int threads) {
+    pp::FleetSummary s =
+        pp::summarize(pp::read_fleet_reports({dir}, -1, {}, threads), {{}, {}, kNow});
+    s.duration_ms = 0;
+    return pp::print_summary(s, pp::SummaryFormat::json);
+  };
+  const std::string expected = view(4);
+  ASSERT_NE(expected.find("\"outliers\""), std::string::npos);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(10);
+    const struct rlimit one { 1, 1 };
+    if (::setrlimit(RLIMIT_NPROC, &one) != 0) ::_exit(11);
+    // Thread creation must fail now, or the test shows nothing.
+    if (::fork() != -1) ::_exit(12);
+    const std::string got = view(4);
+    const bool written =
+        ::write(fds[1], got.data(), got.size()) == static_cast<ssize_t>(got.size());
+    ::_exit(written ? 0 : 13);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;) got.append(chunk, n);
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(got, expected);
 }
 
 TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {

@@ -159,7 +159,13 @@ FleetInputs read_fleet_reports(const std::vector<std::string>& sources, int stdi
       outcomes[i] = read_one(items[i], i, required, buffer);
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no more threads to be had: those started do it all
+      break;
+    }
+  }
   work();
   for (std::thread& t : pool) t.join();
   for (Outcome& o : outcomes) {

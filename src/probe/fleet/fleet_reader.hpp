@@ -14,9 +14,9 @@ namespace precision_probe {
 inline constexpr std::size_t kMaxReportBytes = std::size_t{64} << 20;
 
 // Reads every source in order (a directory's *.json files sorted by name) with up to `threads`
-// threads (0: one per core). A source that cannot be read or parsed is in `unreadable` with
-// why; `stdin_fd` is read for "-".
-// `required`: the modes each node's requirements are judged for (NodeRecord::requirements).
+// threads (0: one per core; fewer where no more can be started, down to this one). A source that
+// cannot be read or parsed is in `unreadable` with why; `stdin_fd` is read for "-". `required`: the
+// modes each node's requirements are judged for (NodeRecord::requirements).
 FleetInputs read_fleet_reports(const std::vector<std::string>& sources, int stdin_fd,
                                const std::vector<Mode>& required, unsigned threads = 0);
 

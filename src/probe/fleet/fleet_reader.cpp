@@ -9,10 +9,10 @@
 #include <atomic>
 #include <cerrno>
 #include <optional>
-#include <system_error>
 #include <thread>
 
 #include "common/strings.hpp"
+#include "common/threads.hpp"
 #include "precision_probe/report_json.hpp"
 
 namespace precision_probe {
@@ -158,16 +158,7 @@ FleetInputs read_fleet_reports(const std::vector<std::string>& sources, int stdi
     for (std::size_t i = next++; i < items.size(); i = next++)
       outcomes[i] = read_one(items[i], i, required, buffer);
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {  // no more threads to be had: those started do it all
-      break;
-    }
-  }
-  work();
-  for (std::thread& t : pool) t.join();
+  run_on_threads(threads, work);  // an exception of any, such as std::bad_alloc, comes here
   for (Outcome& o : outcomes) {
     if (o.node) inputs.nodes.push_back(std::move(*o.node));
     if (o.unreadable) inputs.unreadable.push_back(std::move(*o.unreadable));

@@ -184,26 +184,48 @@ void say(const StandardStreams& streams, const std::string& line) {
   (void)write_all(streams.err_fd, terminal_safe(line) + "\n");
 }
 
-int usage_error(const std::string& message, const SummarizeOptions& o,
-                const StandardStreams& streams) {
+// A summary that could not be made: one line on stderr and, with --format json, still a JSON
+// document on stdout. `kind` "usage" (bad input, exit 2) or "internal" (exit 4).
+int error_exit(const char* kind, int code, const std::string& message, const SummarizeOptions& o,
+               const StandardStreams& streams) {
   say(streams, kError + message);
   if (o.json && !o.quiet && !streams.out_closed) {
     const nlohmann::ordered_json j = {
         {"summary_schema_version", kSummarySchemaVersion},
         {"tool", {{"name", "precision-probe"}, {"version", build_info::kVersion}}},
-        {"error", {{"kind", "usage"}, {"message", message}}},
-        {"exit_code", exit_code::kUsage},
+        {"error", {{"kind", kind}, {"message", message}}},
+        {"exit_code", code},
         {"exit_reason", message}};
     (void)write_all(streams.out_fd,
                     j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   }
-  return exit_code::kUsage;
+  return code;
+}
+
+int usage_error(const std::string& message, const SummarizeOptions& o,
+                const StandardStreams& streams) {
+  return error_exit("usage", exit_code::kUsage, message, o, streams);
 }
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The reports read and summarised.
+FleetSummary make_summary(SummarizeOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  o.summary.now_ms = now_ms();
+  FleetInputs inputs = read_fleet_reports(o.sources, 0, o.summary.require);
+  trace("reports read");
+  FleetSummary s = summarize(std::move(inputs), o.summary);
+  trace("summarised");
+  s.generated_at = format_utc_timestamp(o.summary.now_ms / 1000);
+  s.tool_version = build_info::kVersion;
+  s.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return s;
 }
 
 }  // namespace
@@ -226,19 +248,17 @@ int run_summarize(int argc, const char* const* argv, const StandardStreams& stre
   PreparedOutputsResult prepared = prepare_outputs(requests, streams, o.quiet ? "-q" : "");
   if (!prepared.error.empty()) return usage_error(prepared.error, o, streams);
 
-  const auto start = std::chrono::steady_clock::now();
-  o.summary.now_ms = now_ms();
-  FleetInputs inputs = read_fleet_reports(o.sources, 0, o.summary.require);
-  trace("reports read");
-  FleetSummary s = summarize(std::move(inputs), o.summary);
-  trace("summarised");
-  s.generated_at = format_utc_timestamp(o.summary.now_ms / 1000);
-  s.tool_version = build_info::kVersion;
-  s.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-
-  std::vector<std::string> text = {print_summary(s, o.format)};
-  trace("summary printed");
+  FleetSummary s;
+  std::vector<std::string> text;
+  try {
+    s = make_summary(o);
+    text = {print_summary(s, o.format)};
+    trace("summary printed");
+  } catch (const std::exception& e) {
+    // Memory ran out, say: nothing of the summary is delivered, and JSON still gets a document.
+    return error_exit("internal", exit_code::kCheckFailed,
+                      std::string("internal error: ") + e.what(), o, streams);
+  }
   bool stdout_failed = false;
   const std::string problem =
       prepared.outputs->deliver(text, std::chrono::steady_clock::now() + std::chrono::seconds(30),

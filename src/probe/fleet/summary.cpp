@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "common/run_both.hpp"
+#include "common/threads.hpp"
 #include "common/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"

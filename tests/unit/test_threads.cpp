@@ -1,14 +1,16 @@
-// run_both (common/run_both.hpp): two pieces of work on two cores, both run to their end, and an
-// exception of either reaches the caller after both are done, never std::terminate.
+// common/threads.hpp: work on several cores runs to its end on every thread, and an exception of
+// any reaches the caller after all are done, never std::terminate.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
-#include "common/run_both.hpp"
+#include "common/threads.hpp"
 
 namespace pp = precision_probe;
 
@@ -49,4 +51,29 @@ TEST(RunBoth, AnExceptionOfEitherComesHereOnceBothAreDone) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "here");
   }
+}
+
+TEST(RunOnThreads, EveryThreadWorksAndAnExceptionComesOnceAllAreDone) {
+  std::atomic<int> runs{0};
+  std::mutex mutex;
+  std::set<std::thread::id> ids;
+  auto work = [&] {
+    ++runs;
+    const std::lock_guard<std::mutex> lock(mutex);
+    ids.insert(std::this_thread::get_id());
+  };
+  pp::run_on_threads(3, work);
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(ids.size(), 3U);
+  EXPECT_EQ(ids.count(std::this_thread::get_id()), 1U);
+  // One thread throws: the others still run to their end before it comes here.
+  std::atomic<int> done{0};
+  std::atomic<int> calls{0};
+  auto failing = [&] {
+    if (calls++ == 1) throw std::runtime_error("one");
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ++done;
+  };
+  EXPECT_THROW(pp::run_on_threads(4, failing), std::runtime_error);
+  EXPECT_EQ(done, 3);
 }

@@ -62,8 +62,8 @@ std::string summarize_help() {
   text +=
       "\nExit codes: 0 every node known, nothing failed, every requirement met; 1 a required mode\n"
       "not native somewhere; 2 bad input; 3 a node unknown (a stale or unreadable report, or one\n"
-      "that exited 2, 3 or 5); 4 a device its report gated failed; 6 the summary could not be\n"
-      "delivered. The most severe wins: 2, 3, 4, 6, 1, 0.\n";
+      "that exited 2, 3 or 5); 4 a device its report gated failed, or an internal error (memory\n"
+      "ran out); 6 the summary could not be delivered. The most severe wins: 2, 3, 4, 6, 1, 0.\n";
   return text;
 }
 

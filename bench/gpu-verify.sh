@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Everything the GPU machine has to show: the reports, the diagnostics of a misconfigured
-# environment, a GPU whose memory another process holds, collectives when there are two GPUs or
-# more, compute-sanitizer, and the benchmarks. Writes verify.log (every section), report.json and
-# the benchmark JSON files to $OUT (default ./gpu-verify). Run after ./dev gpu-test has built
-# build-gpu.
+# Everything the GPU machine has to show: the reports, every mode's relative error, the
+# diagnostics of a misconfigured environment, a GPU whose memory another process holds, the soak
+# with an injected fault, the probe and engine copied out of the build tree, the block-scaled calls
+# reaching LibTorch, collectives, compute-sanitizer, and the benchmarks. Writes verify.log (every
+# section), report.json and the benchmark JSON files to $OUT (default ./gpu-verify), and prints a
+# short table last. Run after ./dev gpu-test has built build-gpu.
 #
-#   bench/gpu-verify.sh [PART...]   PART: reports, memory, nccl, sanitizer, startup, throughput
-#                                   (default: all of them, in that order)
-#   BASELINE=DIR/bin/precision-probe bench/gpu-verify.sh startup
-#                                   start-up side by side with another build of the probe
+#   bench/gpu-verify.sh [PART...]   PART: reports, modes, memory, soak, copied, blockscaled, nccl,
+#                                   sanitizer, startup, throughput (default: all, in that order)
+#   BASELINE=DIR/bin/precision-probe bench/gpu-verify.sh startup throughput
+#                                   start-up and --bench side by side with another build
 set -uo pipefail
 OUT=${OUT:-gpu-verify}
 mkdir -p "$OUT"
 P=build-gpu/bin/precision-probe
 LOG="$OUT/verify.log"
-: > "$LOG"
+touch "$LOG"
 section() {
   local name=$1; shift
   { echo "===== $name: $*"; "$@" 2>&1; echo "===== $name: exit $?"; echo; } >> "$LOG"
 }
 gpus=$(nvidia-smi -L | wc -l)
+site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
 
 reports() {
   section topology nvidia-smi topo -m
@@ -30,6 +32,8 @@ reports() {
   section no-visible-devices env CUDA_VISIBLE_DEVICES= $P --require bf16
   section visible-device-7 env CUDA_VISIBLE_DEVICES=7 $P --require bf16
   section no-driver-library env PRECISION_PROBE_LIBCUDA=libcuda-missing.so.1 PRECISION_PROBE_LIBNVML=libnvidia-ml-missing.so.1 $P --require bf16
+  section tf32-override env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 $P --device 0 --no-amp
+  section no-torch env PRECISION_PROBE_TORCH=/nonexistent $P --require bf16
   section arch-7.5 $P arch 7.5 --require bf16
   section markdown $P --format markdown --no-amp
   section prometheus-promtool-free $P --format prometheus --no-amp
@@ -37,9 +41,25 @@ reports() {
   section trace env PRECISION_PROBE_TRACE=1 $P --format json -o /dev/null
 }
 
-# Another process holds all but LEFT MiB of GPU 0's memory (MEMORY_LEFT, default "4096 1024 256"): what could not run is not_tested
-# (never failed, never exit 4), a requirement that needed it is exit 3, the holder is named, and
-# --bench sizes its GEMMs to what is free.
+# Every mode of report.json: its status, relative error, tolerance and how it was called.
+modes() {
+  [ -f "$OUT/report.json" ] || $P --seed 1 --format json > "$OUT/report.json"
+  section modes python3 -c "
+import json
+r = json.load(open('$OUT/report.json'))
+for d in r['devices']:
+    for m, p in d['precisions'].items():
+        s = p['smoke']
+        print(f\"{d['kind']}{'' if d['index'] is None else d['index']:<2} {m:14} {p['status']:12} \"
+              f\"{s['rel_error'] if s['rel_error'] is not None else '-':<24} {s['tolerance'] or '-':<8} {s['method'] or p['reason'][:60]}\")
+    for m, a in d.get('amp', {}).items():
+        print(f\"{d['kind']}{'' if d['index'] is None else d['index']:<2} {m:14} {a['status']:12} loss {a['loss_start']} -> {a['loss_end']} vs fp32 {a['fp32_loss_end']}: {a['method'][:70]}\")
+"
+}
+
+# Another process holds all but LEFT MiB of GPU 0's memory (MEMORY_LEFT, default "4096 1024 256"):
+# what could not run is not_tested (never failed, never exit 4), a requirement that needed it is
+# exit 3, the holder is named, and --bench sizes its GEMMs to what is free.
 memory() {
   local left
   for left in ${MEMORY_LEFT:-4096 1024 256}; do
@@ -59,8 +79,44 @@ EOF
   done
 }
 
+# --soak 30 with one bit of bf16's 200th result flipped: caught there, exit 4; every other mode
+# (tf32 in its own process) bit-exact.
+soak() {
+  section soak-30-injected env PRECISION_PROBE_INJECT_FAULT=bf16:200:0 $P --device 0 --no-amp --soak 30 --format json -o "$OUT/soak.json"
+  section soak-30-summary python3 -c "
+import json
+d = json.load(open('$OUT/soak.json'))
+g = d['devices'][0]['soak']
+for m, o in g['modes'].items():
+    f = o.get('first_mismatch') or {}
+    print(f\"{m:14} iterations {o['iterations']:>6} mismatches {o['mismatches']} first at {f.get('iteration', '-')} {o['seconds']} s {o['tflops']} TFLOP/s\")
+print('exit', d['exit_code'], d['exit_reason'])
+"
+}
+
+# The probe and the engine copied out of the build tree, as a pulled image gets them mounted:
+# bin/ and libexec/precision-probe/, nothing else, run against this machine's torch.
+copied() {
+  local dir
+  dir=$(mktemp -d)
+  mkdir -p "$dir/bin" "$dir/libexec/precision-probe"
+  cp build-gpu/bin/precision-probe "$dir/bin/"
+  cp build-gpu/bin/precision-probe-engine "$dir/libexec/precision-probe/"
+  section copied-out env -i PATH=/usr/bin:/bin HOME=/tmp "$dir/bin/precision-probe" --seed 1 --require bf16,fp8_rowwise,amp_bf16
+  section copied-out-json bash -c "env -i PATH=/usr/bin:/bin HOME=/tmp $dir/bin/precision-probe --format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[\"stack\"][\"library\"], r[\"stack\"][\"abi_version\"], r[\"exit_code\"])'"
+  rm -rf "$dir"
+}
+
+# cc 9.0 has no MX or NVFP4 kernels: calling them anyway must reach LibTorch and come back with
+# its own architecture error (the engine's GPU test prints what LibTorch said).
+blockscaled() {
+  local t
+  for t in build-gpu/bin/pp_engine_gpu_tests; do
+    section blockscaled env PP_TEST_TORCH="$site" "$t" --gtest_filter='EngineGpu.TheBlockScaledCallsReachLibTorch'
+  done
+}
+
 nccl() {
-  [ "$gpus" -ge 2 ] || return 0
   section nccl $P --nccl --no-amp
   section nccl-json-timing bash -c "time $P --nccl --no-amp --format json > /dev/null; time $P --no-amp --format json > /dev/null"
 }
@@ -71,20 +127,19 @@ sanitizer() {
 }
 
 startup() {
-  python3 bench/startup.py --probe $P ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
+  python3 bench/startup.py --probe $P --orders ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
 
 throughput() {
-  python3 bench/throughput.py --probe $P --out "$OUT" >> "$LOG" 2>&1
-  python3 bench/sustained.py --mode bf16 --seconds 2 --out "$OUT" >> "$LOG" 2>&1
+  python3 bench/throughput.py --probe $P ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
 
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(reports memory nccl sanitizer startup throughput)
+[ ${#parts[@]} -eq 0 ] && parts=(reports modes memory soak copied blockscaled nccl sanitizer startup throughput)
 for part in "${parts[@]}"; do
   case $part in
-    reports | memory | nccl | sanitizer | startup | throughput) "$part" ;;
+    reports | modes | memory | soak | copied | blockscaled | nccl | sanitizer | startup | throughput) "$part" ;;
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|full probe|AMP section|--quick:|baseline|within 3%|^(fp32|tf32|fp16|bf16|fp8)|^burst|^probe method|^exit [0-9]|gpu-memory-busy|sized to" "$LOG"
+grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|AMP section|--quick|baseline|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"

@@ -1,15 +1,9 @@
-# Installation and packaging: the probe in bin/, the engine (and its stack cache) in
-# libexec/precision-probe/, where the probe looks for it; the engine carries an RPATH to the
-# LibTorch it was built against. `cpack -G DEB` builds a Debian package.
+# Installation and packaging: the probe in bin/, the engine in libexec/precision-probe/, where the
+# probe looks for it. Neither links LibTorch: the engine loads the image's at run time.
+# `cpack -G DEB` builds a Debian package, `cpack -G TGZ` a tree to mount into any image.
 include(GNUInstallDirs)
-set_target_properties(precision-probe PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS precision-probe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(TARGET precision-probe-engine)
-  set_target_properties(precision-probe-engine PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
-  install(TARGETS precision-probe-engine RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/precision-probe)
-  install(FILES "${CMAKE_BINARY_DIR}/bin/precision-probe-stack.json"
-          DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/precision-probe OPTIONAL)
-endif()
+install(TARGETS precision-probe-engine RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/precision-probe)
 install(FILES README.md LICENSE docs/report.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The report library for other C++ programs: headers, the static library, a CMake package
@@ -43,9 +37,6 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # Per generator (cmake/cpack-options.cmake): the .deb installs under /usr, the tarball is the tree
 # itself (precision-probe-VERSION-Linux/bin/precision-probe).
 set(CPACK_PROJECT_CONFIG_FILE "${PROJECT_SOURCE_DIR}/cmake/cpack-options.cmake")
-# Dependencies from the binaries' shared libraries, where they come from Debian packages (a
-# LibTorch from a Python wheel belongs to no package: then the dependency is the user's).
-if(PP_TORCH_SOURCE STREQUAL "system" OR NOT PP_TORCH_FOUND)
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-endif()
+# Dependencies from the binaries' shared libraries: the C library alone.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 include(CPack)

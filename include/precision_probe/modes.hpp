@@ -62,7 +62,21 @@ std::string architecture_name(ComputeCapability cc);
 struct Version {
   int major = 0;
   int minor = 0;
+
+  friend constexpr bool operator<(Version a, Version b) {
+    return a.major != b.major ? a.major < b.major : a.minor < b.minor;
+  }
+  friend constexpr bool operator==(Version a, Version b) {
+    return a.major == b.major && a.minor == b.minor;
+  }
+  friend constexpr bool operator>=(Version a, Version b) { return !(a < b); }
+  friend constexpr bool operator!=(Version a, Version b) { return !(a == b); }
 };
+
+// The LibTorch releases the engine runs: from the floor (older ones lack the stable C ABI it
+// uses), and up to the newest it was tested against (newer ones run, marked untested).
+inline constexpr Version kEngineFloor{2, 9};
+inline constexpr Version kNewestTestedLibTorch{2, 15};
 
 // --- The mode table --------------------------------------------------------------------------
 
@@ -125,12 +139,13 @@ struct ModeInfo {
   TorchRule torch;  // on GPUs
   CpuNeeds cpu;
   std::string_view cpu_why;  // when `cpu` is unavailable
-  Version libtorch;          // the oldest LibTorch whose API the check uses
+  Version libtorch;          // the oldest LibTorch whose stable C ABI can run the check (2.9, the
+                             // engine's floor, or later: docs/engine.md)
   Version cuda;              // on GPUs, the oldest CUDA the LibTorch build must carry (0.0: any)
   double tolerance;          // matmul: relative error against float64 (0: exact); training:
                              // final loss against the fp32 run's (relative); docs/report.md
   PeakColumn peak;
-  std::string_view api;  // the LibTorch call the check makes
+  std::string_view api;  // the operator the check calls (2.10 on, for fp8_blockwise)
 };
 
 // clang-format off
@@ -148,30 +163,30 @@ inline constexpr std::string_view kBlockScaledWhy =
 inline constexpr std::array<ModeInfo, 14> kModeTable = {{
     {Mode::fp32, "fp32", ModeKind::matmul,
      {{kFrom(1, 0)}, Hardware::native, ""}, {},
-     CpuNeeds::nothing, "", {1, 13}, {0, 0}, 1e-5, PeakColumn::fp32, "at::mm"},
+     CpuNeeds::nothing, "", {2, 9}, {0, 0}, 1e-5, PeakColumn::fp32, "aten::mm"},
     {Mode::tf32, "tf32", ModeKind::matmul,
      {{kFrom(8, 0)}, Hardware::emulated,
       "no TF32 tensor cores before cc 8.0 (Ampere): LibTorch computes these matmuls in full FP32, "
       "correct but with no speed-up"}, {},
      CpuNeeds::unavailable, "TF32 is an NVIDIA tensor-core format; CPUs have no TF32 arithmetic",
-     {1, 13}, {0, 0}, 5e-3, PeakColumn::tf32, "at::mm"},
+     {2, 9}, {0, 0}, 5e-3, PeakColumn::tf32, "aten::mm"},
     {Mode::fp16, "fp16", ModeKind::matmul,
      {{kFrom(7, 0)}, Hardware::emulated, "no FP16 tensor cores before cc 7.0 (Volta): FP16 runs on the CUDA cores"}, {},
-     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 1e-3, PeakColumn::fp16, "at::mm"},
+     CpuNeeds::fp16_isa, "", {2, 9}, {0, 0}, 1e-3, PeakColumn::fp16, "aten::mm"},
     {Mode::bf16, "bf16", ModeKind::matmul,
      {{kFrom(8, 0)}, Hardware::emulated,
       "no BF16 tensor cores before cc 8.0 (Ampere): cuBLAS emulates BF16 with FP32 arithmetic, "
       "slower than FP32"}, {},
-     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 1e-2, PeakColumn::bf16, "at::mm"},
+     CpuNeeds::bf16_isa, "", {2, 9}, {0, 0}, 1e-2, PeakColumn::bf16, "aten::mm"},
     {Mode::fp8_e4m3, "fp8_e4m3", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {11, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
     {Mode::fp8_e5m2, "fp8_e5m2", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {11, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
     {Mode::fp8_rowwise, "fp8_rowwise", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 5}, {12, 0}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {12, 0}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
     {Mode::fp8_blockwise, "fp8_blockwise", ModeKind::matmul,
      {{kOnly(9, 0, 9, 0), kOnly(10, 0, 10, 0), kOnly(10, 3, 10, 3)}, Hardware::unsupported,
       "block-wise scaled FP8 (1x128 and 128x128 scales) has library kernels for cc 9.0 (Hopper, "
@@ -179,32 +194,32 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      {{kOnly(9, 0, 9, 0)},
       "LibTorch's scaled_mm runs block-wise FP8 only on cc 9.0 (its _check_deepseek_support), "
       "although this GPU has kernels for it", {2, 11}},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 10}, {12, 9}, 1e-2, PeakColumn::fp8, "at::_scaled_mm_v2"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {12, 9}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::mxfp8, "mxfp8", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
-     CpuNeeds::unavailable, "no MX formats on CPUs", {2, 8}, {12, 8}, 1e-2, PeakColumn::fp8, "at::_scaled_mm"},
+     CpuNeeds::unavailable, "no MX formats on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
     {Mode::nvfp4, "nvfp4", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
-     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
+     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp4, "aten::_scaled_mm_v2"},
     {Mode::mxfp4, "mxfp4", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy},
      {{kOnly(10, 0, 10, 9)},
       "LibTorch's scaled_mm runs MXFP4 only on cc 10.x (its _check_mxfp4_support: an FBGEMM "
       "kernel; cuBLASLt has no MXFP4 mode)", {2, 11}},
-     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 10}, {12, 8}, 1e-2, PeakColumn::fp4, "at::_scaled_mm_v2"},
+     CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp4, "aten::_scaled_mm_v2"},
     {Mode::int8, "int8", ModeKind::matmul,
      {{kOnly(7, 2, 7, 2), kOnly(7, 5, 10, 1), kFrom(11, 0)}, Hardware::emulated,
       "no int8 tensor cores here (before cc 7.5 other than Xavier's 7.2, and not on cc 10.3, "
       "B300, whose tensor cores dropped int8): int8 GEMMs run at a small fraction of the rate"},
-     {}, CpuNeeds::int8_isa, "", {2, 4}, {0, 0}, 0.0, PeakColumn::int8, "at::_int_mm"},
+     {}, CpuNeeds::int8_isa, "", {2, 9}, {0, 0}, 0.0, PeakColumn::int8, "aten::_int_mm"},
     {Mode::amp_fp16, "amp_fp16", ModeKind::training,
      {{kFrom(7, 0)}, Hardware::emulated,
       "no FP16 tensor cores before cc 7.0 (Volta): autocast to FP16 runs on the CUDA cores"}, {},
-     CpuNeeds::fp16_isa, "", {1, 13}, {0, 0}, 0.02, PeakColumn::none, "at::autocast"},
+     CpuNeeds::fp16_isa, "", {2, 9}, {0, 0}, 0.02, PeakColumn::none, "explicit casts"},
     {Mode::amp_bf16, "amp_bf16", ModeKind::training,
      {{kFrom(8, 0)}, Hardware::emulated,
       "no BF16 tensor cores before cc 8.0 (Ampere): autocast to BF16 is emulated, slower than FP32"}, {},
-     CpuNeeds::bf16_isa, "", {1, 13}, {0, 0}, 0.05, PeakColumn::none, "at::autocast"},
+     CpuNeeds::bf16_isa, "", {2, 9}, {0, 0}, 0.05, PeakColumn::none, "explicit casts"},
 }};
 // clang-format on
 

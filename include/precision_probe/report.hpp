@@ -169,8 +169,13 @@ struct RequirementResult {
 struct ToolInfo {
   std::string name = "precision-probe";
   std::string version;
-  std::string built_with_libtorch;
-  std::string built_with_cuda;
+  // What the binaries link: no LibTorch and no CUDA ("none" both; schema 1 and 2 named a linked
+  // LibTorch here). The engine loads the image's LibTorch at run time, from libtorch_floor on
+  // (older releases lack the stable C ABI it uses), tested up to libtorch_tested.
+  std::string built_with_libtorch = "none";
+  std::string built_with_cuda = "none";
+  std::string libtorch_floor;   // "2.9"
+  std::string libtorch_tested;  // "2.15"
 };
 
 struct HostInfo {

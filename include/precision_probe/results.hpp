@@ -57,6 +57,7 @@ struct AmpOutcome {
   bool ok = false;
   ErrorKind error_kind = ErrorKind::none;
   std::string error;         // what failed, or why it did not run
+  std::string method;        // how the steps ran (explicit casts, which scaler and optimizer ops)
   std::optional<double> ms;  // wall time of the AMP run
   int steps = 0;
   std::optional<double> loss_start, loss_end;  // AMP run, first and last step
@@ -73,7 +74,8 @@ struct AmpOutcome {
   std::optional<double> initial_scale, final_scale;
   std::optional<int> injected_overflow_step;
   bool overflow_handled = false;
-  // Peak device memory of one training step at a larger batch (GPUs only): AMP and fp32.
+  // Peak device memory of the tensors one training step holds (GPUs only), as the engine counts
+  // them (LibTorch's workspaces not included): AMP and fp32.
   std::optional<std::int64_t> peak_bytes, fp32_peak_bytes;
 };
 
@@ -174,7 +176,7 @@ struct LossScaleModel {
 // A LibTorch stack: as the engine sees it, or as an image's files say (source "image files").
 struct StackInfo {
   bool available = false;  // false: no engine could be asked, no files read (see error)
-  std::string source;      // "engine", "build cache", "image files", "none"
+  std::string source;      // "image files" (found and read by the probe), "engine", "none"
   std::string libtorch_version;
   bool cuda_built = false;
   std::string cuda_version;            // "13.0" ("" without CUDA)
@@ -190,6 +192,12 @@ struct StackInfo {
   std::vector<std::string> arch_extras;  // targets with a few kernels only (sm_89, sm_100a)
   std::string arch_note;                 // what the arch list rests on, or a disagreement
   std::optional<double> read_ms;         // how long reading the files took
+  // What the kernels ran on (the engine's hello): the library it loaded and the release that
+  // library says it is (aoti_torch_abi_version), and whether that release was tested.
+  std::string library;       // "/usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so"
+  std::string abi_version;   // "2.11.0"
+  std::string release_note;  // "untested release: ..." where newer than the newest tested
+  std::string load_error;  // why the engine could not load it (dlopen's dlerror()), "" when it did
 };
 
 }  // namespace precision_probe

@@ -15,7 +15,8 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("smoke", p.smoke);
   v("amp", p.amp);
   v("seed", p.seed);
-  v("describe", p.describe);
+  v("tf32_process", p.tf32_process);
+  v("hold", p.hold);
   v("bench_size", p.bench_size);
   v("collective_ranks", p.collective_ranks);
   v("soak_seconds", p.soak_seconds);
@@ -83,7 +84,6 @@ void read_device(const json& j, WorkerResult& result) {
 }
 
 void read_outcome(const std::string& type, const json& j, WorkerResult& result) {
-  const bool on_cuda = result.kind == DeviceKind::cuda;
   if (type == "smoke") {
     const Mode mode = read_mode(j, ModeKind::matmul);
     auto o = read<SmokeOutcome>(j, "smoke");
@@ -92,7 +92,7 @@ void read_outcome(const std::string& type, const json& j, WorkerResult& result) 
   } else if (type == "amp") {
     const Mode mode = read_mode(j, ModeKind::training);
     auto o = read<AmpOutcome>(j, "amp");
-    check_amp(mode, o, on_cuda);
+    check_amp(mode, o);
     result.amp[mode] = o;
   } else if (type == "bench") {
     const Mode mode = read_mode(j, ModeKind::matmul);

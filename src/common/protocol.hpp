@@ -14,7 +14,9 @@ namespace precision_probe {
 
 // 2: the plan carries the worker's CUDA_VISIBLE_DEVICES (workers start before their plan).
 // 3: outcomes carry the report's JSON of their struct (report/json_fields.hpp).
-inline constexpr int kProtocolVersion = 4;
+// 4: the soak. 5: the engine loads the image's LibTorch (the library and its release in the
+// hello), the TF32 process and the hold before measurements; the plan is one line.
+inline constexpr int kProtocolVersion = 5;
 
 std::string encode_plan(const WorkerPlan& plan);
 Expected<WorkerPlan> decode_plan(std::string_view text);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +47,11 @@ bool enabled_once() {
   return on;
 }
 
+std::atomic<int> g_trace_fd{2};
+
 }  // namespace
+
+void set_trace_fd(int fd) { g_trace_fd = fd; }
 
 double boot_clock_ms() {
   timespec ts{};
@@ -67,8 +72,8 @@ void trace_at(double at_boot_ms, std::string_view what) {
   // Minor page faults so far: loading libraries and kernel code shows as faults.
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  std::fprintf(stderr, "trace: %-30s %7.1f ms %7ld flt  %.*s\n", name.c_str(), at_boot_ms - start,
-               usage.ru_minflt, static_cast<int>(what.size()), what.data());
+  ::dprintf(g_trace_fd, "trace: %-30s %7.1f ms %7ld flt  %.*s\n", name.c_str(), at_boot_ms - start,
+            usage.ru_minflt, static_cast<int>(what.size()), what.data());
 }
 
 }  // namespace precision_probe

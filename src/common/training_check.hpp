@@ -15,9 +15,10 @@ namespace precision_probe {
 std::optional<double> loss_distance(const AmpOutcome& o);
 
 // "" when the outcome shows a run that trained correctly in `mode`: losses finite and going down,
-// the parameters changed, autocast's dtypes as expected (layer norm and softmax in fp32 only on
-// CUDA), the final loss within the mode's tolerance of the fp32 run's, and for amp_fp16 a loss
-// scaler that skipped the injected overflow without skipping every step. Else the first problem.
-std::string training_problem(Mode mode, const AmpOutcome& o, bool on_cuda);
+// the parameters changed, the dtypes autocast would give (matmuls in the low precision; loss and
+// log-softmax, and layer norm where there is one, in fp32), the final loss within the mode's
+// tolerance of the fp32 run's, and for amp_fp16 a loss scaler that skipped the injected overflow
+// without skipping every step. Else the first problem.
+std::string training_problem(Mode mode, const AmpOutcome& o);
 
 }  // namespace precision_probe

@@ -21,11 +21,17 @@ struct WorkerPlan {
   std::vector<Mode> smoke;           // matmul precisions to smoke-test
   std::vector<Mode> amp;             // mixed-precision training modes to run
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
-  bool describe = false;             // report the LibTorch stack in full (CUDA configuration)
-  std::int64_t bench_size = 0;       // > 0: benchmark every smoke mode that passed, at this size
-  int collective_ranks = 0;          // > 0: this worker runs the NCCL all-reduce over that many
-                                     // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
-  double soak_seconds = 0.0;         // > 0: soak these modes for that long (and nothing else)
+  // This worker's LibTorch runs fp32 matmuls as TF32: its environment has
+  // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, read once per process, so tf32 is checked in a process of
+  // its own and no other worker has it. Its plan holds tf32 alone.
+  bool tf32_process = false;
+  // After its smoke tests (and its soak's golden results), wait for a line "go" on stdin before
+  // benchmarks and the soak: the GPU's TF32 process measures after the GPU's main worker.
+  bool hold = false;
+  std::int64_t bench_size = 0;  // > 0: benchmark every smoke mode that passed, at this size
+  int collective_ranks = 0;     // > 0: this worker runs the NCCL all-reduce over that many
+                                // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
+  double soak_seconds = 0.0;    // > 0: soak these modes for that long (and nothing else)
   std::vector<Mode> soak_modes;
   std::int64_t soak_size = 0;   // the soak's GEMM size, M = N = K
   std::uint64_t soak_seed = 0;  // the run's: like GPUs multiply the same inputs

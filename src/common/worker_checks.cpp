@@ -103,7 +103,7 @@ std::string impossible_collective(const CollectiveOutcome& o) {
       return "figures from an all-reduce that did not run";
     return ok_without_running(o);
   }
-  if (o.ranks < 2 || o.bytes <= 0) return fmt::format("{} ranks, {} bytes", o.ranks, o.bytes);
+  if (o.ranks < 1 || o.bytes <= 0) return fmt::format("{} ranks, {} bytes", o.ranks, o.bytes);
   if (!o.time_ms || !(std::isfinite(*o.time_ms) && *o.time_ms > 0.0)) return "an impossible time";
   const double algbw = static_cast<double>(o.bytes) / (*o.time_ms * 1e-3) / 1e9;
   if (!o.algbw_gbps || !agree(algbw, *o.algbw_gbps))
@@ -171,11 +171,11 @@ void check_smoke(Mode mode, SmokeOutcome& o) {
   refuse(o, impossible_smoke(o), true);
 }
 
-void check_amp(Mode mode, AmpOutcome& o, bool on_cuda) {
+void check_amp(Mode mode, AmpOutcome& o) {
   o.loss_tolerance = amp_loss_tolerance(mode);
   refuse(o, impossible_amp(o), true);
   // "ok" needs figures that show training: judged again here, as the engine judged them.
-  if (o.ok) refuse(o, training_problem(mode, o, on_cuda), false);
+  if (o.ok) refuse(o, training_problem(mode, o), false);
   o.loss_rel_diff = loss_distance(o);
 }
 

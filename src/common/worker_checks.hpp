@@ -13,7 +13,7 @@
 namespace precision_probe {
 
 void check_smoke(Mode mode, SmokeOutcome& o);
-void check_amp(Mode mode, AmpOutcome& o, bool on_cuda);
+void check_amp(Mode mode, AmpOutcome& o);
 void check_bench(BenchOutcome& o);
 void check_collective(CollectiveOutcome& o);
 void check_soak(SoakOutcome& o);

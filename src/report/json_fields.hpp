@@ -498,6 +498,7 @@ std::enable_if_t<is<S, AmpOutcome>> fields(V& v, S& a) {
     g.derived("ratio_to_fp32", ratio);
   });
   v("ms", a.ms);
+  v("method", a.method);
   v("error_kind", a.error_kind);
   v("error", a.error);
 }
@@ -625,6 +626,10 @@ std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
   v("arch_extras", s.arch_extras);
   v("arch_note", s.arch_note);
   v("read_ms", s.read_ms);
+  v("library", s.library);
+  v("abi_version", s.abi_version);
+  v("release_note", s.release_note);
+  v("load_error", s.load_error);
 }
 
 // The verdict part of a precision (matmul or training).
@@ -845,6 +850,8 @@ std::enable_if_t<is<S, ToolInfo>> fields(V& v, S& t) {
     g("libtorch", t.built_with_libtorch);
     g("cuda", t.built_with_cuda);
   });
+  v("libtorch_floor", t.libtorch_floor);
+  v("libtorch_tested", t.libtorch_tested);
 }
 
 template <class V, class S>

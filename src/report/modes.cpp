@@ -59,9 +59,9 @@ std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda
   const ModeInfo& info = mode_info(mode);
   if (older(libtorch, info.libtorch)) {
     return fmt::format(
-        "this LibTorch ({}.{}) lacks {} as the {} check calls it: upgrade to LibTorch "
-        "(PyTorch) {}.{} or later",
-        libtorch.major, libtorch.minor, info.api, info.key, info.libtorch.major,
+        "this LibTorch ({}.{}) cannot run the {} check ({}) through its stable C ABI: upgrade to "
+        "LibTorch (PyTorch) {}.{} or later",
+        libtorch.major, libtorch.minor, info.key, info.api, info.libtorch.major,
         info.libtorch.minor);
   }
   if (cuda && older(*cuda, info.cuda)) {

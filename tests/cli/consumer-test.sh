@@ -1,15 +1,17 @@
 #!/bin/sh
 # Installs the build into a temporary prefix, builds tests/consumer against the installed
 # package (find_package(precision-probe)), and reads a report the probe wrote with it.
-#   usage: consumer-test.sh BUILD_DIR SOURCE_DIR FAKE_ENGINE FAKE_DRIVER
+# The probe runs with the fake engine and driver, in an "image" whose PyTorch is FAKE_TORCH.
+#   usage: consumer-test.sh BUILD_DIR SOURCE_DIR FAKE_ENGINE FAKE_DRIVER FAKE_TORCH
 set -eu
-build=$1 source=$2 engine=$3 driver=$4
+build=$1 source=$2 engine=$3 driver=$4 torch=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 cmake -S "$source/tests/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/build" >/dev/null
-env -u CUDA_VISIBLE_DEVICES PRECISION_PROBE_ENGINE="$engine" PRECISION_PROBE_LIBCUDA="$driver" \
+env -u CUDA_VISIBLE_DEVICES -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE PRECISION_PROBE_TORCH="$torch" \
+  PRECISION_PROBE_ENGINE="$engine" PRECISION_PROBE_LIBCUDA="$driver" \
   PRECISION_PROBE_LIBNVML="$driver" FAKE_NVIDIA_GPUS='NVIDIA H200:9.0:132:141' \
   "$build/bin/precision-probe" --format json --require bf16 -o "$work/report.json"
 out=$("$work/build/report-consumer" "$work/report.json")

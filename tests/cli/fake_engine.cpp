@@ -1,22 +1,23 @@
 // A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch,
 // through the same encoders as the real engine (common/protocol.hpp), so the two cannot drift.
+// Like the real one, it is given the image's library (--worker KIND --libtorch LIB) and says it
+// loaded it: the release is the first three numbers of the version.py beside LIB.
 //   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakbad:N | soakslow:N |
 //                      garbage | wrong:MODE | nan:MODE |
 //                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 |
 //                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
 //                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
 //                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
-//                      then stays) | flood (an endless line; with --describe, endless output)
+//                      then stays) | flood (an endless line) | loadfail (LIB cannot be loaded:
+//                      every check answered unavailable) | abi:X.Y.Z (LIB says it is X.Y.Z) |
+//                      schema:MODE (MODE's operator has another schema in the image)
 //   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
-//   FAKE_ENGINE_STACK  cuda (default) | cpu: the LibTorch the fake pretends to be
-//   FAKE_ENGINE_ARCHS  the arch list of the cuda stack (default sm_75 sm_80 sm_86 sm_90 sm_100
-//                      sm_120)
 //   FAKE_ENGINE_PATCH  a JSON object from line type to a JSON merge patch applied to every line of
 //                      that type (null: such lines are not sent), for hostile workers:
 //                      {"amp":{"loss_rel_diff":-1},"collective":null}
-//   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS" to, once it has its plan
+//   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS tf32=OVERRIDE" to, once it has its
+//                      plan (OVERRIDE: its TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, "-" where unset)
 //   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
-//   FAKE_ENGINE_LIBS   a file each worker appends its LD_LIBRARY_PATH to
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@
 
 #include "common/arch.hpp"
 #include "common/protocol.hpp"
+#include "common/strings.hpp"
+#include "probe/facts/torch_files.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;
@@ -58,22 +61,27 @@ void append(const std::string& file, const std::string& line) {
   std::ofstream(file, std::ios::app) << line << '\n';
 }
 
-pp::StackInfo stack() {
+// What LIB is, as the real engine would find: its release from the version.py beside it.
+pp::StackInfo stack(const std::string& library, const std::string& behaviour) {
   pp::StackInfo s;
-  s.available = true;
   s.source = "engine";
-  if (env("FAKE_ENGINE_STACK", "cuda") == "cpu") {
-    s.libtorch_version = "1.13.0";
-    s.cpu_threads = 2;
+  s.library = library;
+  if (behaviour == "loadfail") {
+    s.load_error =
+        "dlopen of " + library + " failed: libcudnn.so.9: cannot open shared object file";
     return s;
   }
-  s.libtorch_version = "2.11.0";
-  s.cuda_built = true;
-  s.cuda_version = "13.0";
-  s.cudnn_version = "91300";
-  s.cpu_threads = 8;
-  std::istringstream archs(env("FAKE_ENGINE_ARCHS", "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"));
-  for (std::string a; archs >> a;) s.arch_list.push_back(a);
+  s.available = true;
+  const std::string torch_dir = pp::directory_of(pp::directory_of(library));
+  std::ifstream in(torch_dir + "/version.py");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string version = pp::version_py_value(text, "__version__").value_or("");
+  s.abi_version =
+      behaviour.rfind("abi:", 0) == 0 ? behaviour.substr(4) : version.substr(0, version.find('+'));
+  s.libtorch_version = s.abi_version;
+  s.cuda_version = pp::version_py_value(text, "cuda").value_or("");
+  s.cuda_built = library.find("libtorch_cuda.so") != std::string::npos;
+  s.cpu_threads = 4;
   return s;
 }
 
@@ -112,9 +120,8 @@ std::optional<pp::ComputeCapability> planned_cc(const pp::WorkerPlan& plan) {
                                           colon + 1, gpus[index].find(':', colon + 1) - colon - 1));
 }
 
-// What the real engine refuses before calling LibTorch (its mode table, for the fake's stack).
-std::string refused(Mode mode, const pp::WorkerPlan& plan) {
-  const pp::StackInfo s = stack();
+// What the real engine refuses before calling LibTorch (its mode table, for the library's stack).
+std::string refused(Mode mode, const pp::WorkerPlan& plan, const pp::StackInfo& s) {
   const auto libtorch = pp::parse_version(s.libtorch_version);
   if (!libtorch) return "";
   return pp::missing_for(mode, *libtorch,
@@ -254,7 +261,7 @@ pp::BenchOutcome bench(Mode mode, std::int64_t size, const std::string& behaviou
     o.bytes = 268435456;
     if (behaviour == "nonccl") {
       o.error_kind = pp::ErrorKind::not_supported;
-      o.error = "this LibTorch (1.13.0) was built without NCCL (c10d ProcessGroupNCCL)";
+      o.error = "this LibTorch loads no NCCL (libnccl.so.2 not found)";
       emit(pp::encode_collective(o, ""));
       continue;
     }
@@ -293,10 +300,69 @@ void misbehave_early(const std::string& behaviour) {
   if (behaviour == "hang") sleep_forever();
 }
 
-int run_worker(const std::string& args) {
-  const std::string input{std::istreambuf_iterator<char>(std::cin),
-                          std::istreambuf_iterator<char>()};
-  if (input.find_first_not_of(" \t\r\n") == std::string::npos) return 0;  // started ahead, unused
+// A smoke test, as the real engine would answer it for this library and behaviour.
+pp::SmokeOutcome answered_smoke(Mode mode, const pp::WorkerPlan& plan, const pp::StackInfo& s,
+                                const std::string& behaviour) {
+  pp::SmokeOutcome outcome = smoke(mode, behaviour);
+  if (const std::string why = refused(mode, plan, s); !why.empty()) {
+    outcome = pp::SmokeOutcome{};
+    outcome.error_kind = pp::ErrorKind::not_supported;
+    outcome.error = why;
+  }
+  if (behaviour == "schema:" + std::string(pp::mode_key(mode))) {
+    outcome = pp::SmokeOutcome{};
+    outcome.error_kind = pp::ErrorKind::not_run;
+    outcome.error =
+        "the image's schema of aten::_scaled_mm is `_scaled_mm(Tensor self)`; the "
+        "engine calls `_scaled_mm(Tensor self, Tensor mat2, ...)`";
+  }
+  return outcome;
+}
+
+// A worker whose library cannot be loaded answers every check as not run, and says why.
+void answer_unloaded(const pp::WorkerPlan& plan, const pp::StackInfo& s) {
+  for (Mode mode : plan.smoke) {
+    pp::SmokeOutcome o;
+    o.error_kind = pp::ErrorKind::unavailable;
+    o.error = s.load_error;
+    emit(pp::encode_smoke(mode, o));
+  }
+  for (Mode mode : plan.amp) {
+    pp::AmpOutcome o;
+    o.error_kind = pp::ErrorKind::unavailable;
+    o.error = s.load_error;
+    emit(pp::encode_amp(mode, o));
+  }
+  emit(pp::encode_done());
+}
+
+// Benchmarks and the soak, after the probe's "go" where the plan holds the worker.
+void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
+  if (plan.hold && (plan.bench_size > 0 || !plan.soak_modes.empty())) {
+    emit(pp::encode_progress("holding"));
+    std::string go;
+    if (!std::getline(std::cin, go) || go != "go") return;
+  }
+  if (plan.bench_size > 0) {
+    for (Mode mode : plan.smoke) {
+      emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
+    }
+  }
+  if (!plan.soak_modes.empty()) {  // the time a soak takes, up to 3 s
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(plan.soak_seconds, 3.0)));
+  }
+  for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
+  if (behaviour == "soakcrash" && !plan.soak_modes.empty()) {  // dies before it says done
+    std::signal(SIGSEGV, SIG_DFL);
+    std::raise(SIGSEGV);
+  }
+}
+
+int run_worker(const std::string& args, const std::string& library) {
+  std::string input;
+  if (!std::getline(std::cin, input) || input.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return 0;  // started ahead, unused
+  }
   const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(input);
   if (!decoded) {
     std::cerr << "fake-engine: " << decoded.error() << '\n';
@@ -304,14 +370,19 @@ int run_worker(const std::string& args) {
   }
   const pp::WorkerPlan& plan = *decoded;
   const std::string kind(pp::to_string(plan.kind));
-  append(env("FAKE_ENGINE_LOG"), kind + " " + args);
+  append(env("FAKE_ENGINE_LOG"),
+         kind + " " + args + " tf32=" + env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "-"));
   append(env("FAKE_ENGINE_PIDS"), std::to_string(::getpid()));
-  append(env("FAKE_ENGINE_LIBS"), env("LD_LIBRARY_PATH"));
   std::string behaviour = env("FAKE_ENGINE", "ok");
   const std::string on = env("FAKE_ENGINE_ON", "any");
   if (on != "any" && on != kind) behaviour = "ok";
 
-  emit(pp::encode_hello(stack()));
+  const pp::StackInfo s = stack(library, behaviour);
+  emit(pp::encode_hello(s));
+  if (!s.load_error.empty()) {
+    answer_unloaded(plan, s);
+    return 0;
+  }
   if (plan.collective_ranks > 0) collectives(plan.collective_ranks, behaviour);
   misbehave_early(behaviour);
   // The GPU it runs on: the plan's CUDA_VISIBLE_DEVICES, as a real worker would find it, or
@@ -323,31 +394,14 @@ int run_worker(const std::string& args) {
     const Mode mode = plan.smoke[i];
     if (behaviour == "slow") std::this_thread::sleep_for(std::chrono::seconds(1));
     if (behaviour == "stall:" + std::string(pp::mode_key(mode))) sleep_forever();
-    pp::SmokeOutcome outcome = smoke(mode, behaviour);
-    if (const std::string why = refused(mode, plan); !why.empty()) {
-      outcome = pp::SmokeOutcome{};
-      outcome.error_kind = pp::ErrorKind::not_supported;
-      outcome.error = why;
-    }
-    emit(pp::encode_smoke(mode, outcome));
+    emit(pp::encode_smoke(mode, answered_smoke(mode, plan, s, behaviour)));
     if (behaviour == "crash" && i == 0) {
       std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
       std::raise(SIGSEGV);
     }
   }
   for (Mode mode : plan.amp) emit(pp::encode_amp(mode, amp(mode, behaviour)));
-  if (plan.bench_size > 0) {
-    for (Mode mode : plan.smoke)
-      emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
-  }
-  if (!plan.soak_modes.empty()) {  // the time a soak takes, up to 3 s
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(plan.soak_seconds, 3.0)));
-  }
-  for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
-  if (behaviour == "soakcrash" && !plan.soak_modes.empty()) {  // dies before it says done
-    std::signal(SIGSEGV, SIG_DFL);
-    std::raise(SIGSEGV);
-  }
+  measurements(plan, behaviour);
   emit(pp::encode_done());
   if (behaviour == "linger") sleep_forever();
   return 0;
@@ -359,15 +413,9 @@ int main(int argc, char** argv) {
   const std::string verb = argc > 1 ? argv[1] : "";
   std::string args;
   for (int i = 1; i < argc; ++i) args += (i > 1 ? " " : "") + std::string(argv[i]);
-  if (verb == "--describe") {
-    if (env("FAKE_ENGINE") == "hang") sleep_forever();
-    if (env("FAKE_ENGINE") == "flood") {
-      for (;;) std::cout << pp::encode_stack(stack()) << '\n';
-    }
-    std::cout << pp::encode_stack(stack()) << '\n';
-    return 0;
+  if (verb == "--worker" && argc == 5 && std::string(argv[3]) == "--libtorch") {
+    return run_worker(args, argv[4]);
   }
-  if (verb == "--worker") return run_worker(args);
-  std::cerr << "usage: fake-engine --worker | --describe\n";
+  std::cerr << "usage: fake-engine --worker cpu|gpu --libtorch LIB\n";
   return 2;
 }

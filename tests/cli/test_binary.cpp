@@ -203,7 +203,7 @@ TEST(Binary, ArchAnswersWithoutAGpu) {
   expect_schema_valid(t4.out);
   // A build without sm_75: "would this image work on a T4?" -- no.
   const auto narrow =
-      run_probe_binary({"arch", "7.5", "--format", "json"}, {"FAKE_ENGINE_ARCHS=sm_80 sm_90"});
+      run_probe_binary({"arch", "7.5", "--format", "json"}, {pp::testing::fake_stack("hopper")});
   EXPECT_EQ(json::parse(narrow.out).at("devices").at(0).at("kernels").at("covered"), false);
 }
 

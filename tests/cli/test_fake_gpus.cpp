@@ -241,10 +241,8 @@ TEST(FakeGpus, DeviceSelectionUsesVisibleIndices) {
 TEST(FakeGpus, QuickLaunchesNoKernel) {
   // The engine would hang: --quick must not start it.
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_probe_binary(
-      {"--quick", "--require", "bf16", "--format", "json"},
-      with(fake_driver_env(kH200),
-           {"FAKE_ENGINE=hang", pp::testing::fake_engine_with_stack_cache("cuda")}));
+  const auto r = run_probe_binary({"--quick", "--require", "bf16", "--format", "json"},
+                                  with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const json j = json::parse(r.out);
@@ -254,27 +252,45 @@ TEST(FakeGpus, QuickLaunchesNoKernel) {
 }
 
 TEST(FakeGpus, AStackThatCannotRunOnTheGpuIsAnEnvironmentProblemEvenUnderQuick) {
-  // A CPU-only LibTorch (its build cache says so), no engine, an engine that cannot be started:
-  // a GPU requirement exits 3, with and without --quick. The CPU gate is not affected.
+  // The image's PyTorch a CPU-only build: a GPU requirement exits 3, with and without --quick
+  // (its files say so). The CPU gate is not affected.
+  for (bool quick : {false, true}) {
+    std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
+    if (quick) args.emplace_back("--quick");
+    const auto r =
+        run_probe_binary(args, with(fake_driver_env(kH200), {pp::testing::fake_stack("cpu")}));
+    EXPECT_EQ(r.exit_code, 3) << (quick ? "--quick" : "") << "\n" << r.err;
+    const json j = json::parse(r.out);
+    const json& bf16 = j.at("devices").at(0).at("precisions").at("bf16");
+    EXPECT_EQ(bf16.at("status"), "not_tested");
+    EXPECT_EQ(bf16.at("hardware"), "native");
+    EXPECT_NE(bf16.at("reason").get<std::string>().find("built without CUDA"), std::string::npos)
+        << bf16.dump();
+  }
+}
+
+TEST(FakeGpus, AnEngineThatIsMissingOrCannotStartIsAnEnvironmentProblem) {
+  // No engine, an engine file that cannot be run: a full run's GPU requirement exits 3, not
+  // tested; --quick, which needs no engine, answers for the hardware and the image's stack.
   const std::string empty_dir = pp::testing::make_temp_dir();
   const std::string empty_engine = empty_dir + "/precision-probe-engine";
   std::ofstream(empty_engine).flush();
   ::chmod(empty_engine.c_str(), 0755);
-  for (const std::string& engine : {pp::testing::fake_engine_with_stack_cache("cpu"),
-                                    std::string("PRECISION_PROBE_ENGINE=/nonexistent/engine"),
+  for (const std::string& engine : {std::string("PRECISION_PROBE_ENGINE=/nonexistent/engine"),
                                     "PRECISION_PROBE_ENGINE=" + empty_engine,
                                     std::string("PRECISION_PROBE_ENGINE=/etc/hostname")}) {
     for (bool quick : {false, true}) {
       std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
       if (quick) args.emplace_back("--quick");
-      const auto r =
-          run_probe_binary(args, with(fake_driver_env(kH200), {engine, "FAKE_ENGINE_STACK=cpu"}));
-      EXPECT_EQ(r.exit_code, 3) << engine << (quick ? " --quick" : "") << "\n" << r.err;
+      const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {engine}));
+      EXPECT_EQ(r.exit_code, quick ? 0 : 3) << engine << (quick ? " --quick" : "") << "\n" << r.err;
       const json j = json::parse(r.out);
       EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
       EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("hardware"), "native");
     }
   }
+  ::unlink(empty_engine.c_str());
+  ::rmdir(empty_dir.c_str());
 }
 
 TEST(FakeGpus, MemoryHeldByOthersLeavesChecksUntestedAndNamesTheHolders) {
@@ -305,9 +321,8 @@ TEST(FakeGpus, MemoryHeldByOthersLeavesChecksUntestedAndNamesTheHolders) {
 TEST(FakeGpus, PrometheusCarriesTheHardwareVerdictSoQuickIsNotAlarming) {
   // Under --quick nothing is native by status (no kernel ran), but the hardware verdict is there:
   // the documented alert on bf16 reads it and stays quiet on a healthy H200.
-  const auto quick = run_probe_binary(
-      {"--quick", "--format", "prometheus"},
-      with(fake_driver_env(kH200), {pp::testing::fake_engine_with_stack_cache("cuda")}));
+  const auto quick =
+      run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kH200));
   EXPECT_EQ(quick.exit_code, 0) << quick.err;
   EXPECT_NE(quick.out.find(R"(precision_probe_hardware_native{gpu="0",UUID="GPU-)"),
             std::string::npos)
@@ -433,8 +448,10 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
   }
 }
 
+// A worker per device, a TF32 process per GPU (LibTorch reads its TF32 override once per
+// process), and one for the collective; each loads the image's library for its kind.
 TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
-  // Each worker logs "KIND ARGS".
+  // Each worker logs "KIND ARGS tf32=SETTING"; kept here as "KIND tf32=SETTING".
   const std::string dir = pp::testing::make_temp_dir();
   int runs = 0;
   auto worker_args = [&](const std::string& gpus, std::vector<std::string> args,
@@ -445,16 +462,25 @@ TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
     EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
     std::vector<std::string> lines;
     std::istringstream in(pp::testing::read_all(log));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    const std::string lib_dir = PP_FAKE_STACKS "/cuda/torch/lib/";
+    for (std::string line; std::getline(in, line);) {
+      const std::string kind = line.substr(0, line.find(' '));
+      const std::string lib = lib_dir + (kind == "cpu" ? "libtorch_cpu.so" : "libtorch_cuda.so");
+      EXPECT_NE(line.find("--libtorch " + lib + " "), std::string::npos) << line;
+      lines.push_back(kind + line.substr(line.rfind(' ')));
+    }
     std::sort(lines.begin(), lines.end());
     return lines;
   };
   using Lines = std::vector<std::string>;
-  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu --worker", "cuda --worker"}));
-  EXPECT_EQ(worker_args(kH200, {"--device", "cpu"}, {}), (Lines{"cpu --worker"}));
+  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
+  EXPECT_EQ(worker_args(kH200, {"--device", "cpu"}, {}), (Lines{"cpu tf32=-"}));
   const std::string two = std::string(kH200) + ";" + kH200;
-  EXPECT_EQ(worker_args(two, {"--nccl"}, {}),
-            (Lines{"cpu --worker", "cuda --worker", "cuda --worker", "cuda --worker"}));
+  EXPECT_EQ(worker_args(two, {"--nccl"}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=-",
+                                                     "cuda tf32=-", "cuda tf32=1", "cuda tf32=1"}));
+  // An environment that sets the override (NGC's images) does not reach the other workers.
+  EXPECT_EQ(worker_args(kH200, {}, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"}),
+            (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
 }
 
 TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
@@ -483,20 +509,20 @@ TEST(FakeGpus, NcclFailuresAndRefusals) {
       run_probe_binary({"--nccl"}, with(fake_driver_env(two), {"FAKE_ENGINE=inexact:bf16"}));
   EXPECT_EQ(inexact.exit_code, 4);
   EXPECT_NE(inexact.out.find("bf16 all-reduce: wrong result"), std::string::npos) << inexact.out;
-  // A LibTorch without NCCL (Debian's): unsupported, with the reason; asked for, an environment
+  // A LibTorch that loads no NCCL: unsupported, with the reason; asked for, an environment
   // problem.
   const auto none = run_probe_binary({"--nccl", "--format", "json"},
                                      with(fake_driver_env(two), {"FAKE_ENGINE=nonccl"}));
   EXPECT_EQ(none.exit_code, 3);
   const json c = json::parse(none.out).at("collectives");
   EXPECT_EQ(c.at("status"), "unsupported");
-  EXPECT_NE(c.at("reason").get<std::string>().find("built without NCCL"), std::string::npos);
-  // Fewer than two GPUs: --nccl cannot run.
+  EXPECT_NE(c.at("reason").get<std::string>().find("loads no NCCL"), std::string::npos) << c.dump();
+  // One GPU: a one-rank all-reduce (NCCL's own set-up, its copy kernel), exact like any other.
   const auto one = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(kH200));
-  EXPECT_EQ(one.exit_code, 3);
-  EXPECT_NE(
-      json::parse(one.out).at("collectives").at("reason").get<std::string>().find("two or more"),
-      std::string::npos);
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  const json single = json::parse(one.out).at("collectives");
+  EXPECT_EQ(single.at("status"), "native") << single.dump();
+  EXPECT_EQ(single.at("devices"), json::array({0}));
   const auto cpu = run_probe_binary({"--nccl"});  // no GPU at all
   EXPECT_EQ(cpu.exit_code, 3);
 }

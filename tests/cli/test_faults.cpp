@@ -133,12 +133,6 @@ TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {
   EXPECT_EQ(j.at("driver").at("status"), "crashed") << r.out;
   EXPECT_NE(j.at("driver").at("message").get<std::string>().find("more than 4 MiB"),
             std::string::npos);
-  // An engine whose stack description has no end, likewise (arch, with no cache to read).
-  const auto arch = run_probe_binary({"arch", "9.0", "--format", "json", "--timeout", "20"},
-                                     {"FAKE_ENGINE=flood"});
-  EXPECT_NE(json::parse(arch.out).at("stack").at("error").get<std::string>().find("1 MiB"),
-            std::string::npos)
-      << arch.out;
 }
 
 TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
@@ -146,8 +140,8 @@ TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   std::string error;
   auto env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
   env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
-  ASSERT_TRUE(
-      child.start({PP_BINARY, "--quick", "--format", "json"}, pp::environment_with(env), "", error))
+  ASSERT_TRUE(child.start({PP_BINARY, "--quick", "--format", "json"},
+                          pp::testing::probe_environment(env), "", error))
       << error;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto start = std::chrono::steady_clock::now();
@@ -165,30 +159,16 @@ TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   EXPECT_EQ(json::parse(out).at("driver").at("status"), "hung");
 }
 
-TEST(DriverFaults, ArchIsBoundedAndInterruptible) {
-  // No stack cache and an engine whose --describe never answers: arch ends at --timeout.
+// arch reads the image's files and starts nothing: an engine that would hang is never asked.
+TEST(DriverFaults, ArchStartsNoEngine) {
+  const std::string log = pp::testing::make_temp_dir() + "/workers.log";
   const auto start = std::chrono::steady_clock::now();
-  const auto r =
-      run_probe_binary({"arch", "9.0", "--timeout", "1", "--format", "json"}, {"FAKE_ENGINE=hang"});
+  const auto r = run_probe_binary({"arch", "9.0", "--timeout", "1", "--format", "json"},
+                                  {"FAKE_ENGINE=hang", "FAKE_ENGINE_LOG=" + log});
   EXPECT_LT(seconds_since(start), 5.0);
-  EXPECT_EQ(r.exit_code, 0) << r.err;  // the matrix stands; the stack is unknown
-  EXPECT_NE(json::parse(r.out).at("stack").at("error").get<std::string>().find("within 1 s"),
-            std::string::npos);
-  // And SIGINT ends it at once, exit 5.
-  pp::ChildProcess child;
-  std::string error;
-  ASSERT_TRUE(child.start(
-      {PP_BINARY, "arch", "9.0"},
-      pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "FAKE_ENGINE=hang"}), "",
-      error))
-      << error;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const auto interrupted = std::chrono::steady_clock::now();
-  ::kill(child.pid(), SIGINT);
-  const int status = child.wait();
-  EXPECT_LT(seconds_since(interrupted), 2.0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 5);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("stack").at("libtorch_version"), "2.11.0+cu130");
+  EXPECT_FALSE(std::ifstream(log).good()) << pp::testing::read_all(log);
 }
 
 TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
@@ -201,7 +181,7 @@ TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
        "mknod -m 666 /dev/nvidia0 c 195 0 && mknod -m 666 /dev/nvidiactl c 195 255 || exit 90; "
        "exec \"$0\" --format json --check-timeout 1' \"$0\"",
        PP_BINARY},
-      pp::environment_with(env), "", std::chrono::seconds(30));
+      pp::testing::probe_environment(env), "", std::chrono::seconds(30));
   if (probe.exit_code == 90 || probe.out.empty()) {
     GTEST_SKIP() << "needs root for unshare -m and mknod: " << probe.err;
   }
@@ -291,9 +271,9 @@ TEST(Workers, NoWorkerOutlivesAProbeEndedBySighupOrSigquit) {
     std::string error;
     ASSERT_TRUE(child.start(
         {PP_BINARY, "--device", "cpu", "-q"},
-        pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
-                              "PRECISION_PROBE_LIBCUDA=nope.so", "PRECISION_PROBE_LIBNVML=nope.so",
-                              "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
+        pp::testing::probe_environment({"PRECISION_PROBE_LIBCUDA=nope.so",
+                                        "PRECISION_PROBE_LIBNVML=nope.so", "FAKE_ENGINE=hang",
+                                        "FAKE_ENGINE_PIDS=" + pids}),
         "", error))
         << error;
     for (int i = 0; i < 100 && pids_in(pids).empty(); ++i) {

@@ -26,14 +26,9 @@ namespace {
 // Runs the binary through `sh -c SCRIPT`, where "$@" is the binary and the fake engine's
 // environment is set as run_probe_binary sets it.
 pp::testing::Run run_in_shell(const std::string& script, std::vector<std::string> env = {}) {
-  std::vector<std::string> overrides = {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
-                                        "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
-                                        "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1",
-                                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"};
-  overrides.insert(overrides.end(), env.begin(), env.end());
   const pp::ProcessOutput out =
-      pp::run_process({"/bin/sh", "-c", script, "sh", PP_BINARY}, pp::environment_with(overrides),
-                      "", std::chrono::seconds(60));
+      pp::run_process({"/bin/sh", "-c", script, "sh", PP_BINARY},
+                      pp::testing::probe_environment(env), "", std::chrono::seconds(60));
   return {out.exit_code, out.out, out.err, out.term_signal};
 }
 
@@ -187,12 +182,11 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
     std::ofstream(dir + "/r.json") << "old";
     pp::ChildProcess child;
     std::string error;
-    ASSERT_TRUE(child.start(
-        {PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
-        pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
-                              "PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
-                              "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang"}),
-        "", error))
+    ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
+                            pp::testing::probe_environment(
+                                {"PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
+                                 "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang"}),
+                            "", error))
         << error;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
@@ -233,7 +227,7 @@ TEST(Outputs, TraceIsOnlyOnWhenAskedFor) {
 }
 
 TEST(Outputs, ArchGatesOnItsArchitectureWhenAsked) {
-  const std::string cuda = pp::testing::fake_engine_with_stack_cache("cuda");
+  const std::string cuda = pp::testing::fake_stack("cuda");
   const auto t4 = run_probe_binary({"arch", "7.5", "--require", "bf16"}, {cuda});
   EXPECT_EQ(t4.exit_code, 1) << t4.out;
   EXPECT_NE(t4.out.find("exit 1: bf16 on cc 7.5 is not_tested: the hardware is emulated"),
@@ -241,7 +235,7 @@ TEST(Outputs, ArchGatesOnItsArchitectureWhenAsked) {
       << t4.out;
   EXPECT_EQ(run_probe_binary({"arch", "9.0", "--require", "bf16"}, {cuda}).exit_code, 0);
   const auto cpu_only = run_probe_binary({"arch", "9.0", "--require", "bf16", "--format", "json"},
-                                         {pp::testing::fake_engine_with_stack_cache("cpu")});
+                                         {pp::testing::fake_stack("cpu")});
   EXPECT_EQ(cpu_only.exit_code, 3);
   EXPECT_NE(cpu_only.err.find("precision-probe: exit 3:"), std::string::npos) << cpu_only.err;
   EXPECT_EQ(run_probe_binary({"arch", "9.0", "--device", "0"}).exit_code, 2);

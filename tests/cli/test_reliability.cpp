@@ -34,8 +34,8 @@ TEST(Reliability, AHungCheckIsStoppedByThePerCheckWatchdog) {
 TEST(Reliability, SigtermEndsTheRunWithAValidPartialReport) {
   pp::ChildProcess child;
   std::string error;
-  const std::vector<std::string> env = pp::environment_with(
-      {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "PRECISION_PROBE_LIBCUDA=libcuda-missing.so.1",
+  const std::vector<std::string> env = pp::testing::probe_environment(
+      {"PRECISION_PROBE_LIBCUDA=libcuda-missing.so.1",
        "PRECISION_PROBE_LIBNVML=libnvidia-ml-missing.so.1", "FAKE_ENGINE=hang"});
   ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--format", "json"}, env, "", error))
       << error;
@@ -102,7 +102,9 @@ TEST(Reliability, DuplicateDeviceIndicesAreOne) {
   EXPECT_EQ(j.at("run").at("devices"), "cpu");
   EXPECT_EQ(j.at("devices").size(), 1U);
   EXPECT_EQ(j.at("requirements").size(), 1U);
-  EXPECT_EQ(pp::testing::read_all(log), "cpu --worker\n");
+  const std::string cpu_workers = pp::testing::read_all(log);
+  EXPECT_EQ(std::count(cpu_workers.begin(), cpu_workers.end(), '\n'), 1) << cpu_workers;
+  EXPECT_EQ(cpu_workers.rfind("cpu --worker cpu ", 0), 0U) << cpu_workers;
   std::vector<std::string> gpu_env = pp::testing::fake_driver_env("NVIDIA H200:9.0:132:141");
   gpu_env.push_back("FAKE_ENGINE_LOG=" + log + ".gpu");
   const auto gpus = run_probe_binary({"--device", "0,0,cpu,0", "--format", "json"}, gpu_env);
@@ -111,7 +113,13 @@ TEST(Reliability, DuplicateDeviceIndicesAreOne) {
   EXPECT_EQ(k.at("run").at("devices"), "cpu,0");
   EXPECT_EQ(k.at("devices").size(), 2U);  // GPU 0 and the CPU
   const std::string workers = pp::testing::read_all(log + ".gpu");
-  EXPECT_EQ(std::count(workers.begin(), workers.end(), '\n'), 2) << workers;  // one each
+  // One each, and the GPU's TF32 process.
+  EXPECT_EQ(std::count(workers.begin(), workers.end(), '\n'), 3) << workers;
+  EXPECT_EQ(std::count(workers.begin(), workers.end(), '='), 3) << workers;
+  EXPECT_NE(workers.find("cuda --worker gpu --libtorch " PP_FAKE_STACKS
+                         "/cuda/torch/lib/libtorch_cuda.so tf32=1"),
+            std::string::npos)
+      << workers;
 }
 
 TEST(Reliability, HostileEnvironmentIsReadDefensively) {

@@ -1,5 +1,6 @@
-// The real engine executable as the probe runs it, on a machine without a GPU (the fake driver,
-// tests/cli/fake_driver.cpp, stands in for libcuda).
+// The real engine executable as the probe runs it, loading the release ctest names
+// (release.hpp), on the CPU: its lines read back by the probe's reader, a library it cannot load,
+// its end with the probe, and the whole probe's soak through it.
 
 #include <gtest/gtest.h>
 
@@ -9,28 +10,33 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
-#include <thread>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/protocol.hpp"
 #include "probe/platform/process.hpp"
+#include "release.hpp"
 
 namespace pp = precision_probe;
 
 namespace {
 
-pp::ProcessOutput run_worker(const std::vector<std::string>& args, const pp::WorkerPlan& plan,
-                             const std::string& gpus) {
-  std::vector<std::string> argv = {PP_REAL_ENGINE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return pp::run_process(
-      argv,
-      pp::environment_with({"PRECISION_PROBE_TRACE=1", "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
-                            "FAKE_NVIDIA_GPUS=" + gpus, "CUDA_INJECTION64_PATH"}),
-      pp::encode_plan(plan), std::chrono::seconds(120));
+#define PP_REQUIRE_RELEASE()             \
+  if (pp::testing::release() == nullptr) \
+  GTEST_SKIP() << "no LibTorch release named (PP_TEST_TORCH): ./dev test fetches them"
+
+pp::ProcessOutput run_worker(const pp::WorkerPlan& plan, const std::string& library,
+                             std::vector<std::string> env = {}) {
+  // The caller's settings come last: they win over these defaults.
+  env.insert(env.begin(), {"PRECISION_PROBE_TRACE=1", "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                           "FAKE_NVIDIA_GPUS=", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"});
+  return pp::run_process({PP_REAL_ENGINE, "--worker", "cpu", "--libtorch", library},
+                         pp::environment_with(env), pp::encode_plan(plan) + "\n",
+                         std::chrono::seconds(120));
 }
 
 pp::WorkerPlan cpu_plan(std::vector<pp::Mode> smoke, std::vector<pp::Mode> amp) {
@@ -41,89 +47,169 @@ pp::WorkerPlan cpu_plan(std::vector<pp::Mode> smoke, std::vector<pp::Mode> amp) 
   return plan;
 }
 
-}  // namespace
-
-// What the real engine sends, the probe reads back whole: every line is one the protocol accepts,
-// and every check of the plan is answered, each judged by the probe as the engine judged it.
-TEST(EngineBinary, EveryLineTheEngineSendsTheProbeReads) {
-  const pp::ProcessOutput r = run_worker(
-      {"--worker"}, cpu_plan({pp::Mode::fp32, pp::Mode::bf16}, {pp::Mode::amp_bf16}), "");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+pp::WorkerResult read_lines(const std::string& out) {
   pp::WorkerResult result;
-  std::istringstream lines(r.out);
+  std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line)) {
     const pp::Expected<void> applied = pp::apply_result_line(line, result);
     EXPECT_TRUE(applied) << line << ": " << applied.error();
   }
+  return result;
+}
+
+// The probe with the real engine and no driver, loading the release: the CPU's checks only.
+pp::ProcessOutput probe_on_the_cpu(const std::vector<std::string>& args,
+                                   const std::string& inject = "") {
+  std::vector<std::string> argv = {PP_BINARY, "--device", "cpu", "--no-amp", "--format", "json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                  "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
+                                  "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                  "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
+  if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
+  return pp::run_process(argv, pp::environment_with(env), "", std::chrono::seconds(120));
+}
+
+bool has_code(const nlohmann::json& report, const std::string& code) {
+  for (const auto& d : report.at("diagnostics")) {
+    if (d.at("code") == code) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// What the real engine sends, the probe reads back whole: every line is one the protocol accepts,
+// every check of the plan is answered, and the hello names the library and its release.
+TEST(EngineBinary, EveryLineTheEngineSendsTheProbeReads) {
+  PP_REQUIRE_RELEASE();
+  const pp::testing::Release& r = *pp::testing::release();
+  const pp::ProcessOutput out =
+      run_worker(cpu_plan({pp::Mode::fp32, pp::Mode::bf16, pp::Mode::int8}, {pp::Mode::amp_bf16}),
+                 r.cpu_library());
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const pp::WorkerResult result = read_lines(out.out);
   EXPECT_TRUE(result.finished);
   ASSERT_TRUE(result.stack.has_value());
   EXPECT_TRUE(result.stack->available);
-  ASSERT_EQ(result.smoke.count(pp::Mode::fp32), 1U);
-  EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok) << result.smoke.at(pp::Mode::fp32).error;
-  EXPECT_EQ(result.smoke.count(pp::Mode::bf16), 1U);
-  ASSERT_EQ(result.amp.count(pp::Mode::amp_bf16), 1U);
-  const pp::AmpOutcome& amp = result.amp.at(pp::Mode::amp_bf16);
-  // LibTorch 1.13's CPU autocast may refuse bf16 layer norm; a run that ran is judged, not taken.
-  if (amp.ran) {
-    EXPECT_TRUE(amp.ok) << amp.error;
+  EXPECT_EQ(result.stack->abi_version, r.version);
+  EXPECT_EQ(result.stack->library, r.cpu_library());
+  EXPECT_EQ(result.stack->load_error, "");
+  for (pp::Mode mode : {pp::Mode::fp32, pp::Mode::bf16, pp::Mode::int8}) {
+    ASSERT_EQ(result.smoke.count(mode), 1U) << pp::mode_key(mode);
+    EXPECT_TRUE(result.smoke.at(mode).ok) << result.smoke.at(mode).error;
   }
+  ASSERT_EQ(result.amp.count(pp::Mode::amp_bf16), 1U);
+  EXPECT_TRUE(result.amp.at(pp::Mode::amp_bf16).ok) << result.amp.at(pp::Mode::amp_bf16).error;
+}
+
+// A call LibTorch refuses is an answer, not a crash: the engine binary (its own C++ runtime and
+// unwinder linked in) catches what it throws. Row-wise FP8 on CPUs: LibTorch's _scaled_mm takes
+// per-tensor scales alone there before 2.15, and row-wise ones too from 2.15.
+TEST(EngineBinary, AFailedCallIsAnAnswerWithLibTorchsMessage) {
+  PP_REQUIRE_RELEASE();
+  const pp::testing::Release& r = *pp::testing::release();
+  const pp::ProcessOutput out =
+      run_worker(cpu_plan({pp::Mode::fp8_rowwise, pp::Mode::fp32}, {}), r.cpu_library());
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const pp::WorkerResult result = read_lines(out.out);
+  EXPECT_TRUE(result.finished);
+  ASSERT_EQ(result.smoke.count(pp::Mode::fp8_rowwise), 1U);
+  const pp::SmokeOutcome& rowwise = result.smoke.at(pp::Mode::fp8_rowwise);
+  if (r.release >= pp::Version{2, 15}) {
+    EXPECT_TRUE(rowwise.ok) << rowwise.error;
+  } else {
+    EXPECT_FALSE(rowwise.ok);
+    EXPECT_NE(rowwise.error.find("only supports per-tensor scaling for CPU"), std::string::npos)
+        << rowwise.error;
+  }
+  EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok);  // the next check ran as usual
+}
+
+// Under `env -i`, no LD_LIBRARY_PATH and the CUDA toolkit's libraries out of reach of the path:
+// the release loads with the CUDA runtime of its own wheels (its RPATH), the one its version.py
+// names.
+TEST(EngineBinary, TheReleaseLoadsAloneWithItsOwnCudaRuntime) {
+  PP_REQUIRE_RELEASE();
+  const pp::testing::Release& r = *pp::testing::release();
+  const pp::ProcessOutput out = pp::run_process(
+      {"/usr/bin/env", "-i", PP_REAL_ENGINE, "--describe", "--libtorch", r.cpu_library()}, {}, "",
+      std::chrono::seconds(60));
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const pp::Expected<pp::StackInfo> stack = pp::decode_stack(out.out);
+  ASSERT_TRUE(stack) << stack.error();
+  EXPECT_EQ(stack->abi_version, r.version);
+  std::ifstream in(r.site + "/torch/version.py");
+  const std::string version_py((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+  const std::size_t at = version_py.find("cuda: Optional[str] = '");
+  ASSERT_NE(at, std::string::npos) << version_py;
+  const std::string cuda = version_py.substr(at + 23, version_py.find('\'', at + 23) - at - 23);
+  EXPECT_EQ(stack->cuda_version, cuda) << "the CUDA runtime loaded is not the release's own";
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {
+  PP_REQUIRE_RELEASE();
   const pp::ProcessOutput r = pp::run_process(
-      {PP_REAL_ENGINE, "--worker"}, pp::environment_with({}),
-      R"({"protocol":2,"kind":"cpu","index":-1,"smoke":["fp32"],"amp":[],"seed":1})",
+      {PP_REAL_ENGINE, "--worker", "cpu", "--libtorch", pp::testing::release()->cpu_library()},
+      pp::environment_with({}),
+      R"({"protocol":2,"kind":"cpu","index":-1,"smoke":["fp32"],"amp":[],"seed":1})"
+      "\n",
       std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("protocol version mismatch"), std::string::npos) << r.err;
 }
 
+// TF32 is the one setting LibTorch reads once per process: a worker whose environment would make
+// its fp32 checks TF32 refuses its plan, and so does one asked for tf32 without it.
+TEST(EngineBinary, AWorkerRefusesAPlanItsTf32SettingWouldFalsify) {
+  PP_REQUIRE_RELEASE();
+  const std::string lib = pp::testing::release()->cpu_library();
+  const pp::ProcessOutput on =
+      run_worker(cpu_plan({pp::Mode::fp32}, {}), lib, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"});
+  EXPECT_EQ(on.exit_code, 2) << on.out;
+  EXPECT_NE(on.err.find("would make this worker's fp32 checks TF32"), std::string::npos) << on.err;
+  pp::WorkerPlan tf32 = cpu_plan({pp::Mode::tf32}, {});
+  const pp::ProcessOutput off = run_worker(tf32, lib);
+  EXPECT_EQ(off.exit_code, 2) << off.out;
+  EXPECT_NE(off.err.find("tf32 is checked only in a TF32 process"), std::string::npos) << off.err;
+}
+
+// A library that is no LibTorch (or cannot be loaded) is said in the hello, and every check is
+// answered as not run with that reason: the machine's set-up, not a crash.
+TEST(EngineBinary, ALibraryThatCannotBeLoadedIsSaidAndEveryCheckAnswered) {
+  PP_REQUIRE_RELEASE();
+  for (const std::string& lib : {std::string("/nonexistent/libtorch_cpu.so"),
+                                 std::string(PP_FAKE_STACKS "/cpu/torch/lib/libtorch_cpu.so")}) {
+    const pp::ProcessOutput out = run_worker(cpu_plan({pp::Mode::fp32}, {pp::Mode::amp_bf16}), lib);
+    ASSERT_EQ(out.exit_code, 0) << out.err;
+    const pp::WorkerResult result = read_lines(out.out);
+    ASSERT_TRUE(result.stack.has_value());
+    EXPECT_FALSE(result.stack->load_error.empty());
+    EXPECT_NE(result.stack->load_error.find(lib), std::string::npos) << result.stack->load_error;
+    ASSERT_EQ(result.smoke.count(pp::Mode::fp32), 1U);
+    EXPECT_EQ(result.smoke.at(pp::Mode::fp32).error_kind, pp::ErrorKind::unavailable);
+    EXPECT_EQ(result.amp.at(pp::Mode::amp_bf16).error_kind, pp::ErrorKind::unavailable);
+    EXPECT_TRUE(result.finished);
+  }
+}
+
 TEST(EngineBinary, AnEngineThatCannotLoadLibTorchIsTheEnvironmentNotACrash) {
-  // A memory limit (ulimit -v) leaves room for the probe but not for LibTorch's libraries: the
-  // loader fails before main(). The probe says so, and a requirement that needed it exits 3.
+  PP_REQUIRE_RELEASE();
+  // A memory limit (ulimit -v) leaves room for the probe and the engine but not for LibTorch's
+  // libraries: the engine's dlopen fails, says why, and a requirement that needed it exits 3.
   const pp::ProcessOutput out = pp::run_process(
-      {"/bin/sh", "-c", "ulimit -v 150000; exec \"$0\" --device cpu --require fp32 --no-amp",
+      {"/bin/sh", "-c", "ulimit -v 300000; exec \"$0\" --device cpu --require fp32 --no-amp",
        PP_BINARY},
       pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                            "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
                             "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
                             "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
       "", std::chrono::seconds(60));
   EXPECT_EQ(out.exit_code, 3) << out.out << out.err;
-  EXPECT_NE(out.out.find("could not load its"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("libtorch-load-failed"), std::string::npos) << out.out;
   EXPECT_EQ(out.out.find("crashed"), std::string::npos) << out.out;
-}
-
-TEST(EngineBinary, ATrainingModeLibTorchRefusesCostsNoTrainingRun) {
-  // Each AMP mode this LibTorch's CPU autocast refuses (1.13: fp16 at all, bf16 in layer_norm) is
-  // answered without its fp32 reference run; a mode it admits gets its runs. Counted in the trace.
-  const pp::ProcessOutput r =
-      run_worker({"--worker"}, cpu_plan({}, {pp::Mode::amp_fp16, pp::Mode::amp_bf16}), "");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  int answered = 0;
-  int admitted = 0;
-  std::istringstream lines(r.out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j.at("type") != "amp") continue;
-    ++answered;
-    admitted += j.at("ran").get<bool>() ? 1 : 0;
-  }
-  EXPECT_EQ(answered, 2) << r.out;
-  // Every admitted mode runs itself and an fp32 reference (fp16's skips the steps its scaler
-  // skipped: "training fp32, skipping like fp16"); a refused one runs neither.
-  auto started = [&r](const std::string& run) {
-    int n = 0;
-    std::istringstream trace(r.err);
-    std::string entry;
-    while (std::getline(trace, entry)) {
-      n += entry.find(run) != std::string::npos && entry.find(": started") != std::string::npos;
-    }
-    return n;
-  };
-  EXPECT_EQ(started("training fp32"), admitted) << r.out << r.err;
-  EXPECT_EQ(started("training fp16") + started("training bf16"), admitted) << r.err;
 }
 
 namespace {
@@ -159,6 +245,7 @@ bool alive(int pid) {
 }  // namespace
 
 TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
+  PP_REQUIRE_RELEASE();
   // A long CPU benchmark keeps the real worker busy; the probe is then killed outright, and the
   // worker must go with it (PR_SET_PDEATHSIG), not compute on.
   pp::ChildProcess probe;
@@ -166,6 +253,7 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
   ASSERT_TRUE(probe.start(
       {PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192", "--no-amp", "-q"},
       pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                            "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
                             "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
                             "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
       "", error))
@@ -176,41 +264,19 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
     workers = children_of(probe.pid());
   }
   ASSERT_FALSE(workers.empty()) << "no worker was started";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // into its checks
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // into its checks
   ASSERT_EQ(::kill(probe.pid(), SIGKILL), 0);
   probe.wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   for (int pid : workers) EXPECT_FALSE(alive(pid)) << "worker " << pid << " outlived the probe";
 }
 
-namespace {
-
-// The probe with the real engine, no driver: the CPU's checks only.
-pp::ProcessOutput probe_on_the_cpu(const std::vector<std::string>& args,
-                                   const std::string& inject) {
-  std::vector<std::string> argv = {PP_BINARY, "--device", "cpu", "--no-amp", "--format", "json"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
-                                  "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
-                                  "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
-  if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
-  return pp::run_process(argv, pp::environment_with(env), "", std::chrono::seconds(120));
-}
-
-bool has_code(const nlohmann::json& report, const std::string& code) {
-  for (const auto& d : report.at("diagnostics")) {
-    if (d.at("code") == code) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 // --soak through the real binary and the real engine on the CPU: every result bit-identical to
 // the golden one; an injected fault caught (exit 4, the mode failed, the diagnostics); a fault
 // aimed at another device leaves this one alone.
 TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
-  const pp::ProcessOutput clean = probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "");
+  PP_REQUIRE_RELEASE();
+  const pp::ProcessOutput clean = probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"});
   ASSERT_EQ(clean.exit_code, 0) << clean.err << clean.out;
   const nlohmann::json c = nlohmann::json::parse(clean.out);
   const nlohmann::json& fp32 = c.at("devices").back().at("soak").at("modes").at("fp32");
@@ -220,6 +286,7 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   EXPECT_GE(fp32.at("full_compares").get<int>(), 1);
   EXPECT_EQ(fp32.at("golden_checksum").get<std::string>().size(), 16U);
   EXPECT_FALSE(has_code(c, "silent-data-corruption"));
+  EXPECT_EQ(c.at("stack").at("abi_version"), pp::testing::release()->version);
 
   const pp::ProcessOutput hit =
       probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:cpu");
@@ -231,7 +298,6 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   EXPECT_EQ(o.at("first_mismatch").at("iteration"), 20);
   EXPECT_EQ(o.at("first_mismatch").at("elements"), 1);
   EXPECT_TRUE(o.at("injected").get<bool>());
-  EXPECT_TRUE(cpu.at("soak").at("injected").get<bool>());
   EXPECT_EQ(cpu.at("precisions").at("fp32").at("status"), "failed");
   EXPECT_TRUE(has_code(h, "silent-data-corruption"));
   EXPECT_TRUE(has_code(h, "soak-fault-injected"));
@@ -240,7 +306,7 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
       probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:0");
   EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.out;
   // A soak shorter than the modes' slices: every mode still gets its share.
-  const pp::ProcessOutput short_one = probe_on_the_cpu({"--soak", "0.3"}, "");
+  const pp::ProcessOutput short_one = probe_on_the_cpu({"--soak", "0.3"});
   ASSERT_EQ(short_one.exit_code, 0) << short_one.out;
   for (const auto& [key, mode] :
        nlohmann::json::parse(short_one.out).at("devices").back().at("soak").at("modes").items()) {
@@ -248,34 +314,30 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
     EXPECT_TRUE(mode.at("ran").get<bool>()) << key << ": " << mode.dump();
     EXPECT_GT(mode.at("iterations").get<int>(), 0) << key;
   }
-  const pp::ProcessOutput bad = probe_on_the_cpu({"--soak", "1"}, "fp32");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(nlohmann::json::parse(bad.out).at("error").at("message").get<std::string>().find(
-                "PRECISION_PROBE_INJECT_FAULT"),
-            std::string::npos)
-      << bad.out;
 }
 
 // The modes share the soak equally, in rounds of one slice each (docs/soak.md): 2.5 s of two
 // modes on the CPU are three rounds of 0.42 s slices, 1.25 s each, not 1.5 s and 1.0 s.
 TEST(EngineBinary, EveryModeSoaksAnEqualShareOfTheTime) {
-  const pp::ProcessOutput run =
-      probe_on_the_cpu({"--soak", "2.5", "--soak-modes", "fp32,bf16"}, "");
+  PP_REQUIRE_RELEASE();
+  const pp::ProcessOutput run = probe_on_the_cpu({"--soak", "2.5", "--soak-modes", "fp32,bf16"});
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const nlohmann::json modes =
       nlohmann::json::parse(run.out).at("devices").back().at("soak").at("modes");
   ASSERT_EQ(modes.size(), 2U) << modes.dump();
   for (const auto& [key, mode] : modes.items()) {
     ASSERT_TRUE(mode.at("ran").get<bool>()) << key << ": " << mode.dump();
-    EXPECT_NEAR(mode.at("seconds").get<double>(), 1.25, 0.15) << key;
+    EXPECT_NEAR(mode.at("seconds").get<double>(), 1.25, 0.2) << key;
   }
 }
 
 // SIGINT ends a soak early: a complete report of what ran (exit 5), or exit 4 when a mismatch
 // was already found: corruption is never hidden behind an interrupt.
 TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
+  PP_REQUIRE_RELEASE();
   for (const std::string inject : {"", "fp32:10:cpu"}) {
     std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                    "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
                                     "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
                                     "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
     if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
@@ -285,7 +347,7 @@ TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
                              "--soak-modes", "fp32", "--format", "json"},
                             pp::environment_with(env), "", error))
         << error;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
     ::kill(probe.pid(), SIGINT);
     std::string out;
     for (int i = 0; i < 300 && probe.running(); ++i) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -15,8 +17,20 @@ using nlohmann::json;
 
 namespace {
 
+// The image's PyTorch these tests mean: the release ctest names (PP_TEST_TORCH, a site-packages
+// holding torch/; ./dev gpu-test names python3's), "" where it names none.
+std::string test_site() {
+  const char* site = std::getenv("PP_TEST_TORCH");  // NOLINT(concurrency-mt-unsafe)
+  return site != nullptr ? site : "";
+}
+
+#define PP_REQUIRE_TEST_TORCH()                                                              \
+  if (test_site().empty())                                                                   \
+  GTEST_SKIP() << "no LibTorch release named (PP_TEST_TORCH; ./dev gpu-test names python3's)"
+
 std::vector<std::string> real_env(std::vector<std::string> more = {}) {
   std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                  "PRECISION_PROBE_TORCH=" + test_site() + "/torch",
                                   "PRECISION_PROBE_LIBCUDA", "PRECISION_PROBE_LIBNVML"};
   env.insert(env.end(), more.begin(), more.end());
   return env;
@@ -36,6 +50,7 @@ int major_of(const std::string& cc) { return std::stoi(cc.substr(0, cc.find('.')
 }  // namespace
 
 TEST(ProbeGpu, EveryVisibleGpuIsProbedForReal) {
+  PP_REQUIRE_TEST_TORCH();
   int code = 0;
   const json j = probe_json({}, code);
   if (j.at("driver").at("status") != "ok")
@@ -54,9 +69,12 @@ TEST(ProbeGpu, EveryVisibleGpuIsProbedForReal) {
     EXPECT_EQ(d.at("kernels").at("covered"), true) << d.at("kernels").dump();
   }
   EXPECT_TRUE(j.at("stack").at("cuda_built").get<bool>());
+  EXPECT_EQ(j.at("stack").at("library"), test_site() + "/torch/lib/libtorch_cuda.so");
+  EXPECT_EQ(j.at("stack").at("load_error"), "");
 }
 
 TEST(ProbeGpu, Bf16GateOnARealGpu) {
+  PP_REQUIRE_TEST_TORCH();
   int code = 0;
   const json j = probe_json({"--require", "bf16"}, code);
   if (j.at("driver").at("status") != "ok")
@@ -66,6 +84,7 @@ TEST(ProbeGpu, Bf16GateOnARealGpu) {
 }
 
 TEST(ProbeGpu, HidingEveryDeviceIsAnEnvironmentProblem) {
+  PP_REQUIRE_TEST_TORCH();
   int probe_code = 0;
   const json all = probe_json({"--quick"}, probe_code);
   if (all.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
@@ -77,9 +96,9 @@ TEST(ProbeGpu, HidingEveryDeviceIsAnEnvironmentProblem) {
 
 TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
   // Workers start before the probe knows their GPU and narrow CUDA_VISIBLE_DEVICES from the plan
-  // in main(). That only works if nothing initialised CUDA while LibTorch loaded: a plan naming
-  // no existing GPU must leave the worker without one, and a plan naming the real first GPU must
-  // run on it (the UUID it reports).
+  // before it loads LibTorch: a plan naming no existing GPU must leave the worker without one,
+  // and a plan naming the real first GPU must run on it (the UUID it reports).
+  PP_REQUIRE_TEST_TORCH();
   int probe_code = 0;
   const json facts = probe_json({"--quick"}, probe_code);
   if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
@@ -92,8 +111,10 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
     plan.smoke = {pp::Mode::fp32};
     plan.seed = 1;
     // The environment the probe gives a worker started ahead: CUDA_VISIBLE_DEVICES untouched.
-    return pp::run_process({PP_REAL_ENGINE, "--worker"}, pp::environment_with({}),
-                           pp::encode_plan(plan), std::chrono::seconds(120));
+    return pp::run_process({PP_REAL_ENGINE, "--worker", "gpu", "--libtorch",
+                            test_site() + "/torch/lib/libtorch_cuda.so"},
+                           pp::environment_with({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"}),
+                           pp::encode_plan(plan) + "\n", std::chrono::seconds(120));
   };
   const pp::ProcessOutput bogus = run_worker("GPU-00000000-0000-0000-0000-000000000000");
   EXPECT_EQ(bogus.out.find(R"("type":"device")"), std::string::npos) << bogus.out;
@@ -106,6 +127,7 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
 // --soak on GPU 0: every mode native there soaked, every result bit-identical to its golden one,
 // except the one a fault was injected into, which is caught at that result (exit 4).
 TEST(ProbeGpu, ASoakOfEveryNativeModeIsBitwiseAndCatchesAnInjectedFault) {
+  PP_REQUIRE_TEST_TORCH();
   int probe_code = 0;
   const json facts = probe_json({"--quick"}, probe_code);
   if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";

@@ -6,7 +6,7 @@ queries docs/prometheus.md documents are answered by the server's HTTP API; then
 rules` checks the documented alert rules. Exit 0 when all hold, 77 (skipped) when node_exporter,
 Prometheus or promtool is not installed.
 
-  usage: e2e.py PROBE FAKE_DRIVER FAKE_ENGINE SOURCE_DIR
+  usage: e2e.py PROBE FAKE_DRIVER FAKE_ENGINE SOURCE_DIR FAKE_TORCH (the image's PyTorch: a fake stack)
 """
 
 import json
@@ -22,7 +22,7 @@ import time
 import urllib.parse
 import urllib.request
 
-probe, fake_driver, fake_engine, source = sys.argv[1:5]
+probe, fake_driver, fake_engine, source, fake_torch = sys.argv[1:6]
 source = pathlib.Path(source)
 tools = {name: shutil.which(name) for name in ("prometheus-node-exporter", "prometheus", "promtool")}
 if not tools["prometheus-node-exporter"]:
@@ -68,7 +68,7 @@ try:
     # The probe on two fake GPUs (an H200: bf16 native; a T4: emulated), written as the DaemonSet
     # writes it; its JSON tells the UUIDs.
     env = dict(os.environ, PRECISION_PROBE_LIBCUDA=fake_driver, PRECISION_PROBE_LIBNVML=fake_driver,
-               PRECISION_PROBE_ENGINE=fake_engine,
+               PRECISION_PROBE_ENGINE=fake_engine, PRECISION_PROBE_TORCH=fake_torch,
                FAKE_NVIDIA_GPUS="NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15")
     run = subprocess.run([probe, "--quiet", "--prom", str(textfile / "precision_probe.prom"),
                           "--json", str(work / "r.json")], env=env, timeout=120)

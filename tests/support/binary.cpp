@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -21,10 +22,13 @@ const bool kSigpipeIgnored = [] {
 }();
 }  // namespace
 
-Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env,
-                     int timeout_s) {
+std::vector<std::string> probe_environment(const std::vector<std::string>& env) {
   std::vector<std::string> overrides = {
       "PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE,
+      // The image's PyTorch the tests mean unless they say another: a CUDA 13.0 build of 2.11
+      // (tests/CMakeLists.txt's fake stacks), never what the machine has installed.
+      "PRECISION_PROBE_TORCH=" PP_FAKE_STACKS "/cuda",
+      "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
       "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
       "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1",
       "CUDA_VISIBLE_DEVICES",
@@ -33,10 +37,15 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
   };
   // Later entries win: the caller's overrides replace the defaults above.
   overrides.insert(overrides.end(), env.begin(), env.end());
+  return environment_with(overrides);
+}
+
+Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env,
+                     int timeout_s) {
   std::vector<std::string> argv = {PP_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   const ProcessOutput out =
-      run_process(argv, environment_with(overrides), "", std::chrono::seconds(timeout_s));
+      run_process(argv, probe_environment(env), "", std::chrono::seconds(timeout_s));
   Run r;
   r.exit_code = out.exit_code;
   r.out = out.out;
@@ -50,15 +59,8 @@ std::vector<std::string> fake_driver_env(const std::string& gpus) {
           "FAKE_NVIDIA_GPUS=" + gpus};
 }
 
-std::string fake_engine_with_stack_cache(const std::string& stack) {
-  const std::string dir = make_temp_dir();
-  const std::string engine = dir + "/precision-probe-engine";
-  if (::symlink(PP_FAKE_ENGINE, engine.c_str()) != 0) return "PRECISION_PROBE_ENGINE=";
-  const ProcessOutput described =
-      run_process({engine, "--describe"}, environment_with({"FAKE_ENGINE_STACK=" + stack}), "",
-                  std::chrono::seconds(10));
-  std::ofstream(dir + "/precision-probe-stack.json") << described.out;
-  return "PRECISION_PROBE_ENGINE=" + engine;
+std::string fake_stack(const std::string& name) {
+  return "PRECISION_PROBE_TORCH=" PP_FAKE_STACKS "/" + name;
 }
 
 std::string read_all(const std::string& path) {
@@ -68,12 +70,35 @@ std::string read_all(const std::string& path) {
   return s.str();
 }
 
+namespace {
+// The test program's temporary directories, removed with everything in them when it exits.
+struct TempDirs {
+  std::vector<std::string> dirs;
+  TempDirs() = default;
+  TempDirs(const TempDirs&) = delete;
+  TempDirs& operator=(const TempDirs&) = delete;
+  TempDirs(TempDirs&&) = delete;
+  TempDirs& operator=(TempDirs&&) = delete;
+  ~TempDirs() {
+    for (const std::string& dir : dirs) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
+
 std::string make_temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string templ = std::string(base != nullptr ? base : "/tmp") + "/pp-test-XXXXXX";
   std::vector<char> name(templ.begin(), templ.end());
   name.push_back('\0');
   if (::mkdtemp(name.data()) == nullptr) return "";
+  temp_dirs().dirs.emplace_back(name.data());
   return name.data();
 }
 

@@ -16,23 +16,30 @@ struct Run {
 };
 
 // Runs the binary with `args` and environment overrides ("KEY=VALUE", or "KEY" to unset).
-// The engine is the fake one (tests/cli/fake_engine.cpp) unless an override names another,
-// and the driver libraries are made unloadable unless an override names them.
+// The engine is the fake one (tests/cli/fake_engine.cpp) unless an override names another, the
+// image's PyTorch the fake "cuda" stack (2.11.0+cu130) unless one names another, and the driver
+// libraries are made unloadable unless an override names them.
 Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env = {},
                      int timeout_s = 60);
+
+// The whole environment run_probe_binary gives the binary (this process's, with those defaults
+// and then `env` applied), for tests that start it themselves.
+std::vector<std::string> probe_environment(const std::vector<std::string>& env);
 
 // The environment overrides that point the binary at the fake NVIDIA driver describing `gpus`
 // ("NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" = name:cc:SMs:GiB, separated by ';').
 std::vector<std::string> fake_driver_env(const std::string& gpus);
 
-// "PRECISION_PROBE_ENGINE=..." naming the fake engine in a directory of its own, next to the
-// build-time stack cache it would have when installed: `stack` "cuda" or "cpu" (FAKE_ENGINE_STACK).
-std::string fake_engine_with_stack_cache(const std::string& stack);
+// "PRECISION_PROBE_TORCH=..." naming one of the fake stacks of tests/CMakeLists.txt: "cuda"
+// (2.11.0+cu130, sm_75 to sm_120, the default), "hopper" (the same, sm_80 and sm_90 only), "cpu"
+// (2.11.0+cpu), "old" (2.8.0+cu128, below the engine's floor), "new" (2.16.0+cu132, untested).
+std::string fake_stack(const std::string& name);
 
 // The whole content of a file ("" when it cannot be read).
 std::string read_all(const std::string& path);
 
-// A fresh empty directory under the system's temp dir.
+// A fresh empty directory under the system's temp dir, removed with what is in it when the test
+// program exits.
 std::string make_temp_dir();
 
 // Validates a JSON document against docs/report.schema.json with python3-jsonschema.

@@ -101,35 +101,64 @@ AmpOutcome passed_amp(Mode mode) {
 StackInfo cuda_stack() {
   StackInfo s;
   s.available = true;
-  s.source = "engine";
-  s.libtorch_version = "2.11.0";
+  s.source = "image files";
+  s.location = "/image/torch";
+  s.found_by = "PRECISION_PROBE_TORCH";
+  s.libtorch_version = "2.11.0+cu130";
   s.cuda_built = true;
   s.cuda_version = "13.0";
-  s.cudnn_version = "91300";
+  s.cudnn_version = "9.13.0";
   s.arch_list = {"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"};
-  s.cpu_threads = 8;
   return s;
 }
 
 StackInfo cpu_stack() {
   StackInfo s;
   s.available = true;
-  s.source = "engine";
-  s.libtorch_version = "1.13.0";
+  s.source = "image files";
+  s.location = "/image/torch";
+  s.found_by = "PRECISION_PROBE_TORCH";
+  s.libtorch_version = "2.11.0+cpu";
   s.cuda_built = false;
-  s.cpu_threads = 2;
   return s;
 }
 
-FakeEngine::FakeEngine() : stack(cuda_stack()) {
+std::function<std::optional<StackInfo>(const System&)> image_of(const StackInfo* stack) {
+  return [stack](const System&) -> std::optional<StackInfo> {
+    if (stack == nullptr || !stack->available) return std::nullopt;
+    return *stack;
+  };
+}
+
+FakeEngine::FakeEngine() {
   answer = [this](const WorkerPlan& plan) {
     WorkerResult r;
     r.kind = plan.kind;
     r.index = plan.index;
-    r.stack = stack;
+    StackInfo said;
+    said.available = true;
+    said.source = "engine";
+    said.abi_version = abi;
+    said.libtorch_version = abi;
+    said.library =
+        lib_dir + (plan.kind == DeviceKind::cpu ? "/libtorch_cpu.so" : "/libtorch_cuda.so");
+    said.cpu_threads = 8;
+    r.stack = said;
     r.finished = true;
     for (Mode m : plan.smoke) r.smoke[m] = passed(1e-4);
     for (Mode m : plan.amp) r.amp[m] = passed_amp(m);
+    // Every mode soaked, its share of the time, without a mismatch.
+    for (Mode m : plan.soak_modes) {
+      SoakOutcome o;
+      o.ran = true;
+      o.ok = true;
+      o.size = plan.soak_size;
+      o.iterations = 100;
+      o.golden_checksum = "00000000deadbeef";
+      o.seconds = plan.soak_seconds / static_cast<double>(plan.soak_modes.size());
+      o.tflops = 100.0;
+      r.soak[m] = o;
+    }
     return r;
   };
 }
@@ -153,13 +182,6 @@ std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, 
   results.reserve(plans.size());
   for (const WorkerPlan& p : plans) results.push_back(answer(p));
   return results;
-}
-
-StackInfo FakeEngine::describe(std::optional<std::chrono::milliseconds> /*spawn_within*/) {
-  ++describe_calls;
-  StackInfo s = stack;
-  s.source = "build cache";
-  return s;
 }
 
 std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores) {

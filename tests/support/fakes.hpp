@@ -88,16 +88,16 @@ FakeDriver driver_with(const std::vector<FakeGpu>& gpus, const std::string& vers
 
 class FakeEngine : public Engine {
  public:
-  // Called per plan; the default answers every smoke mode with a correct result.
+  // Called per plan; the default answers every smoke mode with a correct result, and says it
+  // loaded `lib_dir`'s library as release `abi` (the image's: cuda_stack()'s).
   std::function<WorkerResult(const WorkerPlan&)> answer;
-  StackInfo stack;
+  std::string abi = "2.11.0";
+  std::string lib_dir;  // use_libtorch()'s
   // Every plan run, CPU first then the GPUs in index order, then the others (the CPU's run and the
   // GPUs' may come in either order: they run at once).
   std::vector<WorkerPlan> plans_seen;
   std::vector<std::size_t> run_sizes;  // how many plans each run() call got, in the order above
-  int describe_calls = 0;
-
-  std::vector<Prestart> prestarts;  // every prestart() call
+  std::vector<Prestart> prestarts;     // every prestart() call
 
   FakeEngine();
   void prestart(const Prestart& what) override { prestarts.push_back(what); }
@@ -106,19 +106,22 @@ class FakeEngine : public Engine {
   std::vector<std::vector<WorkerPlan>> calls;
   std::mutex mutex;
   Limits last_limits;
-  StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override;
   bool is_installed = true;
   bool installed() const override { return is_installed; }
+  void use_libtorch(const std::string& dir) override { lib_dir = dir; }
 };
 
 // A smoke outcome that passed with the given relative error.
 SmokeOutcome passed(double rel_error, double tolerance = 1e-2);
 // A training run that passed (loss 2.3 -> 0.5, 0.4% from fp32; loss scaling for amp_fp16).
 AmpOutcome passed_amp(Mode mode);
-// The stack of a CUDA 13 LibTorch 2.11 build with kernels for sm_75..sm_120.
+// The image's PyTorch as the probe's finder reads it: a CUDA 13 build of 2.11 with kernels for
+// sm_75..sm_120 at /image/torch.
 StackInfo cuda_stack();
-// Debian's CPU-only LibTorch 1.13.
+// A CPU-only build of 2.11 (2.11.0+cpu) at /image/torch.
 StackInfo cpu_stack();
+// ProbeDeps::find_torch giving `stack` (nullopt where it is not available).
+std::function<std::optional<StackInfo>(const System&)> image_of(const StackInfo* stack);
 
 // /proc/cpuinfo text for a CPU with the given flags.
 std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores = 4);

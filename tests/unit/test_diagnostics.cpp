@@ -27,6 +27,7 @@ struct Machine {
   pp::testing::FakeSystem system;
   pp::testing::FakeDriver driver = pp::testing::no_driver();
   pp::testing::FakeEngine engine;
+  pp::StackInfo image = pp::testing::cuda_stack();  // the image's PyTorch
   pp::Options options;
 
   Machine() { system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("CPU", "avx2"); }
@@ -37,7 +38,10 @@ struct Machine {
     for (std::size_t i = 0; i < gpus.size(); ++i)
       system.paths.insert("/dev/nvidia" + std::to_string(i));
   }
-  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+  pp::Report run() {
+    return pp::run_probe(options,
+                         pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
+  }
 };
 
 // A copy, so that it outlives the report it came from.
@@ -190,21 +194,21 @@ TEST(Diagnostics, CuInitFailuresAreNamedWithAFix) {
 
 TEST(Diagnostics, CpuOnlyLibTorch) {
   Machine s({kH200});
-  s.engine.stack = pp::testing::cpu_stack();
+  s.image = pp::testing::cpu_stack();
   const auto with_gpu = find(s.run(), "libtorch-without-cuda");
   ASSERT_NE(with_gpu, std::nullopt);
   EXPECT_EQ(with_gpu->severity, Severity::error);
   Machine t;
-  t.engine.stack = pp::testing::cpu_stack();
+  t.image = pp::testing::cpu_stack();
   EXPECT_EQ(find(t.run(), "libtorch-without-cuda")->severity, Severity::info);
 }
 
 TEST(Diagnostics, ArchitectureCoverage) {
   Machine s({kT4});
-  s.engine.stack.arch_list = {"sm_80", "sm_90"};
+  s.image.arch_list = {"sm_80", "sm_90"};
   EXPECT_NE(find(s.run(), "arch-not-in-build"), std::nullopt);
   Machine t({kH200});
-  t.engine.stack.arch_list = {"sm_80", "compute_80"};
+  t.image.arch_list = {"sm_80", "compute_80"};
   const auto ptx = find(t.run(), "arch-via-ptx");
   ASSERT_NE(ptx, std::nullopt);
   EXPECT_NE(ptx->message.find("compute_80 (PTX"), std::string::npos);

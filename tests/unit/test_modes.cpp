@@ -88,22 +88,27 @@ TEST(Modes, TheSchemaListsTheTablesModes) {
             keys(pp::training_modes()));
 }
 
-// What a LibTorch lacks for a mode: its version first, then (on GPUs) the CUDA it was built with.
+// What a LibTorch lacks for a mode: its release first (the C ABI the engine calls it through),
+// then (on GPUs) the CUDA it was built with.
 TEST(Modes, WhatALibTorchLacksIsSaidFromTheTable) {
-  EXPECT_EQ(pp::missing_for(Mode::bf16, {1, 13}, std::nullopt), "");
-  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {1, 13}, pp::Version{12, 1})
-                .find("lacks at::_scaled_mm as the fp8_e4m3 check calls it: upgrade to LibTorch "
-                      "(PyTorch) 2.5 or later"),
+  EXPECT_EQ(pp::missing_for(Mode::bf16, {2, 9}, std::nullopt), "");
+  EXPECT_EQ(pp::missing_for(Mode::bf16, {1, 13}, std::nullopt),
+            "this LibTorch (1.13) cannot run the bf16 check (aten::mm) through its stable C ABI: "
+            "upgrade to LibTorch (PyTorch) 2.9 or later");
+  EXPECT_EQ(pp::missing_for(Mode::fp8_e4m3, {2, 9}, pp::Version{12, 8}), "");
+  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {2, 9}, pp::Version{11, 7}).find("CUDA 11.8+"),
             std::string::npos);
-  EXPECT_EQ(pp::missing_for(Mode::fp8_e4m3, {2, 5}, pp::Version{12, 1}), "");
-  EXPECT_NE(pp::missing_for(Mode::fp8_e4m3, {2, 5}, pp::Version{11, 7}).find("CUDA 11.8+"),
+  // The block-scaled formats need the e8m0 and packed FP4 dtypes the C ABI has from 2.11.
+  EXPECT_NE(pp::missing_for(Mode::nvfp4, {2, 10}, pp::Version{13, 0})
+                .find("cannot run the nvfp4 check (aten::_scaled_mm_v2) through its stable C ABI: "
+                      "upgrade to LibTorch (PyTorch) 2.11 or later"),
             std::string::npos);
   EXPECT_NE(
-      pp::missing_for(Mode::nvfp4, {2, 10}, pp::Version{12, 6}).find("nvfp4 needs CUDA 12.8+"),
+      pp::missing_for(Mode::nvfp4, {2, 11}, pp::Version{12, 6}).find("nvfp4 needs CUDA 12.8+"),
       std::string::npos);
-  EXPECT_EQ(pp::missing_for(Mode::nvfp4, {2, 10}, pp::Version{13, 0}), "");
-  EXPECT_EQ(pp::missing_for(Mode::nvfp4, {2, 10}, std::nullopt), "");  // a CPU check: no CUDA
-  EXPECT_NE(pp::missing_for(Mode::nvfp4, {2, 9}, std::nullopt).find("2.10 or later"),
+  EXPECT_EQ(pp::missing_for(Mode::nvfp4, {2, 11}, pp::Version{13, 0}), "");
+  EXPECT_EQ(pp::missing_for(Mode::mxfp8, {2, 11}, std::nullopt), "");  // a CPU check: no CUDA
+  EXPECT_NE(pp::missing_for(Mode::mxfp4, {2, 10}, std::nullopt).find("2.11 or later"),
             std::string::npos);
   // Block-wise FP8 on Hopper needs the cuBLASLt of CUDA 12.9.
   EXPECT_NE(

@@ -47,6 +47,8 @@ pp::Report sample() {
   r.stack = pp::testing::cuda_stack();
   r.stack.arch_list = {"sm_90"};
   r.stack.cudnn_version = "";
+  r.stack.library = "/image/torch/lib/libtorch_cuda.so";
+  r.stack.abi_version = "2.11.0";
   r.driver.status = pp::DriverStatus::ok;
   r.driver.version = "580.1";
   r.driver.cuda_version = 13000;
@@ -91,7 +93,7 @@ TEST(JsonPrinter, ReportParsesBackWithTheDocumentedFields) {
   EXPECT_EQ(j.at("tool").at("name"), "precision-probe");
   EXPECT_EQ(j.at("tool").at("version"), "9.9.9");
   EXPECT_EQ(j.at("host").at("hostname"), "node1");
-  EXPECT_EQ(j.at("stack").at("libtorch_version"), "2.11.0");
+  EXPECT_EQ(j.at("stack").at("libtorch_version"), "2.11.0+cu130");
   EXPECT_EQ(j.at("driver").at("cuda_version"), "13.0");
   const json& dev = j.at("devices").at(0);
   EXPECT_EQ(dev.at("index"), 0);
@@ -132,7 +134,8 @@ TEST(JsonPrinter, InvalidUtf8FromADriverDoesNotBreakTheDocument) {
 TEST(TextPrinter, PrintsTheReportAsExpected) {
   const std::string expected =
       "precision-probe 9.9.9 on node1 (Ubuntu 24.04) · 0.81 s\n"
-      "LibTorch 2.11.0 (CUDA 13.0, kernels: sm_90)\n"
+      "LibTorch 2.11.0+cu130 (CUDA 13.0, kernels: sm_90) · loaded from\n"
+      "    /image/torch/lib/libtorch_cuda.so\n"
       "driver 580.1 (supports CUDA 13.0) · 1 GPU(s) visible to CUDA\n"
       "\n"
       "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · selected\n"

@@ -29,9 +29,13 @@ struct Probe {
   FakeSystem system = plain_cpu_system();
   pp::testing::FakeDriver driver = pp::testing::no_driver();
   FakeEngine engine;
+  pp::StackInfo image = pp::testing::cuda_stack();  // the image's PyTorch
   pp::Options options;
 
-  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+  pp::Report run() {
+    return pp::run_probe(options,
+                         pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
+  }
 };
 
 const pp::DeviceReport* device(const pp::Report& r, const std::string& label) {
@@ -39,6 +43,16 @@ const pp::DeviceReport* device(const pp::Report& r, const std::string& label) {
     if (d.label() == label) return &d;
   }
   return nullptr;
+}
+
+// The plans the engine was given, less the GPUs' TF32 processes (Probe.EachGpusTf32RunsInAProcess-
+// OfItsOwn looks at those), in the order they were given.
+std::vector<pp::WorkerPlan> main_plans(const FakeEngine& engine) {
+  std::vector<pp::WorkerPlan> plans;
+  for (const pp::WorkerPlan& plan : engine.plans_seen) {
+    if (!plan.tf32_process) plans.push_back(plan);
+  }
+  return plans;
 }
 
 bool has_diagnostic(const pp::Report& r, const std::string& code) {
@@ -50,7 +64,7 @@ bool has_diagnostic(const pp::Report& r, const std::string& code) {
 
 TEST(Probe, WithoutDriverTheCpuIsStillProbedAndReported) {
   Probe p;
-  p.engine.stack = pp::testing::cpu_stack();
+  p.image = pp::testing::cpu_stack();
   const auto r = p.run();
   EXPECT_EQ(r.driver.status, pp::DriverStatus::not_found);
   ASSERT_EQ(r.devices.size(), 1U);
@@ -65,7 +79,7 @@ TEST(Probe, WithoutDriverTheCpuIsStillProbedAndReported) {
   EXPECT_EQ(cpu->find(Mode::fp32)->status, Status::native);
   EXPECT_EQ(cpu->find(Mode::bf16)->status, Status::emulated);  // no AVX512-BF16 in the fake CPU
   EXPECT_EQ(cpu->find(Mode::tf32)->status, Status::unsupported);
-  EXPECT_EQ(r.stack.libtorch_version, "1.13.0");
+  EXPECT_EQ(r.stack.libtorch_version, "2.11.0+cpu");  // the image's
   EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
   EXPECT_TRUE(has_diagnostic(r, "driver-library-not-found"));
 }
@@ -87,11 +101,18 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.require = {Mode::bf16, Mode::fp8_e4m3, Mode::fp8_e5m2};
   const auto r = p.run();
-  ASSERT_EQ(p.engine.plans_seen.size(), 3U);  // the CPU and two GPUs
-  EXPECT_EQ(p.engine.plans_seen[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
-  EXPECT_EQ(p.engine.plans_seen[2].cuda_visible_devices, p.driver.cuda.devices[1].uuid);
+  ASSERT_EQ(p.engine.plans_seen.size(), 5U);  // the CPU, two GPUs and their TF32 processes
+  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  ASSERT_EQ(plans.size(), 3U);
+  EXPECT_EQ(plans[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
+  EXPECT_EQ(plans[2].cuda_visible_devices, p.driver.cuda.devices[1].uuid);
+  for (const pp::WorkerPlan& plan : p.engine.plans_seen) {
+    if (plan.tf32_process) {
+      EXPECT_NE(plan.cuda_visible_devices, "");
+    }
+  }
   // nvfp4 is not run on Hopper: the hardware has none.
-  const auto& gpu_modes = p.engine.plans_seen[1].smoke;
+  const auto& gpu_modes = plans[1].smoke;
   EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::nvfp4), 0);
   EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::fp8_e5m2), 1);
   const auto* gpu1 = device(r, "GPU 1");
@@ -182,7 +203,7 @@ TEST(Probe, QuickRunsNoKernelAndSkipsCuInitWhenNvmlAnswers) {
   const auto r = p.run();
   EXPECT_TRUE(p.engine.plans_seen.empty());
   EXPECT_EQ(p.driver.cuda_calls, 0);
-  EXPECT_EQ(p.engine.describe_calls, 1);
+  EXPECT_EQ(p.engine.lib_dir, "") << "--quick loads no LibTorch";
   const auto* gpu = device(r, "GPU 0");
   ASSERT_NE(gpu, nullptr);
   EXPECT_EQ(gpu->find(Mode::bf16)->status, Status::not_tested);
@@ -223,7 +244,7 @@ TEST(Probe, AWorkerThatTimesOutFailsItsUnfinishedChecksWithExitFive) {
     pp::WorkerResult r;
     r.kind = plan.kind;
     r.index = plan.index;
-    r.stack = p.engine.stack;
+    r.stack = p.image;
     if (plan.kind == pp::DeviceKind::cuda) {
       r.smoke[Mode::fp32] = pp::testing::passed(1e-7, 1e-5);  // finished before the hang
       r.problem = pp::ErrorKind::timed_out;
@@ -249,7 +270,7 @@ TEST(Probe, AWorkerThatCrashesFailsWithExitFour) {
   p.engine.answer = [&p](const pp::WorkerPlan& plan) {
     pp::WorkerResult r;
     r.kind = plan.kind;
-    r.stack = p.engine.stack;
+    r.stack = p.image;
     r.finished = plan.kind == pp::DeviceKind::cpu;
     if (plan.kind == pp::DeviceKind::cuda) {
       r.problem = pp::ErrorKind::crashed;
@@ -287,14 +308,15 @@ TEST(Probe, MissingEngineLeavesChecksNotTestedAndSaysWhy) {
   // A GPU requirement cannot be met without an engine: the environment's fault (3), not 1.
   p.options.require = {Mode::bf16};
   EXPECT_EQ(p.run().exit_code, pp::exit_code::kEnvironment);
+  // --quick runs no kernel: it needs no engine.
   p.options.quick = true;
-  EXPECT_EQ(p.run().exit_code, pp::exit_code::kEnvironment);
+  EXPECT_EQ(p.run().exit_code, pp::exit_code::kOk);
 }
 
 TEST(Probe, ACpuOnlyLibTorchCannotMeetAGpuRequirement) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});
-  p.engine.stack = pp::testing::cpu_stack();
+  p.image = pp::testing::cpu_stack();
   p.options.require = {Mode::bf16};
   for (bool quick : {false, true}) {
     p.options.quick = quick;
@@ -339,7 +361,7 @@ TEST(Probe, OutOfMemoryIsAStateOfTheMachineNotAFailure) {
 TEST(Probe, GpuMissingFromTheBuildIsFlagged) {
   Probe p;
   p.driver = pp::testing::driver_with({kT4});
-  p.engine.stack.arch_list = {"sm_80", "sm_90"};
+  p.image.arch_list = {"sm_80", "sm_90"};
   const auto r = p.run();
   const auto* t4 = device(r, "GPU 0");
   ASSERT_TRUE(t4->kernels.has_value());
@@ -352,7 +374,8 @@ TEST(Probe, ArchReportsTheMatrixOffline) {
   pp::Options o;
   o.command = pp::Command::arch;
   o.arch_cc = "7.5";
-  const auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  const auto r =
+      pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   ASSERT_EQ(r.devices.size(), 1U);
   const auto& d = r.devices[0];
   EXPECT_EQ(d.name, "compute capability 7.5 (Turing)");
@@ -373,21 +396,22 @@ TEST(Probe, ArchGatesOnItsVerdictsWhenAsked) {
   o.command = pp::Command::arch;
   o.arch_cc = "7.5";
   o.require = {Mode::bf16};
-  auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  auto r =
+      pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
   EXPECT_NE(r.exit_reason.find("bf16 on cc 7.5 is not_tested: the hardware is emulated"),
             std::string::npos)
       << r.exit_reason;
   o.arch_cc = "9.0";
-  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   EXPECT_EQ(r.exit_code, pp::exit_code::kOk) << r.exit_reason;
   // A build that cannot run there: the environment (3), as --quick says.
-  p.engine.stack = pp::testing::cpu_stack();
-  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  p.image = pp::testing::cpu_stack();
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
-  p.engine.stack = pp::testing::cuda_stack();
-  p.engine.stack.arch_list = {"sm_80"};
-  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  p.image = pp::testing::cuda_stack();
+  p.image.arch_list = {"sm_80"};
+  r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
   EXPECT_TRUE(p.engine.plans_seen.empty());
 }
@@ -402,7 +426,7 @@ TEST(Probe, AnUngatedDeviceNeverChangesTheExitCodeButIsCalledOut) {
     pp::WorkerResult r;
     r.kind = plan.kind;
     r.index = plan.index;
-    r.stack = p.engine.stack;
+    r.stack = p.image;
     r.finished = true;
     for (Mode m : plan.amp) r.amp[m] = pp::testing::passed_amp(m);
     for (Mode m : plan.smoke) {
@@ -429,34 +453,88 @@ TEST(Probe, AnUngatedDeviceNeverChangesTheExitCodeButIsCalledOut) {
   EXPECT_FALSE(has_diagnostic(r, "ungated-device-failed"));
 }
 
-TEST(Probe, TheStackComesFromTheBuildCacheOrOneDescribingWorker) {
+// The stack is the image's, read from its files; the workers load its LibTorch (its torch/lib)
+// and say what they loaded: a GPU worker's libtorch_cuda.so.
+TEST(Probe, TheStackIsTheImagesWithTheLibraryTheEngineLoaded) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});
-  const auto cached = p.run();
-  EXPECT_EQ(cached.stack.source, "build cache");
-  for (const auto& plan : p.engine.plans_seen) EXPECT_FALSE(plan.describe);
+  const auto r = p.run();
+  EXPECT_EQ(p.engine.lib_dir, "/image/torch/lib");
+  EXPECT_EQ(r.stack.source, "image files");
+  EXPECT_EQ(r.stack.libtorch_version, "2.11.0+cu130");
+  EXPECT_EQ(r.stack.arch_list, pp::testing::cuda_stack().arch_list);
+  EXPECT_EQ(r.stack.abi_version, "2.11.0");
+  EXPECT_EQ(r.stack.library, "/image/torch/lib/libtorch_cuda.so");
+  EXPECT_EQ(r.stack.cpu_threads, 8);
+  EXPECT_TRUE(device(r, "GPU 0")->kernels.has_value());
+}
 
-  // A cache written where no GPU was visible lacks the CUDA configuration: the GPU worker reads it.
-  Probe q;
-  q.driver = pp::testing::driver_with({kH200});
-  q.system.paths.insert("/dev/nvidia0");
-  q.engine.stack.error = "cannot read the CUDA configuration: no CUDA-capable device is detected";
-  q.engine.stack.arch_list.clear();
-  q.engine.answer = [](const pp::WorkerPlan& plan) {
-    pp::WorkerResult r;
-    r.kind = plan.kind;
-    r.finished = true;
-    r.stack = pp::testing::cuda_stack();
-    if (!plan.describe) r.stack->arch_list.clear();
-    for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
-    return r;
-  };
-  const auto described = q.run();
-  ASSERT_EQ(q.engine.plans_seen.size(), 2U);
-  EXPECT_FALSE(q.engine.plans_seen[0].describe);  // the CPU worker
-  EXPECT_TRUE(q.engine.plans_seen[1].describe);   // the GPU worker
-  EXPECT_EQ(described.stack.arch_list, pp::testing::cuda_stack().arch_list);
-  EXPECT_TRUE(device(described, "GPU 0")->kernels.has_value());
+// Without a PyTorch to load, no kernel runs: every check not tested, the reason saying so, a
+// requirement an environment problem (exit 3); --quick still answers for the hardware.
+TEST(Probe, WithoutAPyTorchNoKernelRunsAndARequirementIsAnEnvironmentProblem) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.image.available = false;
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  EXPECT_TRUE(p.engine.plans_seen.empty());
+  const auto* bf16 = device(r, "GPU 0")->find(Mode::bf16);
+  EXPECT_EQ(bf16->status, Status::not_tested);
+  EXPECT_NE(bf16->reason.find("no PyTorch or LibTorch was found"), std::string::npos)
+      << bf16->reason;
+  EXPECT_EQ(device(r, "CPU")->find(Mode::fp32)->status, Status::not_tested);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment);
+  EXPECT_TRUE(has_diagnostic(r, "libtorch-not-found"));
+}
+
+// A release below the engine's floor runs no kernel, saying which release and which floor.
+TEST(Probe, AReleaseBelowTheFloorRunsNoKernelNamingBoth) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.image.libtorch_version = "2.8.0+cu128";
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  EXPECT_TRUE(p.engine.plans_seen.empty());
+  const auto* bf16 = device(r, "GPU 0")->find(Mode::bf16);
+  EXPECT_EQ(bf16->status, Status::not_tested);
+  EXPECT_NE(bf16->reason.find("PyTorch 2.8.0+cu128 is older than 2.9"), std::string::npos)
+      << bf16->reason;
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment);
+  EXPECT_TRUE(has_diagnostic(r, "libtorch-too-old"));
+}
+
+// tf32 runs in a process of its own on each GPU (LibTorch reads its TF32 override once per
+// process); with --bench and --soak it is held until the GPU's main worker is done, its share of
+// the soak moved over, and the report reads as if one worker had run everything.
+TEST(Probe, EachGpusTf32RunsInAProcessOfItsOwn) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.options.soak_s = 12;
+  p.options.bench = true;
+  const auto r = p.run();
+  const pp::WorkerPlan* main = nullptr;
+  const pp::WorkerPlan* tf32 = nullptr;
+  for (const auto& plan : p.engine.plans_seen) {
+    if (plan.kind != pp::DeviceKind::cuda) continue;
+    (plan.tf32_process ? tf32 : main) = &plan;
+  }
+  ASSERT_NE(main, nullptr);
+  ASSERT_NE(tf32, nullptr);
+  EXPECT_EQ(std::count(main->smoke.begin(), main->smoke.end(), Mode::tf32), 0);
+  EXPECT_EQ(tf32->smoke, (std::vector<Mode>{Mode::tf32}));
+  EXPECT_TRUE(tf32->amp.empty());
+  EXPECT_TRUE(tf32->hold);
+  EXPECT_FALSE(main->hold);
+  EXPECT_EQ(tf32->soak_modes, (std::vector<Mode>{Mode::tf32}));
+  EXPECT_NEAR(main->soak_seconds + tf32->soak_seconds, 12.0, 1e-9);
+  EXPECT_NEAR(tf32->soak_seconds, 12.0 / static_cast<double>(main->soak_modes.size() + 1), 1e-9);
+  EXPECT_EQ(tf32->bench_size, main->bench_size);
+  ASSERT_FALSE(p.engine.prestarts.empty());
+  EXPECT_EQ(p.engine.prestarts.front().tf32_gpus, p.engine.prestarts.front().gpus);
+  const auto* gpu = device(r, "GPU 0");
+  EXPECT_EQ(gpu->find(Mode::tf32)->status, Status::native) << gpu->find(Mode::tf32)->reason;
+  ASSERT_TRUE(gpu->soak.has_value());
+  EXPECT_NEAR(gpu->soak->seconds, 12.0, 1e-9);
 }
 
 TEST(Probe, TrainingModesAreRunAndGated) {
@@ -464,8 +542,9 @@ TEST(Probe, TrainingModesAreRunAndGated) {
   p.driver = pp::testing::driver_with({kH200});
   p.options.require = {Mode::amp_bf16, Mode::amp_fp16};
   const auto r = p.run();
-  ASSERT_EQ(p.engine.plans_seen.size(), 2U);
-  EXPECT_EQ(p.engine.plans_seen[1].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
+  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  ASSERT_EQ(plans.size(), 2U);
+  EXPECT_EQ(plans[1].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
   const auto* gpu = device(r, "GPU 0");
   const auto* amp = gpu->find(Mode::amp_fp16);
   ASSERT_NE(amp, nullptr);
@@ -482,7 +561,7 @@ TEST(Probe, AFailedTrainingRunFailsTheGateEvenIfTheMatmulsPass) {
     pp::WorkerResult r;
     r.kind = plan.kind;
     r.finished = true;
-    r.stack = p.engine.stack;
+    r.stack = p.image;
     for (Mode m : plan.smoke) r.smoke[m] = pp::testing::passed(1e-4);
     for (Mode m : plan.amp) {
       r.amp[m] = pp::testing::passed_amp(m);
@@ -521,7 +600,8 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   p.system.paths = {"/dev/nvidia0", "/dev/nvidia1"};
   p.options.nccl = true;
   p.run();
-  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{1, 3}));  // CPU; 2 GPUs, the collective
+  // CPU; 2 GPUs, their TF32 processes, the collective
+  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{1, 5}));
   EXPECT_EQ(p.engine.plans_seen.front().kind, pp::DeviceKind::cpu);
   EXPECT_EQ(p.engine.plans_seen.back().collective_ranks, 2);
   // With --bench: the CPU's checks, the GPUs; then the CPU's benchmark alone; then the
@@ -532,13 +612,15 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   b.options.nccl = true;
   b.options.bench = true;
   b.run();
-  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{1, 2, 1, 1}));
-  EXPECT_EQ(b.engine.plans_seen[0].bench_size, 0);     // the CPU, without its benchmark
-  EXPECT_EQ(b.engine.plans_seen[1].bench_size, 8192);  // a GPU
-  EXPECT_EQ(b.engine.plans_seen[3].kind, pp::DeviceKind::cpu);
-  EXPECT_EQ(b.engine.plans_seen[3].bench_size, 1024);
-  EXPECT_TRUE(b.engine.plans_seen[3].amp.empty());
-  EXPECT_EQ(b.engine.plans_seen[4].collective_ranks, 2);
+  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{1, 4, 1, 1}));
+  const std::vector<pp::WorkerPlan> plans = main_plans(b.engine);
+  ASSERT_EQ(plans.size(), 5U);
+  EXPECT_EQ(plans[0].bench_size, 0);     // the CPU, without its benchmark
+  EXPECT_EQ(plans[1].bench_size, 8192);  // a GPU
+  EXPECT_EQ(plans[3].kind, pp::DeviceKind::cpu);
+  EXPECT_EQ(plans[3].bench_size, 1024);
+  EXPECT_TRUE(plans[3].amp.empty());
+  EXPECT_EQ(plans[4].collective_ranks, 2);
 }
 
 // A recipe the GPU has and this LibTorch refuses is unsupported, naming the layer, and is not
@@ -561,7 +643,7 @@ TEST(Probe, ARecipeTheStackLacksIsUnsupportedWithTheLayerAndNotRun) {
   EXPECT_NE(blockwise->reason.find("(LibTorch 2.11)"), std::string::npos);
   EXPECT_EQ(gpu->find(Mode::nvfp4)->status, Status::native);
   EXPECT_EQ(gpu->find(Mode::mxfp8)->status, Status::native);
-  const auto& planned = p.engine.plans_seen.back().smoke;
+  const auto& planned = main_plans(p.engine).back().smoke;
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::fp8_blockwise), 0);
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::nvfp4), 1);
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
@@ -570,21 +652,22 @@ TEST(Probe, ARecipeTheStackLacksIsUnsupportedWithTheLayerAndNotRun) {
 
 TEST(Probe, AnOlderLibTorchOrCudaIsNamedWithWhatToUpgrade) {
   Probe p;
-  p.driver = pp::testing::driver_with({kH200});
-  p.engine.stack.libtorch_version = "2.9.1";
-  p.engine.stack.cuda_version = "12.8";
+  p.driver = pp::testing::driver_with({FakeGpu{"NVIDIA B200", {10, 0}, 148, 180}});
+  p.image.libtorch_version = "2.10.0";
+  p.image.cuda_version = "12.8";
   p.options.quick = true;
   const auto r = p.run();
   const auto* gpu = device(r, "GPU 0");
   ASSERT_NE(gpu, nullptr);
-  const auto* blockwise = gpu->find(Mode::fp8_blockwise);
-  EXPECT_EQ(blockwise->status, Status::unsupported);
-  EXPECT_NE(blockwise->reason.find("upgrade to LibTorch (PyTorch) 2.10 or later"),
+  const auto* mxfp8 = gpu->find(Mode::mxfp8);
+  EXPECT_EQ(mxfp8->status, Status::unsupported);
+  EXPECT_NE(mxfp8->reason.find("cannot run the mxfp8 check (aten::_scaled_mm) through its stable "
+                               "C ABI: upgrade to LibTorch (PyTorch) 2.11 or later"),
             std::string::npos)
-      << blockwise->reason;
+      << mxfp8->reason;
   // Quick: a mode every layer has is native hardware, not tested; the row-wise recipe is there.
   EXPECT_EQ(gpu->find(Mode::fp8_rowwise)->status, Status::not_tested);
-  p.engine.stack.libtorch_version = "2.11.0";
+  p.image.libtorch_version = "2.11.0";
   const auto newer = p.run();
   EXPECT_NE(device(newer, "GPU 0")
                 ->find(Mode::fp8_blockwise)
@@ -598,7 +681,8 @@ TEST(Probe, ArchSaysWhatThisBuildLacksForARecipeOffline) {
   o.command = pp::Command::arch;
   o.arch_cc = "12.0";
   o.require = {Mode::mxfp4};
-  const auto r = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  const auto r =
+      pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   const auto& d = r.devices.at(0);
   EXPECT_EQ(d.find(Mode::mxfp4)->hardware, pp::Hardware::native);
   EXPECT_EQ(d.find(Mode::mxfp4)->status, Status::unsupported);
@@ -608,7 +692,8 @@ TEST(Probe, ArchSaysWhatThisBuildLacksForARecipeOffline) {
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
   o.arch_cc = "10.3";  // B300: its tensor cores dropped int8
   o.require = {Mode::int8};
-  const auto b300 = pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine});
+  const auto b300 =
+      pp::run_arch(o, pp::ProbeDeps{p.system, p.driver, p.engine, pp::testing::image_of(&p.image)});
   EXPECT_EQ(b300.devices.at(0).find(Mode::int8)->hardware, pp::Hardware::emulated);
   EXPECT_EQ(b300.devices.at(0).find(Mode::mxfp4)->status, Status::not_tested);
 }
@@ -618,16 +703,21 @@ TEST(Probe, EveryGpuSoaksTheSameInputs) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.soak_s = 1.0;
-  (void)p.run();
-  ASSERT_EQ(p.engine.plans_seen.size(), 3U);
-  const pp::WorkerPlan& gpu0 = p.engine.plans_seen[1];
-  const pp::WorkerPlan& gpu1 = p.engine.plans_seen[2];
+  const pp::Report r = p.run();
+  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  ASSERT_EQ(plans.size(), 3U);
+  const pp::WorkerPlan& gpu0 = plans[1];
+  const pp::WorkerPlan& gpu1 = plans[2];
   EXPECT_NE(gpu0.seed, gpu1.seed);  // the smoke tests' inputs differ per device
   EXPECT_EQ(gpu0.soak_seed, gpu1.soak_seed);
   EXPECT_EQ(gpu0.soak_modes, gpu1.soak_modes);
   EXPECT_FALSE(gpu0.soak_modes.empty());
-  EXPECT_DOUBLE_EQ(gpu0.soak_seconds, 1.0);
-  EXPECT_EQ(p.engine.plans_seen[0].soak_seconds, 0.0);  // the CPU is not selected
+  EXPECT_DOUBLE_EQ(gpu0.soak_seconds, gpu1.soak_seconds);  // less tf32's share, soaked apart
+  for (const char* gpu : {"GPU 0", "GPU 1"}) {
+    ASSERT_TRUE(device(r, gpu)->soak.has_value()) << gpu;
+    EXPECT_DOUBLE_EQ(device(r, gpu)->soak->seconds, 1.0) << gpu;
+  }
+  EXPECT_EQ(plans[0].soak_seconds, 0.0);  // the CPU is not selected
 }
 
 // The soak's GEMM size: 16384 on a GPU of 16 GiB or more, 8192 below (from the total memory, so
@@ -638,15 +728,17 @@ TEST(Probe, TheSoakSizeFollowsTheDevicesMemoryUnlessBenchSizeSays) {
   p.options.soak_s = 1.0;
   p.options.devices.cpu = true;
   (void)p.run();
-  ASSERT_EQ(p.engine.plans_seen.size(), 3U);
-  EXPECT_EQ(p.engine.plans_seen[0].soak_size, 256);
-  EXPECT_EQ(p.engine.plans_seen[1].soak_size, 16384);
-  EXPECT_EQ(p.engine.plans_seen[2].soak_size, 8192);
+  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  ASSERT_EQ(plans.size(), 3U);
+  EXPECT_EQ(plans[0].soak_size, 256);
+  EXPECT_EQ(plans[1].soak_size, 16384);
+  EXPECT_EQ(plans[2].soak_size, 8192);
   Probe sized;
   sized.driver = pp::testing::driver_with({kH200});
   sized.options.soak_s = 1.0;
   sized.options.bench_size = 4096;
   (void)sized.run();
-  ASSERT_EQ(sized.engine.plans_seen.size(), 2U);
-  EXPECT_EQ(sized.engine.plans_seen[1].soak_size, 4096);
+  const std::vector<pp::WorkerPlan> sized_plans = main_plans(sized.engine);
+  ASSERT_EQ(sized_plans.size(), 2U);
+  EXPECT_EQ(sized_plans[1].soak_size, 4096);
 }

@@ -17,7 +17,8 @@ TEST(Protocol, PlanRoundTrips) {
   plan.index = 3;
   plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
   plan.seed = 123456789;
-  plan.describe = true;
+  plan.tf32_process = true;
+  plan.hold = true;
   plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
   const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(pp::encode_plan(plan));
   ASSERT_TRUE(decoded) << decoded.error();
@@ -27,24 +28,25 @@ TEST(Protocol, PlanRoundTrips) {
   EXPECT_EQ(back.smoke, plan.smoke);
   EXPECT_EQ(back.cuda_visible_devices, plan.cuda_visible_devices);
   EXPECT_EQ(back.seed, 123456789U);
-  EXPECT_TRUE(back.describe);
+  EXPECT_TRUE(back.tf32_process);
+  EXPECT_TRUE(back.hold);
 }
 
 TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","bench_size":-4})").find("bench_size"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","soak_seconds":-1})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","soak_seconds":-1})").find("soak"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":4,"kind":"cpu","inject_iteration":-2})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 
@@ -222,6 +224,9 @@ TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
       {R"({"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
        R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":999})",
        "a bus bandwidth"},
+      {R"({"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":0,)"
+       R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":0})",
+       "0 ranks"},
   };
   for (const auto& [line, expected] : cases) {
     const auto [ok, error] = verdict(applied(line));
@@ -234,6 +239,12 @@ TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
       R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
       R"("reps":20,"ms":1.385,"tflops":793.8})");
   EXPECT_TRUE(good.bench.at(Mode::bf16).ok) << good.bench.at(Mode::bf16).error;
+  // One GPU's all-reduce has one rank and no bus traffic (busbw = algbw * 2(n-1)/n).
+  const auto one_rank = applied(
+      R"({"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":1,)"
+      R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":0})");
+  ASSERT_EQ(one_rank.collectives.size(), 1U);
+  EXPECT_TRUE(one_rank.collectives[0].ok) << one_rank.collectives[0].error;
 }
 
 // A training run's "ok" is judged again from its figures: a run that did not train fails.
@@ -244,8 +255,12 @@ TEST(Protocol, ATrainingRunThatDidNotTrainIsNotBelieved) {
       {[](pp::AmpOutcome& o) { o.loss_end.reset(); }, "NaN or Inf, or is missing"},
       {[](pp::AmpOutcome& o) { o.fp32_loss_end = 0.0; }, "not positive"},
       {[](pp::AmpOutcome& o) { o.fp32_loss_end = 0.8; }, "differs from the fp32 run's"},
-      {[](pp::AmpOutcome& o) { o.matmul_dtype = pp::DType::fp32; }, "did not run the matmuls in"},
+      {[](pp::AmpOutcome& o) { o.matmul_dtype = pp::DType::fp32; }, "did not do the matmuls in"},
       {[](pp::AmpOutcome& o) { o.loss_dtype = pp::DType::fp16; }, "did not keep the loss in fp32"},
+      {[](pp::AmpOutcome& o) { o.softmax_dtype = pp::DType::bf16; },
+       "did not keep log-softmax and layer norm in fp32 (bf16, fp32)"},
+      {[](pp::AmpOutcome& o) { o.layer_norm_dtype = pp::DType::fp16; },
+       "did not keep log-softmax and layer norm in fp32 (fp32, fp16)"},
       {[](pp::AmpOutcome& o) { o.steps = 1; }, "a training run of 1 steps"},
   };
   for (const auto& [change, expected] : cases) {
@@ -257,6 +272,13 @@ TEST(Protocol, ATrainingRunThatDidNotTrainIsNotBelieved) {
       EXPECT_FALSE(r.amp.at(mode).ok) << expected;
       EXPECT_NE(r.amp.at(mode).error.find(expected), std::string::npos) << r.amp.at(mode).error;
     }
+  }
+  // A model without layer norm says "none" for it: that is no problem.
+  for (Mode mode : pp::training_modes()) {
+    pp::AmpOutcome o = pp::testing::passed_amp(mode);
+    o.layer_norm_dtype = pp::DType::none;
+    const auto r = applied(pp::encode_amp(mode, o));
+    EXPECT_TRUE(r.amp.at(mode).ok) << r.amp.at(mode).error;
   }
   // Loss scaling that skipped every step, or none (the injected overflow was not caught).
   for (int skipped : {0, 30}) {

@@ -22,13 +22,17 @@ struct Machine {
   pp::testing::FakeSystem system;
   pp::testing::FakeDriver driver = pp::testing::no_driver();
   pp::testing::FakeEngine engine;
+  pp::StackInfo image = pp::testing::cuda_stack();  // the image's PyTorch
   pp::Options options;
 
   Machine() {
     system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("Test CPU", "avx2 fma", 4);
     options.seed = 42;
   }
-  pp::Report run() { return pp::run_probe(options, pp::ProbeDeps{system, driver, engine}); }
+  pp::Report run() {
+    return pp::run_probe(options,
+                         pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
+  }
 };
 
 // Written, read, written again: the same document.
@@ -60,7 +64,7 @@ TEST(ReportJson, EveryShapeOfReportReadsBackToTheSameDocument) {
   expect_round_trip(quick.run());
 
   Machine cpu_only;
-  cpu_only.engine.stack = pp::testing::cpu_stack();
+  cpu_only.image = pp::testing::cpu_stack();
   cpu_only.options.require = {Mode::fp8_e4m3};  // nothing can meet it: device "none"
   cpu_only.options.devices = pp::parse_device_selection("gpu").selection;
   const pp::Report none = cpu_only.run();

@@ -43,7 +43,9 @@ pp::Report node_report(const std::string& host, const std::vector<pp::testing::F
   pp::testing::FakeEngine engine;
   pp::Options options;
   options.seed = 7;
-  pp::Report r = pp::run_probe(options, pp::ProbeDeps{system, driver, engine});
+  const pp::StackInfo image = pp::testing::cuda_stack();
+  pp::Report r =
+      pp::run_probe(options, pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
   r.host.hostname = host;
   r.started_at = pp::format_utc_timestamp(kNow / 1000 - age_s);
   return r;

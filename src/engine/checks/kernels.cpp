@@ -1,21 +1,19 @@
 // The kernel of each matmul mode (kernels.hpp). Every switch here is over the mode table's enum
-// without a default: a mode added to the table and forgotten here does not compile. What a
-// LibTorch version lacks is compiled out (PP_TORCH_AT_LEAST) and refused before it is called
-// (available_in_this_libtorch reads the mode table).
+// without a default: a mode added to the table and forgotten here does not compile.
 
 #include "engine/checks/kernels.hpp"
 
-#if PP_TORCH_AT_LEAST(2, 10)
-#include <ATen/BlasBackend.h>
-#endif
-
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "common/float_formats.hpp"
+#include "common/host_math.hpp"
 #include "common/quantise.hpp"
+#include "engine/torch/ops.hpp"
 
 namespace precision_probe::engine {
 
@@ -24,8 +22,7 @@ namespace q = precision_probe::quantise;
 namespace {
 
 [[noreturn]] void no_kernel(Mode mode) {
-  throw std::logic_error(std::string(mode_key(mode)) + " has no matmul kernel" +
-                         (is_amp_mode(mode) ? " (a training mode)" : " in this LibTorch"));
+  throw std::logic_error(std::string(mode_key(mode)) + " has no matmul kernel");
 }
 
 // The quantiser recipe of each operand of a scaled mode; nullopt for the others.
@@ -54,57 +51,136 @@ std::optional<Recipes> recipes_of(Mode mode) {
 
 bool four_bit(Mode mode) { return mode == Mode::nvfp4 || mode == Mode::mxfp4; }
 
-// The dtype a quantised operand's bytes are seen as on the device.
-std::optional<at::ScalarType> element_type(Mode mode) {
-  if (mode == Mode::int8) return at::kChar;
-#if PP_TORCH_AT_LEAST(2, 8)
-  if (four_bit(mode)) return at::kFloat4_e2m1fn_x2;
-#endif
-#if PP_TORCH_AT_LEAST(2, 5)
-  return at::kFloat8_e4m3fn;
-#else
-  return std::nullopt;
-#endif
+// The element type of a mode's operands on the device (B's; fp8_e5m2's A is e5m2).
+Scalar element_of(Mode mode) {
+  switch (mode) {
+    case Mode::fp32:
+    case Mode::tf32: return Scalar::f32;
+    case Mode::fp16: return Scalar::f16;
+    case Mode::bf16: return Scalar::bf16;
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+    case Mode::fp8_rowwise:
+    case Mode::fp8_blockwise:
+    case Mode::mxfp8: return Scalar::e4m3;
+    case Mode::nvfp4:
+    case Mode::mxfp4: return Scalar::fp4x2;
+    case Mode::int8: return Scalar::i8;
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: break;
+  }
+  no_kernel(mode);
+}
+
+// One value in `scalar`'s bits, and the value those bits are.
+void encode(Scalar scalar, double v, std::uint8_t* out, double& as) {
+  const auto f = static_cast<float>(v);
+  switch (scalar) {
+    case Scalar::f32:
+      std::memcpy(out, &f, 4);
+      as = f;
+      return;
+    case Scalar::f16: {
+      const std::uint16_t h = encode_fp16(f);
+      std::memcpy(out, &h, 2);
+      as = decode_fp16(h);
+      return;
+    }
+    case Scalar::bf16: {
+      const std::uint16_t h = encode_bf16(f);
+      std::memcpy(out, &h, 2);
+      as = decode_bf16(h);
+      return;
+    }
+    case Scalar::e4m3:
+      *out = q::encode_e4m3(f);
+      as = q::decode_e4m3(*out);
+      return;
+    case Scalar::e5m2:
+      *out = encode_e5m2(f);
+      as = decode_e5m2(*out);
+      return;
+    case Scalar::f64:
+    case Scalar::e8m0:
+    case Scalar::fp4x2:
+    case Scalar::i8:
+    case Scalar::u8:
+    case Scalar::i16:
+    case Scalar::i32:
+    case Scalar::i64:
+    case Scalar::boolean: break;
+  }
+  throw std::logic_error("no host encoding for " + std::string(scalar_info(scalar).name));
+}
+
+// values [rows, cols] row-major in `scalar`; `column_major` lays it out as its transpose's rows
+// (strides (1, rows)). `as` gets the values the bits stand for, [rows, cols] row-major.
+HostTensor encoded(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
+                   Scalar scalar, bool column_major, std::vector<double>& as) {
+  const int bytes = scalar_info(scalar).bytes;
+  HostTensor t;
+  t.scalar = scalar;
+  t.sizes = {rows, cols};
+  t.strides = column_major ? Sizes{1, rows} : Sizes{cols, 1};
+  t.bytes.resize(static_cast<std::size_t>(rows * cols * bytes));
+  as.resize(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::int64_t at = column_major ? j * rows + i : i * cols + j;
+      encode(scalar, values[static_cast<std::size_t>(i * cols + j)],
+             &t.bytes[static_cast<std::size_t>(at * bytes)],
+             as[static_cast<std::size_t>(i * cols + j)]);
+    }
+  }
+  return t;
 }
 
 template <typename T>
-at::Tensor host_copy(const std::vector<T>& data, at::IntArrayRef sizes, at::ScalarType type) {
-  at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(type));
-  std::memcpy(t.data_ptr(), data.data(), data.size() * sizeof(T));
+HostTensor host_tensor(const std::vector<T>& data, Sizes sizes, Scalar scalar, Sizes strides = {}) {
+  HostTensor t;
+  t.scalar = scalar;
+  t.sizes = std::move(sizes);
+  t.strides = strides.empty() ? contiguous_strides(t.sizes) : std::move(strides);
+  t.bytes.resize(data.size() * sizeof(T));
+  std::memcpy(t.bytes.data(), data.data(), t.bytes.size());
   return t;
+}
+
+std::vector<float> transposed(const std::vector<float>& m, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> out(m.size());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      out[static_cast<std::size_t>(j * rows + i)] = m[static_cast<std::size_t>(i * cols + j)];
+    }
+  }
+  return out;
 }
 
 // The scales of one operand as the call wants them (docs/precision-matrix.md, "How each recipe is
 // called"); `is_a` tells A's from B's where they differ.
 std::vector<HostTensor> scale_tensors(Mode mode, const q::Quantised& qz, bool is_a) {
-  std::vector<HostTensor> out;
   switch (mode) {
     case Mode::fp8_rowwise:  // (M, 1) and (1, N)
-      out.push_back({host_copy(qz.scales, {is_a ? qz.rows : 1, is_a ? 1 : qz.rows}, at::kFloat)});
-      return out;
+      return {host_tensor(qz.scales, {is_a ? qz.rows : 1, is_a ? 1 : qz.rows}, Scalar::f32)};
     case Mode::fp8_blockwise:
       if (is_a) {  // 1x128: (M, K/128) with strides (1, M)
-        out.push_back(
-            {host_copy(qz.scales, {qz.scale_rows, qz.scale_cols}, at::kFloat).t().contiguous(),
-             std::nullopt, true});
+        return {host_tensor(transposed(qz.scales, qz.scale_rows, qz.scale_cols),
+                            {qz.scale_rows, qz.scale_cols}, Scalar::f32, {1, qz.scale_rows})};
       } else {  // 128x128: (round_up(K/128, 4), N/128) with strides (1, that), zero-padded
-        out.push_back({host_copy(q::pad_columns_to_4(qz.scales, qz.scale_rows, qz.scale_cols),
-                                 {qz.scale_rows, q::padded_to_4(qz.scale_cols)}, at::kFloat),
-                       std::nullopt, true});
+        const std::int64_t padded = q::padded_to_4(qz.scale_cols);
+        return {host_tensor(q::pad_columns_to_4(qz.scales, qz.scale_rows, qz.scale_cols),
+                            {padded, qz.scale_rows}, Scalar::f32, {1, padded})};
       }
-      return out;
     case Mode::mxfp8:
     case Mode::mxfp4:
     case Mode::nvfp4: {  // 128x4-tile swizzled block scales (and NVFP4's tensor scale)
       const std::vector<std::uint8_t> blocked =
           q::to_blocked(qz.scale_bytes, qz.scale_rows, qz.scale_cols);
-      HostTensor scales{host_copy(blocked, {static_cast<std::int64_t>(blocked.size())}, at::kByte)};
-#if PP_TORCH_AT_LEAST(2, 8)
-      scales.view_as = mode == Mode::nvfp4 ? at::kFloat8_e4m3fn : at::kFloat8_e8m0fnu;
-#endif
-      out.push_back(scales);
+      std::vector<HostTensor> out = {
+          host_tensor(blocked, {static_cast<std::int64_t>(blocked.size())},
+                      mode == Mode::nvfp4 ? Scalar::e4m3 : Scalar::e8m0)};
       if (mode == Mode::nvfp4) {
-        out.push_back({at::full({}, qz.tensor_scale, at::TensorOptions().dtype(at::kFloat))});
+        out.push_back(host_tensor(std::vector<float>{qz.tensor_scale}, {}, Scalar::f32));
       }
       return out;
     }
@@ -116,62 +192,84 @@ std::vector<HostTensor> scale_tensors(Mode mode, const q::Quantised& qz, bool is
     case Mode::fp8_e4m3:
     case Mode::fp8_e5m2:
     case Mode::amp_fp16:
-    case Mode::amp_bf16: return out;
+    case Mode::amp_bf16: return {};
   }
-  return out;
-}
-
-std::vector<double> to_vector(const at::Tensor& t64) {
-  const at::Tensor c = t64.contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+  return {};
 }
 
 // A scaled mode: A [m, k] and B, given as [n, k], quantised by the mode's recipes; B is then seen
 // as its transpose, a column-major [k, n], the layout cuBLASLt's scaled GEMMs want.
-QuantisedOperands quantise_scaled(Mode mode, const Recipes& recipes, const at::Tensor& a64,
-                                  const at::Tensor& b64) {
-  const std::int64_t m = a64.size(0);
-  const std::int64_t k = a64.size(1);
-  const std::int64_t n = b64.size(1);
-  const q::Quantised qa = q::quantise(recipes.a, to_vector(a64), m, k);
-  const q::Quantised qb = q::quantise(recipes.b, to_vector(b64.t()), n, k);
-  const std::int64_t row_bytes = four_bit(mode) ? k / 2 : k;
-  const at::ScalarType values_type = mode == Mode::int8 ? at::kLong : at::kDouble;
-  QuantisedOperands o;
-  o.a = {host_copy(qa.codes, {m, row_bytes}, at::kByte), element_type(mode)};
-  o.b = {host_copy(qb.codes, {n, row_bytes}, at::kByte), element_type(mode), true};
+HostOperands scaled_operands(Mode mode, const Recipes& recipes, const std::vector<double>& a64,
+                             const std::vector<double>& b64, Shape s) {
+  std::vector<double> bt(b64.size());
+  for (std::int64_t i = 0; i < s.k; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      bt[static_cast<std::size_t>(j * s.k + i)] = b64[static_cast<std::size_t>(i * s.n + j)];
+    }
+  }
+  const q::Quantised qa = q::quantise(recipes.a, a64, s.m, s.k);
+  const q::Quantised qb = q::quantise(recipes.b, bt, s.n, s.k);
+  const std::int64_t row = four_bit(mode) ? s.k / 2 : s.k;
+  HostOperands o;
+  o.a = host_tensor(qa.codes, {s.m, row}, element_of(mode));
+  o.b = host_tensor(qb.codes, {row, s.n}, element_of(mode), {1, row});
   o.scales_a = scale_tensors(mode, qa, true);
   o.scales_b = scale_tensors(mode, qb, false);
-  o.a_values = host_copy(qa.dequantised, {m, k}, at::kDouble).to(values_type);
-  o.b_values = host_copy(qb.dequantised, {n, k}, at::kDouble).to(values_type).t();
+  o.a_values = qa.dequantised;
+  o.b_values.resize(static_cast<std::size_t>(s.k * s.n));
+  for (std::int64_t i = 0; i < s.k; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      o.b_values[static_cast<std::size_t>(i * s.n + j)] =
+          qb.dequantised[static_cast<std::size_t>(j * s.k + i)];
+    }
+  }
+  o.exact = mode == Mode::int8;
   o.method = fmt::format("{} {}", mode_info(mode).api, mode_key(mode));
   return o;
 }
 
-QuantisedOperands cast_to(at::ScalarType dtype, const at::Tensor& a64, const at::Tensor& b64,
-                          std::string method) {
-  QuantisedOperands o;
-  o.a = {a64.to(dtype)};
-  o.b = {b64.to(dtype)};
-  o.a_values = o.a.stored.to(at::kDouble);
-  o.b_values = o.b.stored.to(at::kDouble);
-  o.method = std::move(method);
-  return o;
+std::vector<Tensor> on_device(const std::vector<HostTensor>& tensors, const Target& target) {
+  std::vector<Tensor> out;
+  out.reserve(tensors.size());
+  for (const HostTensor& t : tensors) out.push_back(to_device(t, target));
+  return out;
 }
+
+// The scaled_mm_v2 recipes: at::blas::ScalingType and SwizzleType per scale tensor (the values of
+// ATen/BlasBackend.h, the same in 2.10 to 2.15).
+struct V2Recipe {
+  std::vector<std::int64_t> scaling_a, swizzle_a, scaling_b, swizzle_b;
+};
+constexpr std::int64_t kTensorWise = 0;
+constexpr std::int64_t kBlockWise1x16 = 2;
+constexpr std::int64_t kBlockWise1x32 = 3;
+constexpr std::int64_t kBlockWise1x128 = 4;
+constexpr std::int64_t kBlockWise128x128 = 5;
+constexpr std::int64_t kNoSwizzle = 0;
+constexpr std::int64_t kSwizzle32_4_4 = 1;
+
+V2Recipe v2_recipe(Mode mode) {
+  if (mode == Mode::fp8_blockwise) return {{kBlockWise1x128}, {}, {kBlockWise128x128}, {}};
+  if (mode == Mode::nvfp4) {
+    return {{kBlockWise1x16, kTensorWise},
+            {kSwizzle32_4_4, kNoSwizzle},
+            {kBlockWise1x16, kTensorWise},
+            {kSwizzle32_4_4, kNoSwizzle}};
+  }
+  return {{kBlockWise1x32}, {kSwizzle32_4_4}, {kBlockWise1x32}, {kSwizzle32_4_4}};
+}
+
+// Block-wise fp8 goes through _scaled_mm_v2 where the release passes lists (2.10), else through
+// _scaled_mm, which reads the recipe from the scales' shapes (2.9).
+bool blockwise_by_v2(const Torch& torch) { return torch.features().lists; }
 
 }  // namespace
 
-at::Tensor HostTensor::on(const at::Device& device) const {
-  at::Tensor t = stored.to(device);
-  if (view_as) t = t.view(*view_as);
-  return transposed ? t.t() : t;
-}
-
-Shape smoke_shape(Mode mode, const Target& target) {
+Shape smoke_shape(Mode mode, bool gpu) {
   // The scaled recipes: K of 5 blocks of 128 (the padded 128x128 layout), M and N not multiples
   // of 128 (the padded rows of the swizzled layout, a partial 128x128 tile).
   if (recipes_of(mode)) return {192, 640, 320};
-  const std::int64_t n = target.cuda ? 256 : 128;
+  const std::int64_t n = gpu ? 256 : 128;
   return {n, n, n};
 }
 
@@ -179,33 +277,34 @@ std::int64_t bench_size_for(Mode mode, std::int64_t n) {
   return recipes_of(mode) ? (n + 127) / 128 * 128 : n;
 }
 
-QuantisedOperands quantise_operands(Mode mode, const at::Tensor& a64, const at::Tensor& b64) {
-  if (const auto recipes = recipes_of(mode)) return quantise_scaled(mode, *recipes, a64, b64);
+HostOperands host_operands(Mode mode, const std::vector<double>& a64,
+                           const std::vector<double>& b64, Shape s) {
+  if (const auto recipes = recipes_of(mode)) return scaled_operands(mode, *recipes, a64, b64, s);
+  HostOperands o;
   switch (mode) {
-    case Mode::fp32: return cast_to(at::kFloat, a64, b64, "at::mm float32, TF32 off");
+    case Mode::fp32:
     case Mode::tf32:
-      return cast_to(at::kFloat, a64, b64,
-                     "at::mm float32, TF32 on (float32 matmul precision 'high')");
-    case Mode::fp16: return cast_to(at::kHalf, a64, b64, "at::mm float16");
-    case Mode::bf16: return cast_to(at::kBFloat16, a64, b64, "at::mm bfloat16");
-    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.5
-    case Mode::fp8_e5m2: {
-#if PP_TORCH_AT_LEAST(2, 5)
-      // e5m2 x e5m2 is not allowed: e5m2 (the gradient format) takes A, e4m3 takes B.
-      QuantisedOperands o;
-      o.a = {a64.to(mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2)};
-      o.b = {b64.t().contiguous().to(at::kFloat8_e4m3fn), std::nullopt, true};
-      o.a_values = o.a.stored.to(at::kDouble);
-      o.b_values = o.b.stored.to(at::kDouble).t();
-      const at::Tensor one = at::ones({}, at::kFloat);
-      o.scales_a = {{one}};
-      o.scales_b = {{one}};
-      o.method = mode == Mode::fp8_e4m3 ? "at::_scaled_mm e4m3 x e4m3 -> bf16"
-                                        : "at::_scaled_mm e5m2 x e4m3 -> bf16";
+    case Mode::fp16:
+    case Mode::bf16: {
+      const Scalar e = element_of(mode);
+      o.a = encoded(a64, s.m, s.k, e, false, o.a_values);
+      o.b = encoded(b64, s.k, s.n, e, false, o.b_values);
+      o.method = mode == Mode::tf32
+                     ? "aten::mm float32 in a process with TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"
+                     : fmt::format("aten::mm {}", scalar_info(e).name);
       return o;
-#else
-      no_kernel(mode);
-#endif
+    }
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: {
+      // e5m2 x e5m2 is not allowed: e5m2 (the gradient format) takes A, e4m3 takes B.
+      const Scalar a = mode == Mode::fp8_e4m3 ? Scalar::e4m3 : Scalar::e5m2;
+      o.a = encoded(a64, s.m, s.k, a, false, o.a_values);
+      o.b = encoded(b64, s.k, s.n, Scalar::e4m3, true, o.b_values);
+      o.scales_a = {host_tensor(std::vector<float>{1.0F}, {}, Scalar::f32)};
+      o.scales_b = {host_tensor(std::vector<float>{1.0F}, {}, Scalar::f32)};
+      o.method = mode == Mode::fp8_e4m3 ? "aten::_scaled_mm e4m3 x e4m3 -> bf16"
+                                        : "aten::_scaled_mm e5m2 x e4m3 -> bf16";
+      return o;
     }
     case Mode::fp8_rowwise:
     case Mode::fp8_blockwise:
@@ -219,190 +318,197 @@ QuantisedOperands quantise_operands(Mode mode, const at::Tensor& a64, const at::
   no_kernel(mode);
 }
 
-Gemm::Gemm(Mode mode, at::Tensor a, at::Tensor b, std::vector<at::Tensor> scales_a,
-           std::vector<at::Tensor> scales_b)
+Tensor to_device(const HostTensor& t, const Target& target) {
+  return upload(*target.torch, t.bytes.data(), t.sizes, t.scalar, target.device, t.strides);
+}
+
+Gemm::Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a,
+           std::vector<Tensor> scales_b)
     : mode_(mode),
       a_(std::move(a)),
       b_(std::move(b)),
       scales_a_(std::move(scales_a)),
       scales_b_(std::move(scales_b)) {}
 
-namespace {
-
-#if PP_TORCH_AT_LEAST(2, 10)
-// The scaled_mm_v2 recipes: at::blas::ScalingType and SwizzleType per scale tensor.
-struct V2Recipe {
-  std::vector<std::int64_t> scaling_a, swizzle_a, scaling_b, swizzle_b;
-};
-V2Recipe v2_recipe(Mode mode) {
-  using at::blas::ScalingType;
-  using at::blas::SwizzleType;
-  auto i = [](auto e) { return static_cast<std::int64_t>(e); };
-  switch (mode) {
-    case Mode::fp8_blockwise:
-      return {{i(ScalingType::BlockWise1x128)}, {}, {i(ScalingType::BlockWise128x128)}, {}};
-    case Mode::nvfp4:
-      return {{i(ScalingType::BlockWise1x16), i(ScalingType::TensorWise)},
-              {i(SwizzleType::SWIZZLE_32_4_4), i(SwizzleType::NO_SWIZZLE)},
-              {i(ScalingType::BlockWise1x16), i(ScalingType::TensorWise)},
-              {i(SwizzleType::SWIZZLE_32_4_4), i(SwizzleType::NO_SWIZZLE)}};
-    case Mode::mxfp4:
-      return {{i(ScalingType::BlockWise1x32)},
-              {i(SwizzleType::SWIZZLE_32_4_4)},
-              {i(ScalingType::BlockWise1x32)},
-              {i(SwizzleType::SWIZZLE_32_4_4)}};
-    case Mode::fp32:
-    case Mode::tf32:
-    case Mode::fp16:
-    case Mode::bf16:
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2:
-    case Mode::fp8_rowwise:
-    case Mode::mxfp8:
-    case Mode::int8:
-    case Mode::amp_fp16:
-    case Mode::amp_bf16: break;
-  }
-  no_kernel(mode);
-}
-#endif
-
-}  // namespace
-
-at::Tensor Gemm::operator()() const {
+Tensor Gemm::operator()() const {
   switch (mode_) {
     case Mode::fp32:
     case Mode::tf32:
     case Mode::fp16:
-    case Mode::bf16: return at::mm(a_, b_);
-    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.5
+    case Mode::bf16: return mm(a_, b_);
+    case Mode::fp8_blockwise:
+      if (blockwise_by_v2(a_.torch())) {
+        const V2Recipe r = v2_recipe(mode_);
+        return scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
+                            r.swizzle_b, Scalar::bf16);
+      }
+      [[fallthrough]];
+    case Mode::fp8_e4m3:
     case Mode::fp8_e5m2:
     case Mode::fp8_rowwise:
-    case Mode::mxfp8:
-#if PP_TORCH_AT_LEAST(2, 5)
-      return at::_scaled_mm(a_, b_, scales_a_.at(0), scales_b_.at(0), {}, {}, at::kBFloat16);
-#else
-      no_kernel(mode_);
-#endif
-    case Mode::fp8_blockwise:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.10
+    case Mode::mxfp8: return scaled_mm(a_, b_, scales_a_.at(0), scales_b_.at(0), Scalar::bf16);
     case Mode::nvfp4:
     case Mode::mxfp4: {
-#if PP_TORCH_AT_LEAST(2, 10)
       const V2Recipe r = v2_recipe(mode_);
-      return at::_scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
-                               r.swizzle_b, std::nullopt, at::kBFloat16);
-#else
-      no_kernel(mode_);
-#endif
+      return scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
+                          r.swizzle_b, Scalar::bf16);
     }
-    case Mode::int8:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.4
-#if PP_TORCH_AT_LEAST(2, 4)
-      return at::_int_mm(a_, b_);
-#else
-      no_kernel(mode_);
-#endif
+    case Mode::int8: return int_mm(a_, b_);
     case Mode::amp_fp16:
     case Mode::amp_bf16: no_kernel(mode_);
   }
   no_kernel(mode_);
 }
 
+Gemm device_gemm(Mode mode, const HostOperands& operands, const Target& target) {
+  return Gemm(mode, to_device(operands.a, target), to_device(operands.b, target),
+              on_device(operands.scales_a, target), on_device(operands.scales_b, target));
+}
+
 namespace {
 
-std::vector<at::Tensor> on_device(const std::vector<HostTensor>& tensors,
-                                  const at::Device& device) {
-  std::vector<at::Tensor> out;
-  out.reserve(tensors.size());
-  for (const HostTensor& t : tensors) out.push_back(t.on(device));
+// A [rows, cols] operand of random codes or values in the mode's storage, made on the device.
+Tensor random_operand(Mode mode, const Target& target, std::int64_t rows, std::int64_t cols,
+                      bool is_a) {
+  const Torch& torch = *target.torch;
+  if (four_bit(mode)) {  // every e2m1 code is a finite number: any byte will do
+    const Tensor bytes = empty(torch, {rows, cols / 2}, Scalar::u8, target.device);
+    random_from(bytes, 0, 256);
+    return view_as(bytes, Scalar::fp4x2);
+  }
+  if (mode == Mode::int8) {
+    Tensor codes = empty(torch, {rows, cols}, Scalar::i8, target.device);
+    random_from(codes, -128, 128);
+    return codes;
+  }
+  const Scalar element = mode == Mode::fp8_e5m2 && is_a ? Scalar::e5m2 : element_of(mode);
+  if (element == Scalar::f32 || element == Scalar::f16 || element == Scalar::bf16) {
+    Tensor values = empty(torch, {rows, cols}, element, target.device);
+    normal(values);
+    return values;
+  }
+  const Tensor values = empty(torch, {rows, cols}, Scalar::bf16, target.device);
+  normal(values);  // fp8 from normal data: no NaN codes
+  return converted(values, element);
+}
+
+// A transposed operand: B is [k, n] column-major, the transpose of a row-major [n, k].
+Tensor as_column_major(Tensor stored) { return stored.t(); }
+
+bool column_major_b(Mode mode) {
+  return mode != Mode::fp32 && mode != Mode::tf32 && mode != Mode::fp16 && mode != Mode::bf16;
+}
+
+std::vector<Tensor> unit_scales(Mode mode, const Target& target, std::int64_t n, bool is_a) {
+  if (const auto recipes = recipes_of(mode)) {
+    return on_device(
+        scale_tensors(mode, q::unit_scales(is_a ? recipes->a : recipes->b, n, n), is_a), target);
+  }
+  std::vector<Tensor> out;
+  if (mode == Mode::fp8_e4m3 || mode == Mode::fp8_e5m2) {
+    out.push_back(to_device(host_tensor(std::vector<float>{1.0F}, {}, Scalar::f32), target));
+  }
+  return out;
+}
+
+// Copies of `tile` over `dst`, block by block (the edge blocks cut to fit).
+void tile_over(const Tensor& dst, const Tensor& tile) {
+  const Sizes d = dst.sizes();
+  const Sizes t = tile.sizes();
+  for (std::int64_t i = 0; i < d[0]; i += t[0]) {
+    for (std::int64_t j = 0; j < d[1]; j += t[1]) {
+      const std::int64_t rows = std::min(t[0], d[0] - i);
+      const std::int64_t cols = std::min(t[1], d[1] - j);
+      copy_into(dst.view({rows, cols}, {d[1], 1}, i * d[1] + j),
+                tile.view({rows, cols}, {t[1], 1}));
+    }
+  }
+}
+
+// An operand stored as [rows, cols] whose values repeat a tile drawn on the host from `seed`.
+Tensor seeded_operand(Mode mode, const Target& target, std::int64_t rows, std::int64_t cols,
+                      bool is_a, std::uint64_t seed) {
+  const Torch& torch = *target.torch;
+  const std::int64_t side = std::min<std::int64_t>(1024, std::max(rows, cols));
+  const std::int64_t tile_rows = std::min(side, rows);
+  const std::int64_t tile_cols = std::min(side, four_bit(mode) ? cols / 2 : cols);
+  HostRandom random(seed);
+  const auto count = static_cast<std::size_t>(tile_rows * tile_cols);
+  if (four_bit(mode) || mode == Mode::int8) {
+    std::vector<std::uint8_t> codes(count);
+    for (std::uint8_t& c : codes) c = static_cast<std::uint8_t>(random.next() >> 56U);
+    const Scalar stored = mode == Mode::int8 ? Scalar::i8 : Scalar::u8;
+    const Tensor tile = upload(torch, codes, {tile_rows, tile_cols}, stored, target.device);
+    Tensor out = empty(torch, {rows, four_bit(mode) ? cols / 2 : cols}, stored, target.device);
+    tile_over(out, tile);
+    return four_bit(mode) ? view_as(out, Scalar::fp4x2) : std::move(out);
+  }
+  std::vector<float> values(count);
+  for (float& v : values) v = static_cast<float>(random.normal());
+  const Tensor tile = upload(torch, values, {tile_rows, tile_cols}, Scalar::f32, target.device);
+  const Scalar element = mode == Mode::fp8_e5m2 && is_a ? Scalar::e5m2 : element_of(mode);
+  Tensor out = empty(torch, {rows, cols}, element, target.device);
+  tile_over(out, tile);
   return out;
 }
 
 }  // namespace
 
-Gemm device_gemm(Mode mode, const QuantisedOperands& operands, const Target& target) {
-  return Gemm(mode, operands.a.on(target.device), operands.b.on(target.device),
-              on_device(operands.scales_a, target.device),
-              on_device(operands.scales_b, target.device));
+Gemm random_gemm(Mode mode, const Target& target, std::int64_t n) {
+  Tensor a = random_operand(mode, target, n, n, true);
+  Tensor b = random_operand(mode, target, n, n, false);
+  if (column_major_b(mode)) b = as_column_major(std::move(b));
+  return Gemm(mode, std::move(a), std::move(b), unit_scales(mode, target, n, true),
+              unit_scales(mode, target, n, false));
 }
 
-namespace {
-
-// Random codes of a quantised mode on the device, [rows, k] (as stored: B is [n, k]).
-at::Tensor random_codes(Mode mode, std::int64_t rows, std::int64_t k, at::Generator& gen,
-                        const at::TensorOptions& on) {
-  if (four_bit(mode)) {  // every e2m1 code is a finite number
-    return at::randint(0, 256, {rows, k / 2}, gen, on.dtype(at::kByte));
-  }
-  if (mode == Mode::int8) return at::randint(-128, 128, {rows, k}, gen, on.dtype(at::kChar));
-#if PP_TORCH_AT_LEAST(2, 5)
-  // e4m3 codes from normal data (no NaN codes), as bytes.
-  return at::randn({rows, k}, gen, on.dtype(at::kFloat)).to(at::kFloat8_e4m3fn).view(at::kByte);
-#else
-  no_kernel(mode);
-#endif
+Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t seed) {
+  Tensor a = seeded_operand(mode, target, n, n, true, seed);
+  Tensor b = seeded_operand(mode, target, n, n, false, seed + 1);
+  if (column_major_b(mode)) b = as_column_major(std::move(b));
+  return Gemm(mode, std::move(a), std::move(b), unit_scales(mode, target, n, true),
+              unit_scales(mode, target, n, false));
 }
 
-Gemm random_scaled_gemm(Mode mode, const Recipes& recipes, const Target& target, std::int64_t n,
-                        at::Generator& gen) {
-  const auto on = at::TensorOptions().device(target.device);
-  auto operand = [&](bool transposed) {
-    HostTensor t{random_codes(mode, n, n, gen, on), element_type(mode), transposed};
-    return t.on(target.device);
+std::string kernel_problem(Mode mode, const Torch& torch) {
+  auto first = [&torch](std::initializer_list<Op> ops) {
+    for (Op op : ops) {
+      if (std::string problem = op_problem(torch, op); !problem.empty()) return problem;
+    }
+    return std::string();
   };
-  at::Tensor a = operand(false);
-  at::Tensor b = operand(true);
-  return Gemm(
-      mode, a, b,
-      on_device(scale_tensors(mode, q::unit_scales(recipes.a, n, n), true), target.device),
-      on_device(scale_tensors(mode, q::unit_scales(recipes.b, n, n), false), target.device));
-}
-
-}  // namespace
-
-Gemm random_gemm(Mode mode, const Target& target, std::int64_t n, at::Generator& gen) {
-  if (const auto recipes = recipes_of(mode)) {
-    return random_scaled_gemm(mode, *recipes, target, n, gen);
-  }
-  const auto on = at::TensorOptions().device(target.device);
-  auto randn = [&](at::ScalarType t) { return at::randn({n, n}, gen, on.dtype(t)); };
+  auto element = [&torch](Scalar s) {
+    return torch.dtypes().has(s)
+               ? std::string()
+               : lacks(torch,
+                       std::string("the ") + std::string(scalar_info(s).name) + " element type",
+                       Version{2, 11});
+  };
   switch (mode) {
     case Mode::fp32:
-    case Mode::tf32: return Gemm(mode, randn(at::kFloat), randn(at::kFloat), {}, {});
-    case Mode::fp16: return Gemm(mode, randn(at::kHalf), randn(at::kHalf), {}, {});
-    case Mode::bf16: return Gemm(mode, randn(at::kBFloat16), randn(at::kBFloat16), {}, {});
-    case Mode::fp8_e4m3:  // NOLINT(bugprone-branch-clone): alike only before LibTorch 2.5
-    case Mode::fp8_e5m2: {
-#if PP_TORCH_AT_LEAST(2, 5)
-      const at::ScalarType a_type = mode == Mode::fp8_e4m3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
-      const at::Tensor one = at::ones({}, on.dtype(at::kFloat));
-      return Gemm(mode, randn(at::kBFloat16).to(a_type),
-                  randn(at::kBFloat16).to(at::kFloat8_e4m3fn).t(), {one}, {one});
-#else
-      no_kernel(mode);
-#endif
-    }
-    case Mode::fp8_rowwise:
+    case Mode::tf32:
+    case Mode::fp16:
+    case Mode::bf16: return first({Op::mm});
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+    case Mode::fp8_rowwise: return first({Op::scaled_mm});
     case Mode::fp8_blockwise:
-    case Mode::mxfp8:
+      return blockwise_by_v2(torch) ? first({Op::scaled_mm_v2}) : first({Op::scaled_mm});
+    case Mode::mxfp8: {
+      std::string problem = element(Scalar::e8m0);
+      return problem.empty() ? first({Op::scaled_mm}) : problem;
+    }
     case Mode::nvfp4:
-    case Mode::mxfp4:
-    case Mode::int8:
+    case Mode::mxfp4: {
+      std::string problem = element(Scalar::fp4x2);
+      if (problem.empty() && mode == Mode::mxfp4) problem = element(Scalar::e8m0);
+      return problem.empty() ? first({Op::scaled_mm_v2}) : problem;
+    }
+    case Mode::int8: return first({Op::int_mm});
     case Mode::amp_fp16:
-    case Mode::amp_bf16: no_kernel(mode);
+    case Mode::amp_bf16: return "not a matmul precision";
   }
-  no_kernel(mode);
-}
-
-bool available_in_this_libtorch(Mode mode, const Target& target, std::string& why) {
-  const ModeInfo& info = mode_info(mode);
-  if (info.kind != ModeKind::matmul) {
-    why = "not a matmul precision";
-    return false;
-  }
-  why = missing_for(mode, {TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR},
-                    target.cuda ? cuda_build_version() : std::nullopt,
-                    target.cuda ? device_capability(target) : std::nullopt);
-  return why.empty();
+  return "";
 }
 
 double operand_bytes(Mode mode) {

@@ -1,17 +1,17 @@
 #pragma once
 // The kernel of each matmul mode, keyed by the mode table's enum (modes.hpp): how its operands
-// are made from float64 data (the scaled recipes through common/quantise.hpp), what they then
-// stand for (for the float64 reference), and how the product is computed on a device. The smoke
-// tests and the benchmark both go through here; adding a mode means a case in each switch of
-// kernels.cpp (the compiler names a missing one).
-
-#include <ATen/ATen.h>
+// are made on the host from float64 data (the scaled recipes through common/quantise.hpp), what
+// they then stand for (for the float64 reference), which operator multiplies them, and what a
+// release's C ABI must have for it. The smoke tests, the benchmark and the soak all go through
+// here; adding a mode means a case in each switch of kernels.cpp (the compiler names a missing
+// one).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "engine/checks/target.hpp"
+#include "precision_probe/modes.hpp"
 
 namespace precision_probe::engine {
 
@@ -19,36 +19,58 @@ namespace precision_probe::engine {
 struct Shape {
   std::int64_t m, k, n;
 };
-Shape smoke_shape(Mode mode, const Target& target);
+Shape smoke_shape(Mode mode, bool gpu);
 // The benchmark's size for a mode asked to run at `n` (block-scaled recipes need whole blocks).
 std::int64_t bench_size_for(Mode mode, std::int64_t n);
 
-// From float64 inputs a64 [m, k] and b64 [k, n].
-QuantisedOperands quantise_operands(Mode mode, const at::Tensor& a64, const at::Tensor& b64);
+// A tensor's bytes on the host, laid out as the call wants it on the device.
+struct HostTensor {
+  std::vector<std::uint8_t> bytes;
+  Sizes sizes;
+  Sizes strides;  // of the device tensor (and of `bytes`): column-major operands are (1, rows)
+  Scalar scalar = Scalar::f32;
+};
+
+// A mode's operands on the host, made from float64 data.
+struct HostOperands {
+  HostTensor a, b;  // b is [k, n] as the call sees it
+  std::vector<HostTensor> scales_a, scales_b;
+  std::vector<double> a_values;  // [m, k] row-major: what `a` and its scales stand for
+  std::vector<double> b_values;  // [k, n] row-major
+  bool exact = false;            // int8: the product is exact
+  std::string method;            // "aten::mm bfloat16"
+};
+
+// From float64 inputs a64 [m, k] and b64 [k, n], row-major.
+HostOperands host_operands(Mode mode, const std::vector<double>& a64,
+                           const std::vector<double>& b64, Shape shape);
 
 // One GEMM of a mode, ready to be called again and again: operands and scales on the device in
 // the layout the call wants, made once.
 class Gemm {
  public:
-  Gemm(Mode mode, at::Tensor a, at::Tensor b, std::vector<at::Tensor> scales_a,
-       std::vector<at::Tensor> scales_b);
-  at::Tensor operator()() const;
+  Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a, std::vector<Tensor> scales_b);
+  Tensor operator()() const;
 
  private:
   Mode mode_;
-  at::Tensor a_, b_;
-  std::vector<at::Tensor> scales_a_, scales_b_;
+  Tensor a_, b_;
+  std::vector<Tensor> scales_a_, scales_b_;
 };
 
-// `operands` (from quantise_operands) on the device, as a GEMM.
-Gemm device_gemm(Mode mode, const QuantisedOperands& operands, const Target& target);
-// Random square operands of size `n` (bench_size_for), made on the device with scales of 1, as a
-// GEMM (the benchmark's).
-Gemm random_gemm(Mode mode, const Target& target, std::int64_t n, at::Generator& gen);
+Tensor to_device(const HostTensor& t, const Target& target);
+Gemm device_gemm(Mode mode, const HostOperands& operands, const Target& target);
+// Random square operands of size `n` (bench_size_for) made on the device (normal_, random_), with
+// scales of 1: the benchmark's.
+Gemm random_gemm(Mode mode, const Target& target, std::int64_t n);
+// Square operands of size `n` that depend on `seed` alone (a host-drawn tile repeated over each
+// operand), the same on every device: the soak's, whose golden results are compared across GPUs.
+Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t seed);
 
-// Whether this LibTorch has the API the mode's kernel needs, and on a GPU was built with the CUDA
-// it needs and accepts the recipe on this GPU (the mode table's); `why` says what lacks.
-bool available_in_this_libtorch(Mode mode, const Target& target, std::string& why);
+// Why this LibTorch cannot run the mode's kernel through its stable C ABI ("" when it can): the
+// element types (2.11) or list arguments (2.10) its call needs, or an operator whose schema in the
+// image differs.
+std::string kernel_problem(Mode mode, const Torch& torch);
 
 // Bytes per element of the mode's operands and of its output (for sizing a benchmark).
 double operand_bytes(Mode mode);

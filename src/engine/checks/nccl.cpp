@@ -1,145 +1,161 @@
 // The collective mixed-precision training needs: an all-reduce of gradients in fp32, fp16 and
-// bf16 over every GPU of the node, through LibTorch's c10d ProcessGroupNCCL: one thread per GPU,
-// each with its own device guard, all sharing an in-process HashStore. Results are checked
+// bf16 over every GPU of the node, through the image's own NCCL and its C API (LibTorch's C ABI
+// has no c10d): one communicator per GPU from ncclCommInitAll, every rank's all-reduce in one
+// group, on LibTorch's current stream of each GPU, on tensors LibTorch made. Results are checked
 // exactly (integer-valued data); bandwidth is measured on a large message.
 //
 // NCCL_NVLS_ENABLE and the other NCCL variables of the environment are left as they are.
 
-#include "engine/engine.hpp"
-#include "engine/error_text.hpp"
-
-#if defined(PP_HAVE_NCCL)
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "engine/checks/checks.hpp"
+
+#if defined(PP_HAVE_NCCL_H) && __has_include(<nccl.h>)
+#include <nccl.h>
+static_assert(ncclSum == 0 && ncclFloat16 == 6 && ncclFloat32 == 7 && ncclBfloat16 == 9);
 #endif
 
 namespace precision_probe::engine {
 
 namespace {
 
-#if defined(PP_HAVE_NCCL)
+using NcclComm = void*;
+constexpr int kNcclSum = 0;
 
-at::ScalarType scalar_type(DType dtype) {
+struct Nccl {
+  int (*get_version)(int*) = nullptr;
+  int (*comm_init_all)(NcclComm*, int, const int*) = nullptr;
+  int (*all_reduce)(const void*, void*, std::size_t, int, int, NcclComm, void*) = nullptr;
+  int (*group_start)() = nullptr;
+  int (*group_end)() = nullptr;
+  int (*comm_destroy)(NcclComm) = nullptr;
+  const char* (*error_string)(int) = nullptr;
+
+  void check(int result, const char* what) const {
+    if (result == 0) return;
+    const char* text = error_string != nullptr ? error_string(result) : nullptr;
+    throw std::runtime_error(fmt::format("{} failed: {}", what, text != nullptr ? text : "?"));
+  }
+};
+
+// The NCCL libtorch_cuda.so loaded (it needs libnccl.so.2), else one on the loader's path.
+Expected<Nccl> load_nccl() {
+  void* lib = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (lib == nullptr) lib = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return Unexpected{"this LibTorch loads no NCCL (libnccl.so.2 not found)"};
+  Nccl n;
+  auto find = [lib](auto& slot, const char* name) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(::dlsym(lib, name));
+    return slot != nullptr;
+  };
+  const bool ok = find(n.get_version, "ncclGetVersion") &&
+                  find(n.comm_init_all, "ncclCommInitAll") && find(n.all_reduce, "ncclAllReduce") &&
+                  find(n.group_start, "ncclGroupStart") && find(n.group_end, "ncclGroupEnd") &&
+                  find(n.comm_destroy, "ncclCommDestroy");
+  find(n.error_string, "ncclGetErrorString");
+  if (!ok) return Unexpected{"libnccl.so.2 lacks the functions of NCCL's C API the check needs"};
+  return n;
+}
+
+int nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::fp16: return at::kHalf;
-    case DType::bf16: return at::kBFloat16;
-    case DType::fp64: return at::kDouble;
+    case DType::fp16: return 6;
+    case DType::bf16: return 9;
     case DType::fp32:
+    case DType::fp64:
     case DType::none:
     case DType::other: break;
   }
-  return at::kFloat;
+  return 7;
 }
 
-// A reusable barrier for the rank threads (std::barrier is C++20).
-class Barrier {
- public:
-  explicit Barrier(int count) : count_(count) {}
-  void arrive_and_wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int generation = generation_;
-    if (++waiting_ == count_) {
-      waiting_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait(lock, [&] { return generation != generation_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int count_;
-  int waiting_ = 0;
-  int generation_ = 0;
-};
+Scalar scalar_of(DType dtype) {
+  return dtype == DType::fp16 ? Scalar::f16 : dtype == DType::bf16 ? Scalar::bf16 : Scalar::f32;
+}
 
 constexpr int kWarmup = 2;
 constexpr int kIterations = 10;
 
-// One rank's run: per dtype, whether its sum was exact and the seconds per all-reduce; an error
-// ends its run.
-struct RankRun {
-  std::vector<char> exact;
-  std::vector<double> seconds;
-  std::string error;
+// The GPUs of the collective: each one's driver context and LibTorch target.
+struct Ranks {
+  std::vector<std::unique_ptr<CudaDriver>> drivers;
+  std::vector<Target> targets;
+  std::vector<NcclComm> comms;
+  const Nccl* nccl = nullptr;
+  ~Ranks() {
+    for (NcclComm c : comms) {
+      if (c != nullptr) nccl->comm_destroy(c);
+    }
+  }
+  void synchronize() const {
+    for (const Target& t : targets) t.synchronize();
+  }
+  // One all-reduce of each rank's tensor, in one group.
+  void all_reduce(const std::vector<Tensor>& tensors, DType dtype) const {
+    nccl->check(nccl->group_start(), "ncclGroupStart");
+    for (std::size_t r = 0; r < tensors.size(); ++r) {
+      targets[r].enter();
+      nccl->check(nccl->all_reduce(tensors[r].data(), tensors[r].data(),
+                                   static_cast<std::size_t>(tensors[r].numel()), nccl_type(dtype),
+                                   kNcclSum, comms[r], targets[r].stream()),
+                  "ncclAllReduce");
+    }
+    nccl->check(nccl->group_end(), "ncclGroupEnd");
+  }
 };
 
-void run_rank(int rank, int ranks, std::int64_t bytes, const c10::intrusive_ptr<c10d::Store>& store,
-              Barrier& barrier, RankRun& run) {
-  run.exact.assign(kAllReduceDTypes.size(), 0);
-  run.seconds.assign(kAllReduceDTypes.size(), 0.0);
-  try {
-    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(rank));
-    auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, ranks);
-    const auto on = at::TensorOptions().device(at::kCUDA, rank);
-    for (std::size_t d = 0; d < kAllReduceDTypes.size(); ++d) {
-      const at::ScalarType dtype = scalar_type(kAllReduceDTypes[d]);
-      // Exact check: rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2, an integer
-      // every one of these dtypes holds exactly.
-      std::vector<at::Tensor> check = {at::full({1 << 20}, rank + 1, on.dtype(dtype))};
-      pg->allreduce(check)->wait();
-      const double expected = ranks * (ranks + 1) / 2.0;
-      run.exact[d] = check[0].eq(expected).all().item<bool>() ? 1 : 0;
-      // Bandwidth: a large message, timed between barriers, every rank's device synchronised.
-      const std::int64_t elements = bytes / static_cast<std::int64_t>(c10::elementSize(dtype));
-      std::vector<at::Tensor> big = {at::ones({elements}, on.dtype(dtype))};
-      for (int i = 0; i < kWarmup; ++i) pg->allreduce(big)->wait();
-      c10::cuda::device_synchronize();
-      barrier.arrive_and_wait();
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kIterations; ++i) pg->allreduce(big)->wait();
-      c10::cuda::device_synchronize();
-      run.seconds[d] =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-          kIterations;
-      barrier.arrive_and_wait();
-    }
-  } catch (const std::exception& e) {
-    run.error = error_text(e);
+// One dtype: exact on every rank, then timed on the large message.
+void run_dtype(const Ranks& ranks, DType dtype, std::int64_t bytes, CollectiveOutcome& o) {
+  const auto n = static_cast<int>(ranks.targets.size());
+  const Scalar scalar = scalar_of(dtype);
+  // Rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2, an integer every one of these
+  // dtypes holds exactly.
+  std::vector<Tensor> check;
+  for (int r = 0; r < n; ++r) {
+    const Target& t = ranks.targets[static_cast<std::size_t>(r)];
+    check.push_back(empty(*t.torch, {1 << 20}, scalar, t.device));
+    fill(check.back(), r + 1);
   }
-}
-
-// The outcome of dtype `d` over every rank: the slowest rank's time, exact only if every sum was.
-void summarise(const std::vector<RankRun>& runs, std::size_t d, CollectiveOutcome& o) {
-  for (std::size_t rank = 0; rank < runs.size(); ++rank) {
-    if (runs[rank].error.empty()) continue;
-    o.error = "rank " + std::to_string(rank) + ": " + runs[rank].error;
-    o.error_kind = classify_error(o.error);
-    return;
+  ranks.all_reduce(check, dtype);
+  ranks.synchronize();
+  const double expected = n * (n + 1) / 2.0;
+  bool exact = true;
+  for (const Tensor& t : check) {
+    for (double v : download_values(t)) exact = exact && v == expected;
   }
+  std::vector<Tensor> big;
+  for (const Target& t : ranks.targets) {
+    big.push_back(empty(*t.torch, {bytes / scalar_info(scalar).bytes}, scalar, t.device));
+    fill(big.back(), 1.0);
+  }
+  for (int i = 0; i < kWarmup; ++i) ranks.all_reduce(big, dtype);
+  ranks.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kIterations; ++i) ranks.all_reduce(big, dtype);
+  ranks.synchronize();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kIterations;
   o.ran = true;
-  double slowest = 0.0;
-  bool all_exact = true;
-  for (const RankRun& run : runs) {
-    slowest = std::max(slowest, run.seconds[d]);
-    all_exact = all_exact && run.exact[d] != 0;
-  }
-  o.time_ms = slowest * 1e3;
-  o.algbw_gbps = static_cast<double>(o.bytes) / slowest / 1e9;
+  o.time_ms = seconds * 1e3;
+  o.algbw_gbps = static_cast<double>(o.bytes) / seconds / 1e9;
   o.busbw_gbps = *o.algbw_gbps * 2.0 * (o.ranks - 1) / o.ranks;
-  o.ok = all_exact;
-  if (!all_exact) {
+  o.ok = exact;
+  if (!exact) {
     o.error_kind = ErrorKind::wrong_result;
     o.error = "wrong result: the all-reduce sum is not exact on every rank";
   }
 }
 
-#endif
-
 }  // namespace
 
-std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
+std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const CudaDriver& /*cuda*/,
+                                               int ranks, std::int64_t bytes,
                                                std::string& nccl_version) {
   std::vector<CollectiveOutcome> out;
   for (DType dtype : kAllReduceDTypes) {
@@ -149,33 +165,46 @@ std::vector<CollectiveOutcome> run_collectives(int ranks, std::int64_t bytes,
     o.bytes = bytes;
     out.push_back(o);
   }
-#if !defined(PP_HAVE_NCCL)
-  static_cast<void>(nccl_version);
-  for (CollectiveOutcome& o : out) {
-    o.error_kind = ErrorKind::not_supported;
-    o.error = "this LibTorch (" TORCH_VERSION ") was built without NCCL (c10d ProcessGroupNCCL)";
+  const Expected<Nccl> nccl = load_nccl();
+  auto fail_all = [&out](const std::string& why, ErrorKind kind) {
+    for (CollectiveOutcome& o : out) {
+      o.error = why;
+      o.error_kind = kind;
+    }
+    return out;
+  };
+  if (!nccl) return fail_all(nccl.error(), ErrorKind::not_supported);
+  int version = 0;
+  if (nccl->get_version(&version) == 0) {
+    // 22707 for 2.27.7 (NCCL_VERSION_CODE from 2.9: major * 10000 + minor * 100 + patch).
+    nccl_version = fmt::format("{}.{}.{}", version / 10000, version % 10000 / 100, version % 100);
   }
-  return out;
-#else
   try {
-    nccl_version = c10d::getNcclVersion();
-  } catch (const std::exception&) {
-    nccl_version = "";
+    Ranks r;
+    r.nccl = &*nccl;
+    std::vector<int> devices;
+    for (int i = 0; i < ranks; ++i) {
+      Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
+      if (!driver) throw std::runtime_error(driver.error());
+      if (Expected<void> bound = (*driver)->bind(i); !bound)
+        throw std::runtime_error(bound.error());
+      r.targets.push_back(Target{&torch, driver->get(), Device{true, i}});
+      r.drivers.push_back(std::move(*driver));
+      devices.push_back(i);
+    }
+    r.comms.assign(static_cast<std::size_t>(ranks), nullptr);
+    nccl->check(nccl->comm_init_all(r.comms.data(), ranks, devices.data()), "ncclCommInitAll");
+    for (std::size_t d = 0; d < out.size(); ++d) {
+      try {
+        run_dtype(r, kAllReduceDTypes[d], bytes, out[d]);
+      } catch (const std::exception& e) {
+        record_failure(out[d], e);
+      }
+    }
+  } catch (const std::exception& e) {
+    return fail_all(error_line(e), classify_error(e.what()));
   }
-  const auto store = c10::make_intrusive<c10d::HashStore>();
-  Barrier barrier(ranks);
-  std::vector<RankRun> runs(static_cast<std::size_t>(ranks));
-  std::vector<std::thread> threads;
-  threads.reserve(runs.size());
-  for (int rank = 0; rank < ranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      run_rank(rank, ranks, bytes, store, barrier, runs[static_cast<std::size_t>(rank)]);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (std::size_t d = 0; d < out.size(); ++d) summarise(runs, d, out[d]);
   return out;
-#endif
 }
 
 }  // namespace precision_probe::engine

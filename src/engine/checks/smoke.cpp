@@ -1,23 +1,21 @@
 // Matmul smoke tests: does this precision compute the right numbers on this device?
 //
-// Inputs are drawn in float64 on the CPU from the run's seed, quantised to the precision under
-// test, and the reference is the float64 product of the *quantised* inputs, computed on the CPU
-// (never by the device under test). So the error measured is the device's: accumulation and
-// output rounding. The tolerance is that rounding's budget with margin; NaN never passes.
-
-#include <ATen/CPUGeneratorImpl.h>
-#include <c10/util/Exception.h>
+// Inputs are drawn in float64 on the host from the run's seed, quantised to the precision under
+// test (their bits made here, not by LibTorch), and the reference is the float64 product of the
+// *quantised* inputs, computed on the host by the engine's own code (never by the device or the
+// LibTorch under test). So the error measured is the device's: accumulation and output rounding.
+// The tolerance is that rounding's budget with margin; NaN never passes.
 
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <thread>
+#include <mutex>
 
 #include <fmt/format.h>
 
-#include "engine/engine.hpp"
-#include "engine/error_text.hpp"
-#include "engine/checks/kernels.hpp"
+#include "common/host_math.hpp"
+#include "common/threads.hpp"
+#include "common/trace.hpp"
+#include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {
 
@@ -25,123 +23,148 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-}  // namespace
-
-PreparedSmoke prepare_smoke(Mode mode, const Target& target, std::uint64_t seed) {
+PreparedSmoke prepare_one(Mode mode, bool gpu, std::uint64_t seed, unsigned threads) {
   PreparedSmoke p;
   p.mode = mode;
   SmokeOutcome& o = p.outcome;
-  const Shape shape = smoke_shape(mode, target);
+  const Shape shape = smoke_shape(mode, gpu);
   o.m = shape.m;
   o.k = shape.k;
   o.n = shape.n;
   o.tolerance = smoke_tolerance(mode);
-  if (const std::string reason = unusable_reason(target); !reason.empty()) {
-    const ErrorKind kind = classify_error(reason);
-    o.error_kind = kind == ErrorKind::runtime ? ErrorKind::unavailable : kind;
-    o.error = reason;
-    return p;
-  }
-  std::string why;
-  if (!available_in_this_libtorch(mode, target, why)) {
-    // The stack lacks it: unsupported, saying which layer (a training mode is simply not run here).
-    o.error_kind = is_amp_mode(mode) ? ErrorKind::not_run : ErrorKind::not_supported;
-    o.error = why;
+  if (mode_info(mode).kind != ModeKind::matmul) {
+    o.error_kind = ErrorKind::not_run;
+    o.error = "not a matmul precision";
     return p;
   }
   try {
-    at::Generator gen = at::detail::createCPUGenerator(seed);
-    const auto f64 = at::TensorOptions().dtype(at::kDouble);
-    const at::Tensor a64 = at::randn({o.m, o.k}, gen, f64);
-    const at::Tensor b64 = at::randn({o.k, o.n}, gen, f64);
-    p.operands = quantise_operands(mode, a64, b64);
+    HostRandom random(seed);
+    std::vector<double> a(static_cast<std::size_t>(shape.m * shape.k));
+    std::vector<double> b(static_cast<std::size_t>(shape.k * shape.n));
+    for (double& v : a) v = random.normal();
+    for (double& v : b) v = random.normal();
+    p.operands = host_operands(mode, a, b, shape);
     o.method = p.operands.method;
-    // int8's values are int64: its reference is exact, then held in float64 (|x| < 2^53).
-    p.reference = at::mm(p.operands.a_values, p.operands.b_values).to(at::kDouble);
+    p.reference = reference_product(p.operands.a_values, p.operands.b_values, shape.m, shape.k,
+                                    shape.n, threads);
     p.ready = true;
   } catch (const std::exception& e) {
-    o.error = error_text(e);
-    o.error_kind = classify_error(o.error);
+    record_failure(o, e);
   }
   return p;
+}
+
+// The result against the reference: exact for int8, else within the tolerance; NaN fails.
+void judge(SmokeOutcome& o, const std::vector<double>& got, const PreparedSmoke& p) {
+  for (double v : got) {
+    if (!std::isfinite(v)) {
+      o.error_kind = ErrorKind::wrong_result;
+      o.error = "wrong result: the output contains NaN or Inf";
+      return;
+    }
+  }
+  const double rel = relative_error(got, p.reference);
+  o.rel_error = rel;
+  o.ok = std::isfinite(rel) && rel <= o.tolerance;
+  if (!o.ok) {
+    o.error_kind = ErrorKind::wrong_result;
+    o.error = fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}", rel,
+                          o.tolerance);
+  }
+}
+
+}  // namespace
+
+std::string error_line(const std::exception& e) {
+  std::string text = e.what();
+  const std::size_t nl = text.find('\n');
+  if (nl != std::string::npos) text.resize(nl);
+  // LibTorch's out-of-memory message goes on about its allocator for several hundred characters:
+  // what matters ends with how much was free ("... of which 25.50 MiB is free.").
+  const std::size_t free_at = text.find(" is free.");
+  if (text.find("CUDA out of memory") != std::string::npos && free_at != std::string::npos) {
+    text.resize(free_at + 9);
+  }
+  constexpr std::size_t kMax = 400;
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
+std::vector<PreparedSmoke> prepare_smoke(const std::vector<Mode>& modes, bool gpu,
+                                         std::uint64_t seed, unsigned threads) {
+  std::vector<PreparedSmoke> prepared(modes.size());
+  std::size_t next = 0;
+  std::mutex mutex;
+  auto work = [&] {
+    while (true) {
+      std::size_t i = 0;
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (next >= modes.size()) return;
+        i = next++;
+      }
+      prepared[i] = prepare_one(modes[i], gpu, seed * 1000003ULL + i + 1, 1);
+    }
+  };
+  run_on_threads(std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(modes.size()))),
+                 work);
+  return prepared;
 }
 
 std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
                                     const Target& target) {
   std::vector<Preload> preloads;
-  if (!target.cuda) return preloads;
+  if (!target.on_gpu()) return preloads;
   for (const PreparedSmoke& p : prepared) {
-    if (!p.ready || p.mode == Mode::tf32) continue;
+    if (!p.ready || !kernel_problem(p.mode, *target.torch).empty()) continue;
     preloads.emplace_back([&p, &target] {
       device_gemm(p.mode, p.operands, target)();
-      synchronize(target);  // an error of the kernel surfaces here, not in another check
+      target.synchronize();  // an error of the kernel surfaces here, not in another check
     });
   }
   return preloads;
 }
 
-void run_at_once(std::size_t count, const std::function<void(std::size_t)>& task) {
-  std::vector<std::thread> threads;
-  threads.reserve(count);
-  for (std::size_t i = 0; i + 1 < count; ++i) threads.emplace_back(task, i);
-  if (count > 0) task(count - 1);
-  for (std::thread& t : threads) t.join();
-}
-
 void run_preloads(const std::vector<Preload>& preloads) {
-  run_at_once(preloads.size(), [&preloads](std::size_t i) {
-    try {
-      preloads[i]();
-    } catch (const std::exception&) {
-      // The check that runs the same operation meets the error and reports it.
-    }
-    trace(fmt::format("  preload {} done", i));
-  });
+  Threads threads;
+  for (std::size_t i = 0; i < preloads.size(); ++i) {
+    auto work = [&preloads, i] {
+      try {
+        preloads[i]();
+      } catch (const std::exception&) {
+        // The check that runs the same operation meets the error and reports it.
+      }
+      trace(fmt::format("  preload {} done", i));
+    };
+    if (i + 1 == preloads.size() || !threads.start(work)) threads.run_here(work);
+  }
+  threads.wait();
 }
 
 SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
   SmokeOutcome o = p.outcome;
   if (!p.ready) return o;
+  if (std::string problem = kernel_problem(p.mode, *target.torch); !problem.empty()) {
+    o.error_kind = ErrorKind::not_run;
+    o.error = problem;
+    return o;
+  }
   try {
-    const Float32PrecisionScope precision(p.mode == Mode::tf32);
     const Gemm gemm = device_gemm(p.mode, p.operands, target);
     // One untimed run pays for library start-up (cuBLAS workspaces, kernel loading); the timed
     // one is the one checked.
-    trace("  inputs on the device");
     gemm();
-    synchronize(target);
-    trace("  untimed run");
+    target.synchronize();
     const auto start = Clock::now();
-    const at::Tensor c = gemm();
-    synchronize(target);
+    const Tensor c = gemm();
+    target.synchronize();
     o.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     o.ran = true;
-
-    const at::Tensor c64 = c.to(at::kCPU).to(at::kDouble);
-    trace("  timed run, result on the CPU");
-    if (!at::isfinite(c64).all().item<bool>()) {
-      o.error_kind = ErrorKind::wrong_result;
-      o.error = "wrong result: the output contains NaN or Inf";
-      return o;
-    }
-    const double rel =
-        (c64 - p.reference).norm().item<double>() / p.reference.norm().item<double>();
-    o.rel_error = rel;
-    o.ok = std::isfinite(rel) && rel <= o.tolerance;
-    if (!o.ok) {
-      o.error_kind = ErrorKind::wrong_result;
-      o.error = fmt::format("wrong result: relative error {:.3g} exceeds the tolerance {:.3g}", rel,
-                            o.tolerance);
-    }
+    judge(o, download_values(c), p);
   } catch (const std::exception& e) {
-    o.error = error_text(e);
-    o.error_kind = classify_error(o.error);
+    record_failure(o, e);
   }
   return o;
-}
-
-SmokeOutcome run_smoke(Mode mode, const Target& target, std::uint64_t seed) {
-  return execute_smoke(prepare_smoke(mode, target, seed), target);
 }
 
 }  // namespace precision_probe::engine

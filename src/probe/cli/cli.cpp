@@ -82,8 +82,11 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
 }
 
 std::string version_text() {
-  return fmt::format("precision-probe {} (built with LibTorch {}, CUDA {})", build_info::kVersion,
-                     build_info::kLibTorchVersion, build_info::kCudaVersion);
+  return fmt::format(
+      "precision-probe {} (links no LibTorch: its engine loads the image's own through the stable "
+      "C ABI, {}.{} or later, tested to {}.{})",
+      build_info::kVersion, kEngineFloor.major, kEngineFloor.minor, kNewestTestedLibTorch.major,
+      kNewestTestedLibTorch.minor);
 }
 
 namespace {
@@ -125,7 +128,7 @@ constexpr std::array<OptionSpec, 24> kOptions = {{
     {"--quick", "", false, false, "Driver facts and architecture verdicts only: no kernels run"},
     {"--nccl", "", false, false,
      "All-reduce in fp32, fp16 and bf16 across the selected GPUs through NCCL: exact results and "
-     "bus bandwidth (two or more GPUs)"},
+     "bus bandwidth (one GPU: a one-rank all-reduce)"},
     {"--no-amp", "", false, false,
      "Skip the mixed-precision training checks (amp_fp16, amp_bf16): matmul smoke tests only"},
     {"--bench", "", false, false,

@@ -303,8 +303,9 @@ void print_device(const DeviceReport& d, Writer& w) {
   w.line("");
 }
 
-// "LibTorch 2.11.0 (CUDA 13.0, cuDNN 9.19.0, kernels: sm_80 sm_90; extras: sm_89) · read from
-// the image's files: /usr/lib/python3/dist-packages/torch"
+// "LibTorch 2.11.0+cu130 (CUDA 13.0, cuDNN 9.19.0, kernels: sm_80 sm_90; extras: sm_89) · loaded
+// from /usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so" (where a worker loaded it; "read
+// from the image's files: DIR" where none did)
 std::string stack_line(const StackInfo& s, const std::string& what) {
   std::string line =
       fmt::format("{} {} ({}{}{}{})", what, s.libtorch_version,
@@ -313,7 +314,11 @@ std::string stack_line(const StackInfo& s, const std::string& what) {
                   s.cudnn_version.empty() ? "" : ", cuDNN " + s.cudnn_version,
                   s.arch_list.empty() ? "" : ", kernels: " + join(s.arch_list, " "),
                   s.arch_extras.empty() ? "" : "; extras: " + join(s.arch_extras, " "));
-  if (s.source == "image files") line += " · read from the image's files: " + s.location;
+  if (!s.library.empty() && s.load_error.empty()) {
+    line += " · loaded from " + s.library;
+  } else if (s.source == "image files") {
+    line += " · read from the image's files: " + s.location;
+  }
   return line;
 }
 

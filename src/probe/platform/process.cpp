@@ -165,6 +165,11 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
 }
 
 void ChildProcess::send_input(const std::string& input) {
+  write_input(input);
+  close_fd(in_fd_);
+}
+
+void ChildProcess::write_input(const std::string& input) {
   if (in_fd_ < 0) return;
   // The input is small (a plan of a few hundred bytes): it fits the pipe buffer. A child that
   // exits without reading it gives EPIPE (SIGPIPE is ignored), which is not an error here.
@@ -175,7 +180,6 @@ void ChildProcess::send_input(const std::string& input) {
     if (n <= 0) break;
     written += static_cast<std::size_t>(n);
   }
-  close_fd(in_fd_);
 }
 
 void ChildProcess::close_stdout() { close_fd(out_fd_); }

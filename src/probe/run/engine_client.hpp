@@ -1,6 +1,7 @@
 #pragma once
-// The kernel engine, seen from the probe: a worker process per device runs LibTorch checks and
-// answers in JSON lines (protocol.hpp). Behind an interface so tests can use a fake engine.
+// The kernel engine, seen from the probe: a worker process per device loads the image's LibTorch,
+// runs its checks and answers in JSON lines (protocol.hpp). Behind an interface so tests can use
+// a fake engine.
 
 #include <chrono>
 #include <cstdint>
@@ -28,10 +29,12 @@ struct Limits {
   std::function<bool()> stop;
 };
 
-// Workers worth starting before their plans are known: one for the CPU and `gpus` for GPUs.
+// Workers worth starting before their plans are known: one for the CPU, `gpus` for GPUs, and
+// `tf32_gpus` TF32 processes (a GPU's tf32 check runs in a process of its own).
 struct Prestart {
   bool cpu = false;
   int gpus = 0;
+  int tf32_gpus = 0;
 };
 
 class Engine {
@@ -46,15 +49,11 @@ class Engine {
   virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
   // Stops the workers started ahead that no plan took.
   virtual void stop_spares() {}
-  // The LibTorch stack without touching a device: the build-time cache next to the engine, else
-  // (when `spawn_within` is given) a `--describe` run of the engine, killed after that long or
-  // when an interrupt arrives.
-  virtual StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) = 0;
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
-  // Libraries the workers load first (LD_LIBRARY_PATH): the image's LibTorch where it is the
-  // release the engine was built with. Optional.
-  virtual void use_libraries(const std::string& /*dir*/) {}
+  // The directory of the image's LibTorch (its libtorch_cpu.so and libtorch_cuda.so), which the
+  // workers load: call it before prestart() and run(). Without it no worker can run.
+  virtual void use_libtorch(const std::string& /*lib_dir*/) {}
 };
 
 // The real engine: spawns the precision-probe-engine executable. It is looked for in

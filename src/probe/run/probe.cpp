@@ -32,6 +32,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kTorchNotLookedFor = "PRECISION_PROBE_TORCH=none";
+
 std::uint64_t fresh_seed() {
   return random_u64() & ((std::uint64_t{1} << 48U) - 1);  // exact in every JSON reader
 }
@@ -214,13 +216,8 @@ NotRun not_run(const Options& o, bool selected) {
   return why;
 }
 
-// Why no GPU kernel can run with this engine and stack, known before anything runs ("" when
-// nothing says so).
-std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
-  if (!engine_installed) {
-    return "the kernel engine (precision-probe-engine) is not installed, so no kernel can run; "
-           "build with LibTorch or set PRECISION_PROBE_ENGINE";
-  }
+// Why a stack runs nothing on GPUs, from its files alone ("" when nothing says so).
+std::string cuda_blocker(const StackInfo& stack) {
   if (stack.available && !stack.cuda_built) {
     return fmt::format(
         "this LibTorch ({}) was built without CUDA: no GPU kernel can run; use a CUDA build of "
@@ -230,10 +227,14 @@ std::string gpu_stack_blocker(const StackInfo& stack, bool engine_installed) {
   return "";
 }
 
+// The stack a run was told not to look for (PRECISION_PROBE_TORCH=none): the hardware alone.
+bool not_looked_for(const StackInfo& stack) { return stack.found_by == kTorchNotLookedFor; }
+
 // Where no kernel runs (--quick, arch), what the stack alone says against a GPU: not known, or
-// no kernels for it ("" when nothing).
+// no kernels for it ("" when nothing, or when no stack was to be looked for).
 std::string stack_says_against(const DeviceReport& d, const StackInfo& stack) {
   if (!stack.available) {
+    if (not_looked_for(stack)) return "";
     return "the LibTorch stack is not known (" + stack.error +
            "), so whether it runs here is not known";
   }
@@ -326,11 +327,11 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
     c.reason = "--quick: no kernels run";
     return c;
   }
-  if (gpus.size() < 2) {
+  // One GPU is a one-rank all-reduce: NCCL's set-up and its kernels, checked like any other.
+  if (gpus.empty()) {
     c.status = Status::unsupported;
     c.failure = ErrorKind::environment;
-    c.reason = fmt::format("--nccl needs two or more selected GPUs; {} {} usable", gpus.size(),
-                           gpus.size() == 1 ? "is" : "are");
+    c.reason = "--nccl needs a selected GPU; none is usable";
     return c;
   }
   if (!worker) return c;
@@ -377,8 +378,9 @@ void finish_report(Report& report, const Options& options, const DiagnosticConte
 ToolInfo this_tool() {
   ToolInfo tool;
   tool.version = build_info::kVersion;
-  tool.built_with_libtorch = build_info::kLibTorchVersion;
-  tool.built_with_cuda = build_info::kCudaVersion;
+  tool.libtorch_floor = fmt::format("{}.{}", kEngineFloor.major, kEngineFloor.minor);
+  tool.libtorch_tested =
+      fmt::format("{}.{}", kNewestTestedLibTorch.major, kNewestTestedLibTorch.minor);
   return tool;
 }
 
@@ -419,18 +421,6 @@ Report usage_error_report(const std::string& message, const System& system) {
 
 namespace {
 
-// Whether the image's LibTorch is the release the engine was built with (then the workers load
-// it): as the engine's stack cache describes it, else as the build recorded it.
-bool image_is_engines(const StackInfo& image, const StackInfo& engine) {
-  const std::string built_cuda = build_info::kCudaVersion;  // "none" for a CPU-only build
-  const std::string version =
-      engine.available ? engine.libtorch_version : build_info::kLibTorchVersion;
-  const std::string cuda =
-      engine.available ? engine.cuda_version : (built_cuda == "none" ? "" : built_cuda);
-  return version_release(image.libtorch_version) == version_release(version) &&
-         image.cuda_version == cuda;
-}
-
 // PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".
 std::string bad_torch_dir(const std::optional<StackInfo>& image) {
   const bool bad = image && !image->available && image->found_by == "PRECISION_PROBE_TORCH";
@@ -438,40 +428,71 @@ std::string bad_torch_dir(const std::optional<StackInfo>& image) {
 }
 
 // The image's PyTorch, read from its files.
-std::optional<StackInfo> image_stack(const System& sys) {
-  std::optional<StackInfo> image = find_image_torch(sys);
+std::optional<StackInfo> image_stack(const ProbeDeps& deps) {
+  std::optional<StackInfo> image = deps.find_torch(deps.system);
   trace("image stack read");
   return image;
 }
 
-// The stack before anything runs: the build-time cache, and what it rules out for GPUs.
+// The stack before anything runs: the image's PyTorch, read from its files (the engine loads
+// its LibTorch), and what keeps kernels from running at all.
 struct StackAtStart {
-  StackInfo cached;
-  bool complete = false;  // the cache says everything (else a worker describes the stack)
+  StackInfo stack;
   bool engine_installed = false;
-  std::string gpu_blocker;  // why no GPU kernel can run at all ("" when nothing says so)
+  std::string kernel_blocker;  // why no kernel can run, on the CPU or GPUs ("" when nothing)
+  std::string gpu_blocker;     // why no GPU kernel can run ("" when nothing says so)
 };
 
-StackAtStart stack_at_start(Engine& engine, const Options& o,
+// The image's stack, or one that is not available, saying why.
+StackInfo stack_or_none(const System& sys, const std::optional<StackInfo>& image) {
+  if (image && image->available) return *image;
+  StackInfo s;
+  s.source = "none";
+  if (sys.getenv("PRECISION_PROBE_TORCH").value_or("") == "none") {
+    s.found_by = kTorchNotLookedFor;
+    s.error = "not looked for (PRECISION_PROBE_TORCH=none)";
+  } else {
+    s.error = "no PyTorch or LibTorch found";
+  }
+  return s;
+}
+
+// Why the engine cannot load the image's LibTorch at all ("" when it can try).
+std::string libtorch_blocker(const StackInfo& stack) {
+  if (!stack.available) {
+    return "no PyTorch or LibTorch was found for the engine to load (PRECISION_PROBE_TORCH, the "
+           "torch package of the python3 on PATH, a LibTorch on LD_LIBRARY_PATH), so no kernel "
+           "ran";
+  }
+  const std::optional<Version> release = parse_version(stack.libtorch_version);
+  if (release && *release < kEngineFloor) {
+    return fmt::format(
+        "this image's PyTorch {} is older than {}.{}, the oldest release whose stable C ABI the "
+        "engine uses, so no kernel ran (--quick answers for it from its files)",
+        stack.libtorch_version, kEngineFloor.major, kEngineFloor.minor);
+  }
+  return "";
+}
+
+StackAtStart stack_at_start(Engine& engine, const Options& o, const System& sys,
                             const std::optional<StackInfo>& image) {
   StackAtStart s;
-  if (o.quick && image && image->available) {
-    // --quick in an image: the image's own stack, read from its files; no engine is needed.
-    s.cached = *image;
-    s.complete = true;
+  s.stack = stack_or_none(sys, image);
+  if (o.quick) {
+    // No kernel runs: what the stack's files say against GPUs is all.
     s.engine_installed = engine.installed();
-    s.gpu_blocker = gpu_stack_blocker(s.cached, true);
+    s.gpu_blocker = cuda_blocker(s.stack);
     return s;
   }
-  // The build-time cache costs nothing; only without a complete one does a worker read the CUDA
-  // configuration (which loads cuDNN and takes a device on LibTorch 2.x).
-  s.cached = engine.describe(std::nullopt);
-  if (image && image->available && image_is_engines(*image, s.cached)) {
-    engine.use_libraries(image->location + "/lib");
-  }
-  s.complete = s.cached.available && s.cached.error.empty();
   s.engine_installed = engine.installed();
-  s.gpu_blocker = gpu_stack_blocker(s.cached, s.engine_installed);
+  s.kernel_blocker = libtorch_blocker(s.stack);
+  if (s.kernel_blocker.empty() && !s.engine_installed) {
+    s.kernel_blocker =
+        "the kernel engine (precision-probe-engine) is not installed next to the probe, so no "
+        "kernel ran; install the whole package (bin/ and libexec/), or set PRECISION_PROBE_ENGINE";
+  }
+  if (s.kernel_blocker.empty()) engine.use_libtorch(s.stack.location + "/lib");
+  s.gpu_blocker = s.kernel_blocker.empty() ? cuda_blocker(s.stack) : s.kernel_blocker;
   return s;
 }
 
@@ -541,16 +562,84 @@ std::string check_selection(const Options& options, const GpuFacts& facts, Repor
 // `bench_later`, its benchmark is left for a run of its own after the GPUs' (its threads would
 // starve the GPU workers' launching threads).
 WorkerRun plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t seed, bool bench_later,
-                   bool describe, const std::optional<FaultInjection>& inject) {
+                   const std::optional<FaultInjection>& inject) {
   auto support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
   WorkerRun w;
   w.plan.kind = DeviceKind::cpu;
   w.plan.smoke = runnable_modes(matmul_modes(), support);
   if (options.amp) w.plan.amp = runnable_modes(training_modes(), support);
   w.plan.seed = seed;
-  w.plan.describe = describe;
   if (options.bench && !bench_later) w.plan.bench_size = options.bench_size.value_or(1024);
   if (options.devices.cpu) plan_soak(w.plan, options, support, inject, seed);
+  return w;
+}
+
+// A GPU's tf32 check runs in a process of its own (LibTorch reads the TF32 override once per
+// process): its smoke test, benchmark and share of the soak move from `main` to a plan of their
+// own, held before its measurements until the main worker is done.
+std::optional<WorkerRun> split_tf32(WorkerRun& main) {
+  WorkerPlan& p = main.plan;
+  const auto at = std::find(p.smoke.begin(), p.smoke.end(), Mode::tf32);
+  if (at == p.smoke.end()) return std::nullopt;
+  p.smoke.erase(at);
+  WorkerRun t;
+  t.uuid = main.uuid;
+  t.plan = p;
+  t.plan.tf32_process = true;
+  t.plan.smoke = {Mode::tf32};
+  t.plan.amp.clear();
+  t.plan.soak_modes.clear();
+  t.plan.soak_seconds = 0.0;
+  t.plan.inject_iteration = 0;
+  const auto soaked = std::find(p.soak_modes.begin(), p.soak_modes.end(), Mode::tf32);
+  if (p.soak_seconds > 0.0 && soaked != p.soak_modes.end()) {
+    const double share = p.soak_seconds / static_cast<double>(p.soak_modes.size());
+    p.soak_modes.erase(soaked);
+    p.soak_seconds = p.soak_modes.empty() ? 0.0 : p.soak_seconds - share;
+    t.plan.soak_modes = {Mode::tf32};
+    t.plan.soak_seconds = share;
+    if (p.inject_iteration > 0 && p.inject_mode == Mode::tf32) {
+      t.plan.inject_iteration = p.inject_iteration;
+      p.inject_iteration = 0;
+    }
+  }
+  t.plan.hold = t.plan.bench_size > 0 || t.plan.soak_seconds > 0.0;
+  return t;
+}
+
+// A GPU's two workers as one: the main worker's plan and answers with the TF32 process's tf32
+// put back, as if one worker had run them all.
+WorkerRun merged_gpu_run(const WorkerRun& main, const WorkerRun* tf32) {
+  WorkerRun w = main;
+  if (tf32 == nullptr) return w;
+  const WorkerPlan& tp = tf32->plan;
+  w.plan.smoke.insert(w.plan.smoke.begin() + (w.plan.smoke.empty() ? 0 : 1), Mode::tf32);
+  if (tp.soak_seconds > 0.0) {
+    w.plan.soak_modes.insert(w.plan.soak_modes.begin() + (w.plan.soak_modes.empty() ? 0 : 1),
+                             Mode::tf32);
+    w.plan.soak_seconds += tp.soak_seconds;
+    if (tp.inject_iteration > 0) {
+      w.plan.inject_mode = Mode::tf32;
+      w.plan.inject_iteration = tp.inject_iteration;
+    }
+  }
+  if (!w.result) return w;
+  WorkerResult& r = *w.result;
+  const WorkerResult* t = tf32->result ? &*tf32->result : nullptr;
+  if (t != nullptr && t->smoke.count(Mode::tf32) != 0) {
+    r.smoke[Mode::tf32] = t->smoke.at(Mode::tf32);
+  } else {
+    SmokeOutcome o;
+    o.error_kind = t != nullptr && t->problem != ErrorKind::none ? t->problem : ErrorKind::crashed;
+    o.error = t != nullptr && !t->problem_message.empty()
+                  ? t->problem_message
+                  : "the TF32 process finished without reporting this check";
+    r.smoke[Mode::tf32] = o;
+  }
+  if (t != nullptr) {
+    for (const auto& [mode, bench] : t->bench) r.bench[mode] = bench;
+    for (const auto& [mode, soak] : t->soak) r.soak[mode] = soak;
+  }
   return w;
 }
 
@@ -561,8 +650,8 @@ std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
   std::vector<WorkerRun> runs;
   for (const GpuInfo& gpu : facts.gpus) {
     if (!gpu_selected(options, gpu.index) || !gpu.cc || !blocker.empty()) continue;
-    // What the cached stack lacks is not asked of the engine (without a cache, the engine sees it).
-    auto support = [&gpu, &stack](Mode m) { return gpu_support(*gpu.cc, m, stack.cached); };
+    // What the image's stack lacks (its release, its CUDA) is not asked of the engine.
+    auto support = [&gpu, &stack](Mode m) { return gpu_support(*gpu.cc, m, stack.stack); };
     WorkerRun w;
     w.uuid = gpu.uuid;
     w.plan.kind = DeviceKind::cuda;
@@ -573,7 +662,9 @@ std::vector<WorkerRun> plan_gpus(const Options& options, const GpuFacts& facts,
     w.plan.seed = seed + static_cast<std::uint64_t>(gpu.index) + 1;
     if (options.bench) w.plan.bench_size = options.bench_size.value_or(8192);
     plan_soak(w.plan, options, support, inject, seed, gpu.memory_total);
+    std::optional<WorkerRun> tf32 = split_tf32(w);
     runs.push_back(w);
+    if (tf32) runs.push_back(*tf32);
   }
   return runs;
 }
@@ -589,7 +680,7 @@ std::vector<int> collective_gpus(const Options& options, const GpuFacts& facts) 
 
 std::optional<WorkerRun> plan_collective(const Options& options, const GpuFacts& facts,
                                          const std::vector<int>& gpus, std::uint64_t seed) {
-  if (!options.nccl || options.quick || gpus.size() < 2) return std::nullopt;
+  if (!options.nccl || options.quick || gpus.empty()) return std::nullopt;
   WorkerRun w;
   w.plan.kind = DeviceKind::cuda;
   w.plan.collective_ranks = static_cast<int>(gpus.size());
@@ -655,7 +746,6 @@ void run_cpu_bench(Engine& engine, WorkerRun& cpu, const RunClock& clock) {
   WorkerRun bench;
   bench.plan = cpu.plan;
   bench.plan.amp.clear();
-  bench.plan.describe = false;
   bench.plan.soak_seconds = 0.0;  // the CPU soaked in its first run
   bench.plan.soak_modes.clear();
   bench.plan.inject_iteration = 0;
@@ -670,18 +760,29 @@ void run_cpu_bench(Engine& engine, WorkerRun& cpu, const RunClock& clock) {
   cpu.plan.bench_size = bench.plan.bench_size;  // read as benchmarked
 }
 
-// The stack: the build cache when complete, else the worker asked to describe it (any worker's
-// answer beats no answer).
+// The stack: the image's, with what the engine's workers said of the library they loaded (a GPU
+// worker's, which loaded libtorch_cuda.so, before the CPU's).
 StackInfo stack_from(const StackAtStart& at_start, const std::optional<WorkerRun>& cpu,
                      const std::vector<WorkerRun>& gpus) {
-  StackInfo stack = at_start.cached;
-  if (at_start.complete) return stack;
-  auto consider = [&stack](const WorkerRun& w) {
+  StackInfo stack = at_start.stack;
+  const StackInfo* said = nullptr;
+  auto consider = [&said](const WorkerRun& w) {
     if (!w.result || !w.result->stack) return;
-    if (w.plan.describe || !stack.available) stack = *w.result->stack;
+    if (said == nullptr ||
+        (said->load_error.empty() == false && w.result->stack->load_error.empty())) {
+      said = &*w.result->stack;
+    }
   };
-  if (cpu) consider(*cpu);
   for (const WorkerRun& w : gpus) consider(w);
+  if (cpu) consider(*cpu);
+  if (said == nullptr) return stack;
+  stack.library = said->library;
+  stack.abi_version = said->abi_version;
+  stack.release_note = said->release_note;
+  stack.load_error = said->load_error;
+  if (cpu && cpu->result && cpu->result->stack && cpu->result->stack->cpu_threads > 0) {
+    stack.cpu_threads = cpu->result->stack->cpu_threads;
+  }
   return stack;
 }
 
@@ -717,10 +818,14 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     if (gpu.cc && report.stack.available && report.stack.cuda_built && !targets.empty()) {
       d.kernels = kernel_coverage(*gpu.cc, targets);
     }
-    const WorkerRun* run = nullptr;
+    const WorkerRun* main = nullptr;
+    const WorkerRun* tf32 = nullptr;
     for (const WorkerRun& w : runs) {
-      if (w.plan.index == gpu.index) run = &w;
+      if (w.plan.index == gpu.index) (w.plan.tf32_process ? tf32 : main) = &w;
     }
+    const std::optional<WorkerRun> merged =
+        main != nullptr ? std::optional<WorkerRun>(merged_gpu_run(*main, tf32)) : std::nullopt;
+    const WorkerRun* run = merged ? &*merged : nullptr;
     // What the stack lacks is said of a selected GPU that nothing else keeps from running.
     const bool stack_layer = d.selected && blocker.empty();
     auto support = [&gpu, &report, stack_layer](Mode m) {
@@ -736,13 +841,17 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
 }
 
 void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
-                    const std::optional<WorkerRun>& run) {
+                    const std::optional<WorkerRun>& run, const std::string& blocker) {
   DeviceReport d;
   d.kind = DeviceKind::cpu;
   d.name = cpu.model;
   d.selected = options.devices.cpu;
   d.cpu = cpu;
   NotRun why = not_run(options, true);
+  if (!blocker.empty() && !options.quick) {
+    why.reason = blocker;
+    why.unavailable = true;
+  }
   if (run && run->result && run->result->problem == ErrorKind::not_run) {
     why.reason = run->result->problem_message;
   }
@@ -784,10 +893,10 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   trace("probe start");
   const Expected<std::optional<FaultInjection>> inject = fault_to_inject(options, sys);
   if (!inject) return usage_error_report(inject.error(), sys);
-  report.image_stack = image_stack(sys);
+  report.image_stack = image_stack(deps);
   const std::string bad_torch = bad_torch_dir(report.image_stack);
   if (!bad_torch.empty()) return usage_error_report(bad_torch, sys);
-  const StackAtStart stack = stack_at_start(deps.engine, options, report.image_stack);
+  const StackAtStart stack = stack_at_start(deps.engine, options, sys, report.image_stack);
 
   // --- Workers started ahead (loading LibTorch is the longest wait); the CPU's checks begin now
   const int expected_gpus =
@@ -795,10 +904,10 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   const CpuInfo cpu = collect_cpu(sys);
   std::optional<WorkerRun> cpu_run;
   std::future<void> cpu_done;
-  if (!options.quick) {
-    deps.engine.prestart({true, expected_gpus});
-    cpu_run = plan_cpu(options, cpu, report.run.seed, expected_gpus > 0,
-                       !stack.complete && expected_gpus == 0, *inject);
+  if (!options.quick && stack.kernel_blocker.empty()) {
+    // A GPU's TF32 process with its main worker: both load LibTorch at once.
+    deps.engine.prestart({true, expected_gpus, expected_gpus});
+    cpu_run = plan_cpu(options, cpu, report.run.seed, expected_gpus > 0, *inject);
     cpu_done = std::async(std::launch::async,
                           [&] { run_workers(deps.engine, {&*cpu_run}, clock.limits()); });
   }
@@ -814,7 +923,6 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   std::vector<WorkerRun> gpu_runs =
       options.quick ? std::vector<WorkerRun>{}
                     : plan_gpus(options, driver.facts, stack, report.run.seed, *inject);
-  if (!stack.complete && !gpu_runs.empty()) gpu_runs.front().plan.describe = true;
   const std::vector<int> collective_on = collective_gpus(options, driver.facts);
   std::optional<WorkerRun> collective =
       plan_collective(options, driver.facts, collective_on, report.run.seed);
@@ -841,7 +949,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   // --- The report ---
   report.stack = stack_from(stack, cpu_run, gpu_runs);
   add_gpu_devices(report, options, driver.facts, gpu_runs, stack.gpu_blocker, samples);
-  add_cpu_device(report, options, cpu, cpu_run);
+  add_cpu_device(report, options, cpu, cpu_run, stack.kernel_blocker);
   report.collectives =
       collectives_report(options, driver.facts, collective_on,
                          collective ? collective->result : std::optional<WorkerResult>{});
@@ -856,7 +964,7 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   return report;
 }
 
-Report run_arch(const Options& options, ProbeDeps deps) {
+Report run_arch(const Options& options, const ProbeDeps& deps) {
   const auto started = Clock::now();
   Report report;
   stamp(report);
@@ -864,14 +972,11 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   report.host = collect_host(deps.system);
   report.run.command = Command::arch;
   // In an image with a PyTorch of its own, "would this image run there?" is asked of that one.
-  report.image_stack = image_stack(deps.system);
+  report.image_stack = image_stack(deps);
   if (const std::string bad = bad_torch_dir(report.image_stack); !bad.empty()) {
     return usage_error_report(bad, deps.system);
   }
-  report.stack = report.image_stack && report.image_stack->available
-                     ? *report.image_stack
-                     : deps.engine.describe(std::chrono::milliseconds(static_cast<long long>(
-                           std::min(options.timeout_s, options.check_timeout_s) * 1000.0)));
+  report.stack = stack_or_none(deps.system, report.image_stack);
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   const ComputeCapability cc =
       parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});
@@ -894,8 +999,7 @@ Report run_arch(const Options& options, ProbeDeps deps) {
   d.selected = !options.require.empty();
   NotRun why{"offline (arch): no kernels run", false, ""};
   // The image's own stack needs no engine to be answered for.
-  const std::string blocker = gpu_stack_blocker(
-      report.stack, deps.engine.installed() || report.stack.source == "image files");
+  const std::string blocker = cuda_blocker(report.stack);
   const std::string blocked = !blocker.empty() ? blocker : stack_says_against(d, report.stack);
   if (!blocked.empty() && d.selected) why = NotRun{blocked, true, ""};
   const bool stack_layer = blocked.empty();

@@ -6,7 +6,11 @@
 #include "probe/run/engine_client.hpp"
 #include "probe/cli/options.hpp"
 #include "precision_probe/report.hpp"
+#include "probe/facts/torch_files.hpp"
 #include "probe/platform/system.hpp"
+
+#include <functional>
+#include <optional>
 
 namespace precision_probe {
 
@@ -14,6 +18,8 @@ struct ProbeDeps {
   const System& system;
   DriverApi& driver;
   Engine& engine;
+  // The image's PyTorch, read from its files (facts/torch_files.hpp); tests give their own.
+  std::function<std::optional<StackInfo>(const System&)> find_torch = find_image_torch;
 };
 
 // The full probe (or --quick). Never throws for hardware or engine trouble: it ends up in the
@@ -21,14 +27,14 @@ struct ProbeDeps {
 Report run_probe(const Options& options, ProbeDeps deps);
 
 // `precision-probe arch CC`: the matrix for a compute capability, offline.
-Report run_arch(const Options& options, ProbeDeps deps);
+Report run_arch(const Options& options, const ProbeDeps& deps);
 
 // A report that carries only a usage error (exit 2), for the JSON form of bad input.
 Report usage_error_report(const std::string& message, const System& system);
 
 HostInfo collect_host(const System& system);
 
-// This build of the tool: its version and the LibTorch and CUDA it was built with.
+// This build of the tool: its version, and the LibTorch releases its engine loads.
 ToolInfo this_tool();
 
 // How many GPU workers are worth starting before the driver answers: the GPUs' device nodes

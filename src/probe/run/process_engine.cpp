@@ -26,8 +26,9 @@ namespace precision_probe {
 namespace {
 
 constexpr const char* kEngineName = "precision-probe-engine";
-constexpr const char* kStackCacheName = "precision-probe-stack.json";
 constexpr std::size_t kStderrTail = 2048;
+// LibTorch reads it once per process: on in a GPU's TF32 process, off in every other worker.
+constexpr const char* kTf32Override = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE";
 
 std::string last_line(const std::string& text) {
   std::string trimmed = text;
@@ -38,10 +39,13 @@ std::string last_line(const std::string& text) {
 
 // The longest result line a worker may send (the longest real one is a few hundred bytes).
 constexpr std::size_t kMaxLine = 1U << 20U;
-// The longest stack description believed (a real one is under a kilobyte).
-constexpr std::size_t kMaxDescription = 1U << 20U;
 
 enum class Stream { out, err, exit };
+
+std::string not_installed_message() {
+  return "the kernel engine (precision-probe-engine) is not installed next to the probe, so no "
+         "kernel ran; install the whole package (bin/ and libexec/), or set PRECISION_PROBE_ENGINE";
+}
 
 struct Worker {
   std::unique_ptr<ChildProcess> child;
@@ -50,7 +54,20 @@ struct Worker {
   bool out_open = false;
   bool err_open = false;
   std::chrono::steady_clock::time_point last_line;  // a result line resets the per-check clock
+  bool held = false;     // its plan holds it before its measurements until "go" is sent
+  bool holding = false;  // it said it is waiting (the per-check clock does not run meanwhile)
 };
+
+// The kind of worker a spare was started as: its device kind, and the TF32 process or not.
+struct WorkerKind {
+  DeviceKind kind = DeviceKind::cpu;
+  bool tf32 = false;
+  friend bool operator==(WorkerKind a, WorkerKind b) {
+    return a.kind == b.kind && a.tf32 == b.tf32;
+  }
+};
+
+WorkerKind kind_of(const WorkerPlan& plan) { return {plan.kind, plan.tf32_process}; }
 
 class ProcessEngine final : public Engine {
  public:
@@ -58,8 +75,8 @@ class ProcessEngine final : public Engine {
       : system_(system), engine_path_(std::move(engine_path)) {}
 
   void prestart(const Prestart& what) override {
-    if (engine_path_.empty()) return;
-    auto spawn = [this](DeviceKind kind) {
+    if (engine_path_.empty() || lib_dir_.empty()) return;
+    auto spawn = [this](WorkerKind kind) {
       std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
       if (auto child = start_worker(kind, std::nullopt, error)) {
@@ -67,8 +84,9 @@ class ProcessEngine final : public Engine {
         spares_.push_back({kind, std::move(child)});
       }
     };
-    if (what.cpu) spawn(DeviceKind::cpu);
-    for (int i = 0; i < what.gpus; ++i) spawn(DeviceKind::cuda);
+    if (what.cpu) spawn({DeviceKind::cpu, false});
+    for (int i = 0; i < what.gpus; ++i) spawn({DeviceKind::cuda, false});
+    for (int i = 0; i < what.tf32_gpus; ++i) spawn({DeviceKind::cuda, true});
     trace(fmt::format("{} worker(s) started ahead", spares_.size()));
   }
 
@@ -80,30 +98,35 @@ class ProcessEngine final : public Engine {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       results[i].kind = plans[i].kind;
       results[i].index = plans[i].index;
-      if (engine_path_.empty()) {
+      if (engine_path_.empty() || lib_dir_.empty()) {
         results[i].problem = ErrorKind::unavailable;
         results[i].problem_message =
-            "the kernel engine (precision-probe-engine) is not installed next to the probe, so "
-            "no kernel ran; build with LibTorch or set PRECISION_PROBE_ENGINE";
+            engine_path_.empty() ? not_installed_message() : "no LibTorch to load was found";
         continue;
       }
-      std::unique_ptr<ChildProcess> child = take_spare(plans[i].kind);
+      std::unique_ptr<ChildProcess> child = take_spare(kind_of(plans[i]));
       std::string error;
-      if (!child) child = start_worker(plans[i].kind, plans[i].cuda_visible_devices, error);
+      if (!child) child = start_worker(kind_of(plans[i]), plans[i].cuda_visible_devices, error);
       if (!child) {
         // An engine that cannot be started is a broken installation, not a failed check.
         results[i].problem = ErrorKind::unavailable;
         results[i].problem_message = "the kernel engine cannot be started: " + error;
         continue;
       }
-      child->send_input(encode_plan(plans[i]) + "\n");
+      // A held worker's stdin stays open for its "go".
+      if (plans[i].hold) {
+        child->write_input(encode_plan(plans[i]) + "\n");
+      } else {
+        child->send_input(encode_plan(plans[i]) + "\n");
+      }
       workers[i].child = std::move(child);
       workers[i].out_open = true;
       workers[i].err_open = true;
+      workers[i].held = plans[i].hold;
       workers[i].last_line = std::chrono::steady_clock::now();
     }
     stop_spares_of(plans);
-    pump(workers, results, deadline, limits);
+    pump(plans, workers, results, deadline, limits);
     // Killed workers get two seconds together to go; one that does not is named.
     const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -115,80 +138,20 @@ class ProcessEngine final : public Engine {
 
   bool installed() const override { return !engine_path_.empty(); }
 
-  void use_libraries(const std::string& dir) override { library_dir_ = dir; }
-
-  // The image's LibTorch first on the loader's path, where use_libraries named it.
-  std::vector<std::string> with_libraries(std::vector<std::string> overrides) const {
-    if (library_dir_.empty()) return overrides;
-    const std::string old = system_.getenv("LD_LIBRARY_PATH").value_or("");
-    overrides.push_back("LD_LIBRARY_PATH=" + library_dir_ + (old.empty() ? "" : ":" + old));
-    return overrides;
-  }
+  void use_libtorch(const std::string& lib_dir) override { lib_dir_ = lib_dir; }
 
   void stop_spares() override {
     const std::lock_guard<std::mutex> lock(spares_mutex_);
     spares_.clear();
   }
 
-  StackInfo describe(std::optional<std::chrono::milliseconds> spawn_within) override {
-    StackInfo stack;
-    stack.source = "none";
-    if (engine_path_.empty()) {
-      stack.error = "the kernel engine (precision-probe-engine) is not installed";
-      return stack;
-    }
-    const std::string cache = directory_of(engine_path_) + "/" + kStackCacheName;
-    if (auto text = system_.read_file(cache)) {
-      Expected<StackInfo> cached = decode_stack(*text);
-      if (cached && cached->available) {
-        stack = *cached;
-        stack.source = "build cache";
-        return stack;
-      }
-    }
-    if (!spawn_within) {
-      stack = StackInfo{};
-      stack.source = "none";
-      stack.error = "LibTorch not loaded under --quick and no build cache at " + cache;
-      return stack;
-    }
-    const ProcessOutput out =
-        // With the devices visible: LibTorch 2.x needs one to read its CUDA configuration.
-        run_process({engine_path_, "--describe"},
-                    environment_with(
-                        with_libraries({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())})),
-                    "", *spawn_within, kMaxDescription);
-    Expected<StackInfo> described = decode_stack(out.out);
-    if (out.exit_code == 0 && described) {
-      stack = *described;
-      stack.source = "engine";
-      return stack;
-    }
-    const std::string error = out.exit_code == 0 ? described.error() : "";
-    stack = StackInfo{};
-    stack.source = "none";
-    if (out.overflowed) {
-      stack.error = fmt::format("the engine's stack description ran past {} MiB: a broken engine",
-                                kMaxDescription >> 20U);
-    } else if (out.timed_out || out.interrupted) {
-      stack.error = out.timed_out
-                        ? fmt::format("the engine did not describe the stack within {:g} s",
-                                      static_cast<double>(spawn_within->count()) / 1000.0)
-                        : "the engine was describing the stack when the run was interrupted";
-    } else {
-      stack.error = out.start_error.empty()
-                        ? fmt::format("the engine could not describe the stack: {}",
-                                      last_line(out.err.empty() ? error : out.err))
-                        : out.start_error;
-    }
-    return stack;
-  }
-
  private:
   // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
-  void pump(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
-            std::chrono::steady_clock::time_point deadline, Limits limits) {
+  void pump(const std::vector<WorkerPlan>& plans, std::vector<Worker>& workers,
+            std::vector<WorkerResult>& results, std::chrono::steady_clock::time_point deadline,
+            Limits limits) {
     while (true) {
+      release_held(plans, workers);
       std::vector<pollfd> fds;
       std::vector<std::pair<std::size_t, Stream>> owners;
       for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -245,7 +208,7 @@ class ProcessEngine final : public Engine {
     for (std::size_t i = 0; i < workers.size(); ++i) {
       Worker& w = workers[i];
       if (!w.out_open && !w.err_open) continue;
-      if (now - w.last_line > limits.per_check) {
+      if (!w.holding && now - w.last_line > limits.per_check) {
         stop(w, results[i],
              fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
                          static_cast<double>(limits.per_check.count()) / 1000.0));
@@ -253,6 +216,34 @@ class ProcessEngine final : public Engine {
         exited(w, results[i]);
       }
     }
+  }
+
+  // A GPU's TF32 process measures after the GPU's main worker: it is sent "go" once that one is
+  // done (or gone), and at once where the run has none.
+  static void release_held(const std::vector<WorkerPlan>& plans, std::vector<Worker>& workers) {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (!w.held || !w.child) continue;
+      bool partner_running = false;
+      for (std::size_t j = 0; j < workers.size(); ++j) {
+        const bool partner = j != i && plans[j].kind == plans[i].kind &&
+                             plans[j].index == plans[i].index && !plans[j].tf32_process &&
+                             plans[j].collective_ranks == 0;
+        if (partner && workers[j].child && (workers[j].out_open || workers[j].err_open)) {
+          partner_running = true;
+        }
+      }
+      if (partner_running) continue;
+      w.child->send_input("go\n");
+      w.held = false;
+      w.holding = false;
+      w.last_line = std::chrono::steady_clock::now();
+    }
+  }
+
+  static bool is_holding(const std::string& line) {
+    return line.find("\"type\":\"progress\"") != std::string::npos &&
+           line.find("\"what\":\"holding\"") != std::string::npos;
   }
 
   // Kills a worker that is still running; its unfinished checks will say `why`.
@@ -316,6 +307,7 @@ class ProcessEngine final : public Engine {
       w.pending.erase(0, nl + 1);
       if (line.empty()) continue;
       w.last_line = std::chrono::steady_clock::now();
+      if (w.held && is_holding(line)) w.holding = true;
       const Expected<void> applied = apply_result_line(line, result);
       if (applied && result.finished) {
         trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
@@ -399,26 +391,30 @@ class ProcessEngine final : public Engine {
     if (!detail.empty()) result.problem_message += ": " + detail;
   }
 
-  // Starts a worker, its plan to follow on stdin. A CPU worker never sees a GPU. A GPU worker
-  // sees `gpu` when it is known; started ahead (nullopt), it inherits the environment and narrows
-  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. nullptr (and `error`) on failure.
-  std::unique_ptr<ChildProcess> start_worker(DeviceKind kind, const std::optional<std::string>& gpu,
+  // Starts a worker, its plan to follow on stdin, loading the image's LibTorch: libtorch_cpu.so
+  // for the CPU, libtorch_cuda.so for GPUs. A CPU worker never sees a GPU. A GPU worker sees `gpu`
+  // when it is known; started ahead (nullopt), it inherits the environment and narrows
+  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. TF32 is on in a TF32 process and
+  // off in every other. nullptr (and `error`) on failure.
+  std::unique_ptr<ChildProcess> start_worker(WorkerKind kind, const std::optional<std::string>& gpu,
                                              std::string& error) const {
     // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
-    if (kind == DeviceKind::cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
-    if (kind == DeviceKind::cuda && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
-    const std::vector<std::string> argv = {engine_path_, "--worker"};
+    const bool cpu = kind.kind == DeviceKind::cpu;
+    if (cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
+    if (!cpu && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
+    overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
+    const std::string library = lib_dir_ + (cpu ? "/libtorch_cpu.so" : "/libtorch_cuda.so");
+    const std::vector<std::string> argv = {engine_path_, "--worker", cpu ? "cpu" : "gpu",
+                                           "--libtorch", library};
     auto child = std::make_unique<ChildProcess>();
-    if (!child->start(argv, environment_with(with_libraries(std::move(overrides))), error)) {
-      return nullptr;
-    }
+    if (!child->start(argv, environment_with(overrides), error)) return nullptr;
     return child;
   }
 
   // A worker started ahead for plans of this kind, or nullptr. One that died meanwhile is still
   // handed out: its run reports what happened to it, as a freshly started one's would.
-  std::unique_ptr<ChildProcess> take_spare(DeviceKind kind) {
+  std::unique_ptr<ChildProcess> take_spare(WorkerKind kind) {
     const std::lock_guard<std::mutex> lock(spares_mutex_);
     const auto it = std::find_if(spares_.begin(), spares_.end(),
                                  [kind](const Spare& s) { return s.kind == kind; });
@@ -445,7 +441,7 @@ class ProcessEngine final : public Engine {
   }
 
   struct Spare {
-    DeviceKind kind;
+    WorkerKind kind;
     std::unique_ptr<ChildProcess> child;
   };
 
@@ -457,14 +453,14 @@ class ProcessEngine final : public Engine {
                                  [&plans](const Spare& s) {
                                    return std::any_of(
                                        plans.begin(), plans.end(),
-                                       [&s](const WorkerPlan& p) { return p.kind == s.kind; });
+                                       [&s](const WorkerPlan& p) { return kind_of(p) == s.kind; });
                                  }),
                   spares_.end());
   }
 
   const System& system_;
   std::string engine_path_;
-  std::string library_dir_;  // prepended to the workers' LD_LIBRARY_PATH (use_libraries)
+  std::string lib_dir_;      // the image's torch/lib (use_libtorch)
   std::mutex spares_mutex_;  // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
 };

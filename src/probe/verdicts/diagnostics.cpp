@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "common/arch.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
 
@@ -365,34 +366,74 @@ void gpu_state(Collector& c, const DeviceReport& d) {
   }
 }
 
-// A full run in an image whose PyTorch is not the engine's LibTorch: which stack the checks ran
-// against, or that they could not run, and the two ways to check the image's own.
-void image_stack(Collector& c, const Report& r) {
-  if (!r.image_stack || !r.image_stack->available || r.run.quick) return;
-  const StackInfo& image = *r.image_stack;
-  const std::string ways =
-      "to check this image's own stack with kernels, build the engine in the image "
-      "(docs/examples/Dockerfile); to check it without, run --quick, which reads it from its files";
-  const std::string theirs =
-      fmt::format("this image's PyTorch {} (CUDA {}, {})", image.libtorch_version,
-                  image.cuda_version.empty() ? "none" : image.cuda_version, image.location);
-  if (!r.stack.available) {
-    c.add(DiagnosticCode::engine_not_image_stack, Severity::error,
-          fmt::format("the engine could not run ({}); it was built with LibTorch {} (CUDA {}), "
-                      "{}: no kernel check ran",
-                      r.stack.error, r.tool.built_with_libtorch, r.tool.built_with_cuda, theirs),
-          ways);
+// The first not_tested reason of any device that names an operator's schema ("" when none).
+std::string schema_mismatch(const Report& r) {
+  for (const DeviceReport& d : r.devices) {
+    for (const auto& [mode, p] : d.precisions) {
+      if (p.reason.find("the image's schema of") != std::string::npos ||
+          p.reason.find("native_functions.yaml has no") != std::string::npos) {
+        return p.reason;
+      }
+    }
+  }
+  return "";
+}
+
+// The image's LibTorch as the engine found and loaded it (a full run's; --quick loads nothing).
+void libtorch(Collector& c, const Report& r) {
+  if (r.run.quick || r.run.command != Command::probe) return;
+  const StackInfo& s = r.stack;
+  if (!s.available) {
+    if (s.found_by == "PRECISION_PROBE_TORCH=none") return;
+    c.add(DiagnosticCode::libtorch_not_found, Severity::error,
+          "no PyTorch or LibTorch was found for the engine to load: no kernel check ran",
+          "run the probe inside the image whose PyTorch you train with (the torch package of its "
+          "python3 is found), or set PRECISION_PROBE_TORCH to a torch package or LibTorch "
+          "directory");
     return;
   }
-  if (version_release(r.stack.libtorch_version) == version_release(image.libtorch_version) &&
-      r.stack.cuda_version == image.cuda_version) {
+  const std::optional<Version> release = parse_version(s.libtorch_version);
+  if (release && *release < kEngineFloor) {
+    c.add(DiagnosticCode::libtorch_too_old, Severity::error,
+          fmt::format("this image's PyTorch {} is older than {}.{}, the oldest release whose "
+                      "stable C ABI the engine uses: no kernel check ran",
+                      s.libtorch_version, kEngineFloor.major, kEngineFloor.minor),
+          fmt::format("use PyTorch {}.{} or later; --quick still answers for this one from its "
+                      "files",
+                      kEngineFloor.major, kEngineFloor.minor));
     return;
   }
-  c.add(DiagnosticCode::engine_not_image_stack, Severity::warning,
-        fmt::format("the kernel checks ran against the engine's LibTorch {} (CUDA {}), not {}",
-                    r.stack.libtorch_version,
-                    r.stack.cuda_version.empty() ? "none" : r.stack.cuda_version, theirs),
-        ways);
+  if (!s.load_error.empty()) {
+    c.add(DiagnosticCode::libtorch_load_failed, Severity::error,
+          fmt::format("the engine could not load this image's LibTorch: {}", s.load_error),
+          "the libraries it needs (its libc10.so, the nvidia-* wheels of its CUDA) must be where "
+          "pip puts them; `ldd " +
+              s.library + "` shows what is missing");
+    return;
+  }
+  if (!s.abi_version.empty() && version_release(s.libtorch_version) != s.abi_version) {
+    c.add(DiagnosticCode::libtorch_version_mismatch, Severity::warning,
+          fmt::format("torch/version.py says {}, but the library the engine loaded ({}) says it is "
+                      "{} (aoti_torch_abi_version): the checks ran on {}",
+                      s.libtorch_version, s.library, s.abi_version, s.abi_version),
+          "the package's files and its libraries come from different installations: reinstall "
+          "torch");
+  }
+  if (!s.release_note.empty()) {
+    c.add(DiagnosticCode::libtorch_untested_release, Severity::warning,
+          fmt::format("PyTorch {}: {}; its checks ran, each result checked as always, and an "
+                      "operator whose schema changed was not called",
+                      s.libtorch_version, s.release_note),
+          "a newer precision-probe knows this release; meanwhile read the reasons of what is not "
+          "tested");
+  }
+  if (const std::string mismatch = schema_mismatch(r); !mismatch.empty()) {
+    c.add(DiagnosticCode::operator_schema_mismatch, Severity::warning,
+          "an operator the engine calls by name has another schema in this image, so the checks "
+          "that use it did not run: " +
+              mismatch,
+          "a precision-probe that knows this release's schemas runs them");
+  }
 }
 
 void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
@@ -400,8 +441,8 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     c.add(DiagnosticCode::engine_not_installed, Severity::warning,
           "the kernel engine (precision-probe-engine) is not installed next to the probe: no "
           "smoke test ran",
-          "build precision-probe with LibTorch (./dev probe) or set PRECISION_PROBE_ENGINE to the "
-          "engine's path");
+          "install the whole package (bin/precision-probe and libexec/precision-probe/), or set "
+          "PRECISION_PROBE_ENGINE to the engine's path");
   }
   if (r.stack.available && !r.stack.cuda_built) {
     if (any_gpu(r)) {
@@ -410,7 +451,7 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
                         "kernel can run",
                         r.stack.libtorch_version),
             "use a CUDA build of PyTorch/LibTorch (a pytorch/pytorch:*-cuda* image, a cu12x/cu13x "
-            "wheel) and rebuild the probe against it");
+            "wheel)");
     } else {
       c.add(DiagnosticCode::libtorch_without_cuda, Severity::info,
             fmt::format("LibTorch {} is a CPU-only build (and no GPU is visible)",
@@ -432,7 +473,13 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     const PrecisionResult* tf32 = d.find(Mode::tf32);
     if (tf32 != nullptr && tf32->hardware == Hardware::native) tf32_native = true;
   }
-  if (tf32_native) {
+  if (ctx.system.getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE").value_or("") == "1") {
+    c.add(DiagnosticCode::tf32_override, Severity::warning,
+          "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set (NGC's images set it): this image's PyTorch "
+          "runs every fp32 matmul as TF32, whatever the code asks; the probe's fp32 check ran "
+          "without it",
+          "unset it for jobs that need full-fp32 matmuls; keep it where TF32 is what you want");
+  } else if (tf32_native) {
     c.add(DiagnosticCode::tf32_off_by_default, Severity::info,
           "PyTorch/LibTorch leave TF32 off for fp32 matmuls by default (since 1.12): fp32 training "
           "runs at full-fp32 speed although TF32 tensor cores are native here",
@@ -636,7 +683,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& 
   driver_version(c, report, context);
   cu_init(c, report, context);
   stack_and_devices(c, report, context);
-  image_stack(c, report);
+  libtorch(c, report);
   disagreement(c, report);
   ungated_failures(c, report);
   cpu_blas(c, report);

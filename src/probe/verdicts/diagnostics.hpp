@@ -27,7 +27,12 @@ enum class DiagnosticCode {
   cuinit_failed,
   no_cuda_device,
   engine_not_installed,
-  engine_not_image_stack,
+  libtorch_not_found,
+  libtorch_too_old,
+  libtorch_load_failed,
+  libtorch_version_mismatch,
+  libtorch_untested_release,
+  operator_schema_mismatch,
   libtorch_without_cuda,
   arch_not_in_build,
   arch_via_ptx,
@@ -37,6 +42,7 @@ enum class DiagnosticCode {
   gpu_memory_busy,
   bf16_emulated,
   tf32_off_by_default,
+  tf32_override,
   devices_disagree,
   ungated_device_failed,
   cpu_blas_slow,
@@ -55,7 +61,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 33> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 39> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -68,7 +74,12 @@ inline constexpr std::array<DiagnosticInfo, 33> kDiagnosticCodes = {{
     {DiagnosticCode::cuinit_failed, "cuinit-failed"},
     {DiagnosticCode::no_cuda_device, "no-cuda-device"},
     {DiagnosticCode::engine_not_installed, "engine-not-installed"},
-    {DiagnosticCode::engine_not_image_stack, "engine-not-image-stack"},
+    {DiagnosticCode::libtorch_not_found, "libtorch-not-found"},
+    {DiagnosticCode::libtorch_too_old, "libtorch-too-old"},
+    {DiagnosticCode::libtorch_load_failed, "libtorch-load-failed"},
+    {DiagnosticCode::libtorch_version_mismatch, "libtorch-version-mismatch"},
+    {DiagnosticCode::libtorch_untested_release, "libtorch-untested-release"},
+    {DiagnosticCode::operator_schema_mismatch, "operator-schema-mismatch"},
     {DiagnosticCode::libtorch_without_cuda, "libtorch-without-cuda"},
     {DiagnosticCode::arch_not_in_build, "arch-not-in-build"},
     {DiagnosticCode::arch_via_ptx, "arch-via-ptx"},
@@ -78,6 +89,7 @@ inline constexpr std::array<DiagnosticInfo, 33> kDiagnosticCodes = {{
     {DiagnosticCode::gpu_memory_busy, "gpu-memory-busy"},
     {DiagnosticCode::bf16_emulated, "bf16-emulated"},
     {DiagnosticCode::tf32_off_by_default, "tf32-off-by-default"},
+    {DiagnosticCode::tf32_override, "tf32-override"},
     {DiagnosticCode::devices_disagree, "devices-disagree"},
     {DiagnosticCode::ungated_device_failed, "ungated-device-failed"},
     {DiagnosticCode::cpu_blas_slow, "cpu-blas-slow"},

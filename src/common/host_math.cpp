@@ -1,0 +1,124 @@
+#include "common/host_math.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/threads.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31U);
+}
+
+std::uint64_t rotl(std::uint64_t x, int k) {
+  return (x << static_cast<unsigned>(k)) | (x >> static_cast<unsigned>(64 - k));
+}
+
+constexpr std::int64_t kBlock = 64;  // rows of C a task computes; columns of B kept hot
+
+// Rows [r0, r1) of C, in blocks of k so that the B rows a block reads stay in cache.
+void product_rows(const double* a, const double* b, double* c, std::int64_t r0, std::int64_t r1,
+                  std::int64_t k, std::int64_t n) {
+  constexpr std::int64_t kDepth = 128;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kDepth) {
+    const std::int64_t p1 = std::min(k, p0 + kDepth);
+    for (std::int64_t i = r0; i < r1; ++i) {
+      double* ci = c + i * n;
+      const double* ai = a + i * k;
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const double x = ai[p];
+        const double* bp = b + p * n;
+        for (std::int64_t j = 0; j < n; ++j) ci[j] += x * bp[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+HostRandom::HostRandom(std::uint64_t seed) {
+  std::uint64_t state = seed;
+  for (std::uint64_t& s : s_) s = splitmix64(state);
+}
+
+std::uint64_t HostRandom::next() {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17U;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double HostRandom::uniform() { return static_cast<double>(next() >> 11U) * 0x1.0p-53; }
+
+double HostRandom::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  double u = 0.0;
+  while (u <= 0.0) u = uniform();  // log(0) is not a number
+  const double v = uniform();
+  const double r = std::sqrt(-2.0 * std::log(u));
+  constexpr double kTwoPi = 6.283185307179586;
+  spare_ = r * std::sin(kTwoPi * v);
+  has_spare_ = true;
+  return r * std::cos(kTwoPi * v);
+}
+
+std::vector<double> normal_values(std::uint64_t seed, std::size_t count) {
+  HostRandom random(seed);
+  std::vector<double> values(count);
+  for (double& v : values) v = random.normal();
+  return values;
+}
+
+std::vector<double> reference_product(const std::vector<double>& a, const std::vector<double>& b,
+                                      std::int64_t m, std::int64_t k, std::int64_t n,
+                                      unsigned threads) {
+  std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+  const std::int64_t blocks = (m + kBlock - 1) / kBlock;
+  std::int64_t next = 0;
+  std::mutex mutex;
+  auto work = [&] {
+    while (true) {
+      std::int64_t block = 0;
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (next >= blocks) return;
+        block = next++;
+      }
+      product_rows(a.data(), b.data(), c.data(), block * kBlock, std::min(m, (block + 1) * kBlock),
+                   k, n);
+    }
+  };
+  run_on_threads(std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(blocks))), work);
+  return c;
+}
+
+double relative_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  if (got.size() != ref.size() || ref.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double diff = 0.0;
+  double norm = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::quiet_NaN();
+    const double d = got[i] - ref[i];
+    diff += d * d;
+    norm += ref[i] * ref[i];
+  }
+  if (!(norm > 0.0)) return std::numeric_limits<double>::quiet_NaN();
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace precision_probe

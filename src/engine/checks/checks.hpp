@@ -1,0 +1,105 @@
+#pragma once
+// The checks a worker runs, each answering in a plain result struct (results.hpp): matmul smoke
+// tests against float64, mixed-precision training runs against fp32, benchmarks, the soak, and the
+// all-reduce. Each catches what LibTorch or the driver throws and reports it as its outcome.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/worker.hpp"
+#include "engine/checks/kernels.hpp"
+#include "engine/torch/ops.hpp"
+#include "precision_probe/results.hpp"
+
+namespace precision_probe::engine {
+
+// An exception's text as one line: LibTorch's out-of-memory message ends at how much was free;
+// at most 400 characters.
+std::string error_line(const std::exception& e);
+
+// Fills `o`'s error from an exception a check caught: a release that cannot run it is not_run,
+// LibTorch's and the driver's errors are classified by their text.
+template <typename Outcome>
+void record_failure(Outcome& o, const std::exception& e) {
+  o.error = error_line(e);
+  o.error_kind =
+      dynamic_cast<const CannotRun*>(&e) != nullptr ? ErrorKind::not_run : classify_error(o.error);
+}
+
+// --- Smoke tests (smoke.cpp) ----------------------------------------------------------------
+
+// A smoke test prepared on the host, before LibTorch is loaded: the inputs in the precision under
+// test (their bits) and the float64 reference of their product.
+struct PreparedSmoke {
+  Mode mode = Mode::fp32;
+  SmokeOutcome outcome;
+  bool ready = false;
+  HostOperands operands;
+  std::vector<double> reference;  // [m, n]
+};
+// Every mode's inputs and reference, on up to `threads` threads.
+std::vector<PreparedSmoke> prepare_smoke(const std::vector<Mode>& modes, bool gpu,
+                                         std::uint64_t seed, unsigned threads);
+// Runs a prepared smoke test on the device and checks it against the reference.
+SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
+
+// An operation run once, untimed, for the code it loads (the first use of a cuBLAS kernel makes
+// the driver load its module; from threads of their own, the loads overlap).
+using Preload = std::function<void()>;
+std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
+                                    const Target& target);
+// Runs every preload at once, each on a thread of its own (this one where no more can start),
+// and waits for all. A preload that throws is passed over: its check meets the error itself.
+void run_preloads(const std::vector<Preload>& preloads);
+
+// --- Mixed-precision training (amp.cpp) -----------------------------------------------------
+
+// The data and initial parameters every run starts from, drawn on the host.
+struct AmpSetup {
+  std::int64_t batch = 0;
+  std::vector<float> x, onehot;          // [batch, in], [batch, classes]
+  std::vector<std::vector<float>> init;  // W1 [hidden, in], b1, W2 [classes, hidden], b2
+};
+AmpSetup prepare_amp(bool gpu, std::uint64_t seed);
+// The training runs for `modes`, each checked against an fp32 run of the same steps; every run
+// at once on threads of its own. The memory of one step is measured after them (GPUs).
+std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
+                                                 const AmpSetup& setup, const Target& target);
+// The operations of the training steps of `modes`, each once (GPUs; nothing on a CPU).
+std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup& setup,
+                                  const Target& target);
+// How a release runs the training steps (each outcome's `method`).
+std::string amp_method(Mode mode, const Torch& torch);
+
+// --- Throughput (bench.cpp) -----------------------------------------------------------------
+
+// A square GEMM of `size` right after warm-up (on GPUs after a rest, at boost clocks): random
+// inputs rotated between calls, the median of the timed calls.
+BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size);
+// On GPUs, the throughput after a second of continuous load, added to a benchmark that passed.
+void measure_sustained(Mode mode, const Target& target, BenchOutcome& outcome);
+
+// --- The soak (soak.cpp) ----------------------------------------------------------------------
+
+// The soak's modes prepared: each GEMM made and its golden result computed (cool).
+struct SoakState;
+std::shared_ptr<SoakState> prepare_soak(
+    const WorkerPlan& plan, const std::vector<Mode>& modes, const Target& target,
+    const std::function<void(Mode, const SoakOutcome&)>& report);
+// The modes in turns for the plan's seconds; after each turn `report` gets that mode's outcome.
+void run_soak(SoakState& state, const WorkerPlan& plan, const Target& target,
+              const std::function<void(Mode, const SoakOutcome&)>& report);
+
+// --- Collectives (nccl.cpp) -----------------------------------------------------------------
+
+// All-reduce in fp32, fp16 and bf16 over GPUs 0..ranks-1 through the image's NCCL (its own C
+// API), checked exactly, with the bandwidth of a `bytes`-sized message.
+std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const CudaDriver& cuda,
+                                               int ranks, std::int64_t bytes,
+                                               std::string& nccl_version);
+
+}  // namespace precision_probe::engine

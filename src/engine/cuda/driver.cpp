@@ -1,0 +1,231 @@
+#include "engine/cuda/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "common/strings.hpp"
+
+#if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)
+#include <cuda.h>
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
+static_assert(CU_EVENT_DEFAULT == 0 && CU_EVENT_DISABLE_TIMING == 2);
+static_assert(sizeof(CUuuid) == 16);
+static_assert(CUDA_SUCCESS == 0);
+#endif
+
+namespace precision_probe::engine {
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUevent = void*;
+using CUstream = void*;
+struct CuUuid {
+  unsigned char bytes[16];
+};
+constexpr int kAttrCcMajor = 75;
+constexpr int kAttrCcMinor = 76;
+constexpr unsigned kEventDefault = 0;
+constexpr unsigned kEventDisableTiming = 2;
+
+}  // namespace
+
+// The entry points, with the versioned names cuda.h maps the plain ones to.
+struct CudaDriver::Api {
+  void* library = nullptr;
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetUuid)(CuUuid*, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+};
+
+namespace {
+
+template <typename F>
+void find(void* library, F& slot, const char* name, const char* fallback = nullptr) {
+  void* p = ::dlsym(library, name);
+  if (p == nullptr && fallback != nullptr) p = ::dlsym(library, fallback);
+  slot = reinterpret_cast<F>(p);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CudaDriver>> CudaDriver::open() {
+  const char* configured = std::getenv("PRECISION_PROBE_LIBCUDA");  // NOLINT(concurrency-mt-unsafe)
+  const std::string name =
+      configured != nullptr && *configured != '\0' ? configured : "libcuda.so.1";
+  void* library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* why = ::dlerror();  // NOLINT(concurrency-mt-unsafe): glibc's is per thread
+    return Unexpected{"the CUDA driver (" + name + ") cannot be loaded: " + (why ? why : "")};
+  }
+  std::unique_ptr<CudaDriver> driver(new CudaDriver());
+  driver->api_ = std::make_unique<Api>();
+  Api& a = *driver->api_;
+  a.library = library;
+  find(library, a.cuInit, "cuInit");
+  find(library, a.cuDeviceGetCount, "cuDeviceGetCount");
+  find(library, a.cuDeviceGet, "cuDeviceGet");
+  find(library, a.cuDeviceGetName, "cuDeviceGetName");
+  find(library, a.cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
+  find(library, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  find(library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  find(library, a.cuCtxSetCurrent, "cuCtxSetCurrent");
+  find(library, a.cuCtxSynchronize, "cuCtxSynchronize");
+  find(library, a.cuMemGetInfo, "cuMemGetInfo_v2");
+  find(library, a.cuEventCreate, "cuEventCreate");
+  find(library, a.cuEventRecord, "cuEventRecord");
+  find(library, a.cuEventSynchronize, "cuEventSynchronize");
+  find(library, a.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+  find(library, a.cuEventDestroy, "cuEventDestroy_v2");
+  find(library, a.cuGetErrorName, "cuGetErrorName");
+  if (a.cuInit == nullptr || a.cuDeviceGet == nullptr || a.cuDevicePrimaryCtxRetain == nullptr ||
+      a.cuCtxSetCurrent == nullptr || a.cuCtxSynchronize == nullptr || a.cuEventCreate == nullptr ||
+      a.cuEventRecord == nullptr || a.cuEventSynchronize == nullptr ||
+      a.cuEventElapsedTime == nullptr || a.cuEventDestroy == nullptr) {
+    return Unexpected{name + " lacks the driver functions the engine needs"};
+  }
+  if (const CUresult r = a.cuInit(0); r != 0) {
+    return Unexpected{fmt::format("cuInit failed: {}", driver->error_name(r))};
+  }
+  return driver;
+}
+
+CudaDriver::~CudaDriver() = default;  // never dlclose'd: LibTorch's runtime uses it too
+
+int CudaDriver::device_count() const {
+  int count = 0;
+  if (api_->cuDeviceGetCount == nullptr || api_->cuDeviceGetCount(&count) != 0) return 0;
+  return count;
+}
+
+Expected<void> CudaDriver::bind(int ordinal) {
+  if (const CUresult r = api_->cuDeviceGet(&device_, ordinal); r != 0) {
+    return Unexpected{fmt::format("no CUDA device {}: {}", ordinal, error_name(r))};
+  }
+  if (const CUresult r = api_->cuDevicePrimaryCtxRetain(&context_, device_); r != 0) {
+    return Unexpected{fmt::format("the primary context of CUDA device {} cannot be made: {}",
+                                  ordinal, error_name(r))};
+  }
+  ordinal_ = ordinal;
+  make_current();
+  return {};
+}
+
+void CudaDriver::make_current() const {
+  if (context_ != nullptr) api_->cuCtxSetCurrent(context_);
+}
+
+std::string CudaDriver::name() const {
+  char name[256] = {};
+  if (api_->cuDeviceGetName == nullptr || api_->cuDeviceGetName(name, sizeof name, device_) != 0) {
+    return "CUDA device";
+  }
+  return name;
+}
+
+std::string CudaDriver::uuid() const {
+  CuUuid id{};
+  if (api_->cuDeviceGetUuid == nullptr || api_->cuDeviceGetUuid(&id, device_) != 0) return "";
+  return format_uuid(id.bytes, false);
+}
+
+std::optional<ComputeCapability> CudaDriver::capability() const {
+  int major = 0;
+  int minor = 0;
+  if (api_->cuDeviceGetAttribute == nullptr ||
+      api_->cuDeviceGetAttribute(&major, kAttrCcMajor, device_) != 0 ||
+      api_->cuDeviceGetAttribute(&minor, kAttrCcMinor, device_) != 0) {
+    return std::nullopt;
+  }
+  return ComputeCapability{major, minor};
+}
+
+void CudaDriver::synchronize() const {
+  make_current();
+  cuda_check(*this, api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+std::optional<std::int64_t> CudaDriver::free_memory() const {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  make_current();
+  if (api_->cuMemGetInfo == nullptr || api_->cuMemGetInfo(&free, &total) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(free);
+}
+
+std::string CudaDriver::error_name(int result) const {
+  const char* name = nullptr;
+  if (api_ && api_->cuGetErrorName != nullptr && api_->cuGetErrorName(result, &name) == 0 &&
+      name != nullptr) {
+    return name;
+  }
+  return "CUresult " + std::to_string(result);
+}
+
+CudaDriver::Event::Event(const CudaDriver& driver, bool timing) : driver_(&driver) {
+  driver.make_current();
+  cuda_check(driver,
+             driver.api_->cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming),
+             "cuEventCreate");
+}
+
+CudaDriver::Event::Event(Event&& other) noexcept : driver_(other.driver_), event_(other.event_) {
+  other.event_ = nullptr;
+}
+
+CudaDriver::Event& CudaDriver::Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) driver_->api_->cuEventDestroy(event_);
+    driver_ = other.driver_;
+    event_ = other.event_;
+    other.event_ = nullptr;
+  }
+  return *this;
+}
+
+CudaDriver::Event::~Event() {
+  if (event_ != nullptr) driver_->api_->cuEventDestroy(event_);
+}
+
+void CudaDriver::Event::record(void* stream) {
+  cuda_check(*driver_, driver_->api_->cuEventRecord(event_, stream), "cuEventRecord");
+}
+
+void CudaDriver::Event::wait() const {
+  cuda_check(*driver_, driver_->api_->cuEventSynchronize(event_), "cuEventSynchronize");
+}
+
+double CudaDriver::Event::since(const Event& start) const {
+  float ms = 0.0F;
+  cuda_check(*driver_, driver_->api_->cuEventElapsedTime(&ms, start.event_, event_),
+             "cuEventElapsedTime");
+  return static_cast<double>(ms);
+}
+
+void cuda_check(const CudaDriver& driver, int result, const char* what) {
+  if (result != 0) {
+    throw std::runtime_error(fmt::format("{} failed: {}", what, driver.error_name(result)));
+  }
+}
+
+}  // namespace precision_probe::engine

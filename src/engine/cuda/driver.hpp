@@ -1,0 +1,75 @@
+#pragma once
+// The CUDA driver as the engine uses it, through dlopen of libcuda.so.1 (PRECISION_PROBE_LIBCUDA
+// names another): the device a worker runs on (name, UUID, compute capability), its primary
+// context (the one LibTorch's runtime uses too) made current on a thread, synchronisation, free
+// memory, and events on LibTorch's current stream for timing and for waiting on one copy. The
+// engine never links the driver; its few declarations are checked against cuda.h where the
+// toolkit is at hand.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "precision_probe/expected.hpp"
+#include "precision_probe/modes.hpp"
+
+namespace precision_probe::engine {
+
+class CudaDriver {
+ public:
+  // dlopen and cuInit(0). The error names the library or cuInit's error.
+  static Expected<std::unique_ptr<CudaDriver>> open();
+  CudaDriver(const CudaDriver&) = delete;
+  CudaDriver& operator=(const CudaDriver&) = delete;
+  ~CudaDriver();
+
+  int device_count() const;
+  // Device `ordinal` (as this process sees them), its primary context retained.
+  Expected<void> bind(int ordinal);
+  int ordinal() const { return ordinal_; }
+  // The bound device's primary context, current on the calling thread.
+  void make_current() const;
+  std::string name() const;
+  std::string uuid() const;  // "GPU-..."
+  std::optional<ComputeCapability> capability() const;
+  // Waits for everything queued on the bound device (from any thread).
+  void synchronize() const;
+  // Bytes the driver has free on the bound device (LibTorch's cache holds more for itself).
+  std::optional<std::int64_t> free_memory() const;
+
+  // An event recorded on a stream (LibTorch's current one: aoti_torch_get_current_cuda_stream).
+  class Event {
+   public:
+    Event(const CudaDriver& driver, bool timing);
+    Event(Event&& other) noexcept;
+    Event& operator=(Event&& other) noexcept;
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event();
+    void record(void* stream);
+    void wait() const;
+    // Milliseconds from `start` to this event, both recorded and complete.
+    double since(const Event& start) const;
+
+   private:
+    const CudaDriver* driver_;
+    void* event_ = nullptr;
+  };
+
+  // For messages: a CUresult's name ("CUDA_ERROR_OUT_OF_MEMORY").
+  std::string error_name(int result) const;
+
+ private:
+  CudaDriver() = default;
+  struct Api;
+  std::unique_ptr<Api> api_;
+  int device_ = 0;
+  int ordinal_ = -1;
+  void* context_ = nullptr;
+};
+
+// Throws std::runtime_error naming `what` and the result when `result` is not CUDA_SUCCESS.
+void cuda_check(const CudaDriver& driver, int result, const char* what);
+
+}  // namespace precision_probe::engine

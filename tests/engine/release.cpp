@@ -1,0 +1,64 @@
+#include "release.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "common/arch.hpp"
+#include "probe/facts/torch_files.hpp"
+
+#include <fstream>
+#include <iterator>
+#include "engine/torch/stderr_log.hpp"
+
+namespace precision_probe::testing {
+
+bool Release::has_cuda_library() const { return ::access(cuda_library().c_str(), R_OK) == 0; }
+
+const Release* release() {
+  static const std::unique_ptr<Release> given = []() -> std::unique_ptr<Release> {
+    const char* site = std::getenv("PP_TEST_TORCH");
+    if (site == nullptr || *site == '\0') return nullptr;
+    auto r = std::make_unique<Release>();
+    r->site = site;
+    std::ifstream in(r->site + "/torch/version.py");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string version = version_py_value(text, "__version__").value_or("");
+    r->version = version.substr(0, version.find('+'));
+    r->release = parse_version(r->version).value_or(Version{});
+    return r;
+  }();
+  return given.get();
+}
+
+const engine::Torch* cpu_torch(std::string& why) {
+  static std::once_flag once;
+  static std::unique_ptr<engine::Torch> torch;
+  static std::string error;
+  std::call_once(once, [] {
+    const Release* r = release();
+    if (r == nullptr) {
+      error = "no LibTorch release named (PP_TEST_TORCH): ./dev test fetches them";
+      return;
+    }
+    engine::capture_stderr();
+    Expected<std::unique_ptr<engine::Torch>> loaded = engine::Torch::open(r->cpu_library(), false);
+    if (!loaded) {
+      error = "LibTorch " + r->version + " did not load: " + loaded.error();
+      return;
+    }
+    torch = std::move(*loaded);
+  });
+  why = error;
+  return torch.get();
+}
+
+engine::Target cpu_target(const engine::Torch& torch) {
+  engine::Target t;
+  t.torch = &torch;
+  return t;
+}
+
+}  // namespace precision_probe::testing

@@ -1,0 +1,38 @@
+#pragma once
+// The LibTorch release an engine test runs against: the one ctest names (PP_TEST_TORCH, a
+// site-packages holding torch/; its version from its version.py: tests/CMakeLists.txt registers
+// the tests once per release). A test says which release it means by asking this.
+
+#include <string>
+
+#include "engine/checks/target.hpp"
+#include "engine/torch/torch.hpp"
+
+namespace precision_probe::testing {
+
+struct Release {
+  std::string site;               // holds torch/lib/libtorch_cpu.so
+  std::string version;            // "2.9.1"
+  Version release;                // 2.9
+  bool has_cuda_library() const;  // torch/lib/libtorch_cuda.so is there (not in ./dev's cache)
+  std::string cpu_library() const { return site + "/torch/lib/libtorch_cpu.so"; }
+  std::string cuda_library() const { return site + "/torch/lib/libtorch_cuda.so"; }
+};
+
+// The release of this test process; nullptr where ctest named none (the test then skips).
+const Release* release();
+
+// The release's libtorch_cpu.so, loaded once for the process (its stderr captured, as the worker
+// does); nullptr where it cannot be, with the reason in `why`.
+const engine::Torch* cpu_torch(std::string& why);
+
+// A target on the CPU of the loaded release.
+engine::Target cpu_target(const engine::Torch& torch);
+
+}  // namespace precision_probe::testing
+
+// Skips (saying why) unless a release is given and its libtorch_cpu.so loads.
+#define PP_REQUIRE_CPU_TORCH(torch)                                                               \
+  std::string pp_why_;                                                                            \
+  const ::precision_probe::engine::Torch* torch = ::precision_probe::testing::cpu_torch(pp_why_); \
+  if (torch == nullptr) GTEST_SKIP() << pp_why_

@@ -1,0 +1,277 @@
+// The engine's checks against a real LibTorch release, on the CPU: the release ctest names
+// (release.hpp; ./dev test runs them on 2.9.1, 2.10.0 and 2.15.0 from PyPI). What differs between
+// releases is asserted per release.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/float_formats.hpp"
+#include "common/host_math.hpp"
+#include "common/quantise.hpp"
+#include "engine/checks/checks.hpp"
+#include "release.hpp"
+
+namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
+using pp::Mode;
+
+namespace {
+
+bool at_least(pp::Version v) { return pp::testing::release()->release >= v; }
+
+pp::SmokeOutcome smoke(const eng::Torch& torch, Mode mode, std::uint64_t seed = 1) {
+  const std::vector<eng::PreparedSmoke> prepared = eng::prepare_smoke({mode}, false, seed, 2);
+  return eng::execute_smoke(prepared.front(), pp::testing::cpu_target(torch));
+}
+
+}  // namespace
+
+TEST(Release, LoadsAndSaysWhichItIsAndWhatItsCAbiHas) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const pp::testing::Release& r = *pp::testing::release();
+  EXPECT_EQ(torch->release_text(), r.version);
+  EXPECT_FALSE(torch->untested());
+  EXPECT_EQ(torch->features().lists, at_least({2, 10}));
+  EXPECT_EQ(torch->features().versioned_dispatcher, at_least({2, 10}));
+  EXPECT_EQ(torch->features().exception_text, at_least({2, 13}));
+  EXPECT_EQ(torch->dtypes().has(eng::Scalar::e8m0), at_least({2, 11}));
+  EXPECT_EQ(torch->dtypes().has(eng::Scalar::fp4x2), at_least({2, 11}));
+  EXPECT_GE(torch->dtypes().of(eng::Scalar::bf16), 0);
+}
+
+TEST(Release, ItsOperatorSchemasAreTheOnesTheEngineCalls) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  std::ifstream in(pp::testing::release()->site +
+                   "/torchgen/packaged/ATen/native/native_functions.yaml");
+  std::stringstream yaml;
+  yaml << in.rdbuf();
+  ASSERT_GT(yaml.str().size(), 100000U) << "no native_functions.yaml in the release";
+  const auto problems = eng::compare_schemas(yaml.str());
+  for (std::size_t i = 0; i < eng::kOps.size(); ++i) {
+    if (!at_least(eng::kOps[i].since)) {
+      // Older than the release whose C ABI can pass its arguments: the engine refuses it, and the
+      // image's schema, where it has one, is still the one the engine would call.
+      EXPECT_NE(eng::op_problem(*torch, eng::kOps[i].op), "") << eng::kOps[i].name;
+      EXPECT_TRUE(problems[i].empty() || problems[i].find("has no") != std::string::npos)
+          << problems[i];
+      continue;
+    }
+    EXPECT_EQ(problems[i], "") << eng::kOps[i].name;
+  }
+}
+
+// A failed call carries LibTorch's own message: through torch_exception_get_what_without_backtrace
+// from 2.13, from the line it logged to the captured stderr before.
+TEST(Release, AFailedCallCarriesLibTorchsMessage) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Tensor a = eng::empty(*torch, {4, 5}, eng::Scalar::f32, eng::Device{});
+  const eng::Tensor b = eng::empty(*torch, {6, 7}, eng::Scalar::f32, eng::Device{});
+  try {
+    eng::mm(a, b);
+    FAIL() << "a 4x5 by 6x7 product did not fail";
+  } catch (const eng::TorchError& e) {
+    EXPECT_NE(std::string(e.what()).find("mat1 and mat2 shapes cannot be multiplied (4x5 and 6x7)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line, no backtrace";
+  }
+}
+
+// The engine makes its inputs' bits on the host: they are LibTorch's own conversions, bit for
+// bit, over normal data, tiny numbers and the ties between neighbours.
+TEST(Release, TheHostEncodingsAreLibTorchsConversions) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  std::vector<float> x;
+  pp::HostRandom random(5);
+  for (int i = 0; i < 4096; ++i) x.push_back(static_cast<float>(random.normal() * 50.0));
+  for (int i = 0; i < 4096; ++i) x.push_back(static_cast<float>(random.normal() * 1e-3));
+  for (float v : {0.0F, -0.0F, 1.0F + 1.0F / 2048, 1.0F + 3.0F / 2048, 65504.0F, 448.0F, 1.0625F}) {
+    x.push_back(v);
+  }
+  const eng::Tensor f32 = eng::upload(*torch, x, {static_cast<std::int64_t>(x.size())},
+                                      eng::Scalar::f32, eng::Device{});
+  auto bytes_of = [&](eng::Scalar s) { return eng::download_bytes(eng::converted(f32, s)); };
+  const std::vector<std::uint8_t> half = bytes_of(eng::Scalar::f16);
+  const std::vector<std::uint8_t> bf16 = bytes_of(eng::Scalar::bf16);
+  const std::vector<std::uint8_t> e4m3 = bytes_of(eng::Scalar::e4m3);
+  const std::vector<std::uint8_t> e5m2 = bytes_of(eng::Scalar::e5m2);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint16_t h = 0;
+    std::uint16_t b = 0;
+    std::memcpy(&h, &half[2 * i], 2);
+    std::memcpy(&b, &bf16[2 * i], 2);
+    ASSERT_EQ(pp::encode_fp16(x[i]), h) << x[i];
+    ASSERT_EQ(pp::encode_bf16(x[i]), b) << x[i];
+    if (std::fabs(x[i]) <= 448.0F) {
+      ASSERT_EQ(pp::quantise::encode_e4m3(x[i]), e4m3[i]) << x[i];
+    }
+    if (std::fabs(x[i]) <= 57344.0F) {
+      ASSERT_EQ(pp::encode_e5m2(x[i]), e5m2[i]) << x[i];
+    }
+  }
+}
+
+TEST(EngineCpu, TheMatmulPrecisionsMatchTheFloat64Reference) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const pp::SmokeOutcome fp32 = smoke(*torch, Mode::fp32);
+  const pp::SmokeOutcome fp16 = smoke(*torch, Mode::fp16);
+  const pp::SmokeOutcome bf16 = smoke(*torch, Mode::bf16);
+  const pp::SmokeOutcome int8 = smoke(*torch, Mode::int8);
+  for (const pp::SmokeOutcome* o : {&fp32, &fp16, &bf16, &int8}) {
+    ASSERT_TRUE(o->ok) << o->method << ": " << o->error;
+  }
+  // Random inputs, not zeros: each precision leaves its own rounding, fp32 the least.
+  EXPECT_GT(*fp32.rel_error, 0.0);
+  EXPECT_LT(*fp32.rel_error, 1e-6);
+  EXPECT_GT(*fp16.rel_error, 1e-4);
+  EXPECT_LT(*fp16.rel_error, 5e-4);
+  EXPECT_GT(*bf16.rel_error, 1e-3);
+  EXPECT_LT(*bf16.rel_error, 3e-3);
+  EXPECT_EQ(*int8.rel_error, 0.0);  // int32 accumulation of int8 codes: exactly the product
+  EXPECT_EQ(int8.k, 640);
+  EXPECT_EQ(fp32.method, "aten::mm float32");
+  EXPECT_EQ(int8.method, "aten::_int_mm int8");
+}
+
+TEST(EngineCpu, FreshSeedsGiveFreshInputsAndASeedItsRunAgain) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const pp::SmokeOutcome a = smoke(*torch, Mode::bf16, 100);
+  const pp::SmokeOutcome b = smoke(*torch, Mode::bf16, 101);
+  const pp::SmokeOutcome again = smoke(*torch, Mode::bf16, 100);
+  ASSERT_TRUE(a.ok && b.ok && again.ok);
+  EXPECT_NE(*a.rel_error, *b.rel_error);
+  EXPECT_DOUBLE_EQ(*a.rel_error, *again.rel_error);
+}
+
+// LibTorch's CPU _scaled_mm takes fp8 with one scale a tensor: the engine's call of it (its
+// optional arguments boxed on the heap) gives the right numbers on every release; row-wise scales
+// it refuses on the CPU before 2.15.
+TEST(EngineCpu, Fp8ThroughTheCpusScaledMmAsEachReleaseHasIt) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const pp::SmokeOutcome e4m3 = smoke(*torch, Mode::fp8_e4m3);
+  ASSERT_TRUE(e4m3.ok) << e4m3.error;
+  EXPECT_GT(*e4m3.rel_error, 1e-3);
+  EXPECT_LT(*e4m3.rel_error, 3e-3);
+  const pp::SmokeOutcome rowwise = smoke(*torch, Mode::fp8_rowwise);
+  if (at_least({2, 15})) {
+    EXPECT_TRUE(rowwise.ok) << rowwise.error;
+  } else {
+    EXPECT_FALSE(rowwise.ran);
+    EXPECT_EQ(rowwise.error_kind, pp::ErrorKind::not_supported) << rowwise.error;
+    EXPECT_NE(rowwise.error.find("only supports per-tensor scaling for CPU"), std::string::npos)
+        << rowwise.error;
+  }
+}
+
+// What a release's C ABI cannot pass is not tested, the reason naming the release and what it
+// lacks; from 2.11 the call is made, and a CPU refuses it.
+TEST(EngineCpu, ABlockScaledRecipeBefore2_11IsNotTestedNamingWhatTheReleaseLacks) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  for (Mode mode : {Mode::mxfp8, Mode::nvfp4, Mode::mxfp4}) {
+    const pp::SmokeOutcome o = smoke(*torch, mode);
+    EXPECT_FALSE(o.ok) << pp::mode_key(mode);
+    if (at_least({2, 11})) {
+      EXPECT_TRUE(o.error_kind == pp::ErrorKind::not_supported ||
+                  o.error_kind == pp::ErrorKind::runtime)
+          << pp::mode_key(mode) << ": " << o.error;
+    } else {
+      EXPECT_EQ(o.error_kind, pp::ErrorKind::not_run) << pp::mode_key(mode) << ": " << o.error;
+      EXPECT_NE(o.error.find("this LibTorch (" + pp::testing::release()->version + ")"),
+                std::string::npos)
+          << o.error;
+      EXPECT_NE(o.error.find("came in 2.11"), std::string::npos) << o.error;
+    }
+  }
+}
+
+// The training runs, on every release: bf16 without loss scaling, fp16 with GradScaler's rule,
+// LibTorch's own unscale kernel from 2.10, written out per tensor on 2.9.
+TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::AmpSetup setup = eng::prepare_amp(false, 7);
+  const auto runs =
+      eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, setup, pp::testing::cpu_target(*torch));
+  ASSERT_EQ(runs.size(), 2U);
+  for (const auto& [mode, o] : runs) {
+    ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
+    EXPECT_GT(*o.loss_start, 5.0);
+    EXPECT_LT(*o.loss_end, 0.5 * *o.loss_start);
+    EXPECT_LE(*o.loss_rel_diff, pp::amp_loss_tolerance(mode));
+    EXPECT_EQ(o.softmax_dtype, pp::DType::fp32);
+    EXPECT_EQ(o.loss_dtype, pp::DType::fp32);
+    EXPECT_NE(o.method.find("explicit casts"), std::string::npos) << o.method;
+  }
+  const pp::AmpOutcome& fp16 = runs[0].second;
+  EXPECT_EQ(fp16.matmul_dtype, pp::DType::fp16);
+  EXPECT_TRUE(fp16.overflow_handled);
+  EXPECT_GE(fp16.skipped_steps, 1);
+  EXPECT_EQ(*fp16.initial_scale, 65536.0);
+  const bool lists = at_least({2, 10});
+  EXPECT_EQ(fp16.method.find("_amp_foreach_non_finite_check_and_unscale_") != std::string::npos,
+            lists)
+      << fp16.method;
+  EXPECT_EQ(fp16.method.find("written out per tensor") != std::string::npos, !lists) << fp16.method;
+}
+
+// A newer release made to behave as 2.9 (PRECISION_PROBE_ENGINE_AS_RELEASE's knob) runs 2.9's
+// paths: the written-out unscale trains as LibTorch's own kernel does.
+TEST(EngineCpu, The2_9PathsRunOnANewerReleaseMadeToBehaveAsIt) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  std::string why;
+  pp::Expected<std::unique_ptr<eng::Torch>> old =
+      eng::Torch::open(pp::testing::release()->cpu_library(), false);
+  ASSERT_TRUE(old) << old.error();
+  (*old)->behave_as({2, 9});
+  EXPECT_FALSE((*old)->features().lists);
+  const eng::AmpSetup setup = eng::prepare_amp(false, 7);
+  const auto runs = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(**old));
+  ASSERT_TRUE(runs.front().second.ok) << runs.front().second.error;
+  EXPECT_NE(runs.front().second.method.find("written out per tensor"), std::string::npos);
+  const auto native = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(*torch));
+  // The same steps on the same data: the same final loss scale, the same losses within rounding.
+  EXPECT_EQ(*runs.front().second.final_scale, *native.front().second.final_scale);
+  EXPECT_NEAR(*runs.front().second.loss_end, *native.front().second.loss_end, 1e-4);
+}
+
+TEST(EngineCpu, BenchMeasuresAPositiveThroughput) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Target cpu = pp::testing::cpu_target(*torch);
+  pp::BenchOutcome o = eng::run_bench(Mode::fp32, cpu, 128);
+  ASSERT_TRUE(o.ok) << o.error;
+  eng::measure_sustained(Mode::fp32, cpu, o);
+  EXPECT_FALSE(o.sustained_tflops.has_value());  // a GPU figure only
+  EXPECT_GE(o.reps, 3);
+  EXPECT_EQ(o.timer, "steady clock");
+  // The throughput is what the time says: 2 n^3 FLOP per GEMM.
+  EXPECT_NEAR(*o.tflops, 2.0 * 128 * 128 * 128 / (*o.ms * 1e-3) / 1e12, 1e-9);
+}
+
+// The soak's inputs depend on its seed alone: two preparations give the same golden checksum, and
+// another seed another.
+TEST(EngineCpu, TheSoaksGoldenResultDependsOnItsSeedAlone) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Target cpu = pp::testing::cpu_target(*torch);
+  auto checksum = [&](std::uint64_t seed) {
+    const eng::Gemm gemm = eng::seeded_gemm(Mode::bf16, cpu, 256, seed);
+    return eng::download_bytes(gemm());
+  };
+  EXPECT_EQ(checksum(3), checksum(3));
+  EXPECT_NE(checksum(3), checksum(4));
+}
+
+// The engine's own count of what a training step holds: every storage once, at its peak.
+TEST(EngineCpu, TheMemoryLedgerCountsEachStorageOnceAtItsPeak) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::MemoryLedger ledger;
+  {
+    const eng::Tensor a = eng::empty(*torch, {256, 256}, eng::Scalar::f32, eng::Device{});
+    const eng::Tensor view = a.t();  // the same storage
+    const eng::Tensor b = eng::empty(*torch, {256}, eng::Scalar::f32, eng::Device{});
+  }
+  const eng::Tensor c = eng::empty(*torch, {128}, eng::Scalar::f32, eng::Device{});
+  EXPECT_EQ(ledger.peak_bytes(), 256 * 256 * 4 + 256 * 4);
+}

@@ -1,0 +1,223 @@
+// The engine's checks on a real GPU, through the release ctest names (release.hpp: on the GPU
+// machine, its python3's torch). Label gpu: each test skips, saying why, where the release has no
+// libtorch_cuda.so (./dev's CPU cache) or no GPU is visible.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "common/protocol.hpp"
+#include "engine/checks/checks.hpp"
+#include "engine/torch/stderr_log.hpp"
+#include "probe/platform/process.hpp"
+#include "release.hpp"
+
+namespace pp = precision_probe;
+namespace eng = precision_probe::engine;
+using pp::Mode;
+
+namespace {
+
+// libtorch_cuda.so of the release, and the driver bound to GPU 0, once for the process.
+struct Gpu {
+  std::unique_ptr<eng::Torch> torch;
+  std::unique_ptr<eng::CudaDriver> cuda;
+  eng::Target target;
+  std::optional<pp::ComputeCapability> cc;
+};
+
+const Gpu* gpu(std::string& why) {
+  static std::once_flag once;
+  static std::unique_ptr<Gpu> loaded;
+  static std::string error;
+  std::call_once(once, [] {
+    const pp::testing::Release* r = pp::testing::release();
+    if (r == nullptr) {
+      error = "no LibTorch release named (PP_TEST_TORCH)";
+      return;
+    }
+    if (!r->has_cuda_library()) {
+      error = "LibTorch " + r->version + " here has no libtorch_cuda.so (a CPU cache)";
+      return;
+    }
+    pp::Expected<std::unique_ptr<eng::CudaDriver>> driver = eng::CudaDriver::open();
+    if (!driver || (*driver)->device_count() == 0) {
+      error = "no GPU: " + (driver ? std::string("no CUDA device") : driver.error());
+      return;
+    }
+    if (pp::Expected<void> bound = (*driver)->bind(0); !bound) {
+      error = "no GPU: " + bound.error();
+      return;
+    }
+    eng::capture_stderr();
+    pp::Expected<std::unique_ptr<eng::Torch>> torch = eng::Torch::open(r->cuda_library(), true);
+    if (!torch) {
+      error = "LibTorch " + r->version + "'s libtorch_cuda.so did not load: " + torch.error();
+      return;
+    }
+    auto g = std::make_unique<Gpu>();
+    g->torch = std::move(*torch);
+    g->cuda = std::move(*driver);
+    g->target = eng::Target{g->torch.get(), g->cuda.get(), eng::Device{true, 0}};
+    g->cc = g->cuda->capability();
+    loaded = std::move(g);
+  });
+  why = error;
+  return loaded.get();
+}
+
+#define PP_REQUIRE_GPU(g)      \
+  std::string pp_why_;         \
+  const Gpu* g = gpu(pp_why_); \
+  if (g == nullptr) GTEST_SKIP() << pp_why_
+
+pp::SmokeOutcome smoke(const eng::Target& target, Mode mode) {
+  const std::vector<eng::PreparedSmoke> prepared = eng::prepare_smoke({mode}, true, 11, 4);
+  return eng::execute_smoke(prepared.front(), target);
+}
+
+bool at_least(const Gpu& g, pp::ComputeCapability cc) { return g.cc && *g.cc >= cc; }
+
+}  // namespace
+
+// Every matmul precision the GPU has natively, against the float64 reference, each within its
+// tolerance and none exact (random inputs: each leaves its rounding), int8 exactly.
+TEST(EngineGpu, EveryNativePrecisionMatchesTheFloat64Reference) {
+  PP_REQUIRE_GPU(g);
+  std::vector<Mode> modes = {Mode::fp32, Mode::fp16};
+  if (at_least(*g, {8, 0})) modes.push_back(Mode::bf16);
+  if (at_least(*g, {7, 5})) modes.push_back(Mode::int8);
+  if (at_least(*g, {8, 9})) {
+    for (Mode m : {Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp8_rowwise}) modes.push_back(m);
+  }
+  if (g->cc && *g->cc == pp::ComputeCapability{9, 0}) modes.push_back(Mode::fp8_blockwise);
+  for (Mode mode : modes) {
+    const pp::SmokeOutcome o = smoke(g->target, mode);
+    ASSERT_TRUE(o.ok) << pp::mode_key(mode) << " (" << o.method << "): " << o.error;
+    if (mode == Mode::int8) {
+      EXPECT_EQ(*o.rel_error, 0.0);
+    } else {
+      EXPECT_GT(*o.rel_error, 0.0) << pp::mode_key(mode);
+    }
+  }
+}
+
+// 2.9's C ABI has no list arguments: its block-wise fp8 goes through _scaled_mm, which reads the
+// recipe from the scales' shapes. The same call, on this GPU, made by a release told to behave as
+// 2.9, gives the right numbers (cc 9.0 only: LibTorch's block-wise kernels are Hopper's).
+TEST(EngineGpu, The2_9PathsRunOnThisGpu) {
+  PP_REQUIRE_GPU(g);
+  pp::Expected<std::unique_ptr<eng::Torch>> old =
+      eng::Torch::open(pp::testing::release()->cuda_library(), true);
+  ASSERT_TRUE(old) << old.error();
+  (*old)->behave_as({2, 9});
+  const eng::Target target{old->get(), g->cuda.get(), eng::Device{true, 0}};
+  if (g->cc && *g->cc == pp::ComputeCapability{9, 0}) {
+    const pp::SmokeOutcome blockwise = smoke(target, Mode::fp8_blockwise);
+    EXPECT_TRUE(blockwise.ok) << blockwise.method << ": " << blockwise.error;
+    EXPECT_NE(blockwise.method.find("aten::_scaled_mm fp8_blockwise"), std::string::npos)
+        << blockwise.method;
+  }
+  const eng::AmpSetup setup = eng::prepare_amp(true, 3);
+  const auto runs = eng::run_amp({Mode::amp_fp16}, setup, target);
+  ASSERT_TRUE(runs.front().second.ok) << runs.front().second.error;
+  EXPECT_NE(runs.front().second.method.find("written out per tensor"), std::string::npos);
+}
+
+// The MX and NVFP4 recipes need Blackwell's tensor cores. On an older GPU the engine's call still
+// reaches LibTorch, whose own refusal comes back: the call was well formed up to its architecture
+// check (a mis-boxed argument would fail before, or crash).
+TEST(EngineGpu, TheBlockScaledCallsReachLibTorch) {
+  PP_REQUIRE_GPU(g);
+  if (pp::testing::release()->release < pp::Version{2, 11}) GTEST_SKIP() << "needs 2.11's dtypes";
+  for (Mode mode : {Mode::mxfp8, Mode::nvfp4, Mode::mxfp4}) {
+    const pp::SmokeOutcome o = smoke(g->target, mode);
+    if (at_least(*g, {10, 0})) {
+      EXPECT_TRUE(o.ok || o.error_kind == pp::ErrorKind::not_supported)
+          << pp::mode_key(mode) << ": " << o.error;
+      continue;
+    }
+    EXPECT_FALSE(o.ok) << pp::mode_key(mode);
+    EXPECT_NE(o.error_kind, pp::ErrorKind::not_run) << pp::mode_key(mode) << ": " << o.error;
+    EXPECT_FALSE(o.error.empty());
+    std::cout << "  " << pp::mode_key(mode) << ": LibTorch said: " << o.error << "\n";
+  }
+}
+
+TEST(EngineGpu, BothTrainingModesTrainLikeFp32WithTheirMemoryCounted) {
+  PP_REQUIRE_GPU(g);
+  const eng::AmpSetup setup = eng::prepare_amp(true, 5);
+  std::vector<Mode> modes = {Mode::amp_fp16};
+  if (at_least(*g, {8, 0})) modes.push_back(Mode::amp_bf16);
+  for (const auto& [mode, o] : eng::run_amp(modes, setup, g->target)) {
+    ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
+    EXPECT_EQ(o.matmul_dtype, mode == Mode::amp_fp16 ? pp::DType::fp16 : pp::DType::bf16);
+    ASSERT_TRUE(o.peak_bytes && o.fp32_peak_bytes) << pp::mode_key(mode);
+    EXPECT_GT(*o.peak_bytes, 0);
+    EXPECT_LT(*o.peak_bytes, *o.fp32_peak_bytes) << "the low precision holds less";
+  }
+}
+
+TEST(EngineGpu, BenchTimesWithCudaEventsBothFigures) {
+  PP_REQUIRE_GPU(g);
+  pp::BenchOutcome o = eng::run_bench(Mode::fp16, g->target, 2048);
+  ASSERT_TRUE(o.ok) << o.error;
+  eng::measure_sustained(Mode::fp16, g->target, o);
+  EXPECT_EQ(o.timer, "cuda events");
+  EXPECT_GE(o.reps, 8);
+  ASSERT_TRUE(o.sustained_tflops.has_value());
+  EXPECT_GT(*o.sustained_tflops, 0.0);
+  EXPECT_NEAR(*o.tflops, 2.0 * 2048.0 * 2048.0 * 2048.0 / (*o.ms * 1e-3) / 1e12, 1e-6);
+}
+
+// The all-reduce through the image's NCCL and its own C API, over the GPUs visible (one rank on a
+// one-GPU machine): every sum exact.
+TEST(EngineGpu, TheAllReduceIsExactThroughNcclsOwnApi) {
+  PP_REQUIRE_GPU(g);
+  std::string version;
+  const auto outcomes =
+      eng::run_collectives(*g->torch, *g->cuda, g->cuda->device_count(), 64LL << 20U, version);
+  ASSERT_EQ(outcomes.size(), pp::kAllReduceDTypes.size());
+  for (const pp::CollectiveOutcome& o : outcomes) {
+    EXPECT_TRUE(o.ok) << pp::to_string(o.dtype) << ": " << o.error;
+    EXPECT_EQ(o.ranks, g->cuda->device_count());
+  }
+  EXPECT_FALSE(version.empty());
+}
+
+// tf32 in a process of its own (the real engine, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1): its fp32
+// matmuls run as TF32, less precise than the fp32 check's, within tf32's tolerance.
+TEST(EngineGpu, Tf32RunsInAProcessOfItsOwnAsTf32) {
+  PP_REQUIRE_GPU(g);
+  if (!at_least(*g, {8, 0})) GTEST_SKIP() << "no TF32 tensor cores before cc 8.0";
+  auto run = [](bool tf32) {
+    pp::WorkerPlan plan;
+    plan.kind = pp::DeviceKind::cuda;
+    plan.index = 0;
+    plan.smoke = {tf32 ? Mode::tf32 : Mode::fp32};
+    plan.tf32_process = tf32;
+    plan.seed = 1;
+    const pp::ProcessOutput out = pp::run_process(
+        {PP_REAL_ENGINE, "--worker", "gpu", "--libtorch", pp::testing::release()->cuda_library()},
+        pp::environment_with(
+            {tf32 ? "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" : "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"}),
+        pp::encode_plan(plan) + "\n", std::chrono::seconds(120));
+    pp::WorkerResult result;
+    std::istringstream lines(out.out);
+    for (std::string line; std::getline(lines, line);) pp::apply_result_line(line, result);
+    return result;
+  };
+  const pp::WorkerResult fp32 = run(false);
+  const pp::WorkerResult tf32 = run(true);
+  ASSERT_EQ(fp32.smoke.count(Mode::fp32), 1U);
+  ASSERT_EQ(tf32.smoke.count(Mode::tf32), 1U);
+  const pp::SmokeOutcome& f = fp32.smoke.at(Mode::fp32);
+  const pp::SmokeOutcome& t = tf32.smoke.at(Mode::tf32);
+  ASSERT_TRUE(f.ok && t.ok) << f.error << " / " << t.error;
+  EXPECT_GT(*t.rel_error, 10.0 * *f.rel_error) << "TF32 was not in effect";
+  EXPECT_LT(*f.rel_error, 1e-5) << "the fp32 check ran as TF32";
+}

@@ -331,6 +331,30 @@ TEST(Probe, ACpuOnlyLibTorchCannotMeetAGpuRequirement) {
   }
 }
 
+// A CUDA build whose libtorch_cuda.so is not there (./dev's cache of PyPI's torch, a partial
+// install) says so, not "built without CUDA"; the CPU's checks still run on its CPU library.
+TEST(Probe, ACudaBuildWithoutItsCudaLibrarySaysWhatIsMissing) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200});
+  p.image.cuda_built = false;  // version.py names CUDA 13.0; lib/libtorch_cuda.so is missing
+  p.options.require = {Mode::bf16};
+  const auto r = p.run();
+  EXPECT_EQ(r.exit_code, pp::exit_code::kEnvironment) << r.exit_reason;
+  const auto* bf16 = device(r, "GPU 0")->find(Mode::bf16);
+  EXPECT_EQ(bf16->status, Status::not_tested);
+  EXPECT_NE(bf16->reason.find("is a CUDA 13.0 build, but its libtorch_cuda.so is not in "
+                              "/image/torch/lib"),
+            std::string::npos)
+      << bf16->reason;
+  const auto it = std::find_if(r.diagnostics.begin(), r.diagnostics.end(),
+                               [](const auto& d) { return d.code == "libtorch-without-cuda"; });
+  ASSERT_NE(it, r.diagnostics.end());
+  EXPECT_EQ(it->severity, pp::Severity::error);
+  EXPECT_NE(it->message.find("libtorch_cuda.so is not in /image/torch/lib"), std::string::npos);
+  ASSERT_EQ(p.engine.plans_seen.size(), 1U);
+  EXPECT_EQ(p.engine.plans_seen[0].kind, pp::DeviceKind::cpu);
+}
+
 TEST(Probe, OutOfMemoryIsAStateOfTheMachineNotAFailure) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});

@@ -218,6 +218,13 @@ NotRun not_run(const Options& o, bool selected) {
 
 // Why a stack runs nothing on GPUs, from its files alone ("" when nothing says so).
 std::string cuda_blocker(const StackInfo& stack) {
+  if (stack.available && !stack.cuda_built && !stack.cuda_version.empty()) {
+    // A CUDA build without its CUDA library: a partial install, or ./dev's cache of the CPU one.
+    return fmt::format(
+        "this LibTorch ({}) is a CUDA {} build, but its libtorch_cuda.so is not in {}/lib: no GPU "
+        "kernel can run; use a complete install (pip install torch) or the image you train with",
+        stack.libtorch_version, stack.cuda_version, stack.location);
+  }
   if (stack.available && !stack.cuda_built) {
     return fmt::format(
         "this LibTorch ({}) was built without CUDA: no GPU kernel can run; use a CUDA build of "

@@ -444,7 +444,15 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
           "install the whole package (bin/precision-probe and libexec/precision-probe/), or set "
           "PRECISION_PROBE_ENGINE to the engine's path");
   }
-  if (r.stack.available && !r.stack.cuda_built) {
+  if (r.stack.available && !r.stack.cuda_built && !r.stack.cuda_version.empty()) {
+    // A CUDA build without its CUDA library (a partial install, or ./dev's cache).
+    c.add(DiagnosticCode::libtorch_without_cuda, any_gpu(r) ? Severity::error : Severity::info,
+          fmt::format("LibTorch {} is a CUDA {} build, but its libtorch_cuda.so is not in {}/lib{}",
+                      r.stack.libtorch_version, r.stack.cuda_version, r.stack.location,
+                      any_gpu(r) ? ": no GPU kernel can run" : " (and no GPU is visible)"),
+          "install torch whole (pip install torch), or run the probe in the image you train with; "
+          "./dev's cache of PyPI's torch holds its CPU library alone");
+  } else if (r.stack.available && !r.stack.cuda_built) {
     if (any_gpu(r)) {
       c.add(DiagnosticCode::libtorch_without_cuda, Severity::error,
             fmt::format("LibTorch {} was built without CUDA, but this machine has GPUs: no GPU "

@@ -27,6 +27,8 @@ if [ "${3:-}" = --deb ]; then
   deb=$(ls "$out"/*.deb)
   dpkg-deb -c "$deb" | grep -q './usr/bin/precision-probe$' || { echo "no usr/bin/precision-probe in $deb"; exit 1; }
   dpkg-deb -c "$deb" | grep -q './usr/libexec/precision-probe/precision-probe-engine$' || { echo "no engine in $deb"; exit 1; }
+  depends=$(dpkg-deb -f "$deb" Depends)
+  [ "$depends" = "libc6 (>= 2.34)" ] || { echo "the package depends on '$depends', not the C library alone"; exit 1; }
   rm -rf "$out"
 fi
 echo "installed and ran: ok"

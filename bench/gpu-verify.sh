@@ -102,8 +102,8 @@ copied() {
   mkdir -p "$dir/bin" "$dir/libexec/precision-probe"
   cp build-gpu/bin/precision-probe "$dir/bin/"
   cp build-gpu/bin/precision-probe-engine "$dir/libexec/precision-probe/"
-  section copied-out env -i PATH=/usr/bin:/bin HOME=/tmp "$dir/bin/precision-probe" --seed 1 --require bf16,fp8_rowwise,amp_bf16
-  section copied-out-json bash -c "env -i PATH=/usr/bin:/bin HOME=/tmp $dir/bin/precision-probe --format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[\"stack\"][\"library\"], r[\"stack\"][\"abi_version\"], r[\"exit_code\"])'"
+  section copied-out env -i PATH="$PATH" HOME=/tmp "$dir/bin/precision-probe" --seed 1 --require bf16,fp8_rowwise,amp_bf16
+  section copied-out-json bash -c "env -i PATH=$PATH HOME=/tmp $dir/bin/precision-probe --format json | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[\"stack\"][\"library\"], r[\"stack\"][\"abi_version\"], r[\"exit_code\"])'"
   rm -rf "$dir"
 }
 

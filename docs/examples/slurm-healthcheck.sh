@@ -12,8 +12,8 @@ trap 'rm -f "$report"' EXIT
 
 precision-probe --require "$REQUIRE" --format json -q -o "$report"
 code=$?
-# 0: every requirement met; 1: a required mode not native; 3: no usable GPU, driver or engine;
-# 4: a check failed (wrong numbers); 5: timed out or interrupted (docs/exit-codes.md).
+# 0: every requirement met; 1: a required mode not native; 3: no usable GPU, driver, engine or
+# LibTorch; 4: a check failed (wrong numbers); 5: timed out or interrupted (docs/exit-codes.md).
 [ "$code" -eq 0 ] && exit 0
 
 # The first failing (or not native) requirement, with the GPU's UUID: "bf16 failed on GPU 3 (GPU-...)".

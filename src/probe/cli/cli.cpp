@@ -304,7 +304,7 @@ void build_app(CLI::App& app, RawValues& raw, CLI::App*& arch) {
   }
   arch = app.add_subcommand(
       "arch",
-      "Offline: the precision matrix for a compute capability, and whether this LibTorch build "
+      "Offline: the precision matrix for a compute capability, and whether the image's LibTorch "
       "carries kernels for it (e.g. arch 7.5); --require gates on it");
   arch->add_option("CC", raw.cc, "Compute capability: 8.9, 89 or sm_89");
   arch->fallthrough();

@@ -19,7 +19,8 @@ struct CommandLine {
 
 CommandLine parse_command_line(int argc, const char* const* argv);
 
-// "precision-probe 0.1.0 (LibTorch 2.11.0, CUDA 13.0)"
+// "precision-probe 0.1.0 (links no LibTorch: its engine loads the image's own ..., 2.9 or later,
+// tested to 2.15)"
 std::string version_text();
 
 // The environment variables the probe reads, for --help (README.md lists the same).
@@ -27,7 +28,7 @@ struct EnvironmentVariable {
   const char* name;
   const char* effect;
 };
-inline constexpr std::array<EnvironmentVariable, 10> kEnvironmentVariables = {{
+inline constexpr std::array<EnvironmentVariable, 11> kEnvironmentVariables = {{
     {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
     {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
     {"NO_COLOR", "no colour in the text report"},
@@ -38,8 +39,10 @@ inline constexpr std::array<EnvironmentVariable, 10> kEnvironmentVariables = {{
     {"PRECISION_PROBE_LIBCUDA", "another name or path for libcuda.so.1"},
     {"PRECISION_PROBE_LIBNVML", "another name or path for libnvidia-ml.so.1"},
     {"PRECISION_PROBE_TORCH",
-     "the image's PyTorch to read (a torch package or LibTorch root) instead of python3's; "
-     "none: look for none"},
+     "the image's PyTorch to read and load (a torch package or LibTorch root) instead of "
+     "python3's; none: look for none (no kernel runs)"},
+    {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+     "1 (NGC's images): said by a diagnostic; given to the tf32 check's worker alone"},
     {"PRECISION_PROBE_INJECT_FAULT",
      "MODE:ITERATION[:DEVICE]: with --soak, flip a bit of one result (a test of the detector)"},
 }};

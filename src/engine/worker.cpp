@@ -163,9 +163,27 @@ struct Prepared {
 
 unsigned host_threads() { return std::max(1U, std::min(8U, std::thread::hardware_concurrency())); }
 
-void load_torch(const WorkerArgs& args, Loaded& out) {
+// How a worker starts (docs/engine.md, "How a worker starts"; docs/performance.md compares them):
+// PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start, ..._DLOPEN binds
+// LibTorch's calls at dlopen ("now") or at their first call ("lazy"), ..._PRELOAD loads every
+// check's kernels before the first check ("first") or lets each check load its own ("none").
+struct StartKnobs {
+  std::string order = "overlap";  // overlap | driver-first | libtorch-first | init-first
+  Torch::Binding binding = Torch::Binding::now;
+  bool preload = true;
+};
+
+StartKnobs start_knobs() {
+  StartKnobs k;
+  k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
+  if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "lazy") k.binding = Torch::Binding::lazy;
+  if (env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("") == "none") k.preload = false;
+  return k;
+}
+
+void load_torch(const WorkerArgs& args, Loaded& out, Torch::Binding binding) {
   Expected<std::unique_ptr<Torch>> torch =
-      Torch::open(args.libtorch, args.kind == DeviceKind::cuda);
+      Torch::open(args.libtorch, args.kind == DeviceKind::cuda, binding);
   trace("LibTorch loaded");
   if (!torch) {
     out.error = torch.error();
@@ -178,35 +196,52 @@ void load_torch(const WorkerArgs& args, Loaded& out) {
   check_schemas(*out.torch);
 }
 
-void load_driver(Loaded& out, std::string& error) {
+// The driver's start in two steps: cuInit (which loads the driver's own libraries), then the
+// GPU's primary context. Each records its error; the context is left unbound after a failure.
+std::unique_ptr<CudaDriver> init_driver(std::string& error) {
   Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
   trace("cuInit done");
   if (!driver) {
     error = driver.error();
-    return;
+    return nullptr;
   }
-  if (Expected<void> bound = (*driver)->bind(0); !bound) {
+  return std::move(*driver);
+}
+
+void bind_driver(std::unique_ptr<CudaDriver> driver, Loaded& out, std::string& error) {
+  if (!driver) return;
+  if (Expected<void> bound = driver->bind(0); !bound) {
     error = bound.error();
     return;
   }
   trace("primary context ready");
-  out.cuda = std::move(*driver);
+  out.cuda = std::move(driver);
 }
 
-// LibTorch loads, the driver starts and the host draws the inputs, all at once
-// (PRECISION_PROBE_ENGINE_START=driver-first or libtorch-first runs the first two one after the
-// other instead: docs/performance.md compares the orders).
-Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared& prepared) {
+void load_driver(Loaded& out, std::string& error) { bind_driver(init_driver(error), out, error); }
+
+// LibTorch loads, the driver starts and the host draws the inputs, at once or in the order
+// StartKnobs says: "init-first" runs cuInit before LibTorch's dlopen (which holds the loader's lock
+// that cuInit's own library loading waits for), then the primary context forms while LibTorch
+// loads; "driver-first" and "libtorch-first" run the two one after the other.
+Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared& prepared,
+                        const StartKnobs& knobs) {
   Loaded loaded;
   std::string driver_error;
-  const bool gpu = args.kind == DeviceKind::cuda;
-  const std::string order = env("PRECISION_PROBE_ENGINE_START").value_or("overlap");
-  auto start_torch = [&] { load_torch(args, loaded); };
+  const bool gpu = args.kind == DeviceKind::cuda && plan.collective_ranks == 0;
+  const std::string& order = knobs.order;
+  auto start_torch = [&] { load_torch(args, loaded, knobs.binding); };
   auto start_driver = [&] {
-    if (gpu && plan.collective_ranks == 0) load_driver(loaded, driver_error);
+    if (gpu) load_driver(loaded, driver_error);
   };
+  std::unique_ptr<CudaDriver> initialised;  // init-first: cuInit done, the context to come
+  auto bind = [&] { bind_driver(std::move(initialised), loaded, driver_error); };
   Threads threads;
-  if (order == "driver-first") {
+  if (order == "init-first") {
+    if (gpu) initialised = init_driver(driver_error);
+    if (!threads.start(start_torch)) threads.run_instead(start_torch);
+    if (!threads.start(bind)) threads.run_instead(bind);
+  } else if (order == "driver-first") {
     start_driver();
     if (!threads.start(start_torch)) threads.run_instead(start_torch);
   } else if (order == "libtorch-first") {
@@ -224,19 +259,21 @@ Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared
   if (!plan.amp.empty()) prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
   trace("inputs and references prepared");
   threads.wait();
-  if (loaded.error.empty() && gpu && plan.collective_ranks == 0 && !loaded.cuda) {
-    loaded.error = driver_error;
-  }
+  if (loaded.error.empty() && gpu && !loaded.cuda) loaded.error = driver_error;
   return loaded;
 }
 
 // The smoke tests and the training runs; the modes whose smoke test passed (worth measuring).
-std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared,
-                             const Target& target) {
-  std::vector<Preload> preloads = smoke_preloads(prepared.smoke, target);
-  for (Preload& p : amp_preloads(plan.amp, prepared.amp, target)) preloads.push_back(std::move(p));
-  run_preloads(preloads);
-  trace("kernels preloaded");
+std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
+                             bool preload) {
+  if (preload) {
+    std::vector<Preload> preloads = smoke_preloads(prepared.smoke, target);
+    for (Preload& p : amp_preloads(plan.amp, prepared.amp, target)) {
+      preloads.push_back(std::move(p));
+    }
+    run_preloads(preloads);
+    trace("kernels preloaded");
+  }
   // The training runs go on a thread of their own (and threads of theirs), beside the smoke tests.
   std::vector<std::pair<Mode, AmpOutcome>> amp;
   std::vector<Mode> passed;
@@ -304,7 +341,8 @@ void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed,
 }
 
 // The plan's checks on the loaded LibTorch.
-void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prepared) {
+void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prepared,
+              bool preload) {
   Target target;
   target.torch = loaded.torch.get();
   if (plan.kind == DeviceKind::cuda) {
@@ -316,7 +354,7 @@ void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prep
         loaded.cuda->uuid()));
   }
   loaded.torch->c().aoti_torch_grad_mode_set_enabled(false);
-  const std::vector<Mode> passed = run_checks(plan, prepared, target);
+  const std::vector<Mode> passed = run_checks(plan, prepared, target, preload);
   run_measurements(plan, passed, target);
 }
 
@@ -388,7 +426,8 @@ int run_worker(const WorkerArgs& args) {
   }
   see_only_the_plans_gpus(*plan);
   Prepared prepared;
-  const Loaded loaded = load_and_prepare(args, *plan, prepared);
+  const StartKnobs knobs = start_knobs();
+  const Loaded loaded = load_and_prepare(args, *plan, prepared, knobs);
   if (!loaded.torch) {
     StackInfo failed;
     failed.source = "engine";
@@ -404,7 +443,7 @@ int run_worker(const WorkerArgs& args) {
     } else if (!loaded.error.empty()) {
       answer_unavailable(*plan, loaded.error);
     } else {
-      run_plan(*plan, loaded, prepared);
+      run_plan(*plan, loaded, prepared, knobs.preload);
     }
   }
   emit(encode_done());

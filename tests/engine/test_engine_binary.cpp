@@ -104,6 +104,28 @@ TEST(EngineBinary, EveryLineTheEngineSendsTheProbeReads) {
   EXPECT_TRUE(result.amp.at(pp::Mode::amp_bf16).ok) << result.amp.at(pp::Mode::amp_bf16).error;
 }
 
+// Every start-up order and binding (docs/engine.md) gives the same answers.
+TEST(EngineBinary, EveryStartOrderAndBindingAnswersAlike) {
+  PP_REQUIRE_RELEASE();
+  const std::string lib = pp::testing::release()->cpu_library();
+  for (const char* order : {"overlap", "init-first", "driver-first", "libtorch-first"}) {
+    for (const char* binding : {"now", "lazy"}) {
+      const pp::ProcessOutput out =
+          run_worker(cpu_plan({pp::Mode::fp32, pp::Mode::bf16}, {pp::Mode::amp_bf16}), lib,
+                     {std::string("PRECISION_PROBE_ENGINE_START=") + order,
+                      std::string("PRECISION_PROBE_ENGINE_DLOPEN=") + binding,
+                      std::string("PRECISION_PROBE_ENGINE_PRELOAD=") +
+                          (binding[0] == 'n' ? "first" : "none")});
+      ASSERT_EQ(out.exit_code, 0) << order << " " << binding << ": " << out.err;
+      const pp::WorkerResult result = read_lines(out.out);
+      EXPECT_TRUE(result.finished) << order << " " << binding;
+      EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok) << order << " " << binding;
+      EXPECT_TRUE(result.smoke.at(pp::Mode::bf16).ok) << order << " " << binding;
+      EXPECT_TRUE(result.amp.at(pp::Mode::amp_bf16).ok) << order << " " << binding;
+    }
+  }
+}
+
 // A call LibTorch refuses is an answer, not a crash: the engine binary (its own C++ runtime and
 // unwinder linked in) catches what it throws. Row-wise FP8 on CPUs: LibTorch's _scaled_mm takes
 // per-tensor scales alone there before 2.15, and row-wise ones too from 2.15.

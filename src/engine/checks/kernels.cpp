@@ -224,6 +224,7 @@ HostOperands scaled_operands(Mode mode, const Recipes& recipes, const std::vecto
     }
   }
   o.exact = mode == Mode::int8;
+  // Block-wise fp8 goes through _scaled_mm on 2.9: kernel_method says so once the release is known.
   o.method = fmt::format("{} {}", mode_info(mode).api, mode_key(mode));
   return o;
 }
@@ -328,7 +329,15 @@ Gemm::Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a,
       a_(std::move(a)),
       b_(std::move(b)),
       scales_a_(std::move(scales_a)),
-      scales_b_(std::move(scales_b)) {}
+      scales_b_(std::move(scales_b)) {
+  // B's 128x128 scales are made as _scaled_mm_v2 takes them, (round_up(K/128, 4), N/128) with
+  // strides (1, that); _scaled_mm (2.9's path) takes the same storage as (K/128, N/128).
+  if (mode_ == Mode::fp8_blockwise && !blockwise_by_v2(a_.torch()) && scales_b_.size() == 1) {
+    const Sizes padded = scales_b_[0].sizes();
+    const std::int64_t k_blocks = (a_.sizes().at(1) + 127) / 128;
+    scales_b_[0] = scales_b_[0].view({k_blocks, padded.at(1)}, {1, padded.at(0)});
+  }
+}
 
 Tensor Gemm::operator()() const {
   switch (mode_) {
@@ -468,6 +477,15 @@ Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t 
   if (column_major_b(mode)) b = as_column_major(std::move(b));
   return Gemm(mode, std::move(a), std::move(b), unit_scales(mode, target, n, true),
               unit_scales(mode, target, n, false));
+}
+
+std::string kernel_method(Mode mode, const std::string& method, const Torch& torch) {
+  if (mode == Mode::fp8_blockwise && !blockwise_by_v2(torch)) {
+    return fmt::format(
+        "aten::_scaled_mm {} (the recipe from the scales' shapes: {} passes no lists)",
+        mode_key(mode), torch.release_text());
+  }
+  return method;
 }
 
 std::string kernel_problem(Mode mode, const Torch& torch) {

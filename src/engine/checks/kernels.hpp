@@ -67,6 +67,10 @@ Gemm random_gemm(Mode mode, const Target& target, std::int64_t n);
 // operand), the same on every device: the soak's, whose golden results are compared across GPUs.
 Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t seed);
 
+// How the mode's product is called with this LibTorch: `method` (HostOperands'), unless the
+// release takes another path (block-wise fp8 on 2.9: _scaled_mm).
+std::string kernel_method(Mode mode, const std::string& method, const Torch& torch);
+
 // Why this LibTorch cannot run the mode's kernel through its stable C ABI ("" when it can): the
 // element types (2.11) or list arguments (2.10) its call needs, or an operator whose schema in the
 // image differs.

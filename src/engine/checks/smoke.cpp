@@ -149,6 +149,7 @@ SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
     o.error = problem;
     return o;
   }
+  o.method = kernel_method(p.mode, o.method, *target.torch);
   try {
     const Gemm gemm = device_gemm(p.mode, p.operands, target);
     // One untimed run pays for library start-up (cuBLAS workspaces, kernel loading); the timed

@@ -45,9 +45,10 @@ const ScalarInfo& scalar_info(Scalar scalar) {
   return kScalars.at(static_cast<std::size_t>(scalar));
 }
 
-Expected<std::unique_ptr<Torch>> Torch::open(const std::string& path, bool cuda) {
+Expected<std::unique_ptr<Torch>> Torch::open(const std::string& path, bool cuda, Binding binding) {
   ::dlerror();  // NOLINT(concurrency-mt-unsafe): clears this thread's (glibc's is per thread)
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle =
+      ::dlopen(path.c_str(), (binding == Binding::lazy ? RTLD_LAZY : RTLD_NOW) | RTLD_LOCAL);
   if (handle == nullptr) return Unexpected{"dlopen of " + path + " failed: " + dl_error()};
   std::unique_ptr<Torch> torch(new Torch());
   torch->handle_ = handle;

@@ -49,10 +49,16 @@ struct Features {
 
 class Torch {
  public:
-  // Loads the library at `path` with dlopen (RTLD_NOW | RTLD_LOCAL) and finds the table's
-  // functions (the CUDA ones where `cuda`). The error is dlerror()'s text, a release below the
-  // floor, or a function of the floor it lacks.
-  static Expected<std::unique_ptr<Torch>> open(const std::string& path, bool cuda);
+  // How the library's own calls into its dependencies are bound: all at dlopen (a missing symbol
+  // is dlopen's error) or at each one's first call (RTLD_LAZY, as a program linked with LibTorch
+  // gets by default: less work at start; a missing symbol ends the process at that call).
+  enum class Binding { now, lazy };
+
+  // Loads the library at `path` with dlopen (RTLD_LOCAL) and finds the table's functions (the
+  // CUDA ones where `cuda`). The error is dlerror()'s text, a release below the floor, or a
+  // function of the floor it lacks.
+  static Expected<std::unique_ptr<Torch>> open(const std::string& path, bool cuda,
+                                               Binding binding = Binding::now);
 
   Torch(const Torch&) = delete;
   Torch& operator=(const Torch&) = delete;

@@ -163,20 +163,21 @@ struct Prepared {
 
 unsigned host_threads() { return std::max(1U, std::min(8U, std::thread::hardware_concurrency())); }
 
-// How a worker starts (docs/engine.md, "How a worker starts"; docs/performance.md compares them):
+// How a worker starts (docs/engine.md, "How a worker starts"). The defaults are the fastest of
+// those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start, ..._DLOPEN binds
-// LibTorch's calls at dlopen ("now") or at their first call ("lazy"), ..._PRELOAD loads every
+// LibTorch's calls at their first call ("lazy") or at dlopen ("now"), ..._PRELOAD loads every
 // check's kernels before the first check ("first") or lets each check load its own ("none").
 struct StartKnobs {
-  std::string order = "overlap";  // overlap | driver-first | libtorch-first | init-first
-  Torch::Binding binding = Torch::Binding::now;
+  std::string order = "init-first";  // init-first | overlap | driver-first | libtorch-first
+  Torch::Binding binding = Torch::Binding::lazy;
   bool preload = true;
 };
 
 StartKnobs start_knobs() {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
-  if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "lazy") k.binding = Torch::Binding::lazy;
+  if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
   if (env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("") == "none") k.preload = false;
   return k;
 }

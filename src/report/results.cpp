@@ -65,7 +65,7 @@ ErrorKind classify_error(std::string_view message) {
   const std::string m = to_lower(message);
   auto has = [&m](std::string_view needle) { return m.find(needle) != std::string::npos; };
   if (has("out of memory") || has("status_alloc_failed") || has("memoryallocation") ||
-      has("error while loading shared libraries")) {
+      has("error while loading shared libraries") || has("symbol lookup error")) {
     return ErrorKind::unavailable;
   }
   if (has("no kernel image is available") || has("driver version is insufficient") ||

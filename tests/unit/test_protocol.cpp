@@ -145,6 +145,14 @@ TEST(Protocol, ErrorsAreClassified) {
       pp::ErrorKind::environment);
   EXPECT_EQ(pp::classify_error("CUDA error: an illegal memory access was encountered"),
             pp::ErrorKind::runtime);
+  // The loader's own words: a library that cannot be mapped, a call it cannot bind (the engine
+  // binds LibTorch's calls lazily, docs/engine.md): the machine's set-up.
+  EXPECT_EQ(pp::classify_error("precision-probe-engine: error while loading shared libraries: "
+                               "libc10.so: cannot open shared object file"),
+            pp::ErrorKind::unavailable);
+  EXPECT_EQ(pp::classify_error("precision-probe-engine: symbol lookup error: /x/libtorch_cpu.so: "
+                               "undefined symbol: cublasLtCreate"),
+            pp::ErrorKind::unavailable);
 }
 
 namespace {

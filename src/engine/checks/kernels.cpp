@@ -270,7 +270,7 @@ Shape smoke_shape(Mode mode, bool gpu) {
   // The scaled recipes: K of 5 blocks of 128 (the padded 128x128 layout), M and N not multiples
   // of 128 (the padded rows of the swizzled layout, a partial 128x128 tile). Block-wise fp8: K of
   // 8 blocks, where every release's _scaled_mm agrees with its kernel on B's 128x128 scales
-  // (docs/precision-matrix.md, "How each recipe is called").
+  // (docs/precision-matrix.md, "Three layers, and which one lacks a recipe").
   if (mode == Mode::fp8_blockwise) return {192, 1024, 320};
   if (recipes_of(mode)) return {192, 640, 320};
   const std::int64_t n = gpu ? 256 : 128;

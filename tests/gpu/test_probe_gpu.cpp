@@ -24,9 +24,12 @@ std::string test_site() {
   return site != nullptr ? site : "";
 }
 
-#define PP_REQUIRE_TEST_TORCH()                                                              \
-  if (test_site().empty())                                                                   \
-  GTEST_SKIP() << "no LibTorch release named (PP_TEST_TORCH; ./dev gpu-test names python3's)"
+// Skips the test (GTEST_SKIP returns from it) where no LibTorch release is named.
+#define PP_REQUIRE_TEST_TORCH()                                                                    \
+  do {                                                                                             \
+    if (test_site().empty())                                                                       \
+      GTEST_SKIP() << "no LibTorch release named (PP_TEST_TORCH; ./dev gpu-test names python3's)"; \
+  } while (false)
 
 std::vector<std::string> real_env(std::vector<std::string> more = {}) {
   std::vector<std::string> env = {"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,

@@ -667,7 +667,7 @@ TEST(Probe, ARecipeTheStackLacksIsUnsupportedWithTheLayerAndNotRun) {
   EXPECT_NE(blockwise->reason.find("(LibTorch 2.11)"), std::string::npos);
   EXPECT_EQ(gpu->find(Mode::nvfp4)->status, Status::native);
   EXPECT_EQ(gpu->find(Mode::mxfp8)->status, Status::native);
-  const auto& planned = main_plans(p.engine).back().smoke;
+  const std::vector<Mode> planned = main_plans(p.engine).back().smoke;
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::fp8_blockwise), 0);
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::nvfp4), 1);
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;

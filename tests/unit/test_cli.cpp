@@ -15,6 +15,16 @@ pp::CommandLine parse(std::vector<std::string> args) {
   return pp::parse_command_line(static_cast<int>(argv.size()), argv.data());
 }
 
+// The text with every run of spaces and line breaks as one space: help wraps at 80 columns.
+std::string words(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (!space || (!out.empty() && out.back() != ' ')) out += space ? ' ' : c;
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST(Cli, DefaultsSelectEveryGpuAndGateNothing) {
@@ -29,8 +39,8 @@ TEST(Cli, DefaultsSelectEveryGpuAndGateNothing) {
 
 TEST(Cli, ParsesEveryFlag) {
   const auto cl = parse({"--format", "json", "-o", "r.json", "--device", "0,2,cpu", "--require",
-                         "bf16,fp8", "--require", "fp16", "--no-color", "-q", "--quick", "--seed",
-                         "42", "--timeout", "12.5"});
+                         "bf16,fp8", "--require", "fp16", "--no-color", "-q", "--seed", "42",
+                         "--timeout", "12.5", "--check-timeout", "3"});
   ASSERT_EQ(cl.action, Action::run) << cl.text;
   const auto& o = cl.options;
   EXPECT_EQ(o.format, pp::Format::json);
@@ -42,9 +52,57 @@ TEST(Cli, ParsesEveryFlag) {
                                               pp::Mode::fp8_e5m2, pp::Mode::fp16}));
   EXPECT_EQ(o.color, pp::ColorMode::never);
   EXPECT_TRUE(o.quiet);
-  EXPECT_TRUE(o.quick);
+  EXPECT_FALSE(o.quick);
   EXPECT_EQ(o.seed, 42U);
   EXPECT_DOUBLE_EQ(o.timeout_s, 12.5);
+  EXPECT_DOUBLE_EQ(o.check_timeout_s, 3.0);
+  const auto quick = parse({"--quick", "--timeout", "5", "--check-timeout", "2", "--require", "bf16"});
+  ASSERT_EQ(quick.action, Action::run) << quick.text;
+  EXPECT_TRUE(quick.options.quick);
+}
+
+// A list is the union of its entries: the keywords may be combined as indices are.
+TEST(Cli, DeviceListsCombineKeywordsAndIndices) {
+  const auto both = parse({"--device", "gpu,cpu"});
+  ASSERT_EQ(both.action, Action::run) << both.text;
+  EXPECT_TRUE(both.options.devices.all_gpus);
+  EXPECT_TRUE(both.options.devices.cpu);
+  const auto gpus = parse({"--device", "cpu,GPU,0"}).options.devices;
+  EXPECT_TRUE(gpus.all_gpus);
+  EXPECT_TRUE(gpus.gpu_indices.empty());
+  const auto all = parse({"--device", "0,all"}).options.devices;
+  EXPECT_TRUE(all.all_gpus);
+  EXPECT_TRUE(all.cpu);
+  EXPECT_EQ(parse({"--device", "gpu,tpu"}).text,
+            "--device: 'tpu' is not a device (use all, gpu, cpu or GPU indices such as 0,1)");
+}
+
+// One rule: a combination that cannot do what it says is refused, naming both options.
+TEST(Cli, OptionsThatCannotDoWhatTheySayTogetherAreRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--quick", "--bench"}, "--bench needs kernels to run and --quick runs none"},
+      {{"--bench-size", "16", "--quick"}, "--bench-size needs kernels to run and --quick"},
+      {{"--quick", "--nccl"}, "--nccl needs kernels to run and --quick runs none"},
+      {{"--quick", "--soak", "5"}, "--soak needs kernels to run and --quick runs none"},
+      {{"--quick", "--no-amp"}, "--no-amp needs kernels to run and --quick runs none"},
+      {{"--quick", "--seed", "7"}, "--seed needs kernels to run and --quick runs none"},
+      {{"--nfd-ttl", "2h"}, "--nfd-ttl is how long node labels stand, but none are written"},
+      {{"--nfd-ttl", "2h", "--json", "r.json"}, "--nfd-ttl is how long node labels stand"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::usage_error) << args.front() << " " << args.back();
+    EXPECT_NE(cl.text.find(message), std::string::npos) << cl.text;
+    EXPECT_EQ(cl.text.find('\n'), std::string::npos) << cl.text;
+  }
+  // What each does alone, or with what it needs, stands.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--bench-size", "16"}, {"--nccl", "--no-amp", "--seed", "7"},
+        {"--nfd", "labels", "--nfd-ttl", "2h"}, {"--format", "nfd", "--nfd-ttl", "90m"},
+        {"--quick", "--nfd", "labels", "--nfd-ttl", "2h"}}) {
+    EXPECT_EQ(parse(args).action, Action::run) << parse(args).text;
+  }
+  EXPECT_TRUE(parse({"--bench-size", "16"}).options.bench);  // a size asks for the benchmark
 }
 
 TEST(Cli, DeviceKeywords) {
@@ -144,7 +202,8 @@ TEST(Cli, JsonIsNoticedEvenWhenParsingFails) {
 }
 
 TEST(Cli, HelpVersionAndArch) {
-  const auto help = parse({"--help"});
+  auto help = parse({"--help"});
+  help.text = words(help.text);
   EXPECT_EQ(help.action, Action::help);
   EXPECT_NE(help.text.find("--require"), std::string::npos);
   // Every mode --require accepts, every exit code and every environment variable.
@@ -153,7 +212,7 @@ TEST(Cli, HelpVersionAndArch) {
   }
   EXPECT_NE(help.text.find("fp8 (fp8_e4m3 and fp8_e5m2)"), std::string::npos);
   for (const auto& m : pp::exit_code::kMeanings) {
-    EXPECT_NE(help.text.find(std::to_string(m.code) + "  " + m.meaning), std::string::npos)
+    EXPECT_NE(help.text.find(words(std::to_string(m.code) + "  " + m.meaning)), std::string::npos)
         << m.code;
   }
   for (const auto& v : pp::kEnvironmentVariables) {
@@ -169,6 +228,31 @@ TEST(Cli, HelpVersionAndArch) {
   EXPECT_EQ(arch.options.command, pp::Command::arch);
   EXPECT_EQ(arch.options.arch_cc, "sm_89");
   EXPECT_EQ(arch.options.format, pp::Format::json);
+}
+
+// Help is for what was asked about, and fits 80 columns.
+TEST(Cli, ArchHelpIsArchsOwnAndEveryHelpFitsEightyColumns) {
+  for (const auto& args : {std::vector<std::string>{"arch", "--help"}, {"arch", "9.0", "-h"},
+                           {"--help", "arch"}}) {
+    const auto help = parse(args);
+    ASSERT_EQ(help.action, Action::help);
+    EXPECT_EQ(help.text.rfind("Usage: precision-probe arch CC", 0), 0U) << help.text;
+    EXPECT_NE(help.text.find("--require MODES"), std::string::npos);
+    EXPECT_NE(help.text.find("amp_bf16"), std::string::npos);  // the modes --require takes
+    EXPECT_EQ(help.text.find("--bench"), std::string::npos);   // arch runs no kernels
+    EXPECT_EQ(help.text.find("--soak"), std::string::npos);
+  }
+  const std::string top = parse({"--help"}).text;
+  EXPECT_NE(top.find("--bench"), std::string::npos);
+  EXPECT_NE(top.find("PRECISION_PROBE_INJECT_FAULT"), std::string::npos);
+  for (const std::string& text : {top, parse({"arch", "--help"}).text}) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const std::size_t end = std::min(text.find('\n', start), text.size());
+      EXPECT_LE(end - start, 80U) << text.substr(start, end - start);
+      start = end + 1;
+    }
+  }
 }
 
 TEST(Cli, HostileArgumentsNeverCrash) {

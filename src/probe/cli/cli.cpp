@@ -33,31 +33,24 @@ std::optional<Format> parse_format(std::string_view text) {
   return std::nullopt;
 }
 
+// A list is the union of its entries: "gpu,cpu" is all, "cpu,0" GPU 0 and the CPU.
 DeviceSelectionParse parse_device_selection(std::string_view text) {
   DeviceSelectionParse result;
   DeviceSelection& s = result.selection;
   const std::string value = to_lower(trim(text));
-  if (value == "all") {
-    s.all_gpus = true;
-    s.cpu = true;
-    return result;
-  }
-  if (value == "gpu" || value == "gpus" || value == "cuda") {
-    s.all_gpus = true;
-    return result;
-  }
-  if (value == "cpu") {
-    s.all_gpus = false;
-    s.cpu = true;
-    return result;
-  }
   if (value.empty()) {
     result.error = "--device: empty value (use all, gpu, cpu or GPU indices such as 0,1)";
     return result;
   }
+  bool every_gpu = false;
   s.all_gpus = false;
   for (const std::string& raw : split(value, ',')) {
     const std::string entry = trim(raw);
+    if (entry == "all" || entry == "gpu" || entry == "gpus" || entry == "cuda") {
+      every_gpu = true;
+      s.cpu = s.cpu || entry == "all";
+      continue;
+    }
     if (entry == "cpu") {
       s.cpu = true;
       continue;
@@ -77,6 +70,10 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
     if (std::find(s.gpu_indices.begin(), s.gpu_indices.end(), i) == s.gpu_indices.end()) {
       s.gpu_indices.push_back(i);
     }
+  }
+  if (every_gpu) {
+    s.all_gpus = true;
+    s.gpu_indices.clear();
   }
   return result;
 }
@@ -149,6 +146,10 @@ constexpr std::array<OptionSpec, 24> kOptions = {{
     {"-q,--quiet", "", false, true, "Nothing on stdout; the exit code tells the result"},
     {"--version", "", false, true, "The version and the LibTorch/CUDA it was built with"},
 }};
+
+// The options that only mean something where kernels run: --quick refuses each of them.
+constexpr std::array<const char*, 7> kKernelOptions = {
+    "--bench", "--bench-size", "--soak", "--soak-modes", "--nccl", "--no-amp", "--seed"};
 
 // The long name an option is known by in this file ("--output" for -o).
 std::string primary_name(const OptionSpec& spec) {
@@ -275,10 +276,57 @@ std::string help_footer() {
   }
   text += "\nEnvironment:\n";
   for (const EnvironmentVariable& v : kEnvironmentVariables) {
-    text += fmt::format("  {:<30} {}\n", v.name, v.effect);
+    text += fmt::format("  {:<32}  {}\n", v.name, v.effect);
   }
   text += "\nDocumentation: README.md and docs/ (exit codes: docs/exit-codes.md).\n";
   return text;
+}
+
+// Help text in 80 columns: a longer line wraps, its continuation under its description (the
+// text after the first run of two spaces past the indent: an option's help, a variable's effect).
+std::string fit_help(const std::string& help) {
+  std::string out;
+  for (const std::string& line : split(help, '\n')) {
+    if (line.size() <= 80) {
+      out += line + "\n";
+      continue;
+    }
+    const std::size_t indent = line.find_first_not_of(' ');
+    const std::size_t gap = line.find("  ", indent == std::string::npos ? 0 : indent);
+    const std::size_t column = gap == std::string::npos ? 0 : line.find_first_not_of(' ', gap);
+    const bool hanging = column != std::string::npos && column > 0 && column <= 40;
+    const std::size_t at = hanging ? column : 0;
+    const std::vector<std::string> lines = wrap(line.substr(at), 80 - at);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      out += (i == 0 ? line.substr(0, at) : std::string(at, ' ')) + lines[i] + "\n";
+    }
+  }
+  if (!out.empty() && (help.empty() || help.back() != '\n')) out.pop_back();
+  return out;
+}
+
+// `arch --help`: what arch does and the options that apply to it (kOptions' with_arch).
+std::string arch_help() {
+  std::string text =
+      "Usage: precision-probe arch CC [OPTIONS]\n\n"
+      "Offline: the precision matrix for a compute capability (CC: 8.9, 89 or\n"
+      "sm_89), and whether the image's LibTorch carries kernels for it. It runs no\n"
+      "kernels and needs no GPU; --require gates on its verdicts (exit 1 where one\n"
+      "is not native).\n\nOptions:\n";
+  for (const OptionSpec& spec : kOptions) {
+    if (!spec.with_arch) continue;
+    const std::string name =
+        *spec.value == '\0' ? std::string(spec.names) : fmt::format("{} {}", spec.names, spec.value);
+    const std::vector<std::string> lines = wrap(spec.help, 80 - 27);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      text += fmt::format("  {:<23}  {}\n", i == 0 ? name : "", lines[i]);
+    }
+  }
+  text += "\n";
+  for (const std::string& line : wrap("Modes for --require: " + accepted_mode_keys() + ".", 80)) {
+    text += line + "\n";
+  }
+  return text + "\nExit codes and the environment: precision-probe --help.\n";
 }
 
 // The values as given, before they are checked.
@@ -422,9 +470,6 @@ class Reader {
                            typed("--soak"), printable(value("--soak"), 40));
       }
       o_.soak_s = *seconds;
-      if (o_.quick) {
-        return fmt::format("{} runs kernels and --quick runs none: choose one", typed("--soak"));
-      }
     }
     if (given("--nfd-ttl")) {
       const auto ttl = parse_duration(value("--nfd-ttl"));
@@ -478,6 +523,27 @@ class Reader {
     return "";
   }
 
+  // Options that cannot do what they say together: refused, both named.
+  std::string read_combinations() {
+    if (o_.quick && o_.command == Command::probe) {
+      for (const char* name : kKernelOptions) {
+        if (given(name)) {
+          return fmt::format("{} needs kernels to run and {} runs none: choose one", typed(name),
+                             typed("--quick"));
+        }
+      }
+    }
+    const bool labels = o_.format == Format::nfd ||
+                        std::any_of(o_.extra_outputs.begin(), o_.extra_outputs.end(),
+                                    [](const ExtraOutput& e) { return e.format == Format::nfd; });
+    if (given("--nfd-ttl") && !labels && o_.command == Command::probe) {
+      return fmt::format("{} is how long node labels stand, but none are written (add --nfd FILE "
+                         "or --format nfd)",
+                         typed("--nfd-ttl"));
+    }
+    return "";
+  }
+
   // `arch CC`: the compute capability, and no option that needs kernels to run.
   std::string read_arch() {
     const std::vector<std::string>& pos = scan_.positionals;
@@ -513,17 +579,18 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   RawValues raw;
   CLI::App app{
       "precision-probe: which numeric precisions can this machine really train in?\n"
-      "Checks every visible NVIDIA GPU and the CPU: hardware support, matmul smoke tests\n"
-      "against a float64 reference, training steps, and a verdict per precision (native,\n"
-      "emulated, unsupported, failed, not_tested).\n"
-      "precision-probe summarize FILE... reads many nodes' JSON reports into a fleet's view\n"
-      "(precision-probe summarize --help).",
+      "Checks every visible NVIDIA GPU and the CPU: hardware support, matmul smoke\n"
+      "tests against a float64 reference, training steps, and a verdict per precision\n"
+      "(native, emulated, unsupported, failed, not_tested).\n"
+      "precision-probe summarize FILE... reads many nodes' JSON reports into a fleet's\n"
+      "view (precision-probe summarize --help); precision-probe arch --help: offline.",
       "precision-probe"};
   CLI::App* arch = nullptr;
   build_app(app, raw, arch);
   if (scan.help) {
     cl.action = CommandLine::Action::help;
-    cl.text = app.help();
+    const bool for_arch = !scan.positionals.empty() && scan.positionals.front() == "arch";
+    cl.text = for_arch ? arch_help() : fit_help(app.help());
     return cl;
   }
   auto fail = [&cl](std::string message) {
@@ -554,7 +621,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   o.color = raw.flags["--no-color"] ? ColorMode::never : ColorMode::automatic;
   Reader reader(scan, raw, o);
   for (auto step : {&Reader::read_arch, &Reader::read_outputs, &Reader::read_numbers,
-                    &Reader::read_selection}) {
+                    &Reader::read_selection, &Reader::read_combinations}) {
     if (std::string error = (reader.*step)(); !error.empty()) return fail(std::move(error));
   }
   return cl;

@@ -625,3 +625,36 @@ TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
     EXPECT_NE(usage.err.find(message), std::string::npos) << usage.err;
   }
 }
+
+// The text report fits 80 columns (README: "Output"), on a run with every section: each line, or
+// one token alone where it is wider (a long path).
+TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
+  const std::string gpus = std::string(kH200) + ";" + kT4;
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
+      {{"--bench", "--bench-size", "256", "--soak", "1", "--nccl", "--device", "all", "--require",
+        "bf16,amp_fp16,fp8_blockwise"},
+       {"PRECISION_PROBE_INJECT_FAULT=bf16:3:0"}},
+      {{"--quick", "--require", "bf16,nvfp4"}, {}},
+      {{"arch", "7.5", "--require", "bf16"}, {}},
+  };
+  for (const auto& [args, env] : runs) {
+    const auto r = run_probe_binary(args, with(fake_driver_env(gpus), env));
+    ASSERT_GE(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+      ++count;
+      if (pp::visible_width(line) <= 80) continue;
+      const std::size_t start = line.find_first_not_of(' ');
+      EXPECT_EQ(line.find(' ', start), std::string::npos)
+          << args.front() << ": " << pp::visible_width(line) << " columns: " << line;
+    }
+    EXPECT_GT(count, 10) << r.out;
+    if (args.front() == "--bench") {
+      for (const char* section : {"  training", "  bench", "  soak", "collectives"}) {
+        EXPECT_NE(r.out.find(section), std::string::npos) << section << "\n" << r.out;
+      }
+    }
+  }
+}

@@ -56,7 +56,8 @@ TEST(Cli, ParsesEveryFlag) {
   EXPECT_EQ(o.seed, 42U);
   EXPECT_DOUBLE_EQ(o.timeout_s, 12.5);
   EXPECT_DOUBLE_EQ(o.check_timeout_s, 3.0);
-  const auto quick = parse({"--quick", "--timeout", "5", "--check-timeout", "2", "--require", "bf16"});
+  const auto quick =
+      parse({"--quick", "--timeout", "5", "--check-timeout", "2", "--require", "bf16"});
   ASSERT_EQ(quick.action, Action::run) << quick.text;
   EXPECT_TRUE(quick.options.quick);
 }
@@ -96,10 +97,11 @@ TEST(Cli, OptionsThatCannotDoWhatTheySayTogetherAreRefused) {
     EXPECT_EQ(cl.text.find('\n'), std::string::npos) << cl.text;
   }
   // What each does alone, or with what it needs, stands.
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--bench-size", "16"}, {"--nccl", "--no-amp", "--seed", "7"},
-        {"--nfd", "labels", "--nfd-ttl", "2h"}, {"--format", "nfd", "--nfd-ttl", "90m"},
-        {"--quick", "--nfd", "labels", "--nfd-ttl", "2h"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--bench-size", "16"},
+                                               {"--nccl", "--no-amp", "--seed", "7"},
+                                               {"--nfd", "labels", "--nfd-ttl", "2h"},
+                                               {"--format", "nfd", "--nfd-ttl", "90m"},
+                                               {"--quick", "--nfd", "labels", "--nfd-ttl", "2h"}}) {
     EXPECT_EQ(parse(args).action, Action::run) << parse(args).text;
   }
   EXPECT_TRUE(parse({"--bench-size", "16"}).options.bench);  // a size asks for the benchmark
@@ -232,8 +234,8 @@ TEST(Cli, HelpVersionAndArch) {
 
 // Help is for what was asked about, and fits 80 columns.
 TEST(Cli, ArchHelpIsArchsOwnAndEveryHelpFitsEightyColumns) {
-  for (const auto& args : {std::vector<std::string>{"arch", "--help"}, {"arch", "9.0", "-h"},
-                           {"--help", "arch"}}) {
+  for (const auto& args :
+       {std::vector<std::string>{"arch", "--help"}, {"arch", "9.0", "-h"}, {"--help", "arch"}}) {
     const auto help = parse(args);
     ASSERT_EQ(help.action, Action::help);
     EXPECT_EQ(help.text.rfind("Usage: precision-probe arch CC", 0), 0U) << help.text;

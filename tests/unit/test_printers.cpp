@@ -223,7 +223,9 @@ TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
   EXPECT_NE(text.find("2.300 -> 0.500"), std::string::npos) << text;
   EXPECT_NE(text.find("0.4% (<=2%)"), std::string::npos) << text;
   EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
-  EXPECT_NE(text.find("60.0 MiB (0.55x)"), std::string::npos) << text;
+  EXPECT_NE(text.find("      loss scale 131072 (1 skipped) · peak memory 60.0 MiB (0.55x fp32)\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {
@@ -277,4 +279,134 @@ TEST(TextPrinter, CpuThroughputIsInGigaflops) {
   EXPECT_NE(text.find("  fp32                8.2 "), std::string::npos) << text;
   EXPECT_NE(text.find("  int8               73.1 "), std::string::npos) << text;
   EXPECT_NE(text.find("integer ops: GOPS, not GFLOP/s\n"), std::string::npos) << text;
+}
+
+namespace {
+
+// A report holding every kind of line the text printer writes, with long values: training runs,
+// bench rows with notes, a soak with an injected fault, golden disagreement and a straggler,
+// collectives with peers, a failure, a long path, diagnostics and requirements.
+pp::Report every_kind_of_line() {
+  pp::Report r = with_amp();
+  r.host.hostname = "gpu-node-0042.training-cluster.example.internal";
+  r.host.os = "Ubuntu 24.04.1 LTS";
+  r.host.container = true;
+  r.stack.library =
+      "/opt/conda/envs/training-environment-with-a-long-name/lib/python3.12/"
+      "site-packages/torch/lib/libtorch_cuda.so";
+  pp::DeviceReport& d = r.devices[0];
+  pp::PrecisionResult failed = native(0.5, 1e-2);
+  failed.status = Status::failed;
+  failed.reason =
+      "relative error 5.0e-01 exceeds the tolerance 1.0e-02: the GPU computed wrong "
+      "numbers for this precision (see docs/diagnostics.md#smoke-test-failed)";
+  d.precisions.emplace_back(Mode::fp8_rowwise, failed);
+  pp::PrecisionResult bf16 = d.precisions[0].second;
+  pp::BenchResult b;
+  b.outcome.ran = b.outcome.ok = true;
+  b.outcome.size = 16384;
+  b.outcome.tflops = 801.123;
+  b.outcome.sustained_tflops = 712.5;
+  b.outcome.ms = 10.9876;
+  b.ratio_to_fp32 = 14.52;
+  b.peak_tflops = 989.4;
+  b.percent_of_peak = 81.0;
+  b.peak_source = "NVIDIA H200 datasheet, dense (half the sparse figure), SXM at its boost clock";
+  d.precisions[0].second.bench = b;
+  pp::SoakReport soak;
+  soak.injected = true;
+  pp::SoakOutcome o;
+  o.ran = true;
+  o.iterations = 123456789;
+  o.mismatches = 12345;
+  o.first_mismatch = pp::SoakMismatch{};
+  o.first_mismatch->iteration = 200;
+  o.first_mismatch->seconds = 18.4;
+  o.tflops = 799.9;
+  o.seconds = 29.9;
+  o.error =
+      "12345 of 123456789 results differ from the golden one: silent data corruption under "
+      "load (docs/soak.md)";
+  soak.modes = {{Mode::bf16, o}};
+  soak.golden_disagreement = "bf16, fp8_e4m3 golden results differ from GPUs 1, 2, 3, 4, 5, 6, 7";
+  soak.straggler = "bf16 at 612.0 TFLOP/s is 23 % below the median of the 8 NVIDIA H200 (799.9)";
+  d.soak = soak;
+  pp::CollectivesReport c;
+  c.requested = true;
+  c.status = Status::failed;
+  c.reason = "the fp16 all-reduce's result differs from the exact sum on rank 3 of 8";
+  c.nccl_version = "2.28.9";
+  c.devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  pp::CollectiveOutcome a;
+  a.dtype = pp::DType::fp16;
+  a.ran = true;
+  a.bytes = 1LL << 30U;
+  a.time_ms = 1234.567;
+  a.algbw_gbps = 123456.7;
+  a.busbw_gbps = 216049.2;
+  a.error = "rank 3: 1048576 elements differ from the exact sum";
+  c.all_reduce = {a};
+  c.peers = {{0, 1, true, 0, true}};
+  r.collectives = c;
+  r.diagnostics.push_back(
+      {"libtorch-not-loadable", pp::Severity::error,
+       "dlopen(/opt/conda/envs/training-environment-with-a-long-name/lib/python3.12/site-packages/"
+       "torch/lib/libtorch_cuda.so) failed: libcudart.so.13: cannot open shared object file",
+       "install the CUDA runtime wheel of torch's CUDA (nvidia-cuda-runtime) next to torch"});
+  r.requirements.push_back({Mode::fp8_rowwise, "GPU 0", false, Status::failed, failed.reason});
+  r.exit_code = 4;
+  r.exit_reason =
+      "a check failed: fp8_rowwise on GPU 0 computed wrong numbers (relative error "
+      "5.0e-01 against 1.0e-02), and GPU 0's soak found 12345 mismatches";
+  return r;
+}
+
+}  // namespace
+
+// The text report fits 80 columns: every line, or, where one token alone is wider (a long path),
+// that token on a line of its own.
+TEST(TextPrinter, EveryLineFitsEightyColumns) {
+  const pp::Report r = every_kind_of_line();
+  for (const bool color : {false, true}) {
+    std::ostringstream out;
+    pp::make_printer(pp::Format::text, pp::PrintStyle{color, 80})->print(r, out);
+    const std::string text = out.str();
+    for (const char* expected :
+         {"  training", "  bench", "  soak", "collectives", "peer access", "a fault was injected",
+          "golden: ", "straggler: ", "diagnostics", "requirements", "NOT MET"}) {
+      EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+    }
+    std::istringstream lines(text);
+    std::string line;
+    int wide_tokens = 0;
+    while (std::getline(lines, line)) {
+      if (pp::visible_width(line) <= 80) continue;
+      const std::size_t start = line.find_first_not_of(' ');
+      const bool one_token = line.find(' ', start) == std::string::npos;
+      EXPECT_TRUE(one_token) << pp::visible_width(line) << " columns: " << line;
+      wide_tokens += one_token ? 1 : 0;
+    }
+    EXPECT_GE(wide_tokens, 1) << "the long path should stand alone:\n" << text;
+  }
+}
+
+// With no stack known (--quick with none found, PRECISION_PROBE_TORCH=none), every output says
+// "unknown", as text and JSON do, never an empty version.
+TEST(Printers, AnUnknownStackIsSaidToBeUnknown) {
+  pp::Report r = sample();
+  r.stack = pp::StackInfo{};
+  r.stack.error = "not looked for (PRECISION_PROBE_TORCH=none)";
+  r.run.quick = true;
+  const std::string md = render(r, pp::Format::markdown);
+  EXPECT_NE(md.find(" · LibTorch unknown · driver 580.1"), std::string::npos) << md;
+  EXPECT_EQ(md.find("LibTorch  ("), std::string::npos) << md;
+  const std::string prom = render(r, pp::Format::prometheus);
+  EXPECT_NE(prom.find(R"(libtorch="unknown",cuda="unknown")"), std::string::npos) << prom;
+  EXPECT_NE(render(r, pp::Format::text).find("LibTorch: not looked for"), std::string::npos);
+  // A known CPU-only stack keeps its version.
+  r.stack = pp::testing::cuda_stack();
+  r.stack.cuda_built = false;
+  r.stack.cuda_version = "";
+  EXPECT_NE(render(r, pp::Format::markdown).find("LibTorch 2.11.0+cu130 (CPU only)"),
+            std::string::npos);
 }

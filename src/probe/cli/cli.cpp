@@ -315,8 +315,8 @@ std::string arch_help() {
       "is not native).\n\nOptions:\n";
   for (const OptionSpec& spec : kOptions) {
     if (!spec.with_arch) continue;
-    const std::string name =
-        *spec.value == '\0' ? std::string(spec.names) : fmt::format("{} {}", spec.names, spec.value);
+    const std::string name = *spec.value == '\0' ? std::string(spec.names)
+                                                 : fmt::format("{} {}", spec.names, spec.value);
     const std::vector<std::string> lines = wrap(spec.help, 80 - 27);
     for (std::size_t i = 0; i < lines.size(); ++i) {
       text += fmt::format("  {:<23}  {}\n", i == 0 ? name : "", lines[i]);
@@ -537,9 +537,10 @@ class Reader {
                         std::any_of(o_.extra_outputs.begin(), o_.extra_outputs.end(),
                                     [](const ExtraOutput& e) { return e.format == Format::nfd; });
     if (given("--nfd-ttl") && !labels && o_.command == Command::probe) {
-      return fmt::format("{} is how long node labels stand, but none are written (add --nfd FILE "
-                         "or --format nfd)",
-                         typed("--nfd-ttl"));
+      return fmt::format(
+          "{} is how long node labels stand, but none are written (add --nfd FILE "
+          "or --format nfd)",
+          typed("--nfd-ttl"));
     }
     return "";
   }

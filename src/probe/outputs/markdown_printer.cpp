@@ -80,9 +80,14 @@ class MarkdownPrinter final : public Printer {
     out << fmt::format("## precision-probe: {} exit {}\n\n", r.exit_code == 0 ? "✅" : "❌",
                        r.exit_code);
     out << cell_text(r.exit_reason) << "\n\n";
-    out << fmt::format("`{}` · {} · LibTorch {}{} · driver {}\n\n", cell_text(r.host.hostname),
-                       cell_text(r.host.os), cell_text(r.stack.libtorch_version),
-                       r.stack.cuda_built ? " (CUDA " + r.stack.cuda_version + ")" : " (CPU only)",
+    // An image whose stack is not known says so, as the text and JSON reports do.
+    const std::string stack =
+        !r.stack.available ? std::string("unknown")
+        : r.stack.cuda_built
+            ? cell_text(r.stack.libtorch_version) + " (CUDA " + r.stack.cuda_version + ")"
+            : cell_text(r.stack.libtorch_version) + " (CPU only)";
+    out << fmt::format("`{}` · {} · LibTorch {} · driver {}\n\n", cell_text(r.host.hostname),
+                       cell_text(r.host.os), stack,
                        r.driver.status == DriverStatus::ok
                            ? r.driver.version
                            : std::string(to_string(r.driver.status)));

@@ -130,8 +130,10 @@ void add_info(Exposition& e, const Report& r) {
                "Build and stack of the probe (the value is always 1; the facts are labels).");
   info.add(fmt::format(
                R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",Hostname="{}")",
-               escape(r.tool.version), escape(r.stack.libtorch_version),
-               escape(r.stack.cuda_version), escape(r.driver.version),
+               escape(r.tool.version),
+               r.stack.available ? escape(r.stack.libtorch_version) : std::string("unknown"),
+               r.stack.available ? escape(r.stack.cuda_version) : std::string("unknown"),
+               escape(r.driver.version),
                r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
                escape(r.host.hostname)),
            1);

@@ -1,5 +1,6 @@
 // The human report: a header, one table per device, diagnostics, requirements and the verdict.
 
+#include <algorithm>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -135,36 +136,40 @@ class Writer {
   Paint paint_;
 };
 
-std::string bench_note(Mode mode, bool giga, const std::string& peak_source) {
-  if (mode_info(mode).peak != PeakColumn::int8) return peak_source;
-  const std::string unit =
-      giga ? "integer ops: GOPS, not GFLOP/s" : "integer ops: TOPS, not TFLOP/s";
-  return peak_source.empty() ? unit : unit + "; " + peak_source;
-}
-
-// --bench: one row per measured precision. CPUs in GFLOP/s, where TFLOP/s would print 0.00;
-// int8 counts integer operations (TOPS), as its datasheet peak does.
+// --bench: one row per measured precision, then where the peaks come from. CPUs in GFLOP/s,
+// where TFLOP/s would print 0.00; int8 counts integer operations (TOPS), as its datasheet peak
+// does. 80 columns: a row's note goes beneath it.
 void print_bench(const DeviceReport& d, Writer& w) {
   bool any = false;
   for (const auto& [mode, p] : d.precisions) any = any || p.bench.has_value();
   if (!any) return;
   const bool giga = d.kind == DeviceKind::cpu;
   const double scale = giga ? 1000.0 : 1.0;
-  w.line(fmt::format("  {:<13} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", "bench",
+  w.line(fmt::format("  {:<13} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", "bench",
                      giga ? "GFLOP/s" : "TFLOP/s", "sustained", "vs fp32", "peak", "of peak",
-                     "size", "ms/GEMM", "peak source / note"));
+                     "size", "ms/GEMM"));
+  std::vector<std::string> sources;
   for (const auto& [mode, p] : d.precisions) {
     if (!p.bench) continue;
     const BenchResult& b = *p.bench;
     const BenchOutcome& o = b.outcome;
+    if (!b.peak_source.empty() &&
+        std::find(sources.begin(), sources.end(), b.peak_source) == sources.end()) {
+      sources.push_back(b.peak_source);
+    }
+    const bool integer = mode_info(mode).peak == PeakColumn::int8;
     w.row(fmt::format(
               "  {:<13} {:>9} {:>9} {:>8} {:>9} {:>8} {:>6} {:>9}", mode_key(mode),
               number_cell(o.tflops, "{:.4g}", scale),
               number_cell(o.sustained_tflops, "{:.4g}", scale),
               number_cell(b.ratio_to_fp32, "{:.2f}x"), number_cell(b.peak_tflops, "{:.4g}", scale),
               number_cell(b.percent_of_peak, "{:.1f}%"), o.size, number_cell(o.ms, "{:.3f}")),
-          !o.ok ? o.error : bench_note(mode, giga, b.peak_source));
+          !o.ok      ? o.error
+          : !integer ? ""
+          : giga     ? "integer ops: GOPS, not GFLOP/s"
+                     : "integer ops: TOPS, not TFLOP/s");
   }
+  if (!sources.empty()) w.text("  peaks: ", join(sources, "; "), 4);
 }
 
 std::string soak_first(const SoakOutcome& o) {
@@ -178,15 +183,23 @@ void print_soak(const DeviceReport& d, Writer& w) {
   const SoakReport& s = *d.soak;
   w.line(fmt::format("  {:<13} {:>10} {:>10} {:>14} {:>9} {:>7}  {}", "soak", "results",
                      "mismatches", "first mismatch",
-                     d.kind == DeviceKind::cpu ? "GFLOP/s" : "TFLOP/s", "hot s",
-                     s.injected ? "note (a fault was injected)" : "note"));
+                     d.kind == DeviceKind::cpu ? "GFLOP/s" : "TFLOP/s", "hot s", "note"));
+  if (s.injected) {
+    w.text("  ", "a fault was injected (PRECISION_PROBE_INJECT_FAULT): the detector's own test", 4);
+  }
   const double scale = d.kind == DeviceKind::cpu ? 1000.0 : 1.0;
   for (const auto& [mode, o] : s.modes) {
     const std::string mismatches = o.ran ? std::to_string(o.mismatches) : "-";
     w.row(fmt::format("  {:<13} {:>10} {:>10} {:>14} {:>9} {:>7}", mode_key(mode),
                       o.ran ? std::to_string(o.iterations) : "-", mismatches, soak_first(o),
                       number_cell(o.tflops, "{:.4g}", scale), number_cell(o.seconds, "{:.1f}")),
-          !o.error.empty() ? o.error : (o.ran ? "bit-identical to the golden result" : ""));
+          o.error);
+  }
+  const bool all_identical = std::all_of(s.modes.begin(), s.modes.end(), [](const auto& m) {
+    return m.second.ran && m.second.ok && m.second.error.empty();
+  });
+  if (all_identical && !s.modes.empty()) {
+    w.line("  every result bit-identical to its mode's golden result");
   }
   if (s.telemetry) w.text("  telemetry: ", telemetry_summary(*s.telemetry), 4);
   if (!s.golden_disagreement.empty()) w.text("  golden: ", s.golden_disagreement, 4);
@@ -205,7 +218,7 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
     for (int d : c.devices) ids.push_back(std::to_string(d));
     heading += " · GPUs " + join(ids, ",");
   }
-  w.line(heading);
+  w.text("", heading, 4);
   if (c.requested) {
     w.row("  all_reduce  " + w.paint().status(c.status, 12), c.reason);
     if (!c.all_reduce.empty()) {
@@ -229,12 +242,33 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
   w.line("");
 }
 
-// The training runs: loss from first to last step, distance to the fp32 run, loss scaling and
-// peak memory against fp32.
+// How far a training run's loss ended from fp32's: "0.4% (<=2%)"; no exponent however far.
+std::string loss_distance(const AmpOutcome& a) {
+  if (!a.loss_rel_diff) return "-";
+  const double percent = *a.loss_rel_diff * 100.0;
+  return fmt::format(percent < 10.0 ? "{:.2g}% (<={:.0f}%)" : "{:.0f}% (<={:.0f}%)", percent,
+                     a.loss_tolerance * 100.0);
+}
+
+// A training run's loss scaling and peak memory, the row's second line.
+std::string amp_details(const AmpOutcome& a) {
+  std::vector<std::string> parts;
+  if (a.final_scale) {
+    parts.push_back(fmt::format("loss scale {:.0f} ({} skipped)", *a.final_scale, a.skipped_steps));
+  }
+  if (a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0) {
+    parts.push_back(
+        fmt::format("peak memory {} ({:.2f}x fp32)", mib(*a.peak_bytes),
+                    static_cast<double>(*a.peak_bytes) / static_cast<double>(*a.fp32_peak_bytes)));
+  }
+  return join(parts, " · ");
+}
+
+// The training runs: loss from first to last step and its distance to the fp32 run; beneath,
+// loss scaling and peak memory against fp32, then the note. 80 columns.
 void print_amp(const DeviceReport& d, Writer& w) {
-  w.line(fmt::format("  {:<13} {:<12} {:<12} {:>5}  {:<17} {:<14} {:<18} {:<20}  {}", "training",
-                     "hardware", "status", "steps", "loss first->last", "vs fp32", "loss scale",
-                     "peak memory", "note"));
+  w.line(fmt::format("  {:<13} {:<12} {:<12} {:>5}  {:<17} {}", "training", "hardware", "status",
+                     "steps", "loss first->last", "vs fp32"));
   for (const auto& [mode, p] : d.precisions) {
     if (!is_amp_mode(mode)) continue;
     const AmpOutcome a = p.amp.value_or(AmpOutcome{});
@@ -242,21 +276,12 @@ void print_amp(const DeviceReport& d, Writer& w) {
     const std::string loss = a.loss_start && a.loss_end
                                  ? fmt::format("{:.3f} -> {:.3f}", *a.loss_start, *a.loss_end)
                                  : "-";
-    const std::string diff =
-        a.loss_rel_diff
-            ? fmt::format("{:.2g}% (<={:.0f}%)", *a.loss_rel_diff * 100.0, a.loss_tolerance * 100.0)
-            : "-";
-    const std::string scale =
-        a.final_scale ? fmt::format("{:.0f} ({} skipped)", *a.final_scale, a.skipped_steps) : "-";
-    const std::string memory = a.peak_bytes && a.fp32_peak_bytes && *a.fp32_peak_bytes > 0
-                                   ? fmt::format("{} ({:.2f}x)", mib(*a.peak_bytes),
-                                                 static_cast<double>(*a.peak_bytes) /
-                                                     static_cast<double>(*a.fp32_peak_bytes))
-                                   : "-";
     w.row(fmt::format("  {:<13} {:<12} ", mode_key(mode), to_string(p.hardware)) +
               w.paint().status(p.status, 12) +
-              fmt::format(" {:>5}  {:<17} {:<14} {:<18} {:<20}", steps, loss, diff, scale, memory),
-          p.reason);
+              fmt::format(" {:>5}  {:<17} {}", steps, loss, loss_distance(a)),
+          "");
+    if (const std::string details = amp_details(a); !details.empty()) w.text("      ", details, 6);
+    if (!p.reason.empty()) w.text("      ", p.reason, 6);
   }
 }
 
@@ -327,7 +352,7 @@ void print_header(const Report& r, Writer& w) {
                       r.host.hostname + " (" + (r.host.os.empty() ? r.host.machine : r.host.os) +
                       (r.host.container ? ", container" : "") + ")";
   if (r.run.command == Command::probe) first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
-  w.line(first);
+  w.text("", first, 4);
   if (r.stack.available) {
     w.text("", stack_line(r.stack, "LibTorch"), 4);
   } else {

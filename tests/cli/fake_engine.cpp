@@ -359,6 +359,10 @@ void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
 }
 
 int run_worker(const std::string& args, const std::string& library) {
+  // As the real engine (engine_main.cpp): a worker never outlives the probe that started it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const std::string parent = env("PRECISION_PROBE_PARENT");
+  if (!parent.empty() && std::to_string(::getppid()) != parent) return 1;
   std::string input;
   if (!std::getline(std::cin, input) || input.find_first_not_of(" \t\r\n") == std::string::npos) {
     return 0;  // started ahead, unused

@@ -658,3 +658,40 @@ TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
     }
   }
 }
+
+// A variable set to a path the probe cannot use is named with that path; an empty one is unset.
+TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) {
+  const auto missing = run_probe_binary({"--require", "bf16", "--format", "json"},
+                                        with(fake_driver_env(kH200),
+                                             {"PRECISION_PROBE_ENGINE=/nonexistent/engine"}));
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  const json j = json::parse(missing.out);
+  const std::string reason =
+      j.at("devices").at(0).at("precisions").at("bf16").at("reason").get<std::string>();
+  EXPECT_NE(reason.find("PRECISION_PROBE_ENGINE=/nonexistent/engine names no file"),
+            std::string::npos)
+      << reason;
+  bool diagnosed = false;
+  for (const json& d : j.at("diagnostics")) {
+    diagnosed = diagnosed || (d.at("code") == "engine-not-installed" &&
+                              d.at("message").get<std::string>().find("/nonexistent/engine") !=
+                                  std::string::npos);
+  }
+  EXPECT_TRUE(diagnosed) << missing.out;
+  // PRECISION_PROBE_ENGINE= (empty): the engine next to the probe (the build's), which runs.
+  const auto next_to = run_probe_binary({"--require", "bf16", "--format", "json"},
+                                        with(fake_driver_env(kH200), {"PRECISION_PROBE_ENGINE="}));
+  EXPECT_NE(next_to.out.find("precisions"), std::string::npos);
+  EXPECT_EQ(next_to.out.find("names no file"), std::string::npos) << next_to.out;
+  // PRECISION_PROBE_LIBCUDA= (empty): the driver's own libcuda.so.1, not a library named "".
+  const auto driver = run_probe_binary(
+      {"--quick", "--format", "json"},
+      {"PRECISION_PROBE_LIBCUDA=", "PRECISION_PROBE_LIBNVML=", "PRECISION_PROBE_TORCH=none"});
+  const json k = json::parse(driver.out);
+  const std::string message = k.at("driver").at("message").get<std::string>();
+  EXPECT_EQ(message.find(" has no cuInit"), std::string::npos) << message;
+  EXPECT_EQ(message.find(":  "), std::string::npos) << message;
+  if (k.at("driver").at("status") != "ok") {  // this machine has no driver: it names the real one
+    EXPECT_NE(message.find("libcuda.so.1"), std::string::npos) << message;
+  }
+}

@@ -193,35 +193,9 @@ TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
             std::string::npos);
 }
 
-namespace {
-
-// Whether a process is still there (a zombie counts as gone: it has ended).
-bool alive(const std::string& pid) {
-  if (pid.empty()) return false;
-  const std::string stat = pp::testing::read_all("/proc/" + pid + "/stat");
-  const std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-// Whether a process killed a moment ago has gone within two seconds (SIGKILL is immediate, the
-// kernel's teardown of the process takes a moment, more under load).
-bool gone_soon(const std::string& pid) {
-  for (int i = 0; i < 100 && alive(pid); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return !alive(pid);
-}
-
-std::vector<std::string> pids_in(const std::string& file) {
-  std::vector<std::string> pids;
-  std::istringstream in(pp::testing::read_all(file));
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) pids.push_back(line);
-  }
-  return pids;
-}
-
-}  // namespace
+using pp::testing::alive;
+using pp::testing::gone_soon;
+using pp::testing::pids_in;
 
 TEST(Workers, AnExitIsSeenEvenWhenAnOrphanHoldsTheWorkersStdout) {
   const std::string pids = pp::testing::make_temp_dir() + "/pids";

@@ -180,17 +180,26 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
   const std::string dir = pp::testing::make_temp_dir();
   for (int sig : {SIGTERM, SIGHUP, SIGQUIT, SIGKILL}) {
     std::ofstream(dir + "/r.json") << "old";
+    const std::string pids = pp::testing::make_temp_dir() + "/pids";
     pp::ChildProcess child;
     std::string error;
     ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
                             pp::testing::probe_environment(
                                 {"PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
-                                 "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang"}),
+                                 "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang",
+                                 "FAKE_ENGINE_PIDS=" + pids}),
                             "", error))
         << error;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
     const int status = child.wait();
+    // Its hung worker goes with it, SIGKILL too (the worker's parent-death signal).
+    EXPECT_FALSE(pp::testing::pids_in(pids).empty()) << "signal " << sig;
+    for (const std::string& pid : pp::testing::pids_in(pids)) {
+      EXPECT_TRUE(pp::testing::gone_soon(pid)) << "worker " << pid << " outlived the probe, signal "
+                                              << sig;
+      if (pp::testing::alive(pid)) ::kill(std::stoi(pid), SIGKILL);
+    }
     if (sig == SIGKILL) {
       EXPECT_EQ(read_all(dir + "/r.json"), "old");
     } else {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace precision_probe::testing {
 
@@ -91,6 +92,29 @@ TempDirs& temp_dirs() {
   return dirs;
 }
 }  // namespace
+
+bool alive(const std::string& pid) {
+  if (pid.empty()) return false;
+  const std::string stat = read_all("/proc/" + pid + "/stat");
+  const std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+bool gone_soon(const std::string& pid) {
+  for (int i = 0; i < 100 && alive(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return !alive(pid);
+}
+
+std::vector<std::string> pids_in(const std::string& file) {
+  std::vector<std::string> pids;
+  std::istringstream in(read_all(file));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) pids.push_back(line);
+  }
+  return pids;
+}
 
 std::string make_temp_dir() {
   const char* base = std::getenv("TMPDIR");

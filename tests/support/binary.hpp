@@ -38,6 +38,16 @@ std::string fake_stack(const std::string& name);
 // The whole content of a file ("" when it cannot be read).
 std::string read_all(const std::string& path);
 
+// Whether a process is still there (a zombie counts as gone: it has ended).
+bool alive(const std::string& pid);
+
+// Whether a process killed a moment ago has gone within two seconds (SIGKILL is immediate, the
+// kernel's teardown of the process takes a moment, more under load).
+bool gone_soon(const std::string& pid);
+
+// The process ids a fake engine wrote to FAKE_ENGINE_PIDS, one a line.
+std::vector<std::string> pids_in(const std::string& file);
+
 // A fresh empty directory under the system's temp dir, removed with what is in it when the test
 // program exits.
 std::string make_temp_dir();

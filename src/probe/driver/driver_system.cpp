@@ -578,13 +578,21 @@ int sample_nvml(const std::string& library, double period_s,
   }
 }
 
+namespace {
+// A library the environment names instead of the driver's own; an empty variable is unset.
+std::string library_setting(const System& system, const char* variable, const char* fallback) {
+  const std::string value = system.getenv(variable).value_or("");
+  return value.empty() ? fallback : value;
+}
+}  // namespace
+
 std::string nvml_library(const System& system) {
-  return system.getenv("PRECISION_PROBE_LIBNVML").value_or("libnvidia-ml.so.1");
+  return library_setting(system, "PRECISION_PROBE_LIBNVML", "libnvidia-ml.so.1");
 }
 
 std::unique_ptr<DriverApi> make_system_driver(const System& system) {
   return std::make_unique<SystemDriver>(
-      nvml_library(system), system.getenv("PRECISION_PROBE_LIBCUDA").value_or("libcuda.so.1"));
+      nvml_library(system), library_setting(system, "PRECISION_PROBE_LIBCUDA", "libcuda.so.1"));
 }
 
 }  // namespace precision_probe

@@ -51,6 +51,12 @@ class Engine {
   virtual void stop_spares() {}
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
+  // Why there is none, with what to do (installed() false): the probe's messages say it.
+  virtual std::string not_installed_reason() const {
+    return "the kernel engine (precision-probe-engine) is not installed next to the probe, so no "
+           "kernel ran; install the whole package (bin/ and libexec/), or set "
+           "PRECISION_PROBE_ENGINE";
+  }
   // The directory of the image's LibTorch (its libtorch_cpu.so and libtorch_cuda.so), which the
   // workers load: call it before prestart() and run(). Without it no worker can run.
   virtual void use_libtorch(const std::string& /*lib_dir*/) {}
@@ -60,7 +66,11 @@ class Engine {
 // $PRECISION_PROBE_ENGINE, next to `self_exe`, then in ../libexec/precision-probe/.
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe);
 
-// Where the engine executable is, or "" when it is not installed.
-std::string find_engine_executable(const System& system, const std::string& self_exe);
+// Where the engine executable is ("" when it is not installed), and why it is not there.
+struct EngineLocation {
+  std::string path;
+  std::string problem;  // "" when found
+};
+EngineLocation find_engine_executable(const System& system, const std::string& self_exe);
 
 }  // namespace precision_probe

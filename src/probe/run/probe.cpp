@@ -446,6 +446,7 @@ std::optional<StackInfo> image_stack(const ProbeDeps& deps) {
 struct StackAtStart {
   StackInfo stack;
   bool engine_installed = false;
+  std::string engine_missing;  // why there is no engine (engine_installed false)
   std::string kernel_blocker;  // why no kernel can run, on the CPU or GPUs ("" when nothing)
   std::string gpu_blocker;     // why no GPU kernel can run ("" when nothing says so)
 };
@@ -492,12 +493,9 @@ StackAtStart stack_at_start(Engine& engine, const Options& o, const System& sys,
     return s;
   }
   s.engine_installed = engine.installed();
+  s.engine_missing = s.engine_installed ? "" : engine.not_installed_reason();
   s.kernel_blocker = libtorch_blocker(s.stack);
-  if (s.kernel_blocker.empty() && !s.engine_installed) {
-    s.kernel_blocker =
-        "the kernel engine (precision-probe-engine) is not installed next to the probe, so no "
-        "kernel ran; install the whole package (bin/ and libexec/), or set PRECISION_PROBE_ENGINE";
-  }
+  if (s.kernel_blocker.empty() && !s.engine_installed) s.kernel_blocker = s.engine_missing;
   if (s.kernel_blocker.empty()) engine.use_libtorch(s.stack.location + "/lib");
   s.gpu_blocker = s.kernel_blocker.empty() ? cuda_blocker(s.stack) : s.kernel_blocker;
   return s;
@@ -966,7 +964,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   judge_soak(report);
   const DiagnosticContext context{
-      sys, driver.nvml, driver.cuda, visible, stack.engine_installed, gpu_wanted};
+      sys, driver.nvml, driver.cuda, visible, stack.engine_installed, gpu_wanted,
+      stack.engine_missing};
   finish_report(report, options, context, clock.started);
   return report;
 }

@@ -42,11 +42,6 @@ constexpr std::size_t kMaxLine = 1U << 20U;
 
 enum class Stream { out, err, exit };
 
-std::string not_installed_message() {
-  return "the kernel engine (precision-probe-engine) is not installed next to the probe, so no "
-         "kernel ran; install the whole package (bin/ and libexec/), or set PRECISION_PROBE_ENGINE";
-}
-
 struct Worker {
   std::unique_ptr<ChildProcess> child;
   std::string pending;  // stdout bytes after the last newline
@@ -71,8 +66,10 @@ WorkerKind kind_of(const WorkerPlan& plan) { return {plan.kind, plan.tf32_proces
 
 class ProcessEngine final : public Engine {
  public:
-  ProcessEngine(const System& system, std::string engine_path)
-      : system_(system), engine_path_(std::move(engine_path)) {}
+  ProcessEngine(const System& system, EngineLocation location)
+      : system_(system),
+        engine_path_(std::move(location.path)),
+        engine_problem_(std::move(location.problem)) {}
 
   void prestart(const Prestart& what) override {
     if (engine_path_.empty() || lib_dir_.empty()) return;
@@ -101,7 +98,7 @@ class ProcessEngine final : public Engine {
       if (engine_path_.empty() || lib_dir_.empty()) {
         results[i].problem = ErrorKind::unavailable;
         results[i].problem_message =
-            engine_path_.empty() ? not_installed_message() : "no LibTorch to load was found";
+            engine_path_.empty() ? engine_problem_ : "no LibTorch to load was found";
         continue;
       }
       std::unique_ptr<ChildProcess> child = take_spare(kind_of(plans[i]));
@@ -137,6 +134,7 @@ class ProcessEngine final : public Engine {
   }
 
   bool installed() const override { return !engine_path_.empty(); }
+  std::string not_installed_reason() const override { return engine_problem_; }
 
   void use_libtorch(const std::string& lib_dir) override { lib_dir_ = lib_dir; }
 
@@ -460,6 +458,7 @@ class ProcessEngine final : public Engine {
 
   const System& system_;
   std::string engine_path_;
+  std::string engine_problem_;  // why there is no engine_path_
   std::string lib_dir_;      // the image's torch/lib (use_libtorch)
   std::mutex spares_mutex_;  // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
@@ -467,17 +466,25 @@ class ProcessEngine final : public Engine {
 
 }  // namespace
 
-std::string find_engine_executable(const System& system, const std::string& self_exe) {
-  if (auto configured = system.getenv("PRECISION_PROBE_ENGINE")) {
-    return system.exists(*configured) ? *configured : "";
+EngineLocation find_engine_executable(const System& system, const std::string& self_exe) {
+  // An empty variable is unset.
+  const std::string configured = system.getenv("PRECISION_PROBE_ENGINE").value_or("");
+  if (!configured.empty()) {
+    if (system.exists(configured)) return {configured, ""};
+    return {"", fmt::format("PRECISION_PROBE_ENGINE={} names no file, so no kernel ran; name the "
+                            "engine executable (precision-probe-engine), or unset it to use the "
+                            "one installed next to the probe",
+                            printable_path(configured))};
   }
-  if (self_exe.empty()) return "";
-  const std::string dir = directory_of(self_exe);
+  const std::string dir = self_exe.empty() ? "" : directory_of(self_exe);
   for (const std::string& candidate :
        {dir + "/" + kEngineName, dir + "/../libexec/precision-probe/" + kEngineName}) {
-    if (system.exists(candidate)) return candidate;
+    if (!dir.empty() && system.exists(candidate)) return {candidate, ""};
   }
-  return "";
+  return {"", fmt::format("the kernel engine ({}) is not installed next to the probe, so no "
+                          "kernel ran; install the whole package (bin/ and libexec/), or set "
+                          "PRECISION_PROBE_ENGINE",
+                          kEngineName)};
 }
 
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {

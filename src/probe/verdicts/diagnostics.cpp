@@ -439,8 +439,10 @@ void libtorch(Collector& c, const Report& r) {
 void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   if (!ctx.engine_installed) {
     c.add(DiagnosticCode::engine_not_installed, Severity::warning,
-          "the kernel engine (precision-probe-engine) is not installed next to the probe: no "
-          "smoke test ran",
+          !ctx.engine_missing.empty()
+              ? ctx.engine_missing
+              : "the kernel engine (precision-probe-engine) is not installed next to the probe: "
+                "no smoke test ran",
           "install the whole package (bin/precision-probe and libexec/precision-probe/), or set "
           "PRECISION_PROBE_ENGINE to the engine's path");
   }

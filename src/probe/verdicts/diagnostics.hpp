@@ -112,6 +112,7 @@ struct DiagnosticContext {
   const VisibleDevicesSpec& visible;
   bool engine_installed = true;
   bool gpu_wanted = false;  // a mode is required of GPUs, or GPUs were named with --device
+  std::string engine_missing;  // why there is no engine, where the run knows ("" else)
 };
 
 // Looks at the finished report (facts, stack, statuses) and the context; never throws.

@@ -1,38 +1,149 @@
 #!/bin/bash
 # A Slurm health check (HealthCheckProgram in slurm.conf, or a prolog): probe this node and drain
-# it, with a reason a person can act on, when a precision the jobs need is not natively usable.
-# The probe only reports; this script decides and calls scontrol.
+# it, with a reason a person can act on, exactly when the probe says the node is bad: exit 1 (a
+# required precision is not natively usable), 3 (no usable GPU, driver, engine or LibTorch), 4 (a
+# check failed: wrong numbers) or 5 (timed out: a hung GPU or driver). Every other outcome says
+# nothing about the node (2: a usage error such as PROBE_REQUIRE=bf61, 6: the report could not be
+# written, 126/127: the probe cannot be run, a probe killed by a signal, anything unknown): it is
+# logged loudly and the node is left as it is, so that one typo in the configuration never drains
+# a cluster. The probe only reports; this script decides and calls scontrol. The table of codes and
+# what this does with each: docs/integrations.md#slurm.
 #   HealthCheckProgram=/usr/local/sbin/precision-probe-healthcheck   (this file)
 #   HealthCheckInterval=3600
+#   HealthCheckNodeState=IDLE   (a job holding a GPU's memory makes the check exit 3: see the docs)
+# Exit status: 0 the node is healthy or was drained; 1 the check could not judge the node, or could
+# not drain or log (slurmd then logs "health_check failed: rc:1 output:..." with this script's
+# stderr); 128+N this script was stopped by signal N before the probe finished (nothing drained).
 set -uo pipefail
 
+# slurmd starts this program with an empty environment (SLURMD_NODENAME alone): these defaults are
+# what it gets. Edit them here (PATH must lead to the python3 of the image's PyTorch, or set
+# PRECISION_PROBE_TORCH: docs/images.md).
 REQUIRE=${PROBE_REQUIRE:-bf16}
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
+export PATH=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
+node=${SLURMD_NODENAME:-$(hostname -s)}
 
-precision-probe --require "$REQUIRE" --format json -q -o "$report"
-code=$?
-# 0: every requirement met; 1: a required mode not native; 3: no usable GPU, driver, engine or
-# LibTorch; 4: a check failed (wrong numbers); 5: timed out or interrupted (docs/exit-codes.md).
-[ "$code" -eq 0 ] && exit 0
+# slurmd kills this program 60 s after it started it. The probe ends its run within RUN_S (a hung
+# GPU or driver is then exit 5, and drains), each check and driver query within CHECK_S (shorter,
+# so that a hung driver is told apart from a run out of time); a probe that overran its own limit
+# anyway gets SIGTERM at STOP_S and SIGKILL KILL_S later, so that this script always has the time
+# left to drain (scontrol waits up to slurm.conf's MessageTimeout, 10 s by default) or to log.
+RUN_S=40 CHECK_S=30 STOP_S=50 KILL_S=5
 
-# The first failing (or not native) requirement, with the GPU's UUID: "bf16 failed on GPU 3 (GPU-...)".
-reason=$(python3 - "$report" <<'PY' 2>/dev/null
+# What each exit status of the probe (or of the timeout(1) and shell around it) means for the node:
+# "drain" (the node is bad; the codes of docs/exit-codes.md), "alert" (the check could not judge
+# the node: log loudly, drain nothing) or "healthy".
+classify() {
+  case $1 in
+    0) verdict=healthy meaning="every requirement met natively" ;;
+    1) verdict=drain meaning="a required mode is not natively usable" ;;
+    2) verdict=alert meaning="usage error (PROBE_REQUIRE='$REQUIRE' or the probe's options)" ;;
+    3) verdict=drain meaning="environment problem: no usable GPU, driver, engine or LibTorch" ;;
+    4) verdict=drain meaning="a check failed: wrong numbers, NaN or a crashed worker" ;;
+    5) verdict=drain meaning="timed out or interrupted: a hung GPU or driver" ;;
+    6) verdict=alert meaning="the report could not be delivered to $work (a full file system?)" ;;
+    124) verdict=alert meaning="the probe overran its own --timeout $RUN_S and was stopped at $STOP_S s" ;;
+    126) verdict=alert meaning="the probe cannot be executed" ;;
+    127) verdict=alert meaning="the probe is not installed (not on PATH=$PATH)" ;;
+    *)
+      verdict=alert meaning="an exit code the probe does not document"
+      if [ "$1" -gt 128 ] && signal=$(kill -l "$1" 2>/dev/null); then
+        meaning="the probe was killed by SIG$signal"
+      fi
+      ;;
+  esac
+}
+
+failed_log=
+# One line to syslog (daemon facility) and to stderr, which slurmd keeps in its log when this
+# script exits non-zero. log PRIORITY TAG MESSAGE
+log() {
+  printf '%s: %s\n' "$2" "$3" >&2
+  if ! logger -t "$2" -p "daemon.$1" -- "$3"; then
+    printf '%s: logger -t %s failed: the line above is not in syslog\n' "$2" "$2" >&2
+    failed_log=yes
+  fi
+}
+# The check could not judge the node: tag precision-probe-healthcheck, priority err.
+alert() { log err precision-probe-healthcheck "NOT drained $node: $1"; }
+
+# The first failing (or not native) requirement, with the GPU's UUID: "bf16 failed on GPU 3
+# (GPU-...)", or with its reason where no device was tested ("bf16 not_tested: no usable GPU:
+# ..."), else the report's exit_reason; nothing when there is no readable report.
+first_failure() {
+  python3 - "$1" <<'PY' 2>/dev/null
 import json, sys
 r = json.load(open(sys.argv[1]))
 uuids = {f"GPU {d['index']}": d.get("gpu", {}).get("uuid", "") for d in r.get("devices", []) if d.get("kind") == "cuda"}
 for q in r.get("requirements", []):
     if not q.get("met"):
-        uuid = uuids.get(q.get("device", ""), "")
-        print(f"{q['mode']} {q['status']} on {q['device']}" + (f" ({uuid})" if uuid else ""))
+        device = q.get("device", "none")
+        if device == "none":
+            print(f"{q['mode']} {q['status']}: {q.get('reason', '')}")
+        else:
+            uuid = uuids.get(device, "")
+            print(f"{q['mode']} {q['status']} on {device}" + (f" ({uuid})" if uuid else ""))
         break
 else:
     print(r.get("exit_reason", "")[:120])
 PY
-)
-reason="precision-probe: ${reason:-exit $code} (exit $code)"
+}
 
-node=$(hostname -s)
-scontrol update nodename="$node" state=drain reason="${reason:0:200}"
-logger -t precision-probe "drained $node: $reason"
-exit 0
+# A signal to this script (an operator's Ctrl-C or kill, a prolog cancelled) stops the probe, whose
+# exit 5 then means "interrupted", not "a hung GPU": nothing is drained.
+signalled=
+probe=
+on_signal() {
+  signalled=$1
+  [ -z "$probe" ] || kill -TERM "$probe" 2>/dev/null
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+trap 'on_signal HUP' HUP
+
+if ! work=$(mktemp -d); then
+  alert "mktemp -d failed (a full or read-only ${TMPDIR:-/tmp}?): the probe was not run"
+  exit 1
+fi
+trap 'rm -rf "$work"' EXIT
+
+# --foreground: the probe stays in this script's process group, which slurmd kills at 60 s.
+timeout --foreground -k "$KILL_S" "$STOP_S" \
+  precision-probe --require "$REQUIRE" --timeout "$RUN_S" --check-timeout "$CHECK_S" \
+  --format json -q -o "$work/report.json" 2>"$work/stderr" &
+probe=$!
+[ -z "$signalled" ] || kill -TERM "$probe" 2>/dev/null
+wait "$probe"
+code=$?
+if [ -n "$signalled" ]; then
+  wait "$probe" # a trap ends the first wait early: let the probe finish stopping
+  cat "$work/stderr" >&2
+  alert "the health check was stopped by SIG$signalled before the probe finished"
+  exit $((128 + $(kill -l "$signalled")))
+fi
+cat "$work/stderr" >&2
+detail=$(head -n 1 "$work/stderr" | cut -c 1-300)
+
+classify "$code"
+case $verdict in
+  healthy)
+    exit 0
+    ;;
+  alert)
+    alert "precision-probe exit $code: $meaning${detail:+: $detail}"
+    exit 1
+    ;;
+  drain)
+    reason=$(first_failure "$work/report.json")
+    reason="precision-probe: ${reason:-$meaning} (exit $code)"
+    out=$(scontrol update nodename="$node" state=drain reason="${reason:0:200}" 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      alert "scontrol could not drain it (exit $rc${out:+: $out}): $reason"
+      exit 1
+    fi
+    log warning precision-probe "drained $node: $reason"
+    [ -z "$failed_log" ] || exit 1
+    exit 0
+    ;;
+esac

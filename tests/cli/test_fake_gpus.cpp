@@ -661,9 +661,9 @@ TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
 
 // A variable set to a path the probe cannot use is named with that path; an empty one is unset.
 TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) {
-  const auto missing = run_probe_binary({"--require", "bf16", "--format", "json"},
-                                        with(fake_driver_env(kH200),
-                                             {"PRECISION_PROBE_ENGINE=/nonexistent/engine"}));
+  const auto missing = run_probe_binary(
+      {"--require", "bf16", "--format", "json"},
+      with(fake_driver_env(kH200), {"PRECISION_PROBE_ENGINE=/nonexistent/engine"}));
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   const json j = json::parse(missing.out);
   const std::string reason =

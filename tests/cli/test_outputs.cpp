@@ -183,12 +183,12 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
     const std::string pids = pp::testing::make_temp_dir() + "/pids";
     pp::ChildProcess child;
     std::string error;
-    ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
-                            pp::testing::probe_environment(
-                                {"PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
-                                 "PRECISION_PROBE_LIBNVML=libnvml-no.so.1", "FAKE_ENGINE=hang",
-                                 "FAKE_ENGINE_PIDS=" + pids}),
-                            "", error))
+    ASSERT_TRUE(child.start(
+        {PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
+        pp::testing::probe_environment({"PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
+                                        "PRECISION_PROBE_LIBNVML=libnvml-no.so.1",
+                                        "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
+        "", error))
         << error;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
@@ -196,8 +196,8 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
     // Its hung worker goes with it, SIGKILL too (the worker's parent-death signal).
     EXPECT_FALSE(pp::testing::pids_in(pids).empty()) << "signal " << sig;
     for (const std::string& pid : pp::testing::pids_in(pids)) {
-      EXPECT_TRUE(pp::testing::gone_soon(pid)) << "worker " << pid << " outlived the probe, signal "
-                                              << sig;
+      EXPECT_TRUE(pp::testing::gone_soon(pid))
+          << "worker " << pid << " outlived the probe, signal " << sig;
       if (pp::testing::alive(pid)) ::kill(std::stoi(pid), SIGKILL);
     }
     if (sig == SIGKILL) {
@@ -306,4 +306,80 @@ TEST(Outputs, MessagesSayWhatToTypeAndRoundNothing) {
   const auto help = run_in_shell("\"$@\" --help >&-");
   EXPECT_EQ(help.exit_code, 2) << help.err;
   EXPECT_NE(help.err.find("stdout is closed"), std::string::npos);
+}
+
+namespace {
+
+// The binary run as another user: `nobody`, through setpriv, where this test runs as root; as
+// this user otherwise.
+pp::testing::Run run_as_nobody(const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  if (::geteuid() == 0) {
+    argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  }
+  argv.emplace_back(PP_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pp::ProcessOutput out =
+      pp::run_process(argv, pp::testing::probe_environment({"PRECISION_PROBE_TORCH=none"}), "",
+                      std::chrono::seconds(60));
+  return {out.exit_code, out.out, out.err, out.term_signal};
+}
+
+struct stat stat_of(const std::string& path) {
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return st;
+}
+
+}  // namespace
+
+// A report replaces only what the user may write, keeping its mode (and, as root, its owner):
+// another user's 0644 file and the user's own 0444 file are refused, exit 2, left as they were.
+TEST(Outputs, AFileTheUserMayNotWriteIsRefusedAndAWritableOneKeepsItsMode) {
+  const bool root = ::geteuid() == 0;
+  if (root && ::access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "no /usr/bin/setpriv (util-linux) to run the probe as another user";
+  }
+  const std::string dir = pp::testing::make_temp_dir();
+  ::chmod(dir.c_str(), 0777);  // writable by everyone, not sticky: only the file's mode protects it
+  const uid_t user = root ? 65534 : ::geteuid();
+  const gid_t group = root ? 65534 : ::getegid();
+  auto make = [&](const std::string& name, mode_t mode, bool theirs) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << "old";
+    if (theirs) {
+      EXPECT_EQ(::chown(path.c_str(), user, group), 0) << path;
+    }
+    ::chmod(path.c_str(), mode);
+    return path;
+  };
+  const std::string own_readonly = make("own-0444.json", 0444, true);
+  const std::string own_writable = make("own-0640.json", 0640, true);
+  std::vector<std::string> refused = {own_readonly};
+  if (root) refused.push_back(make("root-0644.json", 0644, false));  // owned by root
+  for (const std::string& path : refused) {
+    const struct stat before = stat_of(path);
+    const auto r = run_as_nobody({"--quick", "--json", path});
+    EXPECT_EQ(r.exit_code, 2) << path << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot replace it: you may not write it (mode 0"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_EQ(read_all(path), "old") << path;
+    EXPECT_EQ(stat_of(path).st_uid, before.st_uid) << path;
+    EXPECT_EQ(stat_of(path).st_mode, before.st_mode) << path;
+    // Under --format json, stdout is still one JSON document saying so.
+    const auto j = run_as_nobody({"--quick", "--format", "json", "--json", path});
+    EXPECT_EQ(j.exit_code, 2);
+    EXPECT_NE(json::parse(j.out).at("error").at("message").get<std::string>().find(
+                  "you may not write it"),
+              std::string::npos)
+        << j.out;
+  }
+  const auto ok = run_as_nobody({"--quick", "--json", own_writable});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(json::parse(read_all(own_writable)).at("run").at("quick"), true);
+  EXPECT_EQ(stat_of(own_writable).st_mode & 07777, 0640U);
+  EXPECT_EQ(stat_of(own_writable).st_uid, user);
+  EXPECT_EQ(files_in(dir).size(), refused.size() + 1) << "no temporary left";
+  if (!root) GTEST_SKIP() << "another user's file needs root to make: only the user's own ran";
 }

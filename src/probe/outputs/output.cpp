@@ -243,6 +243,12 @@ std::string open_file(Target& t) {
       (dir.st_mode & S_ISVTX) != 0 && t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
     return failure(t, "cannot replace it: it belongs to another user, in a sticky directory");
   }
+  // Replace only what the user may write (its mode, its owner, ACLs), as the shell's `>` would.
+  if (t.existed && ::faccessat(t.dir_fd, t.base.c_str(), W_OK, AT_EACCESS) != 0) {
+    return failure(t, fmt::format("cannot replace it: you may not write it (mode {:04o}, owner uid "
+                                  "{}): {}; write the report elsewhere, or make the file writable",
+                                  t.old.st_mode & 07777, t.old.st_uid, error_string(errno)));
+  }
   t.fd = ::openat(t.dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (t.fd >= 0) {
     t.owns_fd = true;
@@ -417,8 +423,12 @@ class Prepared final : public PreparedOutputs {
       return failure(t, problem);
     }
     if (t.existed) {
+      // Its owner as root; its group where the user may give it (one of the user's groups).
+      // Best effort: the content matters.
       if (::geteuid() == 0 && (t.old.st_uid != 0 || t.old.st_gid != 0)) {
-        (void)::fchown(t.fd, t.old.st_uid, t.old.st_gid);  // best effort: the content matters
+        (void)::fchown(t.fd, t.old.st_uid, t.old.st_gid);
+      } else if (::geteuid() != 0 && t.old.st_gid != ::getegid()) {
+        (void)::fchown(t.fd, static_cast<uid_t>(-1), t.old.st_gid);
       }
       (void)::fchmod(t.fd, t.old.st_mode & 07777);
     }

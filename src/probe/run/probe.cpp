@@ -964,8 +964,8 @@ Report run_probe(const Options& options, ProbeDeps deps) {
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   judge_soak(report);
   const DiagnosticContext context{
-      sys, driver.nvml, driver.cuda, visible, stack.engine_installed, gpu_wanted,
-      stack.engine_missing};
+      sys,        driver.nvml,         driver.cuda, visible, stack.engine_installed,
+      gpu_wanted, stack.engine_missing};
   finish_report(report, options, context, clock.started);
   return report;
 }

@@ -459,8 +459,8 @@ class ProcessEngine final : public Engine {
   const System& system_;
   std::string engine_path_;
   std::string engine_problem_;  // why there is no engine_path_
-  std::string lib_dir_;      // the image's torch/lib (use_libtorch)
-  std::mutex spares_mutex_;  // the CPU's run and the GPUs' run may take spares at once
+  std::string lib_dir_;         // the image's torch/lib (use_libtorch)
+  std::mutex spares_mutex_;     // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
 };
 

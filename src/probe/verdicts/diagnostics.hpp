@@ -111,7 +111,7 @@ struct DiagnosticContext {
   const std::optional<CudaSnapshot>& cuda;  // absent when cuInit was not called (--quick)
   const VisibleDevicesSpec& visible;
   bool engine_installed = true;
-  bool gpu_wanted = false;  // a mode is required of GPUs, or GPUs were named with --device
+  bool gpu_wanted = false;     // a mode is required of GPUs, or GPUs were named with --device
   std::string engine_missing;  // why there is no engine, where the run knows ("" else)
 };
 

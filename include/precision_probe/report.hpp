@@ -69,7 +69,9 @@ struct PeerLink {
   bool native_atomics = false;
 };
 
-enum class DriverStatus { ok, not_found, init_failed, no_devices, hung, crashed };
+// out_of_time: the run's --timeout ran out before the driver answered (shorter than
+// --check-timeout: not proof of a hang).
+enum class DriverStatus { ok, not_found, init_failed, no_devices, hung, crashed, out_of_time };
 std::string_view to_string(DriverStatus status);
 
 struct DriverInfo {

@@ -45,6 +45,7 @@ std::string_view to_string(DriverStatus status) {
     case DriverStatus::no_devices: return "no_devices";
     case DriverStatus::hung: return "hung";
     case DriverStatus::crashed: return "crashed";
+    case DriverStatus::out_of_time: return "out_of_time";
   }
   return "?";
 }

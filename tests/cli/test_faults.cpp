@@ -121,6 +121,33 @@ TEST(DriverFaults, TheCpusChecksDoNotWaitForAHungDriver) {
   EXPECT_FALSE(has_diagnostic(k, "driver-hung"));
   EXPECT_NE(k.at("driver").at("message").get<std::string>().find("(2 s, --timeout)"),
             std::string::npos);
+  EXPECT_EQ(k.at("driver").at("status"), "out_of_time");
+}
+
+// A driver query cut short by --timeout tells one story in every field: out of time, not hung.
+TEST(DriverFaults, AQueryCutShortByTheRunsTimeIsOutOfTimeEverywhere) {
+  for (const char* timeout : {"0.0001", "1"}) {
+    std::vector<std::string> env = fake_driver_env(kH200);
+    if (std::string(timeout) == "1") env.emplace_back("FAKE_NVML_FAULT=hang");
+    const auto r = run_probe_binary({"--quick", "--format", "json", "--timeout", timeout}, env);
+    EXPECT_EQ(r.exit_code, 5) << timeout << ": " << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j.at("driver").at("status"), "out_of_time") << timeout;
+    const std::string reason = j.at("exit_reason").get<std::string>();
+    EXPECT_EQ(reason.rfind("the run's time ran out before the NVIDIA driver answered", 0), 0U)
+        << reason;
+    EXPECT_EQ(reason.find("hang"), std::string::npos) << reason;
+    EXPECT_EQ(r.err.find("hang"), std::string::npos) << r.err;
+    EXPECT_TRUE(has_diagnostic(j, "driver-out-of-time"));
+    EXPECT_FALSE(has_diagnostic(j, "driver-hung"));
+    const std::string message = j.at("driver").at("message").get<std::string>();
+    EXPECT_EQ(message.find("(0 s"), std::string::npos) << message;
+    EXPECT_NE(message.find(std::string(timeout) == "1" ? "(1 s, --timeout)" : "(under 1 ms"),
+              std::string::npos)
+        << message;
+  }
+  const auto text = run_probe_binary({"--quick", "--timeout", "0.0001"}, fake_driver_env(kH200));
+  EXPECT_NE(text.out.find("driver: out_of_time · "), std::string::npos) << text.out;
 }
 
 TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {

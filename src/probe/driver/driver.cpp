@@ -11,7 +11,8 @@
 namespace precision_probe {
 
 bool driver_faulted(const DriverInfo& driver) {
-  return driver.status == DriverStatus::hung || driver.status == DriverStatus::crashed;
+  return driver.status == DriverStatus::hung || driver.status == DriverStatus::crashed ||
+         driver.status == DriverStatus::out_of_time;
 }
 
 std::string_view to_string(QueryFault fault) {
@@ -172,7 +173,9 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
 
   const bool cuda_answered = cuda && cuda->fault == QueryFault::none;
   auto fault_status = [](QueryFault f) {
-    return f == QueryFault::crashed ? DriverStatus::crashed : DriverStatus::hung;
+    return f == QueryFault::crashed       ? DriverStatus::crashed
+           : f == QueryFault::out_of_time ? DriverStatus::out_of_time
+                                          : DriverStatus::hung;
   };
   if (cuda && !cuda_answered) {
     // CUDA's query hung or crashed: the GPUs NVML lists (if it answered) are shown, not usable.

@@ -42,7 +42,9 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
       environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}), "",
       limit.timeout, kMaxAnswer);
   const std::string seconds =
-      fmt::format("{:g} s", static_cast<double>(limit.timeout.count()) / 1000.0);
+      limit.timeout.count() < 1
+          ? std::string("under 1 ms")
+          : fmt::format("{:g} s", static_cast<double>(limit.timeout.count()) / 1000.0);
   if (out.timed_out && limit.by_run_timeout) {
     answer.fault = QueryFault::out_of_time;
     answer.message = fmt::format("{} had not answered when the run's time ran out ({}, --timeout)",

@@ -85,10 +85,8 @@ const char* const kGpuContainerHint =
     "the NVIDIA driver";
 
 // A driver query that hung or crashed: the state a health probe is run for.
-void driver_fault(Collector& c, const Report& r, const DiagnosticContext& ctx) {
-  const bool out_of_time = ctx.nvml.fault == QueryFault::out_of_time ||
-                           (ctx.cuda && ctx.cuda->fault == QueryFault::out_of_time);
-  if (r.driver.status == DriverStatus::hung && out_of_time) {
+void driver_fault(Collector& c, const Report& r) {
+  if (r.driver.status == DriverStatus::out_of_time) {
     c.add(DiagnosticCode::driver_out_of_time, Severity::error,
           "the run's time ran out before the NVIDIA driver answered: " + r.driver.message +
               "; the GPUs were not tested",
@@ -686,7 +684,7 @@ void soak(Collector& c, const Report& r) {
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
   std::vector<Diagnostic> out;
   Collector c(out);
-  driver_fault(c, report, context);
+  driver_fault(c, report);
   driver_library(c, report, context);
   device_nodes(c, context);
   visible_devices(c, report, context);

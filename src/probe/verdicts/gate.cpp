@@ -153,6 +153,10 @@ ExitDecision decide_exit(const Report& report) {
   if (report.run.gpus_selected && report.driver.status == DriverStatus::hung) {
     return {exit_code::kTimedOut, "the NVIDIA driver hangs: " + report.driver.message};
   }
+  if (report.run.gpus_selected && report.driver.status == DriverStatus::out_of_time) {
+    return {exit_code::kTimedOut,
+            "the run's time ran out before the NVIDIA driver answered: " + report.driver.message};
+  }
   const Findings f = scan(report);
   if (!f.timed_out.empty()) return {exit_code::kTimedOut, f.timed_out};
   if (!f.collective_unrunnable.empty()) return {exit_code::kEnvironment, f.collective_unrunnable};

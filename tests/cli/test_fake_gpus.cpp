@@ -695,3 +695,35 @@ TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) 
     EXPECT_NE(message.find("libcuda.so.1"), std::string::npos) << message;
   }
 }
+
+// CUDA_VISIBLE_DEVICES entries that name no GPU, by UUID, MIG UUID or a repeated index, are
+// diagnosed as the README promises; a GPU named twice is one GPU.
+TEST(FakeGpus, AVisibleDevicesEntryNamingNoGpuOrRepeatedIsDiagnosed) {
+  const std::string two = std::string(kH200) + ";" + kH200;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"GPU-xyz", "entry 'GPU-xyz' names no GPU"},
+      {"MIG-abc", "entry 'MIG-abc' names no GPU"},
+      {"7", "entry '7' names no GPU"},
+      {"0,0", "entry '0' repeats an earlier one"},
+      {"1,0,1", "entry '1' repeats an earlier one"},
+  };
+  for (const auto& [value, message] : cases) {
+    const auto r = run_probe_binary({"--format", "json", "--require", "bf16"},
+                                    with(fake_driver_env(two), {"CUDA_VISIBLE_DEVICES=" + value}));
+    const json j = json::parse(r.out);
+    std::string found;
+    for (const json& d : j.at("diagnostics")) {
+      if (d.at("code") == "cuda-visible-devices-invalid") found = d.at("message");
+    }
+    EXPECT_NE(found.find(message), std::string::npos) << value << ": " << found;
+    int gpus = 0;
+    for (const json& d : j.at("devices")) gpus += d.at("kind") == "cuda" ? 1 : 0;
+    const bool repeated = message.find("repeats") != std::string::npos;
+    // A repeated index is one GPU: no second, untested one, and the gate passes on it.
+    EXPECT_EQ(gpus, repeated ? (value == "0,0" ? 1 : 2) : 0) << value << "\n" << r.out;
+    EXPECT_EQ(r.exit_code, repeated ? 0 : 3) << value << ": " << j.at("exit_reason");
+  }
+  const auto fine = run_probe_binary({"--format", "json"},
+                                     with(fake_driver_env(two), {"CUDA_VISIBLE_DEVICES=1,0"}));
+  EXPECT_EQ(fine.out.find("cuda-visible-devices"), std::string::npos) << fine.out;
+}

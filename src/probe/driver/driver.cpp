@@ -41,6 +41,16 @@ VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& 
       spec.invalid_entry = entry.empty() ? "(empty)" : entry;
       break;
     }
+    // "0,0" or "00,0": one GPU named twice (PyTorch's device_count() then counts none at all).
+    const bool repeated =
+        std::any_of(spec.entries.begin(), spec.entries.end(), [&](const std::string& e) {
+          return index ? parse_int(e) == parse_int(entry) : to_lower(e) == to_lower(entry);
+        });
+    if (repeated) {
+      spec.invalid_entry = entry;
+      spec.repeated = true;
+      break;
+    }
     spec.entries.push_back(entry);
   }
   return spec;
@@ -193,7 +203,9 @@ GpuFacts merge_gpu_facts(const NvmlSnapshot& nvml, const std::optional<CudaSnaps
     d.cu_init_error_name = cuda->init_error_name;
     if (!d.cuda_version) d.cuda_version = cuda->driver_cuda_version;
     if (cuda->init_result == 0) {
+      std::set<std::string> seen;  // one GPU named twice in CUDA_VISIBLE_DEVICES is one GPU
       for (const CudaDevice& c : cuda->devices) {
+        if (!c.uuid.empty() && !seen.insert(c.uuid).second) continue;
         facts.gpus.push_back(from_cuda(c, nvml_ok ? find_nvml(nvml, c) : nullptr));
       }
       facts.peers = cuda->peers;

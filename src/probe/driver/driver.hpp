@@ -117,6 +117,7 @@ struct VisibleDevicesSpec {
   bool set = false;                  // the variable exists
   std::vector<std::string> entries;  // kept entries: "0", "GPU-8f3a...", "MIG-..."
   std::string invalid_entry;         // the first entry CUDA would stop at, if any
+  bool repeated = false;             // invalid_entry repeats an earlier entry
   std::string raw;
 };
 VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& value);

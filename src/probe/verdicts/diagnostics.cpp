@@ -156,6 +156,29 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
   }
 }
 
+// The first entry of CUDA_VISIBLE_DEVICES that names no GPU ("" when none is known to): one the
+// parse refused or found repeated, an index past the GPUs NVML lists, a GPU- UUID that is the
+// prefix of none of theirs, or the entry where CUDA stopped (none seen at all: the first).
+std::string invalid_visible_entry(const VisibleDevicesSpec& spec, const DiagnosticContext& ctx) {
+  if (!spec.invalid_entry.empty()) return spec.invalid_entry;
+  const std::size_t physical = ctx.nvml.devices.size();
+  for (const std::string& e : spec.entries) {
+    const auto index = parse_int(e);
+    if (physical > 0 && index && *index >= static_cast<std::int64_t>(physical)) return e;
+    const bool known_uuid = std::any_of(
+        ctx.nvml.devices.begin(), ctx.nvml.devices.end(),
+        [&e](const NvmlDevice& d) { return starts_with(to_lower(d.uuid), to_lower(e)); });
+    if (physical > 0 && starts_with(e, "GPU-") && !known_uuid) return e;
+  }
+  if (!ctx.cuda || spec.entries.empty()) return "";
+  constexpr int kCudaErrorNoDevice = 100;
+  if (ctx.cuda->init_result == kCudaErrorNoDevice && physical > 0) return spec.entries.front();
+  if (ctx.cuda->init_result == 0 && ctx.cuda->devices.size() < spec.entries.size()) {
+    return spec.entries[ctx.cuda->devices.size()];
+  }
+  return "";
+}
+
 void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
   const auto nvidia = ctx.system.getenv("NVIDIA_VISIBLE_DEVICES");
   if (nvidia) {
@@ -189,33 +212,23 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
         "unset CUDA_VISIBLE_DEVICES, or set it to the GPUs to use (indices such as 0,1 or UUIDs)");
     return;
   }
-  std::string bad = spec.invalid_entry;
-  if (bad.empty() && physical > 0) {
-    for (const std::string& e : spec.entries) {
-      const auto index = parse_int(e);
-      if (index && *index >= static_cast<std::int64_t>(physical)) {
-        bad = e;
-        break;
-      }
-    }
-  }
-  if (bad.empty() && ctx.cuda && ctx.cuda->init_result == 0 &&
-      ctx.cuda->devices.size() < spec.entries.size()) {
-    bad = spec.entries[ctx.cuda->devices.size()];
-  }
+  const std::string bad = invalid_visible_entry(spec, ctx);
   if (!bad.empty()) {
     c.add(DiagnosticCode::cuda_visible_devices_invalid,
           ctx.gpu_wanted ? Severity::error : Severity::warning,
           fmt::format(
-              "CUDA_VISIBLE_DEVICES=\"{}\": entry '{}' names no GPU{}; CUDA ignores it and "
-              "every entry after it ({} visible)",
+              "CUDA_VISIBLE_DEVICES=\"{}\": entry '{}' {}{}; CUDA ignores it and every entry "
+              "after it ({} visible){}",
               printable(spec.raw), printable(bad),
+              spec.repeated ? "repeats an earlier one" : "names no GPU",
               physical == 1  ? std::string(" (1 present: 0)")
               : physical > 1 ? fmt::format(" ({} present: 0-{})", physical, physical - 1)
                              : std::string(""),
               std::count_if(r.devices.begin(), r.devices.end(),
-                            [](const DeviceReport& d) { return d.kind == DeviceKind::cuda; })),
-          "list only existing GPUs: indices from nvidia-smi -L, or their UUIDs (GPU-...)");
+                            [](const DeviceReport& d) { return d.kind == DeviceKind::cuda; }),
+              spec.repeated ? "; PyTorch's torch.cuda.device_count() counts no GPU at all" : ""),
+          "list only existing GPUs, each once: indices from nvidia-smi -L, or their UUIDs "
+          "(GPU-...)");
   }
 }
 

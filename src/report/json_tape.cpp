@@ -1,5 +1,6 @@
 #include "report/json_tape.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -131,12 +132,16 @@ class TapeParser {
   bool number();
   bool number_slow(const char* start, bool integral, TapeDocument::Entry& e);
   bool literal(std::string_view word);
+  bool unique_keys(std::uint32_t object);
+  [[gnu::noinline, gnu::cold]] bool duplicate_key(std::uint32_t first, std::uint32_t second);
+  std::string_view key_text(std::uint32_t entry) const;
 
   TapeDocument& d_;
   const char* begin_;
   const char* p_;
   const char* end_;
   std::vector<std::uint32_t> open_;  // the containers open, innermost last
+  std::vector<std::pair<std::string_view, std::uint32_t>> keys_;  // unique_keys()' scratch
   std::string error_;
 };
 
@@ -236,10 +241,73 @@ bool TapeParser::after_value() {
     if (p_ == end_ || *p_ != (object ? '}' : ']')) {
       return fail(object ? "expected ',' or '}' in an object" : "expected ',' or ']' in a list");
     }
+    if (object && !unique_keys(open_.back())) return false;
     ++p_;
     container.next = static_cast<std::uint32_t>(d_.entries_.size());
     open_.pop_back();
   }
+}
+
+std::string_view TapeParser::key_text(std::uint32_t entry) const {
+  return TapeValue(d_, entry).string_view();
+}
+
+// An object that names a member twice is refused (RFC 8259 leaves the meaning of one open: one
+// reader takes the first, Python and jq the last, so a report could say two things). Checked as
+// the object closes: a report's objects are small, compared pairwise; a larger one sorted.
+bool TapeParser::unique_keys(std::uint32_t object) {
+  const std::uint32_t n = d_.entries_[object].size;
+  if (n < 2) return true;
+  keys_.clear();
+  for (std::uint32_t i = object + 1, m = 0; m < n; ++m, i = d_.entries_[i + 1].next) {
+    keys_.emplace_back(key_text(i), i);
+  }
+  if (n <= 16) {
+    for (std::uint32_t b = 1; b < n; ++b) {
+      for (std::uint32_t a = 0; a < b; ++a) {
+        if (keys_[a].first == keys_[b].first) {
+          return duplicate_key(keys_[a].second, keys_[b].second);
+        }
+      }
+    }
+    return true;
+  }
+  std::sort(keys_.begin(), keys_.end());  // by name, then by place: the first of equal ones first
+  for (std::size_t k = 1; k < keys_.size(); ++k) {
+    if (keys_[k - 1].first == keys_[k].first) {
+      return duplicate_key(keys_[k - 1].second, keys_[k].second);
+    }
+  }
+  return true;
+}
+
+// The message: the member's name, the object's place in the document ("devices[0].precisions",
+// or the top-level object), and the bytes where the name stands (where a name held an escape, its
+// place in the text is not kept: the byte is then the object's end).
+bool TapeParser::duplicate_key(std::uint32_t first, std::uint32_t second) {
+  std::string path;
+  for (std::size_t level = 1; level < open_.size(); ++level) {
+    const TapeDocument::Entry& parent = d_.entries_[open_[level - 1]];
+    if (parent.type == Type::object) {
+      path += (path.empty() ? "" : ".") + std::string(key_text(open_[level] - 1).substr(0, 64));
+    } else {
+      path += "[" + std::to_string(parent.size) + "]";
+    }
+  }
+  const auto place = [&](std::uint32_t entry) -> std::optional<std::size_t> {
+    const TapeDocument::Entry& e = d_.entries_[entry];
+    if (e.owned) return std::nullopt;
+    return std::size_t{e.value.text.offset} - 1;  // its opening quote
+  };
+  const std::optional<std::size_t> at = place(second);
+  const std::optional<std::size_t> before = place(first);
+  error_ = "at byte " + std::to_string(at ? *at : static_cast<std::size_t>(p_ - begin_)) +
+           ": the member \"" + std::string(key_text(second).substr(0, 64)) + "\" of " +
+           (path.empty() ? std::string("the top-level object") : "the object " + path) +
+           " is given twice" +
+           (before ? " (first at byte " + std::to_string(*before) + ")" : std::string()) +
+           ": a strict reader refuses duplicate keys";
+  return false;
 }
 
 // A text at p_ (its opening quote). Most are plain: read here, the rest by string_slow().

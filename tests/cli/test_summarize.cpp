@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -236,6 +237,8 @@ TEST(Summarize, WritesItsFileAtomicallyAndAFailedDeliveryIsExit6) {
   r = ppt::run_probe_binary({"summarize", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--max-age DURATION"), std::string::npos);
+  std::istringstream help(r.out);
+  for (std::string line; std::getline(help, line);) EXPECT_LE(line.size(), 80U) << line;
 }
 
 // Issue 30: `summarize -o n0.json n0.json` replaced its own input with the summary. An output that

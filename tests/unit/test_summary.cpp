@@ -723,3 +723,18 @@ TEST(Summary, EveryLineOfTheTextSummaryFitsEightyColumns) {
   EXPECT_TRUE(alone) << "the long path was not on a line of its own";
   EXPECT_NE(text.find("\n  " + long_path + "\n"), std::string::npos) << text;
 }
+
+// A start time the calendar does not have (2026-02-31, once read as 3 March) is no time: under
+// --max-age its report is of no known age, stale, and the message says why.
+TEST(Summary, AStartTimeOfAnImpossibleDateIsOfNoKnownAge) {
+  pp::Report r = node_report("feb", {kH200});
+  r.started_at = "2026-02-31T00:00:00.000Z";
+  pp::SummaryOptions o;
+  o.max_age_s = 400 * 86400;  // 3 March would be within it
+  const pp::FleetSummary s = summarize({r}, o);
+  EXPECT_EQ(s.exit_code, 3);
+  ASSERT_EQ(s.stale.size(), 1U);
+  EXPECT_EQ(s.stale[0].why,
+            "its started_at '2026-02-31T00:00:00.000Z' is not a time (RFC 3339 in UTC, a date the "
+            "calendar has)");
+}

@@ -47,16 +47,22 @@ constexpr std::array<SummarizeOption, 6> kSummarizeOptions = {{
     {"-h,--help", "", "this help"},
 }};
 
+// A paragraph of the help, wrapped to 80 columns as the summary's text is.
+std::string paragraph(std::string_view text) { return join(wrap(text, 80), "\n") + "\n"; }
+
 std::string summarize_help() {
   std::string text =
       "precision-probe summarize: a fleet's reports in one view\n\n"
-      "Usage: precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n"
-      "Reads precision-probe JSON reports: files, every *.json file of a directory, or JSON Lines\n"
-      "on standard input (-). Per GPU model and per mode: how many GPUs are native, emulated,\n"
-      "unsupported or failed, and which are not native with the reason; throughput outliers\n"
-      "(more than 10 % below the median of their model, from --bench or --soak figures); stale,\n"
-      "unreadable and unknown reports. Of two reports from one host the newer counts.\n\n"
-      "Options:\n";
+      "Usage: precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n" +
+      paragraph(
+          "Reads precision-probe JSON reports: files, every *.json file of a directory, or JSON "
+          "Lines on standard input (-). Per GPU model and per mode: how many GPUs are native, "
+          "emulated, unsupported or failed, and which are not native with the reason; throughput "
+          "outliers (more than 10 % below the median of their model, from --bench or --soak "
+          "figures); stale, unreadable and unknown reports. Of two reports from one host the "
+          "newer counts; a report dated more than 5 minutes ahead of this clock is listed, and "
+          "never counts over another report of its host.") +
+      "\nOptions:\n";
   for (const SummarizeOption& o : kSummarizeOptions) {
     const std::string names = fmt::format("{} {}", o.names, o.value);
     const std::vector<std::string> lines = wrap(o.help, 80 - 29);
@@ -64,15 +70,15 @@ std::string summarize_help() {
       text += fmt::format("  {:<26} {}\n", i == 0 ? names : "", lines[i]);
     }
   }
-  text +=
-      "\nExit codes: 0 every node known, nothing failed, every requirement met; 1 a required mode\n"
-      "not native somewhere; 2 bad input (an output that is one of the reports read, too);\n"
-      "3 a node unknown (a stale or unreadable report, or one that exited 2, 3 or 5); 4 a\n"
-      "device its report gated failed, or an internal error (memory ran out); 5 interrupted\n"
-      "(SIGINT, SIGTERM): nothing written; 6 the summary could not be delivered. Silent data\n"
-      "corruption (a --soak mismatch on a gated device) is 4 before anything else; then the\n"
-      "most severe wins: 2, 3, 4, 6, 1, 0. A report dated more than 5 minutes ahead of this\n"
-      "clock is listed, and never counts over another report of its host.\n";
+  text += "\n" + paragraph(
+                     "Exit codes: 0 every node known, nothing failed, every requirement met; 1 a "
+                     "required mode not native somewhere; 2 bad input (an output that is one of "
+                     "the reports read, too); 3 a node unknown (a stale or unreadable report, or "
+                     "one that exited 2, 3 or 5); 4 a device its report gated failed, or an "
+                     "internal error (memory ran out); 5 interrupted (SIGINT, SIGTERM): nothing "
+                     "written; 6 the summary could not be delivered. Silent data corruption (a "
+                     "--soak mismatch on a gated device) is 4 before anything else; then the most "
+                     "severe wins: 2, 3, 4, 6, 1, 0.");
   return text;
 }
 

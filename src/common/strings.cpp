@@ -120,6 +120,13 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
+// The days of a month of the Gregorian calendar (February of a leap year: 29).
+int days_in_month(int year, int month) {
+  constexpr std::array<int, 12> kDays = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[static_cast<std::size_t>(month - 1)];
+}
+
 // `count` digits at `pos` as a number, or -1.
 int digits_at(std::string_view text, std::size_t pos, std::size_t count) {
   if (pos + count > text.size()) return -1;
@@ -145,10 +152,12 @@ std::optional<std::int64_t> parse_utc_timestamp(std::string_view text) {
   const int hour = digits_at(text, 11, 2);
   const int minute = digits_at(text, 14, 2);
   const int second = digits_at(text, 17, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-      minute < 0 || minute > 59 || second < 0 || second > 60) {
+  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || second < 0 || second > 60) {
     return std::nullopt;
   }
+  // A day the month does not have (2026-02-31) is refused, not carried into the next month.
+  if (day > days_in_month(year, month)) return std::nullopt;
   std::size_t pos = 19;
   std::int64_t ms = 0;
   if (text[pos] == '.') {

@@ -30,7 +30,8 @@ std::optional<std::int64_t> parse_duration(std::string_view text);
 std::string format_duration(std::int64_t seconds);
 
 // An RFC 3339 time in UTC as reports write it ("2026-12-01T06:52:08.123Z"; the fraction is
-// optional, "+00:00" may stand for "Z"): milliseconds since the epoch. nullopt for anything else.
+// optional, "+00:00" may stand for "Z"): milliseconds since the epoch. nullopt for anything else,
+// a date the calendar does not have (2026-02-31, 2026-02-29) included.
 std::optional<std::int64_t> parse_utc_timestamp(std::string_view text);
 
 // Seconds since the epoch as RFC 3339 in UTC, whole seconds: "2026-12-01T07:52:08Z".

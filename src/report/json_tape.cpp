@@ -1,5 +1,7 @@
 #include "report/json_tape.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -131,12 +133,18 @@ class TapeParser {
   bool number();
   bool number_slow(const char* start, bool integral, TapeDocument::Entry& e);
   bool literal(std::string_view word);
+  bool unique_keys(std::uint32_t object);
+  [[gnu::noinline, gnu::cold]] bool duplicate_key(std::uint32_t first, std::uint32_t second);
+  std::string_view key_text(std::uint32_t entry) const;
+  bool unique_keys_sorted(std::uint32_t object, std::uint32_t n);
+  static std::uint64_t name_hash(std::string_view name);
 
   TapeDocument& d_;
   const char* begin_;
   const char* p_;
   const char* end_;
   std::vector<std::uint32_t> open_;  // the containers open, innermost last
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> keys_;  // unique_keys()' scratch
   std::string error_;
 };
 
@@ -236,10 +244,106 @@ bool TapeParser::after_value() {
     if (p_ == end_ || *p_ != (object ? '}' : ']')) {
       return fail(object ? "expected ',' or '}' in an object" : "expected ',' or ']' in a list");
     }
+    if (object && !unique_keys(open_.back())) return false;
     ++p_;
     container.next = static_cast<std::uint32_t>(d_.entries_.size());
     open_.pop_back();
   }
+}
+
+std::string_view TapeParser::key_text(std::uint32_t entry) const {
+  return TapeValue(d_, entry).string_view();
+}
+
+// An object that names a member twice is refused (RFC 8259 leaves the meaning of one open: one
+// reader takes the first, Python and jq the last, so a report could say two things). Checked as
+// the object closes: its names into a table of 64 slots by a hash of their length and three of
+// their bytes (a report's objects have about nine members), only names of one slot compared in
+// full; an object of more than 32 members is sorted by that hash instead.
+inline std::uint64_t TapeParser::name_hash(std::string_view name) {
+  const std::size_t n = name.size();
+  if (n == 0) return 0;
+  const auto byte = [name](std::size_t i) {
+    return std::uint64_t{static_cast<unsigned char>(name[i])};
+  };
+  const std::uint64_t mixed = n | byte(0) << 16 | byte(n - 1) << 24 | byte(n / 2) << 32;
+  return mixed * 0x9E3779B97F4A7C15ULL;  // Fibonacci hashing: the top bits are the slot
+}
+
+bool TapeParser::unique_keys(std::uint32_t object) {
+  const std::uint32_t n = d_.entries_[object].size;
+  if (n < 2) return true;
+  if (n > 32) return unique_keys_sorted(object, n);
+  // The names read straight from the entries: this runs for every object of every report.
+  const TapeDocument::Entry* entries = d_.entries_.data();
+  const char* input = d_.input_.data();
+  const char* owned = d_.owned_.data();
+  const auto name_of = [&](std::uint32_t i) {
+    const TapeDocument::Entry& e = entries[i];
+    return std::string_view((e.owned ? owned : input) + e.value.text.offset, e.value.text.length);
+  };
+  std::array<std::uint32_t, 64> slots{};  // a name's entry + 1; 0 is free
+  for (std::uint32_t i = object + 1, m = 0; m < n; ++m, i = entries[i + 1].next) {
+    const std::string_view name = name_of(i);
+    for (auto h = static_cast<std::uint32_t>(name_hash(name) >> 58);; h = (h + 1) & 63U) {
+      if (slots[h] == 0) {
+        slots[h] = i + 1;
+        break;
+      }
+      if (name_of(slots[h] - 1) == name) return duplicate_key(slots[h] - 1, i);
+    }
+  }
+  return true;
+}
+
+bool TapeParser::unique_keys_sorted(std::uint32_t object, std::uint32_t n) {
+  keys_.clear();
+  for (std::uint32_t i = object + 1, m = 0; m < n; ++m, i = d_.entries_[i + 1].next) {
+    keys_.emplace_back(name_hash(key_text(i)), i);
+  }
+  std::sort(keys_.begin(), keys_.end());  // by hash, then by place
+  for (std::size_t run = 0; run < keys_.size();) {
+    std::size_t end = run + 1;
+    while (end < keys_.size() && keys_[end].first == keys_[run].first) ++end;
+    for (std::size_t b = run + 1; b < end; ++b) {
+      for (std::size_t a = run; a < b; ++a) {
+        if (key_text(keys_[a].second) == key_text(keys_[b].second)) {
+          return duplicate_key(keys_[a].second, keys_[b].second);
+        }
+      }
+    }
+    run = end;
+  }
+  return true;
+}
+
+// The message: the member's name, the object's place in the document ("devices[0].precisions",
+// or the top-level object), and the bytes where the name stands (where a name held an escape, its
+// place in the text is not kept: the byte is then the object's end).
+bool TapeParser::duplicate_key(std::uint32_t first, std::uint32_t second) {
+  std::string path;
+  for (std::size_t level = 1; level < open_.size(); ++level) {
+    const TapeDocument::Entry& parent = d_.entries_[open_[level - 1]];
+    if (parent.type == Type::object) {
+      path += (path.empty() ? "" : ".") + std::string(key_text(open_[level] - 1).substr(0, 64));
+    } else {
+      path += "[" + std::to_string(parent.size) + "]";
+    }
+  }
+  const auto place = [&](std::uint32_t entry) -> std::optional<std::size_t> {
+    const TapeDocument::Entry& e = d_.entries_[entry];
+    if (e.owned) return std::nullopt;
+    return std::size_t{e.value.text.offset} - 1;  // its opening quote
+  };
+  const std::optional<std::size_t> at = place(second);
+  const std::optional<std::size_t> before = place(first);
+  error_ = "at byte " + std::to_string(at ? *at : static_cast<std::size_t>(p_ - begin_)) +
+           ": the member \"" + std::string(key_text(second).substr(0, 64)) + "\" of " +
+           (path.empty() ? std::string("the top-level object") : "the object " + path) +
+           " is given twice" +
+           (before ? " (first at byte " + std::to_string(*before) + ")" : std::string()) +
+           ": a strict reader refuses duplicate keys";
+  return false;
 }
 
 // A text at p_ (its opening quote). Most are plain: read here, the rest by string_slow().

@@ -1,9 +1,10 @@
 #pragma once
-// A strict JSON parser (RFC 8259) that builds a flat tape instead of a tree of allocated nodes:
-// one 24-byte entry per value in one vector, texts without escapes pointing into the input. It is
-// what reads report files (read_report_json), where a fleet's summary reads thousands of them:
-// nlohmann/json's DOM costs an allocation per value and reads at about 160 MB/s; the tape reads
-// several times faster (figures in docs/performance.md). The worker protocol keeps nlohmann/json.
+// A strict JSON parser (RFC 8259, duplicate keys refused) that builds a flat tape instead of a tree
+// of allocated nodes: one 24-byte entry per value in one vector, texts without escapes pointing
+// into the input. It is what reads report files (read_report_json), where a fleet's summary reads
+// thousands of them: nlohmann/json's DOM costs an allocation per value and reads at about 160 MB/s;
+// the tape reads several times faster (figures in docs/performance.md). The worker protocol keeps
+// nlohmann/json.
 //
 //   TapeDocument doc;
 //   if (std::string error = doc.parse(text); !error.empty()) ...   // text must outlive doc
@@ -49,7 +50,8 @@ class TapeDocument {
   };
 
   // Parses `text` (at most 4 GiB); "" on success, else what is wrong and at which byte. A
-  // document nested deeper than 512 levels is refused. `text` must outlive the document.
+  // document nested deeper than 512 levels is refused, and so is an object that names a member
+  // twice (its name, the object's place and both bytes said). `text` must outlive the document.
   std::string parse(std::string_view text);
 
   TapeValue root() const;
@@ -97,7 +99,7 @@ class TapeValue {
 
   // The value of `key` in an object, or none. `hint` is where the search starts: the member
   // after the one found last, so that fields read in the order they were written are found at
-  // once. Without a hint, a key that repeats is found where it first stands; with one, at either.
+  // once. (A parsed document names each member of an object once.)
   std::optional<TapeValue> find(std::string_view key, std::uint32_t* hint = nullptr) const;
 
   template <class F>

@@ -55,3 +55,17 @@ TEST(Strings, UtcTimestampsRoundTrip) {
     EXPECT_FALSE(pp::parse_utc_timestamp(bad).has_value()) << bad;
   }
 }
+
+// A day past its month's end is refused, not read as a day of the next month (2026-02-31 is not
+// 3 March); February has 29 days in the leap years of the Gregorian calendar only.
+TEST(Strings, UtcTimestampsOfImpossibleDatesAreRefused) {
+  for (const char* bad : {"2026-02-31T00:00:00Z", "2026-02-29T00:00:00Z", "2100-02-29T00:00:00Z",
+                          "2026-04-31T12:00:00Z", "2026-06-31T12:00:00Z", "2026-09-31T12:00:00Z",
+                          "2026-11-31T12:00:00Z", "2026-01-32T00:00:00Z", "2026-01-00T00:00:00Z"}) {
+    EXPECT_FALSE(pp::parse_utc_timestamp(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(pp::parse_utc_timestamp("2024-02-29T00:00:00Z"), 1709164800000);
+  EXPECT_EQ(pp::parse_utc_timestamp("2000-02-29T00:00:00Z"), 951782400000);
+  EXPECT_EQ(pp::parse_utc_timestamp("2026-01-31T00:00:00Z"), 1769817600000);
+  EXPECT_EQ(pp::parse_utc_timestamp("2026-12-31T23:59:59Z"), 1798761599000);
+}

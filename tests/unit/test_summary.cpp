@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,16 +68,54 @@ void set_bench(pp::Report& r, int index, Mode mode, double tflops) {
   gpu(r, index).find(mode)->bench = b;
 }
 
-pp::FleetSummary summarize(const std::vector<pp::Report>& reports, pp::SummaryOptions o = {}) {
-  if (o.now_ms == 0) o.now_ms = kNow;
+pp::FleetReadOptions threaded(unsigned threads) {
+  pp::FleetReadOptions o;
+  o.threads = threads;
+  return o;
+}
+
+// The reports' records, each read back through the JSON as the command reads them, named r0.json...
+pp::FleetInputs inputs_of(const std::vector<pp::Report>& reports,
+                          const std::vector<Mode>& require) {
   pp::FleetInputs inputs;
   for (std::size_t i = 0; i < reports.size(); ++i) {
-    // Through the JSON, as the command reads them.
     const auto read = pp::read_report_json(pp::report_to_json(reports[i]));
     EXPECT_TRUE(read) << read.error();
-    inputs.nodes.push_back(pp::node_record(*read, "r" + std::to_string(i) + ".json", i, o.require));
+    inputs.nodes.push_back(pp::node_record(*read, "r" + std::to_string(i) + ".json", i, require));
   }
-  return pp::summarize(std::move(inputs), o);
+  return inputs;
+}
+
+pp::FleetSummary summarize(const std::vector<pp::Report>& reports, pp::SummaryOptions o = {}) {
+  if (o.now_ms == 0) o.now_ms = kNow;
+  return pp::summarize(inputs_of(reports, o.require), o);
+}
+
+// --soak on a GPU that found `mismatches` results unlike the golden one in `mode`, and the mode
+// failed for it, as verdicts/soak judges it.
+void soak_mismatch(pp::Report& r, int index, Mode mode, std::int64_t mismatches) {
+  pp::DeviceReport& d = gpu(r, index);
+  if (!d.soak) d.soak = pp::SoakReport{};
+  d.soak->seconds = 10;
+  pp::SoakOutcome o;
+  o.ran = true;
+  o.iterations = 40;
+  o.mismatches = mismatches;
+  o.ok = mismatches == 0;
+  o.error = mismatches > 0 ? "2 of 40 results differed from the golden one" : "";
+  d.soak->modes.emplace_back(mode, o);
+  if (mismatches > 0) {
+    pp::PrecisionResult* p = d.find(mode);
+    p->status = Status::failed;
+    p->failure = pp::ErrorKind::wrong_result;
+    p->reason = "soak: " + o.error;
+  }
+}
+
+pp::FileIdentity identity(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
 const pp::ModeSummary* mode_summary(const pp::FleetSummary& s, Mode mode) {
@@ -281,7 +320,7 @@ TEST(Summary, WithoutASecondThreadTheSummaryIsTheSame) {
   }
   const auto view = [&](int threads) {
     pp::FleetSummary s =
-        pp::summarize(pp::read_fleet_reports({dir}, -1, {}, threads), {{}, {}, kNow});
+        pp::summarize(pp::read_fleet_reports({dir}, -1, threaded(threads)), {{}, {}, kNow});
     s.duration_ms = 0;
     return pp::print_summary(s, pp::SummaryFormat::json);
   };
@@ -324,7 +363,7 @@ TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {
   write_file(dir, "notes.txt", "not a report and not read: only *.json in a directory");
   write_file(dir, ".hidden.json", "not read: a dot file");
   ASSERT_EQ(::mkdir((dir + "/sub.json").c_str(), 0700), 0);              // not a file: not read
-  ASSERT_EQ(::mkfifo((dir + "/fifo.json").c_str(), 0600), 0);            // would block: not read
+  ASSERT_EQ(::mkfifo((dir + "/fifo.json").c_str(), 0600), 0);            // would block: refused
   ASSERT_EQ(::symlink("a.json", (dir + "/link.json").c_str()), 0);       // a link to a file: read
   ASSERT_EQ(::symlink("sub.json", (dir + "/dirlink.json").c_str()), 0);  // to a directory: not
   ASSERT_EQ(::symlink("gone", (dir + "/dangling.json").c_str()), 0);     // to nothing: not
@@ -337,7 +376,7 @@ TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {
   ASSERT_EQ(::write(fds[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
   ::close(fds[1]);
   const pp::FleetInputs in =
-      pp::read_fleet_reports({dir, "-", dir + "/missing.json", a}, fds[0], {}, 2);
+      pp::read_fleet_reports({dir, "-", dir + "/missing.json", a}, fds[0], threaded(2));
   ::close(fds[0]);
   ASSERT_EQ(in.nodes.size(), 5U);  // a, b, a through the link, c, and a again
   EXPECT_EQ(in.nodes[0].hostname, "a");
@@ -346,14 +385,18 @@ TEST(Summary, ReadsFilesDirectoriesAndJsonLinesAndNamesWhatItCannotRead) {
   EXPECT_EQ(in.nodes[2].source, dir + "/link.json");
   EXPECT_EQ(in.nodes[3].hostname, "c");
   EXPECT_EQ(in.nodes[3].source, "-:1");
-  ASSERT_EQ(in.unreadable.size(), 3U);
+  ASSERT_EQ(in.unreadable.size(), 4U);
   EXPECT_EQ(in.unreadable[0].source, dir + "/cut.json");
   EXPECT_EQ(in.unreadable[0].error.rfind("not a JSON document (at byte ", 0), 0U)
       << in.unreadable[0].error;
-  EXPECT_EQ(in.unreadable[1].source, "-:3");
-  EXPECT_EQ(in.unreadable[1].error, "not a precision-probe report (no schema_version or tool)");
-  EXPECT_EQ(in.unreadable[2].source, dir + "/missing.json");
-  EXPECT_EQ(in.unreadable[2].error, "No such file or directory");
+  // A FIFO is refused by name, opened without blocking (no writer ever comes).
+  EXPECT_EQ(in.unreadable[1].source, dir + "/fifo.json");
+  EXPECT_EQ(in.unreadable[1].error.rfind("a FIFO, not a regular file: not read", 0), 0U)
+      << in.unreadable[1].error;
+  EXPECT_EQ(in.unreadable[2].source, "-:3");
+  EXPECT_EQ(in.unreadable[2].error, "not a precision-probe report (no schema_version or tool)");
+  EXPECT_EQ(in.unreadable[3].source, dir + "/missing.json");
+  EXPECT_EQ(in.unreadable[3].error, "No such file or directory");
   const pp::FleetSummary s = pp::summarize(in, {{}, std::nullopt, kNow});
   EXPECT_EQ(s.nodes, 3);
   EXPECT_EQ(s.superseded.size(), 2U);
@@ -386,8 +429,9 @@ TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
   const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
   EXPECT_NE(text.find("  Tesla T4                             1        1\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("\nrequirements not met (--require bf16)\n  bf16 t4 GPU 0: emulated: cc 7.5"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("\nrequirements not met (--require bf16)\n  bf16 t4 GPU 0: emulated\n      cc 7.5"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("\nexit 1: "), std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(pp::print_summary(s, pp::SummaryFormat::json));
@@ -405,4 +449,292 @@ TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
   }
   const std::string md = pp::print_summary(s, pp::SummaryFormat::markdown);
   EXPECT_NE(md.find("| bf16 | 1 | 1 | 0 | 0 | 0 |"), std::string::npos) << md;
+}
+
+// Issue 30: a report dated in 2099 won over today's, which exited 4, and the summary said 0. One
+// dated more than 5 minutes ahead of the summary's clock is a finding of its own and never counts
+// over a report of its host that is not; alone, it counts, and --max-age cannot know its age.
+TEST(Summary, AReportDatedInTheFutureNeverHidesANewerFailure) {
+  pp::Report future = node_report("gpu-07", {kH200});
+  future.started_at = "2099-01-01T00:00:00.000Z";
+  pp::Report today = node_report("gpu-07", {kH200}, 60);
+  gpu(today, 0).find(Mode::bf16)->status = Status::failed;
+  gpu(today, 0).find(Mode::bf16)->reason = "relative error 3.1e-01 exceeds 1.0e-02";
+  today.exit_code = 4;
+  for (const bool future_first : {true, false}) {
+    const pp::FleetSummary s =
+        future_first ? summarize({future, today}) : summarize({today, future});
+    const std::string future_source = future_first ? "r0.json" : "r1.json";
+    const std::string today_source = future_first ? "r1.json" : "r0.json";
+    EXPECT_EQ(s.exit_code, 4) << s.exit_reason;
+    EXPECT_EQ(s.nodes, 1);
+    ASSERT_EQ(s.failed.size(), 1U);
+    EXPECT_EQ(s.failed[0].node, "gpu-07");
+    EXPECT_TRUE(s.superseded.empty());  // neither is "older": the failure is not listed as such
+    ASSERT_EQ(s.future.size(), 1U);
+    EXPECT_EQ(s.future[0].source, future_source);
+    EXPECT_EQ(s.future[0].why.rfind("started 2099-01-01T00:00:00.000Z, ", 0), 0U)
+        << s.future[0].why;
+    EXPECT_NE(s.future[0].why.find("; not counted: " + today_source + " counts"), std::string::npos)
+        << s.future[0].why;
+  }
+  // Alone it counts (its verdicts are what the host said), listed; under --max-age its age is not
+  // known: stale, exit 3, as a report that does not say when it ran.
+  pp::FleetSummary s = summarize({future});
+  EXPECT_EQ(s.exit_code, 0) << s.exit_reason;
+  ASSERT_EQ(s.future.size(), 1U);
+  EXPECT_NE(s.future[0].why.find("the host has no other report: this one counts"),
+            std::string::npos)
+      << s.future[0].why;
+  pp::SummaryOptions o;
+  o.max_age_s = 24 * 3600;
+  s = summarize({future}, o);
+  EXPECT_EQ(s.exit_code, 3);
+  ASSERT_EQ(s.stale.size(), 1U);
+  EXPECT_NE(s.stale[0].why.find("ahead of this summary's clock: its age is not known"),
+            std::string::npos)
+      << s.stale[0].why;
+  // Within 5 minutes ahead (clocks a little apart) a report is no finding: the newer counts.
+  pp::Report ahead = node_report("gpu-07", {kH200}, -240);
+  s = summarize({today, ahead});
+  EXPECT_TRUE(s.future.empty());
+  ASSERT_EQ(s.superseded.size(), 1U);
+  EXPECT_EQ(s.superseded[0].source, "r0.json");
+  EXPECT_EQ(s.exit_code, 0);
+  // The JSON lists it.
+  const nlohmann::json j =
+      nlohmann::json::parse(pp::print_summary(summarize({future, today}), pp::SummaryFormat::json));
+  EXPECT_EQ(j["future"][0]["node"], "gpu-07");
+}
+
+// The probe puts silent data corruption first; so does a fleet's summary: a soak mismatch on a
+// gated device is exit 4 before a node unknown (3), which still comes before another failure (4).
+TEST(Summary, ASoakMismatchOnAGatedDeviceComesBeforeEverythingElse) {
+  pp::Report sdc = node_report("sdc", {kH200, kH200});
+  soak_mismatch(sdc, 1, Mode::bf16, 2);
+  soak_mismatch(sdc, 1, Mode::fp16, 0);
+  pp::Report failed = node_report("failed", {kH200});
+  gpu(failed, 0).find(Mode::fp16)->status = Status::failed;
+  gpu(failed, 0).find(Mode::fp16)->reason = "relative error 3.1e-01 exceeds 1.0e-02";
+  const pp::Report stale = node_report("stale", {kH200}, 7200);
+  pp::SummaryOptions o;
+  o.max_age_s = 3600;
+  o.require = {Mode::bf16};
+  pp::FleetInputs in = inputs_of({failed, stale, sdc}, o.require);
+  in.unreadable.push_back({"cut.json", "not a JSON document (at byte 9: ...)"});
+  o.now_ms = kNow;
+  pp::FleetSummary s = pp::summarize(std::move(in), o);
+  EXPECT_EQ(s.exit_code, 4);
+  EXPECT_EQ(s.exit_reason,
+            "silent data corruption on 1 gated device(s), first: sdc GPU 1: bf16 failed: soak: 2 "
+            "of 40 results differed from the golden one");
+  ASSERT_EQ(s.failed.size(), 2U);
+  EXPECT_FALSE(s.failed[0].corruption);  // failed's fp16: a failure, not corruption
+  EXPECT_TRUE(s.failed[1].corruption);
+  const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
+  EXPECT_NE(text.find("\nsilent data corruption on gated devices (--soak: wrong numbers under "
+                      "load)\n  sdc GPU 1 (GPU-"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(
+                pp::print_summary(s, pp::SummaryFormat::json))["failed"][1]["corruption"],
+            true);
+  // Without it, the gate's order stands: a stale report (3) before a failure (4).
+  EXPECT_EQ(summarize({failed, stale}, o).exit_code, 3);
+  EXPECT_EQ(summarize({failed}, o).exit_code, 4);
+  // A golden result unlike those of its like GPUs is corruption too.
+  pp::Report golden = node_report("golden", {kH200, kH200, kH200});
+  soak_mismatch(golden, 2, Mode::fp16, 0);
+  gpu(golden, 2).soak->golden_disagreement =
+      "fp16: its golden result differs from that of 2 like GPUs (GPU 0, GPU 1): it computes "
+      "wrong numbers";
+  pp::PrecisionResult* p = gpu(golden, 2).find(Mode::fp16);
+  p->status = Status::failed;
+  p->failure = pp::ErrorKind::wrong_result;
+  p->reason = "soak: " + gpu(golden, 2).soak->golden_disagreement;
+  s = summarize({stale, golden}, o);
+  EXPECT_EQ(s.exit_code, 4) << s.exit_reason;
+  EXPECT_NE(s.exit_reason.find("first: golden GPU 2: fp16 failed: soak: fp16: its golden"),
+            std::string::npos)
+      << s.exit_reason;
+  // On a device its report did not gate, corruption is reported, and decides nothing.
+  gpu(sdc, 1).selected = false;
+  s = summarize({stale, sdc}, o);
+  EXPECT_EQ(s.exit_code, 3) << s.exit_reason;
+  EXPECT_EQ(mode_summary(s, Mode::bf16)->failed, 1);
+}
+
+TEST(Summary, AReportThatGivesAKeyTwiceIsUnreadableWithTheKeyNamed) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string text = pp::report_to_json(node_report("dup", {kH200}));
+  ASSERT_EQ(text.front(), '{');
+  // Its own "exit_code": 0 comes later; Python and jq would read the last.
+  const std::string path = write_file(dir, "dup.json", "{\"exit_code\": 4," + text.substr(1));
+  const pp::FleetInputs in = pp::read_fleet_reports({path}, -1, {});
+  EXPECT_TRUE(in.nodes.empty());
+  ASSERT_EQ(in.unreadable.size(), 1U);
+  EXPECT_NE(in.unreadable[0].error.find(
+                "the member \"exit_code\" of the top-level object is given twice (first at byte "
+                "1)"),
+            std::string::npos)
+      << in.unreadable[0].error;
+}
+
+// A summary among the reports (summarize --format json -o fleet/fleet.json fleet, run again) is
+// skipped and named, not unreadable; the summary's own output is never read as a report: named
+// among the sources it is the conflict at once, found in a directory it is replaced where it holds
+// a summary, and the conflict where it holds anything else.
+TEST(Summary, ASummaryAmongTheReportsIsSkippedAndTheOutputNeverReadAsOne) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string a = write_file(dir, "a.json", pp::report_to_json(node_report("a", {kH200})));
+  pp::FleetSummary first = summarize({node_report("a", {kH200})});
+  const std::string fleet =
+      write_file(dir, "fleet.json", pp::print_summary(first, pp::SummaryFormat::json));
+  write_file(dir, "error.json",
+             R"({"summary_schema_version": 1, "tool": {"name": "precision-probe"}, "error": )"
+             R"({"kind": "usage", "message": "x"}, "exit_code": 2, "exit_reason": "x"})");
+  pp::FleetInputs in = pp::read_fleet_reports({dir}, -1, {});
+  EXPECT_EQ(in.nodes.size(), 1U);
+  EXPECT_TRUE(in.unreadable.empty()) << in.unreadable[0].source << ": " << in.unreadable[0].error;
+  ASSERT_EQ(in.skipped.size(), 2U);
+  EXPECT_EQ(in.skipped[0].source, dir + "/error.json");
+  EXPECT_EQ(in.skipped[0].error, "a summary, not a report");
+  EXPECT_EQ(in.skipped[1].source, fleet);
+  EXPECT_TRUE(in.conflict.empty());
+  const pp::FleetSummary s = pp::summarize(in, {{}, std::nullopt, kNow});
+  EXPECT_EQ(s.exit_code, 0) << s.exit_reason;
+  const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
+  EXPECT_NE(text.find("\nsummaries among the reports (skipped: not reports)\n  " + dir +
+                      "/error.json\n      a summary, not a report\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(
+      nlohmann::json::parse(pp::print_summary(s, pp::SummaryFormat::json))["skipped"][1]["source"],
+      fleet);
+  pp::FleetReadOptions o;
+  o.output = identity(fleet);
+  in = pp::read_fleet_reports({dir}, -1, o);
+  EXPECT_TRUE(in.conflict.empty());
+  ASSERT_EQ(in.skipped.size(), 2U);
+  EXPECT_EQ(in.skipped[1].error, "the summary's own output (replaced by this summary)");
+  // The output is a report of the directory: the conflict, whose report must not be replaced.
+  o.output = identity(a);
+  in = pp::read_fleet_reports({dir}, -1, o);
+  EXPECT_EQ(in.conflict, a);
+  // Named, by any spelling (and a hard link is the same file): found before anything is read.
+  ASSERT_EQ(::link(a.c_str(), (dir + "/hard.link").c_str()), 0);
+  for (const std::string& name : {dir + "/./a.json", dir + "/hard.link"}) {
+    in = pp::read_fleet_reports({fleet, name}, -1, o);
+    EXPECT_EQ(in.conflict, name);
+    EXPECT_TRUE(in.nodes.empty() && in.skipped.empty()) << "read before the conflict was found";
+  }
+  // Standard input redirected from it.
+  const int fd = ::open(a.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  in = pp::read_fleet_reports({"-"}, fd, o);
+  ::close(fd);
+  EXPECT_EQ(in.conflict, "-");
+}
+
+// Standard input as it comes: a line at a time through a pipe the test holds open (so that the
+// reader cannot have read ahead to the end), and a stop that ends the wait for more.
+TEST(Summary, StandardInputIsReadAsItComesAndAStopEndsTheWait) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string line =
+      nlohmann::json::parse(pp::report_to_json(node_report("c", {kH200}))).dump() + "\n";
+  ASSERT_EQ(::write(fds[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  pp::FleetReadOptions o;
+  // Asked while the reader waits for more: once the pipe is empty (the line was taken), stop.
+  o.stop = [&] {
+    int unread = -1;
+    return ::ioctl(fds[0], FIONREAD, &unread) == 0 && unread == 0;
+  };
+  const pp::FleetInputs in = pp::read_fleet_reports({"-"}, fds[0], o);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_TRUE(in.stopped);
+  EXPECT_TRUE(in.unreadable.empty());
+}
+
+// Issue 30: summarize's outlier and requirement lines reached 160-197 columns. Every line of the
+// text summary fits 80 columns, over a fleet that makes every kind of line (long hostnames, UUIDs,
+// reasons and exit reasons); only a single word wider than that (a long path) stands alone.
+TEST(Summary, EveryLineOfTheTextSummaryFitsEightyColumns) {
+  const std::string rack = ".rack-17.row-c.datacenter-west.example.com";  // 43 characters
+  std::vector<pp::Report> reports;
+  for (int i = 0; i < 4; ++i) {
+    reports.push_back(node_report("node-000" + std::to_string(i) + rack, {kH200, kT4}));
+    set_bench(reports.back(), 0, Mode::bf16, i == 3 ? 500.0 : 700.0);  // an outlier
+  }
+  pp::PrecisionResult* p = gpu(reports[0], 0).find(Mode::fp16);  // a failure with a long reason
+  p->status = Status::failed;
+  p->reason =
+      "relative error 3.1e-01 exceeds the tolerance 1.0e-02 of fp16 on a 4096 x 4096 "
+      "matmul against the float64 reference (seed 7)";
+  soak_mismatch(reports[1], 0, Mode::bf16, 2);                        // corruption
+  reports.push_back(node_report("node-0004" + rack, {kH200}, 7200));  // stale
+  reports.push_back(node_report("node-0005" + rack, {kH200}));        // unknown: exited 5
+  reports.back().exit_code = 5;
+  reports.back().exit_reason =
+      "the NVIDIA driver did not answer within 45 s (--check-timeout); "
+      "read the kernel log for Xid errors";
+  reports.push_back(node_report("node-0006" + rack, {kH200}));  // in the future
+  reports.back().started_at = "2099-01-01T00:00:00.000Z";
+  reports.push_back(node_report("node-0001" + rack, {kH200, kT4}, 600));  // superseded
+  pp::Report no_amp = node_report("node-0007" + rack, {kH200});           // missing verdict
+  for (pp::DeviceReport& d : no_amp.devices) {
+    d.precisions.erase(std::remove_if(d.precisions.begin(), d.precisions.end(),
+                                      [](const auto& e) { return e.first == Mode::amp_bf16; }),
+                       d.precisions.end());
+  }
+  reports.push_back(no_amp);
+  pp::SummaryOptions o;
+  o.require = {Mode::bf16, Mode::amp_bf16};
+  o.max_age_s = 3600;
+  o.now_ms = kNow;
+  pp::FleetInputs in = inputs_of(reports, o.require);
+  const std::string long_path =
+      "/var/lib/precision-probe/reports/" + std::string(70, 'n') + ".json";
+  in.unreadable.push_back({long_path,
+                           "not a JSON document (at byte 123: a text without its "
+                           "closing quote)"});
+  in.skipped.push_back({"/var/lib/precision-probe/reports/fleet.json", "a summary, not a report"});
+  pp::FleetSummary s = pp::summarize(std::move(in), o);
+  s.tool_version = "0.1.0-dev+g7b4b8ab";
+  const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
+  for (const char* heading :
+       {"not native", "silent data corruption", "throughput outliers", "failed checks",
+        "requirements not met", "stale reports", "nodes whose state is unknown",
+        "reports dated in the future", "reports that could not be read", "summaries among",
+        "older reports of the same host"}) {
+    EXPECT_NE(text.find("\n" + std::string(heading)), std::string::npos) << heading << "\n" << text;
+  }
+  bool alone = false;
+  for (const std::string& line : pp::split(text, '\n')) {
+    const std::string word = pp::trim(line);
+    if (pp::visible_width(line) > 80 && word.find(' ') == std::string::npos) {
+      alone = true;  // a single word wider than a line, on a line of its own
+      continue;
+    }
+    EXPECT_LE(pp::visible_width(line), 80U) << line;
+    EXPECT_TRUE(line.empty() || line.back() != ' ') << "'" << line << "'";
+  }
+  EXPECT_TRUE(alone) << "the long path was not on a line of its own";
+  EXPECT_NE(text.find("\n  " + long_path + "\n"), std::string::npos) << text;
+}
+
+// A start time the calendar does not have (2026-02-31, once read as 3 March) is no time: under
+// --max-age its report is of no known age, stale, and the message says why.
+TEST(Summary, AStartTimeOfAnImpossibleDateIsOfNoKnownAge) {
+  pp::Report r = node_report("feb", {kH200});
+  r.started_at = "2026-02-31T00:00:00.000Z";
+  pp::SummaryOptions o;
+  o.max_age_s = 400 * 86400;  // 3 March would be within it
+  const pp::FleetSummary s = summarize({r}, o);
+  EXPECT_EQ(s.exit_code, 3);
+  ASSERT_EQ(s.stale.size(), 1U);
+  EXPECT_EQ(s.stale[0].why,
+            "its started_at '2026-02-31T00:00:00.000Z' is not a time (RFC 3339 in UTC, a date the "
+            "calendar has)");
 }

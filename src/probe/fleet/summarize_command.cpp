@@ -1,5 +1,7 @@
 #include "probe/fleet/summarize_command.hpp"
 
+#include <sys/stat.h>
+
 #include <array>
 #include <chrono>
 
@@ -45,25 +47,38 @@ constexpr std::array<SummarizeOption, 6> kSummarizeOptions = {{
     {"-h,--help", "", "this help"},
 }};
 
+// A paragraph of the help, wrapped to 80 columns as the summary's text is.
+std::string paragraph(std::string_view text) { return join(wrap(text, 80), "\n") + "\n"; }
+
 std::string summarize_help() {
   std::string text =
       "precision-probe summarize: a fleet's reports in one view\n\n"
-      "Usage: precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n"
-      "Reads precision-probe JSON reports: files, every *.json file of a directory, or JSON Lines\n"
-      "on standard input (-). Per GPU model and per mode: how many GPUs are native, emulated,\n"
-      "unsupported or failed, and which are not native with the reason; throughput outliers\n"
-      "(more than 10 % below the median of their model, from --bench or --soak figures); stale,\n"
-      "unreadable and unknown reports. Of two reports from one host the newer counts.\n\n"
-      "Options:\n";
+      "Usage: precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n" +
+      paragraph(
+          "Reads precision-probe JSON reports: files, every *.json file of a directory, or JSON "
+          "Lines on standard input (-). Per GPU model and per mode: how many GPUs are native, "
+          "emulated, unsupported or failed, and which are not native with the reason; throughput "
+          "outliers (more than 10 % below the median of their model, from --bench or --soak "
+          "figures); stale, unreadable and unknown reports. Of two reports from one host the "
+          "newer counts; a report dated more than 5 minutes ahead of this clock is listed, and "
+          "never counts over another report of its host.") +
+      "\nOptions:\n";
   for (const SummarizeOption& o : kSummarizeOptions) {
     const std::string names = fmt::format("{} {}", o.names, o.value);
-    text += fmt::format("  {:<26} {}\n", names, o.help);
+    const std::vector<std::string> lines = wrap(o.help, 80 - 29);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      text += fmt::format("  {:<26} {}\n", i == 0 ? names : "", lines[i]);
+    }
   }
-  text +=
-      "\nExit codes: 0 every node known, nothing failed, every requirement met; 1 a required mode\n"
-      "not native somewhere; 2 bad input; 3 a node unknown (a stale or unreadable report, or one\n"
-      "that exited 2, 3 or 5); 4 a device its report gated failed, or an internal error (memory\n"
-      "ran out); 6 the summary could not be delivered. The most severe wins: 2, 3, 4, 6, 1, 0.\n";
+  text += "\n" + paragraph(
+                     "Exit codes: 0 every node known, nothing failed, every requirement met; 1 a "
+                     "required mode not native somewhere; 2 bad input (an output that is one of "
+                     "the reports read, too); 3 a node unknown (a stale or unreadable report, or "
+                     "one that exited 2, 3 or 5); 4 a device its report gated failed, or an "
+                     "internal error (memory ran out); 5 interrupted (SIGINT, SIGTERM): nothing "
+                     "written; 6 the summary could not be delivered. Silent data corruption (a "
+                     "--soak mismatch on a gated device) is 4 before anything else; then the most "
+                     "severe wins: 2, 3, 4, 6, 1, 0.");
   return text;
 }
 
@@ -185,7 +200,8 @@ void say(const StandardStreams& streams, const std::string& line) {
 }
 
 // A summary that could not be made: one line on stderr and, with --format json, still a JSON
-// document on stdout. `kind` "usage" (bad input, exit 2) or "internal" (exit 4).
+// document on stdout. `kind` "usage" (bad input, exit 2), "interrupted" (a signal, exit 5) or
+// "internal" (exit 4).
 int error_exit(const char* kind, int code, const std::string& message, const SummarizeOptions& o,
                const StandardStreams& streams) {
   say(streams, kError + message);
@@ -213,19 +229,63 @@ std::int64_t now_ms() {
       .count();
 }
 
-// The reports read and summarised.
-FleetSummary make_summary(SummarizeOptions& o) {
+int interrupted(const char* when, const SummarizeOptions& o, const StandardStreams& streams) {
+  return error_exit("interrupted", exit_code::kTimedOut,
+                    fmt::format("interrupted by {} {}: nothing was written",
+                                signal_name(interrupt_signal()), when),
+                    o, streams);
+}
+
+// The file the summary goes to, where it exists and is a regular file (-o FILE by any spelling,
+// or stdout redirected to one): never one of the reports read.
+std::optional<FileIdentity> output_identity(const SummarizeOptions& o,
+                                            const StandardStreams& streams) {
+  struct stat st {};
+  const bool known = !o.output.empty() ? ::stat(o.output.c_str(), &st) == 0
+                     : o.quiet         ? false
+                                       : ::fstat(streams.out_fd, &st) == 0;
+  if (!known || !S_ISREG(st.st_mode)) return std::nullopt;
+  return FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+}
+
+std::string same_file(const std::string& source, const SummarizeOptions& o) {
+  const std::string output = o.output.empty() ? "the summary on stdout" : o.output_flag;
+  return fmt::format(
+      "{} and the report {} name the same file ({}): the summary would replace a "
+      "report it reads",
+      output, source == "-" ? "on standard input" : printable_path(source),
+      printable_path(o.output.empty() ? source : o.output));
+}
+
+// The reports read and summarised, the summary's time and version set; or, where there is no
+// summary (the output is one of the reports, a signal came), the exit code, error_exit having
+// said why.
+struct Made {
+  FleetSummary summary;
+  int code = -1;  // >= 0: no summary, this exit (error_exit said why)
+};
+
+Made make_summary(SummarizeOptions& o, const StandardStreams& streams) {
   const auto start = std::chrono::steady_clock::now();
   o.summary.now_ms = now_ms();
-  FleetInputs inputs = read_fleet_reports(o.sources, 0, o.summary.require);
+  FleetReadOptions read;
+  read.required = o.summary.require;
+  read.stop = [] { return interrupt_requested(); };
+  read.output = output_identity(o, streams);
+  FleetInputs inputs = read_fleet_reports(o.sources, 0, read);
   trace("reports read");
-  FleetSummary s = summarize(std::move(inputs), o.summary);
+  if (!inputs.conflict.empty()) return {{}, usage_error(same_file(inputs.conflict, o), o, streams)};
+  if (inputs.stopped || interrupt_requested()) {
+    return {{}, interrupted("while the reports were read", o, streams)};
+  }
+  Made made{summarize(std::move(inputs), o.summary)};
   trace("summarised");
+  FleetSummary& s = made.summary;
   s.generated_at = format_utc_timestamp(o.summary.now_ms / 1000);
   s.tool_version = build_info::kVersion;
   s.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return s;
+  return made;
 }
 
 }  // namespace
@@ -251,7 +311,9 @@ int run_summarize(int argc, const char* const* argv, const StandardStreams& stre
   FleetSummary s;
   std::vector<std::string> text;
   try {
-    s = make_summary(o);
+    Made made = make_summary(o, streams);
+    if (made.code >= 0) return made.code;
+    s = std::move(made.summary);
     text = {print_summary(s, o.format)};
     trace("summary printed");
   } catch (const std::exception& e) {
@@ -259,10 +321,24 @@ int run_summarize(int argc, const char* const* argv, const StandardStreams& stre
     return error_exit("internal", exit_code::kCheckFailed,
                       std::string("internal error: ") + e.what(), o, streams);
   }
+  // A signal that came while the summary was made: nothing is written, exit 5 (as the probe's
+  // interrupted run, whose report says so; a summary cut short would say nothing true).
+  if (interrupt_requested()) return interrupted("before the summary was delivered", o, streams);
   bool stdout_failed = false;
   const std::string problem =
       prepared.outputs->deliver(text, std::chrono::steady_clock::now() + std::chrono::seconds(30),
                                 stdout_failed, [] { return interrupt_requested(); });
+  if (!problem.empty() && interrupt_requested()) {
+    // A signal while the reader did not read: no file was replaced; what a stream already took
+    // cannot be taken back. An error document only where stdout did not carry the summary.
+    const std::string message = fmt::format(
+        "interrupted by {} while the summary was being delivered", signal_name(interrupt_signal()));
+    if (o.output.empty()) {
+      say(streams, kError + message);
+      return exit_code::kTimedOut;
+    }
+    return error_exit("interrupted", exit_code::kTimedOut, message, o, streams);
+  }
   if (!problem.empty()) {
     say(streams, kError + "the summary could not be delivered: " + problem);
     return s.exit_code == exit_code::kOk || s.exit_code == exit_code::kRequirementNotMet

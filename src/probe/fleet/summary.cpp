@@ -24,6 +24,36 @@ const NodeVerdict* NodeDevice::find(Mode mode) const {
   return v ? &*v : nullptr;
 }
 
+namespace {
+
+// What --soak found on a gated device that computes wrong numbers: the modes whose result differed
+// from its golden one, and those its golden disagreement names ("bf16: its golden result differs
+// ...; fp16: ..."), as verdicts/soak judged them; a disagreement that names no mode is kept whole.
+void soak_corruption(const SoakReport& soak, NodeDevice& device) {
+  const auto add = [&device](Mode mode) {
+    if (std::find(device.corrupt.begin(), device.corrupt.end(), mode) == device.corrupt.end()) {
+      device.corrupt.push_back(mode);
+    }
+  };
+  for (const auto& [mode, o] : soak.modes) {
+    if (o.mismatches > 0) add(mode);
+  }
+  if (soak.golden_disagreement.empty()) return;
+  bool named = false;
+  std::string_view rest = soak.golden_disagreement;
+  while (!rest.empty()) {
+    const std::string_view part = rest.substr(0, rest.find("; "));
+    rest.remove_prefix(std::min(rest.size(), part.size() + 2));
+    if (const auto mode = parse_mode(part.substr(0, part.find(": ")))) {
+      add(*mode);
+      named = true;
+    }
+  }
+  if (!named) device.corruption_note = soak.golden_disagreement;
+}
+
+}  // namespace
+
 NodeRecord node_record(const Report& report, std::string source, std::size_t order,
                        const std::vector<Mode>& required) {
   NodeRecord n;
@@ -57,6 +87,7 @@ NodeRecord node_record(const Report& report, std::string source, std::size_t ord
         device.bench_tflops[m] = std::max(0.0, b.sustained_tflops.value_or(b.tflops.value_or(0.0)));
       }
     }
+    if (d.soak && d.selected) soak_corruption(*d.soak, device);
     if (d.soak) {
       for (const auto& [mode, s] : d.soak->modes) {
         if (s.ran && s.tflops && *s.tflops > 0.0) {
@@ -87,10 +118,13 @@ std::string device_text(const NodeRecord& n, const NodeDevice& d) {
   return text;
 }
 
-// One report a host: the newest (by started_at; of equal ones, the last given) wins.
+// One report a host: the newest (by started_at; of equal ones, the last given) wins; one dated in
+// the future never wins over one that is not (it is a finding of its own, and must not hide a
+// newer failure), nor is it listed as superseded.
 std::vector<NodeRecord> newest_per_host(std::vector<NodeRecord> nodes,
                                         std::vector<Superseded>& superseded) {
   auto newer = [](const NodeRecord& a, const NodeRecord& b) {  // a is newer than b
+    if (a.future != b.future) return b.future;
     const std::int64_t ta = a.started_ms.value_or(INT64_MIN);
     const std::int64_t tb = b.started_ms.value_or(INT64_MIN);
     return ta != tb ? ta > tb : a.order > b.order;
@@ -107,7 +141,7 @@ std::vector<NodeRecord> newest_per_host(std::vector<NodeRecord> nodes,
     }
     NodeRecord& held = kept[it->second];
     if (newer(n, held)) std::swap(n, held);
-    superseded.push_back({host, n.source, held.source});
+    if (!n.future) superseded.push_back({host, n.source, held.source});
   }
   std::sort(kept.begin(), kept.end(),
             [](const NodeRecord& a, const NodeRecord& b) { return node_name(a) < node_name(b); });
@@ -316,7 +350,20 @@ void check_age(const std::vector<NodeRecord>& nodes, const SummaryOptions& o, Fl
   if (!o.max_age_s) return;
   for (const NodeRecord& n : nodes) {
     if (!n.started_ms) {
-      s.stale.push_back({node_name(n), n.source, "the report says not when it ran (started_at)"});
+      s.stale.push_back(
+          {node_name(n), n.source,
+           n.started_at.empty()
+               ? "the report says not when it ran (started_at)"
+               : fmt::format("its started_at '{}' is not a time (RFC 3339 in UTC, a date the "
+                             "calendar has)",
+                             printable(n.started_at, 40))});
+      continue;
+    }
+    if (n.future) {
+      s.stale.push_back({node_name(n), n.source,
+                         fmt::format("it says it ran {}, ahead of this summary's clock: its age "
+                                     "is not known",
+                                     n.started_at)});
       continue;
     }
     const std::int64_t age_s = (o.now_ms - *n.started_ms) / 1000;
@@ -325,6 +372,34 @@ void check_age(const std::vector<NodeRecord>& nodes, const SummaryOptions& o, Fl
                          fmt::format("ran {} ({} ago), older than --max-age", n.started_at,
                                      format_duration(age_s))});
     }
+  }
+}
+
+// The reports dated in the future, each a finding of its own.
+std::vector<UnknownNode> future_reports(const std::vector<NodeRecord>& all,
+                                        const SummaryOptions& o) {
+  std::vector<UnknownNode> future;
+  for (const NodeRecord& n : all) {
+    if (!n.future) continue;
+    future.push_back(
+        {node_name(n), n.source,
+         fmt::format("started {}, {} ahead of this summary's clock (more than 5 "
+                     "minutes: its clock is wrong, or the report is not what it says)",
+                     n.started_at, format_duration((*n.started_ms - o.now_ms) / 1000))});
+  }
+  return future;
+}
+
+// Whether each host's report dated in the future counts (`kept`: the one report a host kept,
+// sorted by host) or another one does.
+void say_what_counts(std::vector<UnknownNode>& future, const std::vector<NodeRecord>& kept) {
+  for (UnknownNode& u : future) {
+    const auto it = std::lower_bound(
+        kept.begin(), kept.end(), u.node,
+        [](const NodeRecord& n, const std::string& name) { return node_name(n) < name; });
+    if (it == kept.end() || node_name(*it) != u.node) continue;
+    u.why += it->source == u.source ? "; the host has no other report: this one counts"
+                                    : "; not counted: " + it->source + " counts";
   }
 }
 
@@ -338,9 +413,26 @@ void check_outcomes(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
     bool listed = false;
     for (const NodeDevice& d : n.devices) {
       if (!d.selected) continue;
+      const auto corrupt = [&d](Mode mode) {
+        return std::find(d.corrupt.begin(), d.corrupt.end(), mode) != d.corrupt.end();
+      };
       for (const Mode mode : d.failed) {
         s.failed.push_back({node_name(n), d.label(), d.uuid,
-                            fmt::format("{} failed: {}", mode_key(mode), d.find(mode)->reason)});
+                            fmt::format("{} failed: {}", mode_key(mode), d.find(mode)->reason),
+                            corrupt(mode)});
+        listed = true;
+      }
+      // Corruption whose mode's verdict does not say failed (a report that is not what the probe
+      // writes) still counts.
+      for (const Mode mode : d.corrupt) {
+        if (std::find(d.failed.begin(), d.failed.end(), mode) != d.failed.end()) continue;
+        s.failed.push_back(
+            {node_name(n), d.label(), d.uuid,
+             fmt::format("{}: --soak found results unlike the golden ones", mode_key(mode)), true});
+        listed = true;
+      }
+      if (!d.corruption_note.empty()) {
+        s.failed.push_back({node_name(n), d.label(), d.uuid, "soak: " + d.corruption_note, true});
         listed = true;
       }
     }
@@ -369,11 +461,22 @@ void check_requirements(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
   }
 }
 
-// The gate's precedence: 2 (bad input, decided before), 3 a node unknown, 4 a gated device
-// failed, 1 a requirement not met somewhere, 0.
+// The gate's precedence, silent data corruption first as in the probe's own gate: 2 (bad input,
+// decided before), 4 a soak that found wrong numbers on a gated device, 3 a node unknown, 4 a
+// gated device failed, 1 a requirement not met somewhere, 0. A report dated in the future is a
+// finding that does not change it: it never counts over another report of its host, and where it
+// is the only one, --max-age finds its age unknown.
 void decide_exit(FleetSummary& s) {
   const std::size_t unknown = s.stale.size() + s.unknown.size() + s.unreadable.size();
-  if (s.reports == 0 && s.unreadable.empty()) {
+  const auto corrupt = std::find_if(s.failed.begin(), s.failed.end(),
+                                    [](const FailedDevice& f) { return f.corruption; });
+  if (corrupt != s.failed.end()) {
+    s.exit_code = exit_code::kCheckFailed;
+    s.exit_reason = fmt::format("silent data corruption on {} gated device(s), first: {} {}: {}",
+                                std::count_if(s.failed.begin(), s.failed.end(),
+                                              [](const FailedDevice& f) { return f.corruption; }),
+                                corrupt->node, corrupt->device, corrupt->what);
+  } else if (s.reports == 0 && s.unreadable.empty()) {
     // Nothing to judge (an empty directory, an empty stream): no node is known.
     s.exit_code = exit_code::kEnvironment;
     s.exit_reason = "no report was read: no node is known";
@@ -416,9 +519,15 @@ FleetSummary summarize(FleetInputs inputs, const SummaryOptions& options) {
   FleetSummary s;
   s.reports = static_cast<int>(inputs.nodes.size());
   s.unreadable = std::move(inputs.unreadable);
+  s.skipped = std::move(inputs.skipped);
   s.required = options.require;
   s.max_age_s = options.max_age_s;
+  for (NodeRecord& n : inputs.nodes) {
+    n.future = n.started_ms && *n.started_ms > options.now_ms + kFutureSlackMs;
+  }
+  s.future = future_reports(inputs.nodes, options);
   std::vector<NodeRecord> nodes = newest_per_host(std::move(inputs.nodes), s.superseded);
+  say_what_counts(s.future, nodes);
   s.nodes = static_cast<int>(nodes.size());
   s.models = count_models(nodes);
   for (const ModelCount& m : s.models) s.gpus += m.gpus;

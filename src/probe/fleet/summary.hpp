@@ -37,6 +37,11 @@ struct NodeDevice {
   std::array<double, kModeTable.size()> bench_tflops{};
   std::array<double, kModeTable.size()> soak_tflops{};
   std::vector<Mode> failed;  // the modes whose verdict is failed, in the report's order
+  // Gated devices: the modes in which --soak found silent data corruption (a result unlike its
+  // golden one, or a golden result unlike those of its like GPUs), and a golden disagreement that
+  // names no mode.
+  std::vector<Mode> corrupt;
+  std::string corruption_note;
 
   std::string label() const;  // "GPU 3", "CPU"
   const NodeVerdict* find(Mode mode) const;
@@ -56,6 +61,7 @@ struct NodeRecord {
   std::string report_id;
   std::string started_at;
   std::optional<std::int64_t> started_ms;  // started_at, parsed
+  bool future = false;  // started more than kFutureSlackMs after the summary's clock (summarize())
   std::string tool_version;
   bool quick = false;
   int exit_code = 0;
@@ -76,10 +82,17 @@ struct Unreadable {
 struct FleetInputs {
   std::vector<NodeRecord> nodes;
   std::vector<Unreadable> unreadable;
+  std::vector<Unreadable> skipped;  // summary documents among the reports: not reports, not read
+  std::string conflict;  // a source that is the summary's own output (nothing may be written)
+  bool stopped = false;  // the reading was stopped (a signal): the inputs are incomplete
 };
 
 // --- The fleet
 // -------------------------------------------------------------------------------------
+
+// A report that says it started more than this after the summary's clock is dated in the future:
+// a finding (its node's clock is wrong, or the report is not what it says), never the newest.
+inline constexpr std::int64_t kFutureSlackMs = std::int64_t{5} * 60 * 1000;
 
 struct SummaryOptions {
   std::vector<Mode> require;
@@ -134,7 +147,8 @@ struct FailedDevice {
   std::string node;
   std::string device;
   std::string uuid;
-  std::string what;  // "bf16 failed: ..." or the report's exit reason
+  std::string what;         // "bf16 failed: ..." or the report's exit reason
+  bool corruption = false;  // silent data corruption found by --soak: it decides the exit first
 };
 
 struct RequirementGap {
@@ -160,7 +174,9 @@ struct FleetSummary {
   std::vector<ThroughputOutlier> outliers;
   std::vector<UnknownNode> stale;    // older than --max-age, or of no known age
   std::vector<UnknownNode> unknown;  // reports that exited 2, 3 or 5
+  std::vector<UnknownNode> future;   // reports that started after the summary's clock
   std::vector<Unreadable> unreadable;
+  std::vector<Unreadable> skipped;  // summaries among the reports
   std::vector<FailedDevice> failed;
   std::vector<Mode> required;
   std::vector<RequirementGap> missing;  // a required mode absent from a node's report

@@ -29,23 +29,35 @@ std::string some_of(const std::vector<std::string>& items, std::size_t shown) {
   return text;
 }
 
-std::string outlier_text(const ThroughputOutlier& o) {
-  return fmt::format("{} {} {} {}{}: {:.4g} TFLOP/s, median {:.4g} of {} ({:+.0f} %)", o.source,
-                     mode_key(o.mode), o.node, o.device, o.uuid.empty() ? "" : " (" + o.uuid + ")",
-                     o.tflops, o.median, o.peers, (o.tflops / o.median - 1.0) * 100.0);
-}
-
-std::string gap_text(const RequirementGap& g) {
-  if (g.device.empty()) return fmt::format("{} {}: {}", mode_key(g.mode), g.node, g.reason);
-  return fmt::format("{} {} {}: {}{}", mode_key(g.mode), g.node, g.device, to_string(g.status),
-                     g.reason.empty() ? "" : ": " + g.reason);
-}
-
-// One entry of a list: its line, and what it says at length (a reason, the devices).
+// One entry of a list: its line, and what it says at length (a reason, the devices, a UUID).
 struct Item {
   std::string line;
   std::vector<std::string> details;
 };
+
+Item outlier_item(const ThroughputOutlier& o) {
+  Item item{fmt::format("{} {} {} {}: {:.4g} TFLOP/s, {:+.0f} % of the median {:.4g} of {}",
+                        o.source, mode_key(o.mode), o.node, o.device, o.tflops,
+                        (o.tflops / o.median - 1.0) * 100.0, o.median, o.peers),
+            {}};
+  if (!o.uuid.empty()) item.details.push_back(o.uuid);
+  return item;
+}
+
+Item gap_item(const RequirementGap& g) {
+  if (g.device.empty())
+    return {fmt::format("{} {}: no verdict", mode_key(g.mode), g.node), {g.reason}};
+  Item item{fmt::format("{} {} {}: {}", mode_key(g.mode), g.node, g.device, to_string(g.status)),
+            {}};
+  if (!g.reason.empty()) item.details.push_back(g.reason);
+  return item;
+}
+
+Item failed_item(const FailedDevice& f) {
+  return {fmt::format("{}{}{}", f.node, f.device.empty() ? "" : " " + f.device,
+                      f.uuid.empty() ? "" : " (" + f.uuid + ")"),
+          {f.what}};
+}
 struct Section {
   std::string heading;
   std::vector<Item> items;
@@ -83,26 +95,35 @@ std::vector<Section> sections(const FleetSummary& s, std::size_t shown) {
   };
   add("not native", not_native_items(s, shown));
   std::vector<Item> items;
-  for (const ThroughputOutlier& o : s.outliers) items.push_back({outlier_text(o), {}});
+  for (const FailedDevice& f : s.failed) {
+    if (f.corruption) items.push_back(failed_item(f));
+  }
+  add("silent data corruption on gated devices (--soak: wrong numbers under load)",
+      std::move(items));
+  items = {};
+  for (const ThroughputOutlier& o : s.outliers) items.push_back(outlier_item(o));
   add("throughput outliers (more than 10 % below the median of their model)", std::move(items));
   items = {};
   for (const FailedDevice& f : s.failed) {
-    items.push_back({fmt::format("{}{}{}", f.node, f.device.empty() ? "" : " " + f.device,
-                                 f.uuid.empty() ? "" : " (" + f.uuid + ")"),
-                     {f.what}});
+    if (!f.corruption) items.push_back(failed_item(f));
   }
   add("failed checks on gated devices", std::move(items));
   items = {};
-  for (const RequirementGap& g : s.unmet) items.push_back({gap_text(g), {}});
-  for (const RequirementGap& g : s.missing) items.push_back({gap_text(g), {}});
+  for (const RequirementGap& g : s.unmet) items.push_back(gap_item(g));
+  for (const RequirementGap& g : s.missing) items.push_back(gap_item(g));
   add(fmt::format("requirements not met (--require {})", join(mode_keys(s.required), ",")),
       std::move(items));
   add(fmt::format("stale reports (--max-age {})", s.max_age_s ? format_duration(*s.max_age_s) : ""),
       unknown_items(s.stale));
   add("nodes whose state is unknown", unknown_items(s.unknown));
+  add("reports dated in the future (more than 5 minutes ahead of this clock)",
+      unknown_items(s.future));
   items = {};
   for (const Unreadable& u : s.unreadable) items.push_back({u.source, {u.error}});
   add("reports that could not be read", std::move(items));
+  items = {};
+  for (const Unreadable& u : s.skipped) items.push_back({u.source, {u.error}});
+  add("summaries among the reports (skipped: not reports)", std::move(items));
   items = {};
   for (const Superseded& x : s.superseded) {
     items.push_back({x.node + ": " + x.source, {"a newer report: " + x.newer_source}});
@@ -111,10 +132,25 @@ std::vector<Section> sections(const FleetSummary& s, std::size_t shown) {
   return out;
 }
 
+// `text` made terminal-safe and wrapped to kTextWidth columns: its first line indented by `first`
+// spaces, the others by `next`. A word wider than a line (a long path) stands on a line of its own.
+constexpr std::size_t kTextWidth = 80;
+
+std::string wrapped(std::string_view text, std::size_t first, std::size_t next) {
+  std::string out;
+  const std::vector<std::string> lines = wrap(terminal_safe(text), kTextWidth - next);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].empty()) out += std::string(i == 0 ? first : next, ' ') + lines[i];
+    out += "\n";
+  }
+  return out;
+}
+
 std::string print_text(const FleetSummary& s, std::size_t shown) {
-  std::string out = fmt::format(
-      "precision-probe {} summarize · {} report(s) · {} node(s) · {} GPU(s) · {:.2f} s\n",
-      s.tool_version, s.reports, s.nodes, s.gpus, s.duration_ms / 1000.0);
+  std::string out = wrapped(
+      fmt::format("precision-probe {} summarize · {} report(s) · {} node(s) · {} GPU(s) · {:.2f} s",
+                  s.tool_version, s.reports, s.nodes, s.gpus, s.duration_ms / 1000.0),
+      0, 2);
   if (!s.models.empty()) {
     out += "\n  GPU model                        nodes     GPUs\n";
     for (const ModelCount& m : s.models) {
@@ -128,21 +164,19 @@ std::string print_text(const FleetSummary& s, std::size_t shown) {
                          m.emulated, m.unsupported, m.failed, m.not_tested);
     }
   }
+  // Every line within kTextWidth columns: the lists' lines and details wrapped, as the verdict.
   for (const Section& section : sections(s, shown)) {
-    out += "\n" + section.heading + "\n";
+    out += "\n" + wrapped(section.heading, 0, 2);
     for (std::size_t i = 0; i < section.items.size(); ++i) {
       if (i == shown * 4) {
         out += fmt::format("  ... and {} more\n", section.items.size() - i);
         break;
       }
-      out += "  " + terminal_safe(section.items[i].line) + "\n";
-      for (const std::string& detail : section.items[i].details) {
-        for (const std::string& line : wrap(terminal_safe(detail), 72))
-          out += "      " + line + "\n";
-      }
+      out += wrapped(section.items[i].line, 2, 4);
+      for (const std::string& detail : section.items[i].details) out += wrapped(detail, 6, 6);
     }
   }
-  out += fmt::format("\nexit {}: {}\n", s.exit_code, s.exit_reason);
+  out += "\n" + wrapped(fmt::format("exit {}: {}", s.exit_code, s.exit_reason), 0, 2);
   return out;
 }
 
@@ -260,7 +294,8 @@ std::string print_json(const FleetSummary& s) {
     failed.push_back({{"node", f.node},
                       {"device", f.device.empty() ? json(nullptr) : json(f.device)},
                       {"uuid", f.uuid},
-                      {"what", f.what}});
+                      {"what", f.what},
+                      {"corruption", f.corruption}});
   }
   j["failed"] = std::move(failed);
   j["required"] = mode_keys(s.required);
@@ -273,10 +308,14 @@ std::string print_json(const FleetSummary& s) {
   j["max_age_s"] = s.max_age_s ? json(*s.max_age_s) : json(nullptr);
   j["stale"] = unknown_json(s.stale);
   j["unknown"] = unknown_json(s.unknown);
+  j["future"] = unknown_json(s.future);
   json unreadable = json::array();
   for (const Unreadable& u : s.unreadable)
     unreadable.push_back({{"source", u.source}, {"error", u.error}});
   j["unreadable"] = std::move(unreadable);
+  json skipped = json::array();
+  for (const Unreadable& u : s.skipped) skipped.push_back({{"source", u.source}, {"why", u.error}});
+  j["skipped"] = std::move(skipped);
   json superseded = json::array();
   for (const Superseded& x : s.superseded) {
     superseded.push_back(

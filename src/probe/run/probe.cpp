@@ -458,6 +458,8 @@ StackInfo stack_or_none(const System& sys, const std::optional<StackInfo>& image
   if (sys.getenv("PRECISION_PROBE_TORCH").value_or("") == "none") {
     s.found_by = kTorchNotLookedFor;
     s.error = "not looked for (PRECISION_PROBE_TORCH=none)";
+  } else if (image && !image->error.empty()) {
+    s.error = image->error;  // found but not read: a file refused, a reading out of time
   } else {
     s.error = "no PyTorch or LibTorch found";
   }

@@ -256,7 +256,10 @@ int main_entry(int argc, char** argv) {
                                   o.timeout_s < o.check_timeout_s});
   };
   // The image's files are read in a child killed at the run's deadline (a hung network mount).
-  auto find_torch = [&self](const Options& o, const System& /*system*/) {
+  auto find_torch = [&self](const Options& o, const System& sys) -> std::optional<StackInfo> {
+    if (sys.getenv("PRECISION_PROBE_TORCH") == std::optional<std::string>("none")) {
+      return std::nullopt;  // nothing to read: no child
+    }
     return read_image_torch(
         self,
         std::chrono::steady_clock::now() +

@@ -999,7 +999,11 @@ Report run_arch(const Options& options, const ProbeDeps& deps) {
   d.gpu = gpu;
   if (report.stack.available) {
     if (!report.stack.cuda_built) {
-      d.kernels = KernelCoverage{false, "", "this LibTorch build has no CUDA support at all"};
+      // A CUDA build without its library (missing, or a FIFO refused) says which: arch_note.
+      d.kernels = KernelCoverage{false, "",
+                                 report.stack.cuda_version.empty()
+                                     ? "this LibTorch build has no CUDA support at all"
+                                     : report.stack.arch_note};
     } else {
       d.kernels = kernel_coverage(cc, parse_arch_list(join(report.stack.arch_list, " ")));
     }

@@ -196,7 +196,8 @@ struct StackInfo {
   // unread, each "PATH (a FIFO)": a reader would wait on them for ever.
   std::vector<std::string> refused;
   // The reading itself failed: timed_out (not done within the run's time, --timeout: exit 5),
-  // crashed (the reader's process died or answered what cannot be); `error` says which.
+  // not_run (interrupted by a signal: exit 5), crashed (the reader's process died or answered
+  // what cannot be); `error` says which.
   ErrorKind read_failure = ErrorKind::none;
   // What the kernels ran on (the engine's hello): the library it loaded and the release that
   // library says it is (aoti_torch_abi_version), and whether that release was tested.

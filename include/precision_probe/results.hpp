@@ -192,6 +192,13 @@ struct StackInfo {
   std::vector<std::string> arch_extras;  // targets with a few kernels only (sm_89, sm_100a)
   std::string arch_note;                 // what the arch list rests on, or a disagreement
   std::optional<double> read_ms;         // how long reading the files took
+  // Files of the tree that are there but are not regular files (a FIFO, a device), refused
+  // unread, each "PATH (a FIFO)": a reader would wait on them for ever.
+  std::vector<std::string> refused;
+  // The reading itself failed: timed_out (not done within the run's time, --timeout: exit 5),
+  // not_run (interrupted by a signal: exit 5), crashed (the reader's process died or answered
+  // what cannot be); `error` says which.
+  ErrorKind read_failure = ErrorKind::none;
   // What the kernels ran on (the engine's hello): the library it loaded and the release that
   // library says it is (aoti_torch_abi_version), and whether that release was tested.
   std::string library;       // "/usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so"

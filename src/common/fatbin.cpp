@@ -489,12 +489,15 @@ Expected<std::string> read_rodata(ByteSource& source) {
 
 // `path` opened for reading its headers; the source owns the descriptor.
 Expected<std::unique_ptr<FileSource>> open_source(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  // O_NONBLOCK: a FIFO (or a device) in place of the library does not hold the open; fstat then
+  // refuses it before anything is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return Unexpected{fmt::format("{}: {}", printable_path(path), error_string(errno))};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Unexpected{fmt::format("{}: not a regular file", printable_path(path))};
+    return Unexpected{fmt::format("{}: {}not a regular file, refused", printable_path(path),
+                                  S_ISFIFO(st.st_mode) ? "a FIFO, " : "")};
   }
   // Only headers are read, far apart: the kernel's read-ahead would fetch the payloads too.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);

@@ -12,6 +12,7 @@
 
 #include "probe/cli/cli.hpp"
 #include "probe/driver/driver_agent.hpp"
+#include "probe/facts/image_reader.hpp"
 #include "probe/fleet/summarize_command.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/outputs/printers.hpp"
@@ -113,7 +114,10 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
 
   auto driver = deps.make_driver(o);
   auto engine = deps.make_engine();
-  const ProbeDeps probe_deps{deps.system, *driver, *engine};
+  ProbeDeps probe_deps{deps.system, *driver, *engine};
+  if (deps.find_torch) {
+    probe_deps.find_torch = [&deps, &o](const System& s) { return deps.find_torch(o, s); };
+  }
   Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
   if (report.error) return fail_usage(report.error->message, cl, deps);
 
@@ -238,6 +242,9 @@ int run_app(int argc, const char* const* argv, const AppDeps& deps) {
 int main_entry(int argc, char** argv) {
   const StandardStreams streams = claim_standard_streams();
   if (argc == 3 && std::string_view(argv[1]) == kDriverAgentFlag) return run_driver_agent(argv[2]);
+  if (argc >= 2 && std::string_view(argv[1]) == kImageReaderFlag) {
+    return run_image_reader(argc - 2, argv + 2);
+  }
   install_signal_handlers();
   const auto system = make_real_system();
   const std::string self = self_executable_path();
@@ -248,8 +255,20 @@ int main_entry(int argc, char** argv) {
                                  {std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
                                   o.timeout_s < o.check_timeout_s});
   };
+  // The image's files are read in a child killed at the run's deadline (a hung network mount).
+  auto find_torch = [&self](const Options& o, const System& sys) -> std::optional<StackInfo> {
+    if (sys.getenv("PRECISION_PROBE_TORCH") == std::optional<std::string>("none")) {
+      return std::nullopt;  // nothing to read: no child
+    }
+    return read_image_torch(
+        self,
+        std::chrono::steady_clock::now() +
+            std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0)),
+        o.timeout_s);
+  };
   const AppDeps deps{*system, make_driver,
-                     [&system, &self] { return make_process_engine(*system, self); }, streams};
+                     [&system, &self] { return make_process_engine(*system, self); }, streams,
+                     find_torch};
   int code = run_app(argc, argv, deps);
   // The last error a file system can report comes at close (NFS, a full quota).
   if (!streams.out_closed && ::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) {

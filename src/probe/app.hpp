@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "probe/driver/driver.hpp"
 #include "probe/run/engine_client.hpp"
@@ -18,6 +19,9 @@ struct AppDeps {
   std::function<std::unique_ptr<DriverApi>(const Options&)> make_driver;
   std::function<std::unique_ptr<Engine>()> make_engine;
   StandardStreams streams;
+  // The image's PyTorch for a run, read within its time (facts/image_reader.hpp); unset: read in
+  // this process (find_image_torch).
+  std::function<std::optional<StackInfo>(const Options&, const System&)> find_torch = nullptr;
 };
 
 int run_app(int argc, const char* const* argv, const AppDeps& deps);

@@ -626,6 +626,8 @@ std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
   v("arch_extras", s.arch_extras);
   v("arch_note", s.arch_note);
   v("read_ms", s.read_ms);
+  v("refused", s.refused);
+  v("read_failure", s.read_failure);
   v("library", s.library);
   v("abi_version", s.abi_version);
   v("release_note", s.release_note);

@@ -4,14 +4,21 @@
 // full run whose engine loads that PyTorch's own LibTorch (docs/images.md).
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
 #include "common/strings.hpp"
+#include "probe/platform/process.hpp"
 
 #include <unistd.h>
 
@@ -156,4 +163,194 @@ TEST(Image, ALibTorchTheEngineCannotLoadIsNamedWithDlopensError) {
   said = false;
   for (const auto& d : m["diagnostics"]) said = said || d["code"] == "libtorch-version-mismatch";
   EXPECT_TRUE(said) << m["diagnostics"].dump();
+}
+
+// --- Files that could hang a reader: a FIFO in the tree, a python3 that never answers ------------
+
+namespace {
+
+// A copy of the fake stack `stack` (tests/CMakeLists.txt) under `dir`, with a FIFO made at `fifo`
+// (relative to the copy) in place of the file that was there.
+void copy_stack_with_fifo(const std::string& stack, const std::string& dir,
+                          const std::string& fifo) {
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy(std::string(PP_FAKE_STACKS) + "/" + stack, dir,
+                        std::filesystem::copy_options::recursive);
+  const std::string path = dir + "/" + fifo;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+}
+
+bool has_diagnostic(const nlohmann::json& j, const std::string& code) {
+  for (const auto& d : j["diagnostics"]) {
+    if (d["code"] == code) return true;
+  }
+  return false;
+}
+
+// The environment of an image whose PyTorch is found through the python3 of `bin` alone.
+std::vector<std::string> python_env(const std::string& bin, const std::string& home) {
+  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  env.insert(env.end(), {"PRECISION_PROBE_TORCH", "LD_LIBRARY_PATH",
+                         "PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home});
+  return env;
+}
+
+// The fake python3 (tests/cli/fake_python.cpp, an ELF) as `bin`/python3, told `mode`.
+void install_fake_python(const std::string& bin, const std::string& mode) {
+  std::filesystem::create_directories(bin);
+  std::filesystem::copy_file(PP_FAKE_PYTHON, bin + "/python3");
+  std::ofstream(bin + "/fake-python-mode") << mode << '\n';
+}
+
+// The PID the hanging fake python3 wrote, once it has started (0 if it never did).
+pid_t wait_until_started(const std::string& bin) {
+  for (int i = 0; i < 2000; ++i) {
+    const std::string pid = ppt::read_all(bin + "/fake-python-started");
+    if (!pid.empty()) return static_cast<pid_t>(std::stol(pid));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+}  // namespace
+
+// A FIFO named libtorch_cuda.so (no writer: a blocking open waits for ever) is refused, named, and
+// costs nothing: --quick, arch and a full run each end at once with a valid report.
+TEST(Image, AFifoInPlaceOfLibtorchCudaIsRefusedNamedAndHoldsNothing) {
+  const std::string tree = ppt::make_temp_dir() + "/T";
+  copy_stack_with_fifo("cuda", tree, "torch/lib/libtorch_cuda.so");
+  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  env.push_back("PRECISION_PROBE_TORCH=" + tree);
+  const std::string fifo = tree + "/torch/lib/libtorch_cuda.so";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--quick", "--timeout", "2"},
+        {"arch", "9.0"},
+        {"--timeout", "2"}}) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--format", "json"});
+    const ppt::Run r = ppt::run_probe_binary(argv, env, 30);
+    const std::string what = args[0];
+    ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["image_stack"]["refused"], nlohmann::json::array({fifo + " (a FIFO)"})) << what;
+    EXPECT_EQ(j["stack"]["cuda_built"], false) << what;  // not loaded either
+    EXPECT_EQ(j["image_stack"]["arch_note"],
+              "built for CUDA 13.0, but " + fifo + " is not a regular file (refused)");
+    if (what == "arch") {  // offline: no diagnostics; the GPU's kernels say it
+      EXPECT_EQ(j["devices"][0]["kernels"]["reason"], j["image_stack"]["arch_note"]);
+    } else {
+      EXPECT_TRUE(has_diagnostic(j, "torch-file-refused")) << what << ": " << j["diagnostics"];
+    }
+    bool available = false;
+    const std::string problem = ppt::validate_against_schema(r.out, available);
+    EXPECT_TRUE(problem.empty()) << what << ": " << problem;
+  }
+}
+
+// A FIFO named version.py: the PyTorch that PRECISION_PROBE_TORCH names has no version that can be
+// read, which is bad input (exit 2, one line naming the FIFO, a JSON document under --format json).
+TEST(Image, AFifoInPlaceOfVersionPyIsAUsageErrorThatNamesIt) {
+  const std::string tree = ppt::make_temp_dir() + "/T";
+  copy_stack_with_fifo("cuda", tree, "torch/version.py");
+  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  env.push_back("PRECISION_PROBE_TORCH=" + tree);
+  const std::string line = "precision-probe: error: PRECISION_PROBE_TORCH=" + tree +
+                           ": no version in " + tree + "/torch: " + tree +
+                           "/torch/version.py (a FIFO) is not a regular file, refused unread\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--quick", "--timeout", "2"},
+        {"arch", "9.0"},
+        {"--timeout", "2"}}) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--format", "json"});
+    const ppt::Run r = ppt::run_probe_binary(argv, env, 30);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_EQ(r.err, line) << args[0];
+    EXPECT_EQ(nlohmann::json::parse(r.out)["exit_code"], 2) << args[0];
+  }
+}
+
+// The same trees found through the python3 on PATH: from its prefix (a stub script, never run),
+// and from the prefix the interpreter itself gives (an ELF, asked with -I -S).
+TEST(Image, AFifoInATreeFoundThroughPython3IsRefusedToo) {
+  const std::string dir = ppt::make_temp_dir();
+  const std::string site = "/lib/python3.12/site-packages";
+  copy_stack_with_fifo("cuda", dir + "/venv" + site, "torch/version.py");
+  std::filesystem::create_directories(dir + "/venv/bin");
+  std::ofstream(dir + "/venv/bin/python3") << "#!/bin/sh\nexit 1\n";
+  std::filesystem::permissions(dir + "/venv/bin/python3", std::filesystem::perms::owner_all);
+  const ppt::Run stub =
+      ppt::run_probe_binary({"--quick", "--timeout", "2", "--require", "bf16", "--format", "json"},
+                            python_env(dir + "/venv/bin", dir), 30);
+  EXPECT_EQ(stub.exit_code, 3) << stub.err;  // the stack is not known: the requirement cannot be
+  const nlohmann::json s = nlohmann::json::parse(stub.out);
+  const std::string version_py = dir + "/venv" + site + "/torch/version.py";
+  EXPECT_EQ(s["image_stack"]["found_by"], "python3 (" + dir + "/venv/bin/python3)");
+  EXPECT_EQ(s["image_stack"]["refused"], nlohmann::json::array({version_py + " (a FIFO)"}));
+  EXPECT_NE(s["stack"]["error"].get<std::string>().find(version_py + " (a FIFO)"),
+            std::string::npos);
+  EXPECT_TRUE(has_diagnostic(s, "torch-file-refused"));
+
+  copy_stack_with_fifo("cuda", dir + "/other" + site, "torch/lib/libtorch_cuda.so");
+  install_fake_python(dir + "/bin", "prefix " + dir + "/other");
+  const ppt::Run asked = ppt::run_probe_binary({"--quick", "--timeout", "2", "--format", "json"},
+                                               python_env(dir + "/bin", dir), 30);
+  EXPECT_EQ(asked.exit_code, 0) << asked.err;
+  const nlohmann::json a = nlohmann::json::parse(asked.out);
+  EXPECT_EQ(a["image_stack"]["found_by"], "python3 (" + dir + "/bin/python3)");
+  EXPECT_EQ(a["image_stack"]["libtorch_version"], "2.11.0+cu130");
+  EXPECT_EQ(
+      a["image_stack"]["refused"],
+      nlohmann::json::array({dir + "/other" + site + "/torch/lib/libtorch_cuda.so (a FIFO)"}));
+}
+
+// A python3 that never answers (as one on a hung network mount would not): the reading is cut at
+// the run's time, exit 5, said so, and nothing it started is left running.
+TEST(Image, APython3ThatNeverAnswersCostsTheRunsTimeAndNoMore) {
+  const std::string dir = ppt::make_temp_dir();
+  install_fake_python(dir + "/bin", "hang");
+  const auto start = std::chrono::steady_clock::now();
+  const ppt::Run r = ppt::run_probe_binary({"--quick", "--timeout", "1", "--format", "json"},
+                                           python_env(dir + "/bin", dir), 30);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["image_stack"]["read_failure"], "timed_out");
+  EXPECT_EQ(j["exit_reason"],
+            "the image's PyTorch files were not read within the run's time (1 s, --timeout): " +
+                dir + "/bin/python3 had not said where its packages are");
+  const pid_t python = wait_until_started(dir + "/bin");
+  ASSERT_GT(python, 0);
+  EXPECT_EQ(::kill(python, 0), -1);  // killed and reaped
+}
+
+// SIGTERM while the image is read: exit 5, "interrupted", not a PyTorch that has no version.
+TEST(Image, ASignalWhileTheImageIsReadIsExit5) {
+  const std::string dir = ppt::make_temp_dir();
+  install_fake_python(dir + "/bin", "hang");
+  precision_probe::ChildProcess probe;
+  std::string error;
+  ASSERT_TRUE(probe.start({PP_BINARY, "--quick", "--format", "json"},
+                          ppt::probe_environment(python_env(dir + "/bin", dir)), "", error))
+      << error;
+  const pid_t python = wait_until_started(dir + "/bin");
+  ASSERT_GT(python, 0) << "the python3 was never asked";
+  ASSERT_EQ(::kill(probe.pid(), SIGTERM), 0);
+  std::string out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(probe.stdout_fd(), buffer, sizeof buffer)) > 0) {
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  const int status = probe.wait();
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of exiting";
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["exit_reason"], "interrupted by SIGTERM; the report is partial");
+  EXPECT_EQ(j["image_stack"]["read_failure"], "not_run");
+  EXPECT_EQ(j["image_stack"]["error"],
+            "the image's PyTorch files were being read when the run was interrupted by SIGTERM");
+  EXPECT_EQ(::kill(python, 0), -1);  // killed and reaped
 }

@@ -2,8 +2,19 @@
 // version.py, the nvidia-* wheels' headers and LibTorch's build-version say; nothing imported.
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "binary.hpp"
+#include "common/strings.hpp"
 #include "fakes.hpp"
+#include "probe/facts/image_reader.hpp"
 #include "probe/facts/torch_files.hpp"
 
 namespace pp = precision_probe;
@@ -129,4 +140,180 @@ TEST(TorchFiles, NoPyTorchAnywhereIsNone) {
   pp::testing::FakeSystem sys;
   sys.env["PATH"] = "/usr/bin";
   EXPECT_FALSE(pp::find_image_torch(sys));
+}
+
+// --- A real tree with real FIFOs: refused, named, and nothing waits on them
+// ------------------------
+
+namespace {
+
+// A file with `text` at `path`, its directories made.
+void write_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+void make_fifo(const std::string& path) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+}
+
+// A FIFO without a writer holds a blocking open for ever: should the reader ever open one so, the
+// alarm ends this test program (a failure) instead of hanging the suite.
+struct HangGuard {
+  HangGuard() { ::alarm(30); }
+  ~HangGuard() { ::alarm(0); }
+  HangGuard(const HangGuard&) = delete;
+  HangGuard& operator=(const HangGuard&) = delete;
+  HangGuard(HangGuard&&) = delete;
+  HangGuard& operator=(HangGuard&&) = delete;
+};
+
+}  // namespace
+
+TEST(TorchFiles, TheRealSystemReadsRegularFilesOnlyAndNamesWhatElseIsThere) {
+  const HangGuard guard;
+  const auto sys = pp::make_real_system();
+  const std::string dir = pp::testing::make_temp_dir();
+  write_file(dir + "/plain", "text");
+  make_fifo(dir + "/fifo");
+  EXPECT_EQ(sys->read_file(dir + "/plain"), "text");
+  EXPECT_EQ(sys->read_file(dir + "/fifo"), std::nullopt);  // at once: no writer is waited for
+  EXPECT_EQ(sys->read_file(dir), std::nullopt);
+  EXPECT_EQ(sys->read_file("/dev/zero"), std::nullopt);  // a device is not read for ever either
+  EXPECT_EQ(sys->not_regular(dir + "/fifo"), "a FIFO");
+  EXPECT_EQ(sys->not_regular(dir), "a directory");
+  EXPECT_EQ(sys->not_regular("/dev/null"), "a character device");
+  EXPECT_EQ(sys->not_regular(dir + "/plain"), "");
+  EXPECT_EQ(sys->not_regular(dir + "/nothing"), "");
+  // /proc files say they are empty; they are read to their end.
+  EXPECT_NE(sys->read_file("/proc/self/status").value_or("").find("Name:"), std::string::npos);
+}
+
+TEST(TorchFiles, EveryFileOfTheTreeThatIsAFifoIsRefusedAndNamed) {
+  const HangGuard guard;
+  const auto sys = pp::make_real_system();
+  const std::string site = pp::testing::make_temp_dir();
+  const std::string torch = site + "/torch";
+  write_file(torch + "/version.py", kVersionPy);
+  write_file(torch + "/lib/libtorch_cpu.so", "");
+  make_fifo(torch + "/lib/libtorch_cuda.so");
+  make_fifo(site + "/nvidia/cudnn/include/cudnn_version.h");
+  make_fifo(site + "/torchgen/packaged/ATen/native/native_functions.yaml");
+  const pp::StackInfo s = pp::read_torch_dir(*sys, torch, "PRECISION_PROBE_TORCH");
+  EXPECT_TRUE(s.available) << s.error;
+  EXPECT_EQ(s.libtorch_version, "2.11.0+cu130");
+  EXPECT_FALSE(s.cuda_built);  // a FIFO is no library to load
+  EXPECT_EQ(s.arch_note, "built for CUDA 13.0, but " + torch +
+                             "/lib/libtorch_cuda.so is not a regular file (refused)");
+  EXPECT_EQ(s.cudnn_version, "");
+  EXPECT_EQ(s.refused, (std::vector<std::string>{
+                           torch + "/lib/libtorch_cuda.so (a FIFO)",
+                           site + "/torchgen/packaged/ATen/native/native_functions.yaml (a FIFO)",
+                           site + "/nvidia/cudnn/include/cudnn_version.h (a FIFO)"}));
+  // libtorch_python.so (the arch flags) is read only for a CUDA library: a tree of its own.
+  const std::string other = pp::testing::make_temp_dir() + "/torch";
+  write_file(other + "/version.py", kVersionPy);
+  write_file(other + "/lib/libtorch_cuda.so", "not ELF");
+  make_fifo(other + "/lib/libtorch_python.so");
+  const pp::StackInfo t = pp::read_torch_dir(*sys, other, "PRECISION_PROBE_TORCH");
+  EXPECT_TRUE(t.cuda_built);
+  EXPECT_EQ(t.refused, std::vector<std::string>{other + "/lib/libtorch_python.so (a FIFO)"});
+  EXPECT_EQ(t.arch_note.rfind("unknown: the fat binaries could not be read", 0), 0U) << t.arch_note;
+}
+
+TEST(TorchFiles, AVersionPyThatIsAFifoLeavesNoVersionAndSaysWhy) {
+  const HangGuard guard;
+  const auto sys = pp::make_real_system();
+  const std::string torch = pp::testing::make_temp_dir() + "/torch";
+  make_fifo(torch + "/version.py");
+  const pp::StackInfo s = pp::read_torch_dir(*sys, torch, "PRECISION_PROBE_TORCH");
+  EXPECT_FALSE(s.available);
+  EXPECT_EQ(s.error, "no version in " + torch + ": " + torch +
+                         "/version.py (a FIFO) is not a regular file, refused unread");
+  EXPECT_EQ(s.refused, std::vector<std::string>{torch + "/version.py (a FIFO)"});
+}
+
+// --- The reading in a child: bounded by the deadline, its answer checked
+// ---------------------------
+
+namespace {
+
+// The fake python3 (tests/cli/fake_python.cpp) copied into a directory of its own, told `mode`:
+// here it stands for the probe's own executable started as the image reader.
+std::string fake_reader(const std::string& mode) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::filesystem::copy_file(PP_FAKE_PYTHON, dir + "/reader");
+  write_file(dir + "/fake-python-mode", mode + "\n");
+  return dir + "/reader";
+}
+
+}  // namespace
+
+TEST(ImageReader, AReaderThatNeverAnswersIsKilledAtTheDeadline) {
+  const std::string reader = fake_reader("hang");
+  const auto start = std::chrono::steady_clock::now();
+  const auto s = pp::read_image_torch(reader, start + std::chrono::seconds(1), 1.0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->available);
+  EXPECT_EQ(s->read_failure, pp::ErrorKind::timed_out);
+  EXPECT_EQ(s->error.rfind("the image's PyTorch files were not read within the run's time (1 s, "
+                           "--timeout)",
+                           0),
+            0U)
+      << s->error;
+  // It was started, and it is gone: killed and reaped, not left behind.
+  const std::string started =
+      pp::testing::read_all(pp::directory_of(reader) + "/fake-python-started");
+  ASSERT_FALSE(started.empty());
+  const pid_t pid = static_cast<pid_t>(std::stol(started));
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(ImageReader, AnAnswerThatCannotBeIsNotBelieved) {
+  const std::string ok =
+      R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0",)"
+      R"("location":"/t/torch","found_by":"PRECISION_PROBE_TORCH","read_ms":0}})";
+  const auto good = pp::read_image_torch(
+      fake_reader("say " + ok), std::chrono::steady_clock::now() + std::chrono::seconds(30), 30.0);
+  ASSERT_TRUE(good);
+  EXPECT_TRUE(good->available) << good->error;
+  EXPECT_EQ(good->location, "/t/torch");
+  EXPECT_FALSE(pp::read_image_torch(fake_reader(R"(say {"stack":null})"),
+                                    std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                                    30.0));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"hello", "not an answer"},
+      {R"({"stack":{"available":true,"source":"engine","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","read_ms":0}})",
+       "source \"engine\""},
+      {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","library":"/t/lib/libtorch_cuda.so","read_ms":0}})",
+       "what only a loaded library can say"},
+      {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","arch_list":["sm_9x"],"read_ms":0}})",
+       "arch target \"sm_9x\""},
+      {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","read_ms":1e12}})",
+       "read_ms"},
+      {R"({"stack":{"available":false,"source":"image files","error":"","read_ms":0}})",
+       "without the reason"},
+      {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","read_failure":"timed_out","read_ms":0}})",
+       "a failure of its own reading"},
+      {R"({"ask":"python3"})", "not an answer"},
+  };
+  for (const auto& [line, why] : cases) {
+    const auto s =
+        pp::read_image_torch(fake_reader("say " + line),
+                             std::chrono::steady_clock::now() + std::chrono::seconds(30), 30.0);
+    ASSERT_TRUE(s) << line;
+    EXPECT_FALSE(s->available) << line;
+    EXPECT_EQ(s->read_failure, pp::ErrorKind::crashed) << line;
+    EXPECT_NE(s->error.find("answered what cannot be"), std::string::npos) << s->error;
+    EXPECT_NE(s->error.find(why), std::string::npos) << s->error;
+  }
+  const auto crashed =
+      pp::read_image_torch(fake_reader("unknown mode"),
+                           std::chrono::steady_clock::now() + std::chrono::seconds(30), 30.0);
+  ASSERT_TRUE(crashed);
+  EXPECT_EQ(crashed->read_failure, pp::ErrorKind::crashed);
+  EXPECT_NE(crashed->error.find("exited with code 1"), std::string::npos) << crashed->error;
 }

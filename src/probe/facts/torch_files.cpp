@@ -1,6 +1,7 @@
 #include "probe/facts/torch_files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -67,13 +68,28 @@ std::string cuda_of_local_version(const std::string& version) {
   return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
 }
 
+// A file of the tree that is there but is not a regular file (a FIFO, a device, a directory) is
+// refused unread and named in `s.refused`: a reader of it would wait for ever (docs/images.md).
+bool refuse(const System& sys, const std::string& path, std::vector<std::string>& refused) {
+  const std::string what = sys.not_regular(path);
+  if (what.empty()) return false;
+  refused.push_back(path + " (" + what + ")");
+  return true;
+}
+
+// The text of a file of the tree: nullopt where it is not there, cannot be read or is refused.
+std::optional<std::string> tree_file(const System& sys, const std::string& path, StackInfo& s) {
+  if (refuse(sys, path, s.refused)) return std::nullopt;
+  return sys.read_file(path);
+}
+
 // The version in a header ("9.19.0" from cudnn_version.h's CUDNN_MAJOR/MINOR/PATCHLEVEL), or in a
 // library's file name ("libnccl.so.2.27.7").
 std::string library_version(const System& sys, const std::vector<std::string>& headers,
                             const std::string& prefix, const std::vector<std::string>& lib_dirs,
-                            const std::string& lib_name) {
+                            const std::string& lib_name, StackInfo& s) {
   for (const std::string& header : headers) {
-    const auto text = sys.read_file(header);
+    const auto text = tree_file(sys, header, s);
     if (!text) continue;
     const auto major = header_define(*text, prefix + "_MAJOR");
     const auto minor = header_define(*text, prefix + "_MINOR");
@@ -91,9 +107,11 @@ std::string library_version(const System& sys, const std::vector<std::string>& h
 }
 
 // The GPU targets of libtorch_cuda.so, checked against the arch flags of libtorch_python.so.
-void read_targets(const std::string& lib, StackInfo& s) {
+void read_targets(const System& sys, const std::string& lib, StackInfo& s) {
   const FatbinSummary fat = read_fatbin_summary(lib + "/libtorch_cuda.so");
-  const std::optional<std::string> flags = read_arch_flags(lib + "/libtorch_python.so");
+  const std::string python_lib = lib + "/libtorch_python.so";
+  const std::optional<std::string> flags =
+      refuse(sys, python_lib, s.refused) ? std::nullopt : read_arch_flags(python_lib);
   if (fat.found && fat.error.empty() && (!fat.sass.empty() || !fat.ptx.empty())) {
     const FatbinArchList list = fatbin_arch_list(fat);
     for (const ArchTarget& t : list.main) s.arch_list.push_back(t.to_string());
@@ -162,14 +180,24 @@ std::optional<std::string> torch_under_prefix(const System& sys, const std::stri
   return std::nullopt;
 }
 
+// The files and the question of one search: the refusals made before a stack was found (a FIFO
+// named python3) go with the stack found, or make one that says so.
+struct Search {
+  const System& sys;
+  const PythonPrefixes& ask;
+  std::vector<std::string> refused;
+};
+
 // Whether the file starts as an ELF executable does: a real interpreter, not a shim script (pyenv's
-// shims are bash: asking one costs 60 ms).
-bool is_elf(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// shims are bash: asking one costs 60 ms). Opened so that a FIFO or a device cannot hold it.
+bool is_elf(Search& search, const std::string& path) {
+  if (refuse(search.sys, path, search.refused)) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return false;
+  struct stat st {};
   char magic[4] = {};
-  const bool elf = ::read(fd, magic, 4) == 4 && magic[0] == 0x7f && magic[1] == 'E' &&
-                   magic[2] == 'L' && magic[3] == 'F';
+  const bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::read(fd, magic, 4) == 4 &&
+                   magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
   ::close(fd);
   return elf;
 }
@@ -181,7 +209,8 @@ std::string real_path(const std::string& path) {
 
 // The python3 on PATH and the prefixes it may use: its own (where the link leads too), then the
 // interpreter's answer to -I -S (nothing imported) when none of those holds torch.
-std::optional<StackInfo> torch_of_python(const System& sys) {
+std::optional<StackInfo> torch_of_python(Search& search) {
+  const System& sys = search.sys;
   std::string python;
   for (const std::string& dir : split(sys.getenv("PATH").value_or(""), ':')) {
     if (!dir.empty() && sys.exists(dir + "/python3")) {
@@ -207,20 +236,55 @@ std::optional<StackInfo> torch_of_python(const System& sys) {
       return read_torch_dir(sys, *dir, found_by);
     }
   }
-  if (!is_elf(real_path(python))) return std::nullopt;
-  const ProcessOutput out = run_process(
-      {python, "-I", "-S", "-c", "import sys; print(sys.prefix); print(sys.exec_prefix)"}, {}, "",
-      std::chrono::milliseconds(2000), 4096);
-  if (out.exit_code != 0) return std::nullopt;
-  for (const std::string& prefix : split(out.out, '\n')) {
-    if (trim(prefix).empty()) continue;
-    if (const auto dir = torch_under_prefix(sys, trim(prefix), version))
+  if (!is_elf(search, real)) return std::nullopt;
+  const std::optional<std::vector<std::string>> asked = search.ask(python);
+  for (const std::string& prefix : asked.value_or(std::vector<std::string>{})) {
+    if (const auto dir = torch_under_prefix(sys, prefix, version))
       return read_torch_dir(sys, *dir, found_by);
   }
   return std::nullopt;
 }
 
+// PRECISION_PROBE_TORCH=DIR: its PyTorch, or a stack that says why there is none there.
+StackInfo torch_named(const System& sys, const std::string& named) {
+  if (const auto torch = torch_dir_in(sys, named)) {
+    StackInfo s = read_torch_dir(sys, *torch, "PRECISION_PROBE_TORCH");
+    if (!s.available)
+      s.error = fmt::format("PRECISION_PROBE_TORCH={}: {}", printable_path(named), s.error);
+    return s;
+  }
+  StackInfo s;
+  s.source = "image files";
+  s.found_by = "PRECISION_PROBE_TORCH";
+  s.location = named;
+  s.error = fmt::format(
+      "PRECISION_PROBE_TORCH={}: no PyTorch there (no version.py, "
+      "torch/version.py or lib/libtorch_cpu.so)",
+      printable_path(named));
+  return s;
+}
+
+// "no version in DIR ...": what kept the version from being read.
+std::string no_version(const std::string& dir, const StackInfo& s) {
+  if (s.refused.empty()) return "no version in " + dir + " (version.py or build-version)";
+  return fmt::format("no version in {}: {} is not a regular file, refused unread", dir,
+                     s.refused.front());
+}
+
 }  // namespace
+
+std::optional<std::vector<std::string>> ask_python_prefixes(const std::string& python,
+                                                            std::chrono::milliseconds limit) {
+  const ProcessOutput out = run_process(
+      {python, "-I", "-S", "-c", "import sys; print(sys.prefix); print(sys.exec_prefix)"}, {}, "",
+      limit, 4096);
+  if (out.exit_code != 0) return std::nullopt;
+  std::vector<std::string> prefixes;
+  for (const std::string& line : split(out.out, '\n')) {
+    if (!trim(line).empty()) prefixes.push_back(trim(line));
+  }
+  return prefixes;
+}
 
 StackInfo read_torch_dir(const System& sys, const std::string& given, const std::string& found_by) {
   const std::string dir = without_slash(given);
@@ -230,21 +294,27 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
   s.found_by = found_by;
   std::string lib = dir + "/lib";
   std::string site = parent_of(dir);
-  if (const auto text = sys.read_file(dir + "/version.py")) {
+  if (const auto text = tree_file(sys, dir + "/version.py", s)) {
     s.libtorch_version = version_py_value(*text, "__version__").value_or("");
     s.cuda_version = version_py_value(*text, "cuda").value_or("");
     s.rocm_version = version_py_value(*text, "hip").value_or("");
-  } else if (const auto build = sys.read_file(dir + "/build-version")) {
+  } else if (const auto build = tree_file(sys, dir + "/build-version", s)) {
     s.libtorch_version = trim(*build);  // a LibTorch archive: "2.11.0+cu130"
     s.cuda_version = cuda_of_local_version(s.libtorch_version);
     site = dir;
   }
   if (s.libtorch_version.empty()) {
-    s.error = "no version in " + dir + " (version.py or build-version)";
+    s.error = no_version(dir, s);
     return s;
   }
   s.available = true;
-  s.cuda_built = !s.cuda_version.empty() && sys.exists(lib + "/libtorch_cuda.so");
+  const std::string cuda_lib = lib + "/libtorch_cuda.so";
+  const bool cuda_lib_there = sys.exists(cuda_lib) && !refuse(sys, cuda_lib, s.refused);
+  s.cuda_built = !s.cuda_version.empty() && cuda_lib_there;
+  (void)refuse(sys, lib + "/libtorch_cpu.so", s.refused);  // the engine would load it
+  // The engine compares its operators with this file (a wheel has it, a LibTorch archive not).
+  (void)refuse(sys, parent_of(dir) + "/torchgen/packaged/ATen/native/native_functions.yaml",
+               s.refused);
   std::vector<std::string> headers;
   std::vector<std::string> nccl_headers;
   for (const char* wheel : {"cudnn", "cu13", "cu12"}) {
@@ -254,46 +324,50 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
     nccl_headers.push_back(fmt::format("{}/nvidia/{}/include/nccl.h", site, wheel));
   }
   s.cudnn_version =
-      library_version(sys, headers, "CUDNN", {lib, site + "/nvidia/cudnn/lib"}, "libcudnn.so");
+      library_version(sys, headers, "CUDNN", {lib, site + "/nvidia/cudnn/lib"}, "libcudnn.so", s);
   s.nccl_version =
-      library_version(sys, nccl_headers, "NCCL", {lib, site + "/nvidia/nccl/lib"}, "libnccl.so");
-  if (s.cuda_built) read_targets(lib, s);
+      library_version(sys, nccl_headers, "NCCL", {lib, site + "/nvidia/nccl/lib"}, "libnccl.so", s);
+  if (s.cuda_built) read_targets(sys, lib, s);
   if (!s.cuda_version.empty() && !s.cuda_built) {
-    s.arch_note =
-        "built for CUDA " + s.cuda_version + ", but " + lib + "/libtorch_cuda.so is missing";
+    s.arch_note = "built for CUDA " + s.cuda_version + ", but " + cuda_lib +
+                  (sys.exists(cuda_lib) ? " is not a regular file (refused)" : " is missing");
   }
   return s;
 }
 
 std::optional<StackInfo> find_image_torch(const System& sys) {
+  const PythonPrefixes ask = [](const std::string& python) {
+    return ask_python_prefixes(python, std::chrono::milliseconds(2000));
+  };
+  return search_image_torch(sys, ask);
+}
+
+std::optional<StackInfo> search_image_torch(const System& sys, const PythonPrefixes& ask) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<StackInfo> found;
+  Search search{sys, ask, {}};
   const std::optional<std::string> named = sys.getenv("PRECISION_PROBE_TORCH");
   if (named && *named == "none") return std::nullopt;  // asked not to look
-  if (const auto& dir = named; dir && !dir->empty()) {
-    if (const auto torch = torch_dir_in(sys, *dir)) {
-      found = read_torch_dir(sys, *torch, "PRECISION_PROBE_TORCH");
-    } else {
-      StackInfo s;
-      s.source = "image files";
-      s.found_by = "PRECISION_PROBE_TORCH";
-      s.location = *dir;
-      s.error = fmt::format(
-          "PRECISION_PROBE_TORCH={}: no PyTorch there (no version.py, "
-          "torch/version.py or lib/libtorch_cpu.so)",
-          printable_path(*dir));
-      return s;
-    }
+  if (named && !named->empty()) {
+    found = torch_named(sys, *named);  // and nowhere else
+  } else {
+    found = torch_of_python(search);
   }
-  if (!found) found = torch_of_python(sys);
-  if (!found) {
+  if (!found && !(named && !named->empty())) {
     for (const std::string& dir : split(sys.getenv("LD_LIBRARY_PATH").value_or(""), ':')) {
       if (dir.empty() || !sys.exists(without_slash(dir) + "/libtorch_cpu.so")) continue;
       found = read_torch_dir(sys, parent_of(dir), "the loader path (LD_LIBRARY_PATH)");
       break;
     }
   }
+  if (!found && !search.refused.empty()) {
+    // Nothing found, but something refused on the way (a FIFO named python3): said, not hidden.
+    found = StackInfo{};
+    found->source = "image files";
+    found->error = "no PyTorch found; refused unread: " + join(search.refused, ", ");
+  }
   if (found) {
+    found->refused.insert(found->refused.begin(), search.refused.begin(), search.refused.end());
     found->read_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }

@@ -12,18 +12,36 @@
 // the GPU targets of libtorch_cuda.so's fat binaries (common/fatbin), checked against the arch
 // flags compiled into libtorch_python.so.
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "precision_probe/results.hpp"
 #include "probe/platform/system.hpp"
 
 namespace precision_probe {
 
+// Asks the python3 at `python` (a path) for its prefixes, sys.prefix and sys.exec_prefix; nullopt
+// where it gave none.
+using PythonPrefixes =
+    std::function<std::optional<std::vector<std::string>>(const std::string& python)>;
+
 // The image's stack (source "image files"), or nullopt where no PyTorch is found. A
 // PRECISION_PROBE_TORCH that names no PyTorch gives a stack that is not available, with the
-// reason in `error` (the caller makes it a usage error).
+// reason in `error` (the caller makes it a usage error). Every file is read through `system`
+// (System::read_file opens nothing that can block); one that is there but is not a regular file
+// (a FIFO, a device) is refused unread and named in `refused`. The search itself can still sleep
+// in the kernel on a hung network mount: the probe runs it in a child (image_reader.hpp).
+std::optional<StackInfo> search_image_torch(const System& system, const PythonPrefixes& ask);
+// The same, python3 asked with ask_python_prefixes (2 s at most).
 std::optional<StackInfo> find_image_torch(const System& system);
+
+// `python -I -S -c ...` (isolated, no site: nothing is imported) run for `limit` at most: the
+// prefixes it printed, nullopt where it did not exit 0.
+std::optional<std::vector<std::string>> ask_python_prefixes(const std::string& python,
+                                                            std::chrono::milliseconds limit);
 
 // The stack of the torch package (or LibTorch root) at `dir`; `found_by` says how it was found.
 StackInfo read_torch_dir(const System& system, const std::string& dir, const std::string& found_by);

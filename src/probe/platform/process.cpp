@@ -267,7 +267,7 @@ bool drain_available(int fd, std::string& sink, std::size_t max) {
 
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& input, std::chrono::milliseconds timeout,
-                          std::size_t max_output) {
+                          std::size_t max_output, std::chrono::milliseconds reap_limit) {
   ProcessOutput result;
   ChildProcess child;
   if (!child.start(argv, env, input, result.start_error)) return result;
@@ -318,9 +318,10 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     }
   }
   child.kill_group();  // whatever it left running
-  if (!child.wait_for(std::chrono::seconds(2))) {
+  if (!child.wait_for(reap_limit)) {
     result.start_error = fmt::format("process {} could not be ended (state {})", child.pid(),
                                      process_state(child.pid()));
+    child.release();  // not waited for again on the way out
     return result;
   }
   const int status = child.status();

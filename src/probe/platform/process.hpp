@@ -93,10 +93,13 @@ struct ProcessOutput {
 };
 
 // Runs a command to completion, `timeout`, an interrupt, or more than `max_output` bytes on
-// stdout or stderr (the child is then killed with its process group), collecting both.
+// stdout or stderr (the child is then killed with its process group), collecting both. A child
+// that has not exited `reap_limit` after that (stuck in the kernel) is left to the system, not
+// waited for: `start_error` says so.
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& input, std::chrono::milliseconds timeout,
-                          std::size_t max_output = std::size_t{16} << 20U);
+                          std::size_t max_output = std::size_t{16} << 20U,
+                          std::chrono::milliseconds reap_limit = std::chrono::seconds(2));
 
 // The current environment as KEY=VALUE entries, with `overrides` applied (an override with an
 // empty value after '=' sets the variable to "", "KEY" alone removes it).

@@ -1,14 +1,16 @@
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 
 #include "common/strings.hpp"
@@ -25,6 +27,30 @@ namespace {
 
 constexpr std::size_t kMaxFileBytes = 4U << 20U;
 
+// Up to kMaxFileBytes (and a little more, as the cut is noticed) of a regular file; nullopt on a
+// read error. /proc files say size 0: they are read to their end.
+std::optional<std::string> read_all(int fd) {
+  std::string data;
+  char buffer[4096];
+  while (data.size() <= kMaxFileBytes) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    data.append(buffer, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
+std::string file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a special file";
+}
+
 class RealSystem final : public System {
  public:
   std::optional<std::string> getenv(const std::string& name) const override {
@@ -35,15 +61,21 @@ class RealSystem final : public System {
   }
 
   std::optional<std::string> read_file(const std::string& path) const override {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string data;
-    char buffer[4096];
-    while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-      data.append(buffer, static_cast<std::size_t>(in.gcount()));
-      if (data.size() > kMaxFileBytes) break;
-    }
+    // O_NONBLOCK: opening a FIFO without a writer (or a terminal, a tape) does not wait; fstat
+    // then refuses what is not a regular file before anything is read from it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    std::optional<std::string> data;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) data = read_all(fd);
+    ::close(fd);
     return data;
+  }
+
+  std::string not_regular(const std::string& path) const override {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+    return file_kind(st.st_mode);
   }
 
   bool exists(const std::string& path) const override { return ::access(path.c_str(), F_OK) == 0; }

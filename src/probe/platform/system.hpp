@@ -14,9 +14,14 @@ class System {
  public:
   virtual ~System() = default;
   virtual std::optional<std::string> getenv(const std::string& name) const = 0;
-  // The whole file (capped at a few MiB), nullopt when it cannot be read.
+  // The whole file (capped at a few MiB), nullopt when it cannot be read. Only a regular file is
+  // read, opened so that nothing can block (a FIFO without a writer, a terminal, a device).
   virtual std::optional<std::string> read_file(const std::string& path) const = 0;
   virtual bool exists(const std::string& path) const = 0;
+  // What is at `path` when it is there but is not a regular file ("a FIFO", "a directory", "a
+  // socket", "a character device", "a block device"), after symbolic links; "" for a regular file
+  // or nothing there. A reader refuses such a file, named, rather than wait on it.
+  virtual std::string not_regular(const std::string& /*path*/) const { return ""; }
   // Whether this process may open the path for reading and writing (device nodes).
   virtual bool accessible(const std::string& path) const = 0;
   // Names in a directory matching a prefix ("nvidia" in /dev), sorted.

@@ -459,6 +459,8 @@ StackInfo stack_or_none(const System& sys, const std::optional<StackInfo>& image
   if (sys.getenv("PRECISION_PROBE_TORCH").value_or("") == "none") {
     s.found_by = kTorchNotLookedFor;
     s.error = "not looked for (PRECISION_PROBE_TORCH=none)";
+  } else if (image && !image->error.empty()) {
+    s.error = image->error;  // found but not read: a file refused, a reading out of time
   } else {
     s.error = "no PyTorch or LibTorch found";
   }
@@ -996,7 +998,11 @@ Report run_arch(const Options& options, const ProbeDeps& deps) {
   d.gpu = gpu;
   if (report.stack.available) {
     if (!report.stack.cuda_built) {
-      d.kernels = KernelCoverage{false, "", "this LibTorch build has no CUDA support at all"};
+      // A CUDA build without its library (missing, or a FIFO refused) says which: arch_note.
+      d.kernels = KernelCoverage{false, "",
+                                 report.stack.cuda_version.empty()
+                                     ? "this LibTorch build has no CUDA support at all"
+                                     : report.stack.arch_note};
     } else {
       d.kernels = kernel_coverage(cc, parse_arch_list(join(report.stack.arch_list, " ")));
     }

@@ -447,7 +447,23 @@ void libtorch(Collector& c, const Report& r) {
   }
 }
 
+// Files of the image's PyTorch tree that are not regular files (a FIFO, a device): refused
+// unread, since a reader of one waits for ever (docs/images.md).
+void refused_files(Collector& c, const Report& r) {
+  if (!r.image_stack || r.image_stack->refused.empty()) return;
+  const StackInfo& s = *r.image_stack;
+  c.add(DiagnosticCode::torch_file_refused, s.available ? Severity::warning : Severity::error,
+        fmt::format("the image's PyTorch tree holds {} that {} not a regular file, refused "
+                    "unread: {}",
+                    s.refused.size() == 1 ? "a file" : fmt::format("{} files", s.refused.size()),
+                    s.refused.size() == 1 ? "is" : "are", join(s.refused, ", ")),
+        "replace each with the file it stands for (pip install --force-reinstall torch, or "
+        "rebuild the image): a FIFO or a device in a package is a broken or tampered image, and "
+        "`import torch` would wait on it for ever");
+}
+
 void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+  refused_files(c, r);
   if (!ctx.engine_installed) {
     c.add(DiagnosticCode::engine_not_installed, Severity::warning,
           !ctx.engine_missing.empty()

@@ -34,6 +34,7 @@ enum class DiagnosticCode {
   libtorch_untested_release,
   operator_schema_mismatch,
   libtorch_without_cuda,
+  torch_file_refused,
   arch_not_in_build,
   arch_via_ptx,
   mig_enabled,
@@ -61,7 +62,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 39> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 40> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -81,6 +82,7 @@ inline constexpr std::array<DiagnosticInfo, 39> kDiagnosticCodes = {{
     {DiagnosticCode::libtorch_untested_release, "libtorch-untested-release"},
     {DiagnosticCode::operator_schema_mismatch, "operator-schema-mismatch"},
     {DiagnosticCode::libtorch_without_cuda, "libtorch-without-cuda"},
+    {DiagnosticCode::torch_file_refused, "torch-file-refused"},
     {DiagnosticCode::arch_not_in_build, "arch-not-in-build"},
     {DiagnosticCode::arch_via_ptx, "arch-via-ptx"},
     {DiagnosticCode::mig_enabled, "mig-enabled"},

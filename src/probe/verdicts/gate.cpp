@@ -148,6 +148,10 @@ ExitDecision decide_exit(const Report& report) {
     return {exit_code::kTimedOut,
             "interrupted by " + report.run.interrupted + "; the report is partial"};
   }
+  // The image's PyTorch not read within the run's time (a file system that does not answer).
+  if (report.image_stack && report.image_stack->read_failure == ErrorKind::timed_out) {
+    return {exit_code::kTimedOut, report.image_stack->error};
+  }
   // A driver that hangs is a hung GPU (5); one whose library crashes, a broken environment (3):
   // wherever GPUs are selected, whether or not a mode was required.
   if (report.run.gpus_selected && report.driver.status == DriverStatus::hung) {

@@ -1,0 +1,280 @@
+// The image reader (image_reader.hpp): the image's PyTorch read in a child process.
+
+#include "probe/facts/image_reader.hpp"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/arch.hpp"
+#include "common/protocol.hpp"
+#include "common/strings.hpp"
+#include "probe/facts/torch_files.hpp"
+#include "probe/outputs/output.hpp"
+#include "probe/platform/process.hpp"
+#include "probe/platform/system.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kParentVariable = "PRECISION_PROBE_PARENT";
+// A stack is a few kilobytes; its paths on stderr a few more.
+constexpr std::size_t kMaxAnswer = std::size_t{4} << 20U;
+// A killed reader stuck in the kernel (uninterruptible sleep) is not waited for longer.
+constexpr std::chrono::milliseconds kReapLimit{200};
+
+// --- The child ---------------------------------------------------------------------------------
+
+// The real system, saying on stderr each path it is about to look at: the last one is where a
+// reader that never answers is stuck.
+class TracingSystem final : public System {
+ public:
+  explicit TracingSystem(const System& real) : real_(real) {}
+  std::optional<std::string> getenv(const std::string& name) const override {
+    return real_.getenv(name);
+  }
+  std::optional<std::string> read_file(const std::string& path) const override {
+    note(path);
+    return real_.read_file(path);
+  }
+  bool exists(const std::string& path) const override {
+    note(path);
+    return real_.exists(path);
+  }
+  bool accessible(const std::string& path) const override {
+    note(path);
+    return real_.accessible(path);
+  }
+  std::string not_regular(const std::string& path) const override {
+    note(path);
+    return real_.not_regular(path);
+  }
+  std::vector<std::string> list_dir(const std::string& dir,
+                                    const std::string& prefix) const override {
+    note(dir);
+    return real_.list_dir(dir, prefix);
+  }
+  std::string hostname() const override { return real_.hostname(); }
+  std::string machine() const override { return real_.machine(); }
+  std::string kernel_release() const override { return real_.kernel_release(); }
+  bool stdout_is_terminal() const override { return false; }
+  int terminal_columns() const override { return 0; }
+
+ private:
+  static void note(const std::string& path) { (void)write_all(STDERR_FILENO, path + "\n"); }
+  const System& real_;
+};
+
+}  // namespace
+
+int run_image_reader(int argc, const char* const* args) {
+  // Ends with the probe, even when the probe is killed; and not at all if it is already gone.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const auto system = make_real_system();
+  const std::string parent = system->getenv(kParentVariable).value_or("");
+  if (!parent.empty() && parent != std::to_string(::getppid())) return 1;
+  const TracingSystem traced(*system);
+  std::optional<std::string> wanted;  // the python3 to ask, where the search needs it
+  const std::vector<std::string> given(args, args + argc);
+  const PythonPrefixes ask = [&wanted, &given](const std::string& python) {
+    if (given.empty()) wanted = python;
+    if (given.empty() || given[0] != python) return std::optional<std::vector<std::string>>{};
+    return std::optional<std::vector<std::string>>{{given.begin() + 1, given.end()}};
+  };
+  const std::optional<StackInfo> stack = search_image_torch(traced, ask);
+  std::string line;
+  if (wanted) {
+    line = "{\"ask\":" +
+           nlohmann::json(*wanted).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    line = "{\"stack\":" + (stack ? encode_stack(*stack) : std::string("null"));
+  }
+  line += "}\n";
+  return write_all(STDOUT_FILENO, line).empty() ? 0 : 6;
+}
+
+namespace {
+
+// --- The probe's side ----------------------------------------------------------------------------
+
+// What one reading gave: the python3 to ask, or the stack (nullopt: none found), or a failure.
+struct Answer {
+  std::optional<std::string> ask;
+  std::optional<StackInfo> stack;
+  std::optional<StackInfo> failure;
+};
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+StackInfo failed_reading(ErrorKind kind, std::string error, Clock::time_point start) {
+  StackInfo s;
+  s.source = "image files";
+  s.error = std::move(error);
+  s.read_failure = kind;
+  s.read_ms = ms_since(start);
+  return s;
+}
+
+bool is_arch_target(const std::string& text) {
+  const std::vector<ArchTarget> parsed = parse_arch_list(text);
+  return parsed.size() == 1 && parsed[0].to_string() == text;
+}
+
+// What a stack the child sent cannot be ("" when nothing): the reader reads files, it loads no
+// library, and it cannot have taken longer than the reading it was part of.
+std::string impossible(const StackInfo& s, double elapsed_ms) {
+  const bool python = starts_with(s.found_by, "python3 (") && s.found_by.back() == ')';
+  if (s.source != "image files") return "source \"" + s.source + "\"";
+  if (!python && s.found_by != "PRECISION_PROBE_TORCH" &&
+      s.found_by != "the loader path (LD_LIBRARY_PATH)" && !(s.found_by.empty() && !s.available)) {
+    return "found_by \"" + s.found_by + "\"";
+  }
+  if (s.available && (s.libtorch_version.empty() || s.location.empty())) {
+    return "a stack without its version or location";
+  }
+  if (!s.available && s.error.empty()) return "a stack not available, without the reason";
+  if (s.cuda_built && s.cuda_version.empty()) return "a CUDA build without its CUDA version";
+  if (!s.library.empty() || !s.abi_version.empty() || !s.release_note.empty() ||
+      !s.load_error.empty() || s.cpu_threads != 0) {
+    return "what only a loaded library can say";
+  }
+  if (s.read_failure != ErrorKind::none) return "a failure of its own reading";
+  for (const auto* list : {&s.arch_list, &s.arch_extras}) {
+    for (const std::string& t : *list) {
+      if (!is_arch_target(t)) return "arch target \"" + t + "\"";
+    }
+  }
+  for (const std::string& r : s.refused) {
+    if (r.empty() || r.back() != ')') return "refused \"" + r + "\"";
+  }
+  if (!s.read_ms || !std::isfinite(*s.read_ms) || *s.read_ms < 0.0 || *s.read_ms > elapsed_ms) {
+    return "read_ms " + (s.read_ms ? fmt::format("{}", *s.read_ms) : std::string("missing"));
+  }
+  return "";
+}
+
+// The child's one line, checked: nullopt and `problem` set where it is not an answer.
+std::optional<Answer> parse_answer(const std::string& out, bool may_ask, double elapsed_ms,
+                                   std::string& problem) {
+  if (out.empty() || out.back() != '\n' || out.find('\n') != out.size() - 1) {
+    problem = "not one line";
+    return std::nullopt;
+  }
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  Answer a;
+  if (j.is_object() && j.size() == 1 && j.contains("ask") && j["ask"].is_string() && may_ask) {
+    const std::string python = j["ask"].get<std::string>();
+    const bool path = starts_with(python, "/") && python.size() > 8 &&
+                      python.compare(python.size() - 8, 8, "/python3") == 0 &&
+                      printable(python, python.size()) == python;
+    if (path) a.ask = python;
+  } else if (j.is_object() && j.size() == 1 && j.contains("stack") && j["stack"].is_null()) {
+    return a;
+  } else if (j.is_object() && j.size() == 1 && j.contains("stack") && j["stack"].is_object()) {
+    Expected<StackInfo> stack = decode_stack(j["stack"].dump());
+    problem = stack ? impossible(*stack, elapsed_ms) : stack.error();
+    if (problem.empty()) a.stack = *stack;
+  }
+  if (!a.ask && !a.stack && problem.empty()) problem = "not an answer: " + printable(out, 120);
+  if (!problem.empty()) return std::nullopt;
+  return a;
+}
+
+// One reading: the child started with `args`, killed at `deadline`.
+Answer read_once(const std::string& self, const std::vector<std::string>& args,
+                 Clock::time_point deadline, double timeout_s, Clock::time_point start) {
+  std::vector<std::string> argv = {self, std::string(kImageReaderFlag)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto left =
+      std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+               std::chrono::milliseconds(0));
+  const ProcessOutput out = run_process(
+      argv, environment_with({std::string(kParentVariable) + "=" + std::to_string(::getpid())}), "",
+      left, kMaxAnswer, kReapLimit);
+  Answer a;
+  const std::vector<std::string> paths = split(trim(out.err), '\n');
+  const std::string at = paths.empty() || paths.back().empty() ? "" : paths.back();
+  if (out.timed_out) {
+    a.failure = failed_reading(
+        ErrorKind::timed_out,
+        fmt::format("the image's PyTorch files were not read within the run's time ({:g} s, "
+                    "--timeout){}: a file system that does not answer (a hung network mount?){}",
+                    timeout_s, at.empty() ? "" : ", stuck at " + at,
+                    out.start_error.empty() ? "" : "; " + out.start_error),
+        start);
+  } else if (out.interrupted) {
+    a.failure = failed_reading(ErrorKind::not_run,
+                               fmt::format("the image's PyTorch files were being read when the "
+                                           "run was interrupted by {}",
+                                           signal_name(interrupt_signal())),
+                               start);
+  } else if (!out.start_error.empty() || out.overflowed || out.exit_code != 0) {
+    const std::string why = !out.start_error.empty() ? out.start_error
+                            : out.overflowed         ? "it wrote more than 4 MiB"
+                            : out.term_signal != 0
+                                ? "it crashed (" + signal_name(out.term_signal) + ")"
+                                : fmt::format("it exited with code {}", out.exit_code);
+    a.failure = failed_reading(ErrorKind::crashed,
+                               "the image's PyTorch files could not be read: the reader " +
+                                   std::string(out.start_error.empty() ? "" : "process ") + why,
+                               start);
+  } else {
+    std::string problem;
+    std::optional<Answer> parsed = parse_answer(out.out, args.empty(), ms_since(start), problem);
+    if (parsed) return std::move(*parsed);
+    a.failure = failed_reading(
+        ErrorKind::crashed,
+        "the image's PyTorch reader answered what cannot be (" + printable(problem, 160) + ")",
+        start);
+  }
+  return a;
+}
+
+}  // namespace
+
+std::optional<StackInfo> read_image_torch(const std::string& self_exe, Clock::time_point deadline,
+                                          double timeout_s) {
+  const auto start = Clock::now();
+  Answer a = read_once(self_exe, {}, deadline, timeout_s, start);
+  if (a.ask) {
+    // The search needs the interpreter's own prefixes: asked here, within the run's time, and
+    // given to a second reading (the child starts no process of its own).
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    std::vector<std::string> args = {*a.ask};
+    if (left.count() > 0 && !interrupt_requested()) {
+      const auto prefixes =
+          ask_python_prefixes(*a.ask, std::min(left, std::chrono::milliseconds(2000)));
+      for (const std::string& p : prefixes.value_or(std::vector<std::string>{})) {
+        if (starts_with(p, "/") && args.size() < 5) args.push_back(p);
+      }
+    }
+    if (Clock::now() >= deadline) {
+      return failed_reading(
+          ErrorKind::timed_out,
+          fmt::format("the image's PyTorch files were not read within the run's time ({:g} s, "
+                      "--timeout): {} had not said where its packages are",
+                      timeout_s, *a.ask),
+          start);
+    }
+    a = read_once(self_exe, args, deadline, timeout_s, start);
+  }
+  if (a.failure) return a.failure;
+  if (a.stack) a.stack->read_ms = ms_since(start);  // what the reading cost the run
+  return a.stack;
+}
+
+}  // namespace precision_probe

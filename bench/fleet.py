@@ -38,8 +38,11 @@ def template_report(probe, build):
     for path in (driver, engine):
         if not os.path.exists(path):
             sys.exit(f"{path} is missing: build the tests first (./dev build), or give --template")
+    # The fake engine runs on the tests' fake CUDA stack, never on what this machine has installed.
+    stack = os.path.join(build, "tests", "stacks", "cuda")
     env = dict(os.environ, PRECISION_PROBE_LIBCUDA=driver, PRECISION_PROBE_LIBNVML=driver,
-               PRECISION_PROBE_ENGINE=engine, FAKE_NVIDIA_GPUS=";".join(["NVIDIA H200:9.0:132:141"] * 8))
+               PRECISION_PROBE_ENGINE=engine, PRECISION_PROBE_TORCH=stack,
+               FAKE_NVIDIA_GPUS=";".join(["NVIDIA H200:9.0:132:141"] * 8))
     out = subprocess.run([probe, "--bench", "--soak", "1", "--format", "json"], env=env,
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:

@@ -407,5 +407,12 @@ TEST(Summarize, StandardInputIsStreamedNotHeldInMemory) {
   ASSERT_EQ(j["unreadable"].size(), 1U);
   EXPECT_EQ(j["unreadable"][0]["source"], "-:" + std::to_string(160 * 1024 + 1));
   EXPECT_EQ(j["unreadable"][0]["error"], "larger than 64 MiB: not a report");
-  EXPECT_LT(e.max_rss_kib, 128 * 1024) << "peak RSS " << e.max_rss_kib / 1024 << " MiB";
+  // Holding the whole stream would take 240 MiB and more; AddressSanitizer's shadow memory and
+  // quarantine add about 80 MiB to a streamed read (154 MiB measured under ./dev asan).
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long kMaxRssKib = 200 * 1024;
+#else
+  constexpr long kMaxRssKib = 128 * 1024;
+#endif
+  EXPECT_LT(e.max_rss_kib, kMaxRssKib) << "peak RSS " << e.max_rss_kib / 1024 << " MiB";
 }

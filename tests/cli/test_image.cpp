@@ -216,18 +216,29 @@ pid_t wait_until_started(const std::string& bin) {
 
 }  // namespace
 
+namespace {
+
+// The fake H200 and the image's PyTorch at `tree` (PRECISION_PROBE_TORCH).
+std::vector<std::string> h200_with_torch(const std::string& tree) {
+  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  env.push_back("PRECISION_PROBE_TORCH=" + tree);
+  return env;
+}
+
+// The three commands that read the image's PyTorch: --quick, arch and a full run.
+const std::vector<std::vector<std::string>> kThreeReaders = {
+    {"--quick", "--timeout", "2"}, {"arch", "9.0"}, {"--timeout", "2"}};
+
+}  // namespace
+
 // A FIFO named libtorch_cuda.so (no writer: a blocking open waits for ever) is refused, named, and
 // costs nothing: --quick, arch and a full run each end at once with a valid report.
 TEST(Image, AFifoInPlaceOfLibtorchCudaIsRefusedNamedAndHoldsNothing) {
   const std::string tree = ppt::make_temp_dir() + "/T";
   copy_stack_with_fifo("cuda", tree, "torch/lib/libtorch_cuda.so");
-  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
-  env.push_back("PRECISION_PROBE_TORCH=" + tree);
+  const std::vector<std::string> env = h200_with_torch(tree);
   const std::string fifo = tree + "/torch/lib/libtorch_cuda.so";
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--quick", "--timeout", "2"},
-        {"arch", "9.0"},
-        {"--timeout", "2"}}) {
+  for (const std::vector<std::string>& args : kThreeReaders) {
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--format", "json"});
     const ppt::Run r = ppt::run_probe_binary(argv, env, 30);
@@ -254,15 +265,11 @@ TEST(Image, AFifoInPlaceOfLibtorchCudaIsRefusedNamedAndHoldsNothing) {
 TEST(Image, AFifoInPlaceOfVersionPyIsAUsageErrorThatNamesIt) {
   const std::string tree = ppt::make_temp_dir() + "/T";
   copy_stack_with_fifo("cuda", tree, "torch/version.py");
-  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
-  env.push_back("PRECISION_PROBE_TORCH=" + tree);
+  const std::vector<std::string> env = h200_with_torch(tree);
   const std::string line = "precision-probe: error: PRECISION_PROBE_TORCH=" + tree +
                            ": no version in " + tree + "/torch: " + tree +
                            "/torch/version.py (a FIFO) is not a regular file, refused unread\n";
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--quick", "--timeout", "2"},
-        {"arch", "9.0"},
-        {"--timeout", "2"}}) {
+  for (const std::vector<std::string>& args : kThreeReaders) {
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--format", "json"});
     const ppt::Run r = ppt::run_probe_binary(argv, env, 30);

@@ -330,17 +330,23 @@ TEST(Summarize, AFifoIsRefusedByNameAndNeverWaitedFor) {
   EXPECT_NE(r.out.find("a character device, not a regular file"), std::string::npos) << r.out;
 }
 
+namespace {
+
+// An H200's --quick report as one JSON line, as `summarize -` reads them.
+std::string compact_quick_report() {
+  const ppt::Run r = ppt::run_probe_binary({"--quick", "--format", "json"},
+                                           ppt::fake_driver_env("NVIDIA H200:9.0:132:141"));
+  return nlohmann::json::parse(r.out).dump() + "\n";
+}
+
+}  // namespace
+
 // Issue 30: summarize finished, wrote and exited 0 under SIGINT and SIGTERM. Now it is the probe's
 // behaviour: exit 5 at once, a JSON error document under --format json, nothing written. The
 // signal comes while it waits on standard input, which the test holds open with a report read
 // (the pipe drained: the binary is past its start, its handlers installed).
 TEST(Summarize, ASignalEndsItAtOnceWithExit5AndNothingWritten) {
-  const std::string line =
-      nlohmann::json::parse(ppt::run_probe_binary({"--quick", "--format", "json"},
-                                                  ppt::fake_driver_env("NVIDIA H200:9.0:132:141"))
-                                .out)
-          .dump() +
-      "\n";
+  const std::string line = compact_quick_report();
   for (const int sig : {SIGTERM, SIGINT}) {
     const std::string dir = ppt::make_temp_dir();
     const std::string out = dir + "/fleet.json";
@@ -381,12 +387,7 @@ TEST(Summarize, ASignalEndsItAtOnceWithExit5AndNothingWritten) {
 // blank lines and an 80 MiB line (over the 64 MiB a report may have: unreadable, dropped as it is
 // read) before a report, in well under the 240 MiB the whole stream would take.
 TEST(Summarize, StandardInputIsStreamedNotHeldInMemory) {
-  const std::string report =
-      nlohmann::json::parse(ppt::run_probe_binary({"--quick", "--format", "json"},
-                                                  ppt::fake_driver_env("NVIDIA H200:9.0:132:141"))
-                                .out)
-          .dump() +
-      "\n";
+  const std::string report = compact_quick_report();
   Child c = spawn({"summarize", "--format", "json", "-"});
   ASSERT_GT(c.pid, 0);
   const std::string blank = std::string(1023, ' ') + "\n";

@@ -9,12 +9,14 @@ and the peak RSS of the largest process of each (the probe's worker included). T
 and the full probe alternate, round after round. With --baseline (another build of the probe, an
 earlier commit's), its full and --quick runs alternate with this build's too, and the change is
 the median of the per-round ratios. --orders also times the engine's start-up orders
-(PRECISION_PROBE_ENGINE_START=overlap, driver-first, libtorch-first: docs/engine.md), alternating.
+(PRECISION_PROBE_ENGINE_START=overlap, driver-first, libtorch-first: docs/engine.md), and
+--variant NAME:VAR=VALUE[,VAR=VALUE...] (repeatable) the full probe under other settings of the
+start-up's variables, each alternating with the default, its change the median per-round ratio.
 Prints a table and writes bench-startup.json. Targets (docs/performance.md): the full probe at
 least 8x faster than the Python check; against the baseline no slower than 5 %, full and --quick.
 
   usage: bench/startup.py [--probe build-gpu/bin/precision-probe] [--baseline PROBE] [--orders]
-                          [--runs 7] [--out DIR]
+                          [--variant NAME:VAR=VALUE[,VAR=VALUE...]]... [--runs 7] [--out DIR]
 """
 
 import argparse
@@ -96,6 +98,8 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", help="another build of the probe to compare with, run for run")
     parser.add_argument("--orders", action="store_true", help="also time the engine's start-up orders")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="NAME:VAR=VALUE[,VAR=VALUE...]: also time the full probe so, against the default")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
     if not os.path.exists(args.probe):
@@ -126,6 +130,14 @@ def main():
         alternate([(f"engine start {order}", ["env", f"PRECISION_PROBE_ENGINE_START={order}", args.probe,
                                                "--format", "json"])
                    for order in ("overlap", "driver-first", "libtorch-first")])
+    variants = []
+    for spec in args.variant:
+        name, _, settings = spec.partition(":")
+        if not name or "=" not in settings:
+            sys.exit(f"bench: --variant {spec!r}: expected NAME:VAR=VALUE[,VAR=VALUE...]")
+        variants.append((f"variant {name}", ["env", *settings.split(","), args.probe, "--format", "json"]))
+    if variants:
+        alternate([("default (variants)", [args.probe, "--format", "json"]), *variants])
     rows.append(measure("precision-probe --no-amp", [args.probe, "--no-amp", "--format", "json"], args.runs))
 
     by_name = {r["name"]: r for r in rows}
@@ -147,6 +159,7 @@ def main():
         summary["quick_change"], summary["quick_ratios"] = round_ratios(raw, "precision-probe --quick", "baseline --quick")
         summary["targets"]["full_within_5_percent_of_baseline"] = summary["full_change"] <= 1.05
         summary["targets"]["quick_within_5_percent_of_baseline"] = summary["quick_change"] <= 1.05
+    summary["variants"] = {name: round_ratios(raw, name, "default (variants)")[0] for name, _ in variants}
     if "nvidia-smi compute_cap" in by_name:
         summary["nvidia_smi_s"] = by_name["nvidia-smi compute_cap"]["median_s"]
         summary["quick_vs_nvidia_smi"] = quick_s / summary["nvidia_smi_s"]
@@ -163,6 +176,8 @@ def main():
           f"alternating rounds (target >= 8x: {met(speedup >= 8.0)})")
     print(f"AMP section: {full_s - no_amp:.3f} s; --quick: {quick_s:.3f} s"
           + (f", {summary['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in summary else ""))
+    for name, change in summary["variants"].items():
+        print(f"{name}: {change:.3f}x the default's time, run for run")
     if args.baseline:
         print(f"against the baseline, run for run: full {summary['full_change']:.3f}x "
               f"({met(summary['full_change'] <= 1.05)} <= 1.05), --quick {summary['quick_change']:.3f}x "

@@ -165,20 +165,27 @@ unsigned host_threads() { return std::max(1U, std::min(8U, std::thread::hardware
 
 // How a worker starts (docs/engine.md, "How a worker starts"). The defaults are the fastest of
 // those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
-// PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start, ..._DLOPEN binds
+// PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start (..._START_TF32 in
+// a TF32 process alone), ..._DLOPEN binds
 // LibTorch's calls at their first call ("lazy") or at dlopen ("now"), ..._PRELOAD loads every
-// check's kernels before the first check ("first") or lets each check load its own ("none").
+// check's kernels at once, each on a thread of its own, and starts each check as soon as its own
+// are loaded ("overlap") or once all are ("first"), or lets each check load its own ("none").
+enum class PreloadWay { overlap, first, none };
+
 struct StartKnobs {
   std::string order = "init-first";  // init-first | overlap | driver-first | libtorch-first
   Torch::Binding binding = Torch::Binding::lazy;
-  bool preload = true;
+  PreloadWay preload = PreloadWay::overlap;
 };
 
-StartKnobs start_knobs() {
+StartKnobs start_knobs(const WorkerPlan& plan) {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
+  if (plan.tf32_process) k.order = env("PRECISION_PROBE_ENGINE_START_TF32").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
-  if (env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("") == "none") k.preload = false;
+  const std::string preload = env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("");
+  if (preload == "none") k.preload = PreloadWay::none;
+  if (preload == "first") k.preload = PreloadWay::first;
   return k;
 }
 
@@ -264,17 +271,45 @@ Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared
   return loaded;
 }
 
-// The smoke tests and the training runs; the modes whose smoke test passed (worth measuring).
-std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
-                             bool preload) {
-  if (preload) {
-    std::vector<Preload> preloads = smoke_preloads(prepared.smoke, target);
-    for (Preload& p : amp_preloads(plan.amp, prepared.amp, target)) {
-      preloads.push_back(std::move(p));
-    }
+// Every check's kernels, loaded at once (PreloadWay): the smoke tests' first, one per test in
+// their order, then the training steps'. Each check waits for its own (`overlap`) or for all
+// (`first`) before it runs.
+struct Preloading {
+  std::optional<PreloadsUnderWay> under_way;
+  std::size_t smoke = 0;  // preloads [0, smoke) are the smoke tests', the rest the training's
+  std::size_t all = 0;
+  bool each_its_own = false;
+
+  void wait_smoke(std::size_t i) const {
+    if (under_way && each_its_own && i < smoke) under_way->wait(i);
+  }
+  void wait_training() const {
+    if (!under_way || !each_its_own) return;
+    for (std::size_t i = smoke; i < all; ++i) under_way->wait(i);
+  }
+};
+
+void start_preloads(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
+                    PreloadWay way, Preloading& out) {
+  if (way == PreloadWay::none) return;
+  std::vector<Preload> preloads = smoke_preloads(prepared.smoke, target);
+  out.smoke = preloads.size();
+  for (Preload& p : amp_preloads(plan.amp, prepared.amp, target)) preloads.push_back(std::move(p));
+  out.all = preloads.size();
+  if (way == PreloadWay::first) {
     run_preloads(preloads);
     trace("kernels preloaded");
+    return;
   }
+  out.each_its_own = true;
+  out.under_way.emplace(std::move(preloads));
+}
+
+// The smoke tests and the training runs; the modes whose smoke test passed (worth measuring).
+std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
+                             PreloadWay way) {
+  Preloading preloading;
+  start_preloads(plan, prepared, target, way, preloading);
   // The training runs go on a thread of their own (and threads of theirs), beside the smoke tests.
   std::vector<std::pair<Mode, AmpOutcome>> amp;
   std::vector<Mode> passed;
@@ -282,11 +317,14 @@ std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, c
       [&] {
         if (plan.amp.empty()) return;
         target.enter();
+        preloading.wait_training();
         amp = run_amp(plan.amp, prepared.amp, target);
         trace("training runs done");
       },
       [&] {
-        for (const PreparedSmoke& p : prepared.smoke) {
+        for (std::size_t i = 0; i < prepared.smoke.size(); ++i) {
+          const PreparedSmoke& p = prepared.smoke[i];
+          preloading.wait_smoke(i);
           const SmokeOutcome outcome = execute_smoke(p, target);
           if (outcome.ok) passed.push_back(p.mode);
           emit(encode_smoke(p.mode, outcome));
@@ -343,7 +381,7 @@ void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed,
 
 // The plan's checks on the loaded LibTorch.
 void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prepared,
-              bool preload) {
+              PreloadWay preload) {
   Target target;
   target.torch = loaded.torch.get();
   if (plan.kind == DeviceKind::cuda) {
@@ -427,7 +465,7 @@ int run_worker(const WorkerArgs& args) {
   }
   see_only_the_plans_gpus(*plan);
   Prepared prepared;
-  const StartKnobs knobs = start_knobs();
+  const StartKnobs knobs = start_knobs(*plan);
   const Loaded loaded = load_and_prepare(args, *plan, prepared, knobs);
   if (!loaded.torch) {
     StackInfo failed;

@@ -108,14 +108,16 @@ TEST(EngineBinary, EveryLineTheEngineSendsTheProbeReads) {
 TEST(EngineBinary, EveryStartOrderAndBindingAnswersAlike) {
   PP_REQUIRE_RELEASE();
   const std::string lib = pp::testing::release()->cpu_library();
+  const char* preloads[] = {"first", "none", "overlap"};
+  int turn = 0;
   for (const char* order : {"overlap", "init-first", "driver-first", "libtorch-first"}) {
     for (const char* binding : {"now", "lazy"}) {
+      const char* preload = preloads[turn++ % 3];
       const pp::ProcessOutput out =
           run_worker(cpu_plan({pp::Mode::fp32, pp::Mode::bf16}, {pp::Mode::amp_bf16}), lib,
                      {std::string("PRECISION_PROBE_ENGINE_START=") + order,
                       std::string("PRECISION_PROBE_ENGINE_DLOPEN=") + binding,
-                      std::string("PRECISION_PROBE_ENGINE_PRELOAD=") +
-                          (binding[0] == 'n' ? "first" : "none")});
+                      std::string("PRECISION_PROBE_ENGINE_PRELOAD=") + preload});
       ASSERT_EQ(out.exit_code, 0) << order << " " << binding << ": " << out.err;
       const pp::WorkerResult result = read_lines(out.out);
       EXPECT_TRUE(result.finished) << order << " " << binding;

@@ -127,6 +127,40 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
   EXPECT_NE(real.out.find(R"("ok":true)"), std::string::npos) << real.out;
 }
 
+// Every way a GPU worker may start (docs/engine.md: the order of cuInit and LibTorch's dlopen, the
+// preloading of kernels) gives the same verdicts on GPU 0, every check run and passed.
+TEST(ProbeGpu, EveryStartWayGivesTheSameVerdicts) {
+  PP_REQUIRE_TEST_TORCH();
+  int code = 0;
+  const json facts = probe_json({"--quick"}, code);
+  if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
+  const std::vector<std::vector<std::string>> ways = {
+      {"PRECISION_PROBE_ENGINE_PRELOAD=overlap"},
+      {"PRECISION_PROBE_ENGINE_PRELOAD=first"},
+      {"PRECISION_PROBE_ENGINE_PRELOAD=none"},
+      {"PRECISION_PROBE_ENGINE_START=overlap", "PRECISION_PROBE_ENGINE_DLOPEN=now"}};
+  json first;
+  for (const std::vector<std::string>& way : ways) {
+    const json j = probe_json({"--device", "0", "--seed", "3"}, code, way);
+    const std::string name = way.front();
+    ASSERT_EQ(code, 0) << name << ": " << j.at("exit_reason");
+    const json& gpu0 = j.at("devices").at(0);
+    json verdicts;
+    for (const auto& [mode, p] : gpu0.at("precisions").items()) {
+      verdicts[mode] = p.at("status");
+      if (p.at("status") == "native") {
+        EXPECT_TRUE(p.at("smoke").at("ok").get<bool>()) << name << " " << mode << p.dump();
+      }
+    }
+    for (const auto& [mode, a] : gpu0.at("amp").items()) {
+      verdicts[mode] = a.at("status");
+      EXPECT_TRUE(a.at("ok").get<bool>()) << name << " " << mode << a.dump();
+    }
+    if (first.is_null()) first = verdicts;
+    EXPECT_EQ(verdicts, first) << name;
+  }
+}
+
 // --soak on GPU 0: every mode native there soaked, every result bit-identical to its golden one,
 // except the one a fault was injected into, which is caught at that result (exit 4).
 TEST(ProbeGpu, ASoakOfEveryNativeModeIsBitwiseAndCatchesAnInjectedFault) {

@@ -50,11 +50,28 @@ SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
 // An operation run once, untimed, for the code it loads (the first use of a cuBLAS kernel makes
 // the driver load its module; from threads of their own, the loads overlap).
 using Preload = std::function<void()>;
+// One per prepared smoke test, in its order; an empty one where the test will not run a kernel.
 std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
                                     const Target& target);
 // Runs every preload at once, each on a thread of its own (this one where no more can start),
 // and waits for all. A preload that throws is passed over: its check meets the error itself.
 void run_preloads(const std::vector<Preload>& preloads);
+
+// Preloads under way: every one started at once, each on a thread of its own (run at once on this
+// thread where none can start), so that a check can begin as soon as its own are done while the
+// others still load. wait(i) waits for the i-th alone; the destructor for all of them.
+class PreloadsUnderWay {
+ public:
+  explicit PreloadsUnderWay(std::vector<Preload> preloads);
+  PreloadsUnderWay(const PreloadsUnderWay&) = delete;
+  PreloadsUnderWay& operator=(const PreloadsUnderWay&) = delete;
+  ~PreloadsUnderWay();
+  void wait(std::size_t i) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // --- Mixed-precision training (amp.cpp) -----------------------------------------------------
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -116,7 +117,10 @@ std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
   std::vector<Preload> preloads;
   if (!target.on_gpu()) return preloads;
   for (const PreparedSmoke& p : prepared) {
-    if (!p.ready || !kernel_problem(p.mode, *target.torch).empty()) continue;
+    if (!p.ready || !kernel_problem(p.mode, *target.torch).empty()) {
+      preloads.emplace_back();
+      continue;
+    }
     preloads.emplace_back([&p, &target] {
       device_gemm(p.mode, p.operands, target)();
       target.synchronize();  // an error of the kernel surfaces here, not in another check
@@ -125,21 +129,68 @@ std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
   return preloads;
 }
 
+namespace {
+
+// One preload; what it throws is passed over: the check that runs the same operation meets the
+// error and reports it.
+void run_one_preload(const Preload& preload, std::size_t i) {
+  if (!preload) return;
+  try {
+    preload();
+  } catch (const std::exception&) {
+  }
+  trace(fmt::format("  preload {} done", i));
+}
+
+}  // namespace
+
 void run_preloads(const std::vector<Preload>& preloads) {
   Threads threads;
   for (std::size_t i = 0; i < preloads.size(); ++i) {
-    auto work = [&preloads, i] {
-      try {
-        preloads[i]();
-      } catch (const std::exception&) {
-        // The check that runs the same operation meets the error and reports it.
-      }
-      trace(fmt::format("  preload {} done", i));
-    };
+    auto work = [&preloads, i] { run_one_preload(preloads[i], i); };
     if (i + 1 == preloads.size() || !threads.start(work)) threads.run_here(work);
   }
   threads.wait();
 }
+
+struct PreloadsUnderWay::State {
+  std::vector<Preload> preloads;
+  std::vector<std::promise<void>> done;
+  std::vector<std::shared_future<void>> ready;
+  Threads threads;
+};
+
+PreloadsUnderWay::PreloadsUnderWay(std::vector<Preload> preloads)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.preloads = std::move(preloads);
+  s.done.resize(s.preloads.size());
+  for (std::promise<void>& p : s.done) s.ready.push_back(p.get_future().share());
+  for (std::size_t i = 0; i < s.preloads.size(); ++i) {
+    auto work = [&s, i] {
+      // What escapes is the trace's own allocation failing: the check still runs and reports.
+      try {
+        run_one_preload(s.preloads[i], i);
+      } catch (...) {  // NOLINT(bugprone-empty-catch)
+      }
+      s.done[i].set_value();
+    };
+    if (!s.preloads[i]) {
+      s.done[i].set_value();
+    } else if (!s.threads.start(work)) {
+      s.threads.run_instead(work);
+    }
+  }
+}
+
+PreloadsUnderWay::~PreloadsUnderWay() {
+  try {
+    state_->threads.wait();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): run_one_preload lets nothing through
+  }
+}
+
+void PreloadsUnderWay::wait(std::size_t i) const { state_->ready.at(i).wait(); }
 
 SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
   SmokeOutcome o = p.outcome;

@@ -9,7 +9,7 @@ and the peak RSS of the largest process of each (the probe's worker included). T
 and the full probe alternate, round after round. With --baseline (another build of the probe, an
 earlier commit's), its full and --quick runs alternate with this build's too, and the change is
 the median of the per-round ratios. --orders also times the engine's start-up orders
-(PRECISION_PROBE_ENGINE_START=overlap, driver-first, libtorch-first: docs/engine.md), and
+(PRECISION_PROBE_ENGINE_START=overlap, cuinit-beside, driver-first, libtorch-first: docs/engine.md), and
 --variant NAME:VAR=VALUE[,VAR=VALUE...] (repeatable) the full probe under other settings of the
 start-up's variables, each alternating with the default, its change the median per-round ratio.
 Prints a table and writes bench-startup.json. Targets (docs/performance.md): the full probe at
@@ -129,7 +129,7 @@ def main():
     if args.orders:
         alternate([(f"engine start {order}", ["env", f"PRECISION_PROBE_ENGINE_START={order}", args.probe,
                                                "--format", "json"])
-                   for order in ("overlap", "driver-first", "libtorch-first")])
+                   for order in ("overlap", "cuinit-beside", "driver-first", "libtorch-first")])
     variants = []
     for spec in args.variant:
         name, _, settings = spec.partition(":")

@@ -174,7 +174,8 @@ unsigned host_threads() { return std::max(1U, std::min(8U, std::thread::hardware
 enum class PreloadWay { overlap, first, none };
 
 struct StartKnobs {
-  std::string order = "init-first";  // init-first | overlap | driver-first | libtorch-first
+  // init-first | cuinit-beside | overlap | driver-first | libtorch-first
+  std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
   PreloadWay preload = PreloadWay::overlap;
   bool training_first = false;  // the training steps' preloads started before the smoke tests'
@@ -236,6 +237,23 @@ std::unique_ptr<CudaDriver> init_driver(std::string& error) {
   return std::move(*driver);
 }
 
+// The same two steps with cuInit apart from libcuda's dlopen: the library, then cuInit.
+std::unique_ptr<CudaDriver> load_driver_library(std::string& error) {
+  Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::load();
+  if (!driver) {
+    error = driver.error();
+    return nullptr;
+  }
+  return std::move(*driver);
+}
+
+bool start_driver_library(CudaDriver& driver, std::string& error) {
+  Expected<void> started = driver.init();
+  trace("cuInit done");
+  if (!started) error = started.error();
+  return static_cast<bool>(started);
+}
+
 void bind_driver(std::unique_ptr<CudaDriver> driver, Loaded& out, std::string& error) {
   if (!driver) return;
   if (Expected<void> bound = driver->bind(0); !bound) {
@@ -251,7 +269,8 @@ void load_driver(Loaded& out, std::string& error) { bind_driver(init_driver(erro
 // LibTorch loads, the driver starts and the host draws the inputs, at once or in the order
 // StartKnobs says: "init-first" runs cuInit before LibTorch's dlopen (which holds the loader's lock
 // that cuInit's own library loading waits for), then the primary context forms while LibTorch
-// loads; "driver-first" and "libtorch-first" run the two one after the other.
+// loads; "cuinit-beside" loads libcuda first, then runs cuInit and the context beside LibTorch's
+// dlopen; "driver-first" and "libtorch-first" run the two one after the other.
 Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared& prepared,
                         const StartKnobs& knobs) {
   Loaded loaded;
@@ -269,6 +288,14 @@ Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared
     if (gpu) initialised = init_driver(driver_error);
     if (!threads.start(start_torch)) threads.run_instead(start_torch);
     if (!threads.start(bind)) threads.run_instead(bind);
+  } else if (order == "cuinit-beside") {
+    // libcuda's dlopen first (the loader's lock); cuInit and the context beside LibTorch's.
+    if (gpu) initialised = load_driver_library(driver_error);
+    auto init_and_bind = [&] {
+      if (initialised && start_driver_library(*initialised, driver_error)) bind();
+    };
+    if (!threads.start(start_torch)) threads.run_instead(start_torch);
+    if (!threads.start(init_and_bind)) threads.run_instead(init_and_bind);
   } else if (order == "driver-first") {
     start_driver();
     if (!threads.start(start_torch)) threads.run_instead(start_torch);

@@ -110,7 +110,8 @@ TEST(EngineBinary, EveryStartOrderAndBindingAnswersAlike) {
   const std::string lib = pp::testing::release()->cpu_library();
   const char* preloads[] = {"first", "none", "overlap"};
   int turn = 0;
-  for (const char* order : {"overlap", "init-first", "driver-first", "libtorch-first"}) {
+  for (const char* order :
+       {"overlap", "init-first", "cuinit-beside", "driver-first", "libtorch-first"}) {
     for (const char* binding : {"now", "lazy"}) {
       const char* preload = preloads[turn++ % 3];
       const pp::ProcessOutput out =

@@ -138,7 +138,8 @@ TEST(ProbeGpu, EveryStartWayGivesTheSameVerdicts) {
       {"PRECISION_PROBE_ENGINE_PRELOAD=overlap"},
       {"PRECISION_PROBE_ENGINE_PRELOAD=first"},
       {"PRECISION_PROBE_ENGINE_PRELOAD=none"},
-      {"PRECISION_PROBE_ENGINE_START=overlap", "PRECISION_PROBE_ENGINE_DLOPEN=now"}};
+      {"PRECISION_PROBE_ENGINE_START=overlap", "PRECISION_PROBE_ENGINE_DLOPEN=now"},
+      {"PRECISION_PROBE_ENGINE_START=cuinit-beside"}};
   json first;
   for (const std::vector<std::string>& way : ways) {
     const json j = probe_json({"--device", "0", "--seed", "3"}, code, way);

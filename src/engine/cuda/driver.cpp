@@ -70,6 +70,20 @@ void find(void* library, F& slot, const char* name, const char* fallback = nullp
 }  // namespace
 
 Expected<std::unique_ptr<CudaDriver>> CudaDriver::open() {
+  Expected<std::unique_ptr<CudaDriver>> driver = load();
+  if (!driver) return driver;
+  if (Expected<void> started = (*driver)->init(); !started) return Unexpected{started.error()};
+  return driver;
+}
+
+Expected<void> CudaDriver::init() {
+  if (const CUresult r = api_->cuInit(0); r != 0) {
+    return Unexpected{fmt::format("cuInit failed: {}", error_name(r))};
+  }
+  return {};
+}
+
+Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   const char* configured = std::getenv("PRECISION_PROBE_LIBCUDA");  // NOLINT(concurrency-mt-unsafe)
   const std::string name =
       configured != nullptr && *configured != '\0' ? configured : "libcuda.so.1";
@@ -103,9 +117,6 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::open() {
       a.cuEventRecord == nullptr || a.cuEventSynchronize == nullptr ||
       a.cuEventElapsedTime == nullptr || a.cuEventDestroy == nullptr) {
     return Unexpected{name + " lacks the driver functions the engine needs"};
-  }
-  if (const CUresult r = a.cuInit(0); r != 0) {
-    return Unexpected{fmt::format("cuInit failed: {}", driver->error_name(r))};
   }
   return driver;
 }

@@ -20,6 +20,10 @@ class CudaDriver {
  public:
   // dlopen and cuInit(0). The error names the library or cuInit's error.
   static Expected<std::unique_ptr<CudaDriver>> open();
+  // The two steps apart: load() is the dlopen (it holds the loader's lock), init() is cuInit(0)
+  // (it does not: it may run beside another library's dlopen).
+  static Expected<std::unique_ptr<CudaDriver>> load();
+  Expected<void> init();
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;
   ~CudaDriver();

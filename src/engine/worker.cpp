@@ -1,7 +1,6 @@
 #include "engine/worker.hpp"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,20 +177,7 @@ struct StartKnobs {
   std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
   PreloadWay preload = PreloadWay::overlap;
-  bool training_first = false;  // the training steps' preloads started before the smoke tests'
-  unsigned prep_threads = host_threads();
-  int nice = 0;  // this worker's priority lowered by that much (the CPU's or the TF32 process)
 };
-
-int knob_number(const char* name, int fallback) {
-  const std::optional<std::string> value = env(name);
-  if (!value) return fallback;
-  try {
-    return std::stoi(*value);
-  } catch (const std::exception&) {
-    return fallback;
-  }
-}
 
 StartKnobs start_knobs(const WorkerPlan& plan) {
   StartKnobs k;
@@ -201,12 +187,6 @@ StartKnobs start_knobs(const WorkerPlan& plan) {
   const std::string preload = env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("");
   if (preload == "none") k.preload = PreloadWay::none;
   if (preload == "first") k.preload = PreloadWay::first;
-  k.training_first = env("PRECISION_PROBE_ENGINE_PRELOAD_FIRST").value_or("") == "training";
-  k.prep_threads = static_cast<unsigned>(
-      std::clamp(knob_number("PRECISION_PROBE_ENGINE_PREP_THREADS", 0), 0, 64));
-  if (k.prep_threads == 0) k.prep_threads = host_threads();
-  if (plan.kind == DeviceKind::cpu) k.nice = knob_number("PRECISION_PROBE_ENGINE_NICE_CPU", 0);
-  if (plan.tf32_process) k.nice = knob_number("PRECISION_PROBE_ENGINE_NICE_TF32", 0);
   return k;
 }
 
@@ -310,7 +290,7 @@ Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared
     if (!threads.start(start_torch)) threads.run_instead(start_torch);
     if (!threads.start(start_driver)) threads.run_instead(start_driver);
   }
-  prepared.smoke = prepare_smoke(plan.smoke, gpu, plan.seed, knobs.prep_threads);
+  prepared.smoke = prepare_smoke(plan.smoke, gpu, plan.seed, host_threads());
   if (!plan.amp.empty()) prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
   trace("inputs and references prepared");
   threads.wait();
@@ -326,33 +306,23 @@ struct Preloading {
   std::size_t smoke = 0;  // preloads [0, smoke) are the smoke tests', the rest the training's
   std::size_t all = 0;
   bool each_its_own = false;
-  bool training_at_front = false;  // the training's preloads come first, then the smoke tests'
 
   void wait_smoke(std::size_t i) const {
-    if (under_way && each_its_own && i < smoke) {
-      under_way->wait(training_at_front ? all - smoke + i : i);
-    }
+    if (under_way && each_its_own && i < smoke) under_way->wait(i);
   }
   void wait_training() const {
     if (!under_way || !each_its_own) return;
-    for (std::size_t i = 0; i < all - smoke; ++i)
-      under_way->wait(training_at_front ? i : smoke + i);
+    for (std::size_t i = smoke; i < all; ++i) under_way->wait(i);
   }
 };
 
 void start_preloads(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
-                    PreloadWay way, bool training_first, Preloading& out) {
+                    PreloadWay way, Preloading& out) {
   if (way == PreloadWay::none) return;
   std::vector<Preload> preloads = smoke_preloads(prepared.smoke, target);
   out.smoke = preloads.size();
   for (Preload& p : amp_preloads(plan.amp, prepared.amp, target)) preloads.push_back(std::move(p));
   out.all = preloads.size();
-  if (training_first) {
-    // The training steps' first: rotated to the front, their indices kept by `first`.
-    std::rotate(preloads.begin(), preloads.begin() + static_cast<std::ptrdiff_t>(out.smoke),
-                preloads.end());
-    out.training_at_front = true;
-  }
   if (way == PreloadWay::first) {
     run_preloads(preloads);
     trace("kernels preloaded");
@@ -364,9 +334,9 @@ void start_preloads(const WorkerPlan& plan, const Prepared& prepared, const Targ
 
 // The smoke tests and the training runs; the modes whose smoke test passed (worth measuring).
 std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
-                             const StartKnobs& knobs) {
+                             PreloadWay way) {
   Preloading preloading;
-  start_preloads(plan, prepared, target, knobs.preload, knobs.training_first, preloading);
+  start_preloads(plan, prepared, target, way, preloading);
   // The training runs go on a thread of their own (and threads of theirs), beside the smoke tests.
   std::vector<std::pair<Mode, AmpOutcome>> amp;
   std::vector<Mode> passed;
@@ -438,7 +408,7 @@ void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed,
 
 // The plan's checks on the loaded LibTorch.
 void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prepared,
-              const StartKnobs& knobs) {
+              PreloadWay preload) {
   Target target;
   target.torch = loaded.torch.get();
   if (plan.kind == DeviceKind::cuda) {
@@ -450,7 +420,7 @@ void run_plan(const WorkerPlan& plan, const Loaded& loaded, const Prepared& prep
         loaded.cuda->uuid()));
   }
   loaded.torch->c().aoti_torch_grad_mode_set_enabled(false);
-  const std::vector<Mode> passed = run_checks(plan, prepared, target, knobs);
+  const std::vector<Mode> passed = run_checks(plan, prepared, target, preload);
   run_measurements(plan, passed, target);
 }
 
@@ -523,8 +493,6 @@ int run_worker(const WorkerArgs& args) {
   see_only_the_plans_gpus(*plan);
   Prepared prepared;
   const StartKnobs knobs = start_knobs(*plan);
-  // Before any thread starts: every thread of the worker inherits it.
-  if (knobs.nice > 0) ::setpriority(PRIO_PROCESS, 0, knobs.nice);
   const Loaded loaded = load_and_prepare(args, *plan, prepared, knobs);
   if (!loaded.torch) {
     StackInfo failed;
@@ -541,7 +509,7 @@ int run_worker(const WorkerArgs& args) {
     } else if (!loaded.error.empty()) {
       answer_unavailable(*plan, loaded.error);
     } else {
-      run_plan(*plan, loaded, prepared, knobs);
+      run_plan(*plan, loaded, prepared, knobs.preload);
     }
   }
   emit(encode_done());

@@ -1,12 +1,14 @@
 // The command line (cli.hpp): the option table of the probe, `arch` and `summarize`, bound by
 // CLI11 straight into Options and SummarizeOptions. CLI11 checks every value (the table's checks),
 // what options exclude and need, what is unknown, given twice or missing; what it refuses is said
-// in the user's words (typed.cpp).
+// here in the user's words, with what the pre-pass read of how they typed it (typed.cpp). The one
+// file that compiles CLI11.
 
 #include "probe/cli/cli.hpp"
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -94,6 +96,25 @@ std::string version_text() {
 namespace cli {
 
 namespace {
+
+// A value or a combination refused by the option table: the whole message, one line. Thrown from
+// the table's checks through CLI11's parse, caught in parse_command_line.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The command line: the probe's app and its two subcommands.
+struct Apps {
+  CLI::App& probe;
+  CLI::App& arch;
+  CLI::App& summarize;
+};
+
+// An option of `app` as the user typed it ("-o"), else its long name.
+std::string typed_name(const AsTyped& typed, const CLI::App& app, const CLI::Option& option) {
+  return typed.name(app.get_name(), option.get_name());
+}
 
 // --- The checks of values ------------------------------------------------------------------------
 // Each returns "" for a good value, else what is wrong with it, said after the option as typed;
@@ -249,10 +270,11 @@ class Table {
                        Check check) {
     option->option_text(value)->group(group);
     const AsTyped& typed = typed_;
+    const CLI::App& app = app_;
     option->transform(CLI::Validator(
-        [&typed, option, check](std::string& v) {
+        [&typed, &app, option, check](std::string& v) {
           const std::string problem = v.empty() ? "empty value" : check ? check(v) : "";
-          if (!problem.empty()) throw UsageError(typed.name(*option) + ": " + problem);
+          if (!problem.empty()) throw UsageError(typed_name(typed, app, *option) + ": " + problem);
           return std::string();
         },
         ""));
@@ -376,11 +398,11 @@ void check_probe_rules(const Apps& apps, const Options& o, const AsTyped& typed)
   if (labels && apps.arch.parsed()) {
     throw UsageError("arch: node labels (nfd) come from a run on the node, not from arch");
   }
-  const std::string quiet = typed.name(*apps.probe.get_option("--quiet"));
+  const std::string quiet = typed_name(typed, apps.probe, *apps.probe.get_option("--quiet"));
   const CLI::Option& output = *apps.probe.get_option("--output");
   if (o.quiet && output.count() > 0 && o.output.empty()) {
-    throw UsageError(
-        fmt::format("{} keeps stdout silent, but {} - writes to it", quiet, typed.name(output)));
+    throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it", quiet,
+                                 typed_name(typed, apps.probe, output)));
   }
   for (const ExtraOutput& e : o.extra_outputs) {
     if (o.quiet && e.path == "-") {
@@ -391,7 +413,7 @@ void check_probe_rules(const Apps& apps, const Options& o, const AsTyped& typed)
   if (ttl.count() > 0 && !labels) {
     throw UsageError(fmt::format(
         "{} is how long node labels stand, but none are written (add --nfd FILE or --format nfd)",
-        typed.name(ttl)));
+        typed_name(typed, apps.probe, ttl)));
   }
 }
 
@@ -446,7 +468,8 @@ void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) 
     const CLI::Option& output = *app.get_option("--output");
     if (s.quiet && output.count() > 0 && s.output.empty()) {
       throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it",
-                                   typed.name(*app.get_option("--quiet")), typed.name(output)));
+                                   typed_name(typed, app, *app.get_option("--quiet")),
+                                   typed_name(typed, app, output)));
     }
   });
 }
@@ -485,14 +508,165 @@ void build(const Apps& apps, CommandLine& cl, const AsTyped& typed, bool& versio
   });
 }
 
-// The app whose help was asked for (`--help arch` and `arch --help` both ask arch's), or null.
-const CLI::App* help_asked(const Apps& apps) {
+// --- CLI11's refusals in the user's words ------------------------------------------------------
+
+// An unknown option's name as typed: "--bogus" of "--bogus=3", "-x" of "-x5".
+std::string option_name(const std::string& word) {
+  return printable(
+      word.compare(0, 2, "--") == 0 ? word.substr(0, word.find('=')) : word.substr(0, 2), 40);
+}
+
+// A word no app took: an unknown option, or a word where none belongs.
+std::string unexpected(const Apps& apps) {
+  for (const CLI::App* app : {&apps.probe, &apps.arch, &apps.summarize}) {
+    for (const std::string& word : app->remaining()) {
+      if (word == "--") continue;
+      if (app == &apps.summarize) {
+        return fmt::format(
+            "summarize: unknown option '{}' (precision-probe summarize --help lists them)",
+            option_name(word));
+      }
+      if (word.size() > 1 && word.front() == '-') {
+        return fmt::format("unknown option '{}' (precision-probe --help lists them)",
+                           option_name(word));
+      }
+      if (apps.arch.parsed()) {
+        return fmt::format("arch: unexpected argument '{}' after the compute capability",
+                           printable(word, 40));
+      }
+      return fmt::format("unexpected argument '{}' (precision-probe --help lists the options)",
+                         printable(word, 40));
+    }
+  }
+  return "";
+}
+
+// An option given twice that takes one value once.
+std::string given_twice(const Apps& apps, const AsTyped& typed) {
+  for (const CLI::App* app : {&apps.probe, &apps.arch, &apps.summarize}) {
+    for (const CLI::Option* option : app->get_options()) {
+      if (option->count() > 1 && option->get_items_expected_max() == 1 &&
+          option->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) {
+        return typed_name(typed, *app, *option) + " is given more than once";
+      }
+    }
+  }
+  return "";
+}
+
+// Options that exclude or need each other (relate()), the first in the order the user is best
+// told: summarize's place, what arch refuses, what --quick refuses, what an option needs.
+std::string excluded_or_needed(const Apps& apps, const AsTyped& typed) {
+  if (apps.summarize.parsed()) {
+    return "summarize comes first, its options after it (precision-probe summarize --help)";
+  }
+  const std::vector<CLI::Option*> options = apps.probe.get_options();
+  auto name = [&](const CLI::Option& option) { return typed_name(typed, apps.probe, option); };
+  for (const CLI::Option* option : options) {
+    if (apps.arch.parsed() && option->count() > 0 && option->get_group() != kAlsoArch) {
+      return name(*option) + " does not apply to arch, which runs no kernels";
+    }
+  }
+  const CLI::Option& quick = *apps.probe.get_option("--quick");
+  for (const CLI::Option* option : options) {
+    if (quick.count() > 0 && option->count() > 0 && option->get_group() == kKernels) {
+      return fmt::format("{} needs kernels to run and {} runs none: choose one", name(*option),
+                         name(quick));
+    }
+  }
+  for (const CLI::Option* option : options) {
+    for (const CLI::Option* need : option->get_needs()) {
+      if (option->count() > 0 && need->count() == 0) {
+        return fmt::format("{} needs {} {}", name(*option), need->get_name(),
+                           need->get_option_text());
+      }
+    }
+  }
+  return "";
+}
+
+// CLI11's refusal of the command line (an unknown option, one given twice, a missing value or
+// word, options that exclude or need each other), in the user's words.
+std::string explain(const CLI::ParseError& error, const Apps& apps, const AsTyped& typed) {
+  std::string message;
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    message = typed.lacks_value.empty() ? given_twice(apps, typed) : typed.lacks_value;
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    message = unexpected(apps);
+  } else if (dynamic_cast<const CLI::ExcludesError*>(&error) != nullptr ||
+             dynamic_cast<const CLI::RequiresError*>(&error) != nullptr) {
+    message = excluded_or_needed(apps, typed);
+  } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    // A word a subcommand needs and did not get.
+    message = apps.summarize.parsed()
+                  ? "summarize: no reports given (name files, directories, or - for JSON Lines "
+                    "on stdin)"
+              : apps.arch.parsed() ? "arch: the compute capability is missing (e.g. arch 8.9)"
+                                   : "";
+  }
+  if (!message.empty()) return message;
+  // Anything else CLI11 refuses is said plainly.
+  const std::string what = error.what();
+  return "cannot read the command line: " + printable(what.substr(0, what.find('\n')), 160);
+}
+
+// --- The commands as plain data, for the pre-pass and the help ----------------------------------
+
+struct Specs {
+  CommandSpec probe, arch, summarize;
+};
+
+CommandSpec spec_of(const CLI::App& app) {
+  CommandSpec command{app.get_name(), app.get_description(), {},
+                      nullptr,        app.get_fallthrough(), {}};
+  for (const CLI::Option* o : app.get_options()) {
+    if (!o->nonpositional()) continue;
+    command.options.push_back({o->get_name(false, true), o->get_name(), o->get_option_text(),
+                               o->get_group(), o->get_description()});
+  }
+  return command;
+}
+
+void read_specs(const Apps& apps, Specs& specs) {
+  specs.probe = spec_of(apps.probe);
+  specs.arch = spec_of(apps.arch);
+  specs.summarize = spec_of(apps.summarize);
+  specs.probe.subcommands = {&specs.arch, &specs.summarize};
+  specs.arch.parent = &specs.probe;
+  specs.summarize.parent = &specs.probe;
+}
+
+// The command whose help was asked for (`--help arch` and `arch --help` both ask arch's), or
+// null.
+const CommandSpec* help_asked(const Apps& apps, const Specs& specs) {
   auto asked = [](const CLI::App& app) { return app.get_help_ptr()->count() > 0; };
-  const bool any = asked(apps.probe) || asked(apps.arch) || asked(apps.summarize);
-  if (!any) return nullptr;
-  if (apps.summarize.parsed()) return &apps.summarize;
-  if (apps.arch.parsed()) return &apps.arch;
-  return &apps.probe;
+  if (!asked(apps.probe) && !asked(apps.arch) && !asked(apps.summarize)) return nullptr;
+  if (apps.summarize.parsed()) return &specs.summarize;
+  if (apps.arch.parsed()) return &specs.arch;
+  return &specs.probe;
+}
+
+// What the parse comes to: help and the version are answered whatever else the line holds; then
+// what CLI11 would read otherwise than typed; then what CLI11 or a check refused.
+void conclude(CommandLine& cl, const Apps& apps, const Specs& specs, const AsTyped& typed,
+              const std::string& error) {
+  if (const CommandSpec* asked = help_asked(apps, specs)) {
+    cl.action = CommandLine::Action::help;
+    cl.text = help_text(*asked);
+  } else if (apps.probe.get_option("--version")->count() > 0) {
+    cl.action = CommandLine::Action::version;
+    cl.text = version_text();
+  } else if (!typed.error.empty() || !error.empty()) {
+    cl.action = CommandLine::Action::usage_error;
+    cl.text = typed.error.empty() ? error : typed.error;
+  }
+  auto name = [&typed](const CLI::App& app, const char* option) {
+    return typed_name(typed, app, *app.get_option(option));
+  };
+  cl.options.output_flag = name(apps.probe, "--output");
+  cl.options.quiet_flag = name(apps.probe, "--quiet");
+  cl.summarize.output_flag = name(apps.summarize, "--output");
+  cl.summarize.quiet_flag = name(apps.summarize, "--quiet");
 }
 
 }  // namespace
@@ -514,7 +688,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
       "input) read together and gated");
   const cli::Apps apps{probe, arch, summarize};
   cli::build(apps, cl, typed, version);
-  typed = cli::read_as_typed(apps, argc, argv);
+  cli::Specs specs;
+  cli::read_specs(apps, specs);
+  typed = cli::read_as_typed(specs.probe, argc, argv);
   cl.json_requested = typed.json;
   cl.quiet = typed.quiet;
   cl.program = typed.summarize ? CommandLine::Program::summarize : CommandLine::Program::probe;
@@ -526,22 +702,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     error = cli::explain(e, apps, typed);
   }
-  // Asking for help or the version is answered whatever else the line holds; then what CLI11
-  // would read otherwise than typed; then what CLI11 refused.
-  if (const CLI::App* asked = cli::help_asked(apps)) {
-    cl.action = CommandLine::Action::help;
-    cl.text = cli::help_text(*asked);
-  } else if (probe.get_option("--version")->count() > 0) {
-    cl.action = CommandLine::Action::version;
-    cl.text = version_text();
-  } else if (!typed.error.empty() || !error.empty()) {
-    cl.action = CommandLine::Action::usage_error;
-    cl.text = typed.error.empty() ? error : typed.error;
-  }
-  cl.options.output_flag = typed.name(*probe.get_option("--output"));
-  cl.options.quiet_flag = typed.name(*probe.get_option("--quiet"));
-  cl.summarize.output_flag = typed.name(*summarize.get_option("--output"));
-  cl.summarize.quiet_flag = typed.name(*summarize.get_option("--quiet"));
+  cli::conclude(cl, apps, specs, typed, error);
   return cl;
 }
 

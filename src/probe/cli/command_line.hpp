@@ -1,13 +1,11 @@
 #pragma once
-// Inside the CLI layer: the command line's CLI11 apps (cli.cpp builds them from the option table),
-// what the user typed, read before CLI11 parses (typed.cpp), CLI11's refusals said in the user's
-// words (typed.cpp), and the help (help.cpp). Nothing outside src/probe/cli/ includes this.
+// Inside the CLI layer: the commands as plain data, read from their CLI11 apps (cli.cpp builds the
+// apps from the option table; CLI11 is compiled there alone), what the user typed, read before
+// CLI11 parses (typed.cpp), and the help (help.cpp). Nothing outside src/probe/cli/ includes this.
 
 #include <map>
-#include <stdexcept>
 #include <string>
-
-#include <CLI/CLI.hpp>
+#include <vector>
 
 namespace precision_probe::cli {
 
@@ -16,45 +14,47 @@ inline const std::string kAlsoArch = "arch";    // the probe and `arch`, which r
 inline const std::string kKernels = "kernels";  // only where kernels run: --quick refuses it
 inline const std::string kProbeOnly = "probe";  // the probe's only
 
-// The command line: the probe's app and its two subcommands.
-struct Apps {
-  CLI::App& probe;
-  CLI::App& arch;
-  CLI::App& summarize;
+// One option of a command, as its CLI11 app defines it.
+struct OptionSpec {
+  std::string names;  // "-o,--output"
+  std::string name;   // its long name: "--output"
+  std::string value;  // its value's name ("FILE"); "" for a flag
+  std::string group;  // where it applies
+  std::string help;
+};
+
+// One command: the probe ("precision-probe"), "arch" or "summarize".
+struct CommandSpec {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;      // in the table's order, -h,--help first
+  const CommandSpec* parent = nullptr;  // a subcommand's: the probe
+  bool falls_through = false;           // its words after its own are the parent's (arch)
+  std::vector<const CommandSpec*> subcommands;
 };
 
 // What the user typed, read before CLI11 parses: what a message needs even when parsing fails
 // (each option as typed, whether JSON or silence was asked for), and what CLI11 would read
 // otherwise than it was typed.
 struct AsTyped {
-  std::map<const CLI::Option*, std::string> spelled;  // "-o" or "--output"
-  bool json = false;       // --format json: a usage error is a JSON document too
-  bool quiet = false;      // -q or --quiet
-  bool summarize = false;  // summarize's words: its help, its error document
+  std::map<std::string, std::string> spelled;  // "summarize --output" -> "-o"
+  bool json = false;                           // --format json: a usage error is JSON too
+  bool quiet = false;                          // -q or --quiet
+  bool summarize = false;                      // summarize's words: its help, its error document
   // A flag given a value (--quick=yes, -qx), an empty value after '=', or a value that looks like
   // an option (--json -q): CLI11 would take each as something else. The first, or "".
   std::string error;
   // The last word is an option whose value is missing: what to say ("--json: FILE is missing").
   std::string lacks_value;
 
-  // The option as the user typed it, else its long name.
-  std::string name(const CLI::Option& option) const;
+  // The option `name` (its long name) of `command` as the user typed it, else `name`.
+  std::string name(const std::string& command, const std::string& name) const;
 };
 
-AsTyped read_as_typed(const Apps& apps, int argc, const char* const* argv);
+AsTyped read_as_typed(const CommandSpec& probe, int argc, const char* const* argv);
 
-// A value or a combination refused by the option table: the whole message, one line. Thrown from
-// the table's checks through CLI11's parse, caught in parse_command_line.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// CLI11's refusal of the command line (an unknown option, one given twice, a missing value or
-// word, options that exclude or need each other), in the user's words.
-std::string explain(const CLI::ParseError& error, const Apps& apps, const AsTyped& typed);
-
-// The help of one app: the probe's, `arch`'s or `summarize`'s, in 80 columns.
-std::string help_text(const CLI::App& app);
+// The help of one command in 80 columns: the probe's, `arch`'s (its own and the probe's options of
+// kAlsoArch) or `summarize`'s.
+std::string help_text(const CommandSpec& command);
 
 }  // namespace precision_probe::cli

@@ -1,5 +1,5 @@
 // The help of the probe, `arch` and `summarize` (command_line.hpp): the options each lists are its
-// CLI11 app's own (the option table in cli.cpp), everything in 80 columns.
+// CLI11 app's (the option table in cli.cpp, read into a CommandSpec), everything in 80 columns.
 
 #include <algorithm>
 #include <utility>
@@ -42,21 +42,19 @@ std::string two_columns(const Rows& rows) {
   return text;
 }
 
-// The options an app's help lists: its own, and for `arch` (whose words after CC are the probe's)
-// the probe's options that apply to it.
-Rows option_rows(const CLI::App& app) {
-  std::vector<const CLI::Option*> options =
-      app.get_options([](const CLI::Option* o) { return o->nonpositional(); });
-  if (app.get_fallthrough() && app.get_parent() != nullptr) {
-    for (const CLI::Option* o : app.get_parent()->get_options()) {
-      if (o->get_group() == kAlsoArch) options.push_back(o);
+// The options a command's help lists: its own, and for `arch` (whose words after CC are the
+// probe's) the probe's options that apply to it.
+Rows option_rows(const CommandSpec& command) {
+  std::vector<const OptionSpec*> options;
+  for (const OptionSpec& o : command.options) options.push_back(&o);
+  if (command.falls_through && command.parent != nullptr) {
+    for (const OptionSpec& o : command.parent->options) {
+      if (o.group == kAlsoArch) options.push_back(&o);
     }
   }
   Rows rows;
-  for (const CLI::Option* o : options) {
-    const std::string& value = o->get_option_text();
-    rows.emplace_back(o->get_name(false, true) + (value.empty() ? "" : " " + value),
-                      o->get_description());
+  for (const OptionSpec* o : options) {
+    rows.emplace_back(o->names + (o->value.empty() ? "" : " " + o->value), o->help);
   }
   return rows;
 }
@@ -65,7 +63,7 @@ std::string modes_for_require() {
   return paragraph("Modes for --require: " + accepted_mode_keys() + ".");
 }
 
-std::string probe_help(const CLI::App& app) {
+std::string probe_help(const CommandSpec& probe) {
   std::string text =
       "precision-probe: which numeric precisions can this machine really train in?\n"
       "Checks every visible NVIDIA GPU and the CPU: hardware support, matmul smoke\n"
@@ -75,10 +73,10 @@ std::string probe_help(const CLI::App& app) {
       "       precision-probe arch CC [OPTIONS]\n"
       "       precision-probe summarize [OPTIONS] FILE|DIR|- ...\n\n"
       "Options:\n" +
-      two_columns(option_rows(app)) + "\nSubcommands (each has its own --help):\n";
+      two_columns(option_rows(probe)) + "\nSubcommands (each has its own --help):\n";
   Rows subcommands;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    subcommands.emplace_back(sub->get_name(), sub->get_description());
+  for (const CommandSpec* sub : probe.subcommands) {
+    subcommands.emplace_back(sub->name, sub->description);
   }
   text += two_columns(subcommands) + "\n" + modes_for_require() + "\nExit codes:\n";
   Rows codes;
@@ -93,17 +91,17 @@ std::string probe_help(const CLI::App& app) {
          "\nDocumentation: README.md and docs/ (exit codes: docs/exit-codes.md).\n";
 }
 
-std::string arch_help(const CLI::App& app) {
+std::string arch_help(const CommandSpec& arch) {
   return "Usage: precision-probe arch CC [OPTIONS]\n\n" +
          paragraph(
              "Offline: the precision matrix for a compute capability (CC: 8.9, 89 or sm_89), and "
              "whether the image's LibTorch carries kernels for it. It runs no kernels and needs no "
              "GPU; --require gates on its verdicts (exit 1 where one is not native).") +
-         "\nOptions:\n" + two_columns(option_rows(app)) + "\n" + modes_for_require() +
+         "\nOptions:\n" + two_columns(option_rows(arch)) + "\n" + modes_for_require() +
          "\nExit codes and the environment: precision-probe --help.\n";
 }
 
-std::string summarize_help(const CLI::App& app) {
+std::string summarize_help(const CommandSpec& summarize) {
   std::vector<std::string> order;
   for (const int code : exit_code::by_severity()) {
     if (code != exit_code::kTimedOut)
@@ -119,7 +117,7 @@ std::string summarize_help(const CLI::App& app) {
              "--soak figures); stale, unreadable and unknown reports. Of two reports from one host "
              "the newer counts; a report dated more than 5 minutes ahead of this clock is listed, "
              "and never counts over another report of its host.") +
-         "\nOptions:\n" + two_columns(option_rows(app)) + "\n" +
+         "\nOptions:\n" + two_columns(option_rows(summarize)) + "\n" +
          paragraph(
              "Exit codes: 0 every node known, nothing failed, every requirement met; 1 a required "
              "mode not native somewhere; 2 bad input (an output that is one of the reports read, "
@@ -133,10 +131,10 @@ std::string summarize_help(const CLI::App& app) {
 
 }  // namespace
 
-std::string help_text(const CLI::App& app) {
-  if (app.get_name() == "arch") return arch_help(app);
-  if (app.get_name() == "summarize") return summarize_help(app);
-  return probe_help(app);
+std::string help_text(const CommandSpec& command) {
+  if (command.name == "arch") return arch_help(command);
+  if (command.name == "summarize") return summarize_help(command);
+  return probe_help(command);
 }
 
 }  // namespace precision_probe::cli

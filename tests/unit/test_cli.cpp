@@ -274,7 +274,7 @@ TEST(Cli, HelpAndTheVersionAreAnsweredWhateverElseTheLineHolds) {
   EXPECT_EQ(parse({"--device", "x", "--version"}).action, Action::version);
 }
 
-TEST(Cli, SummarizeHelpListsItsOwnOptionsInEightyColumns) {
+TEST(Cli, SummarizeHelpListsItsOwnOptions) {
   const std::string help = parse({"summarize", "--help"}).text;
   for (const char* option : {"--format FORMAT", "-o,--output FILE", "--max-age DURATION",
                              "--require MODES", "-q,--quiet", "-h,--help"}) {
@@ -282,12 +282,6 @@ TEST(Cli, SummarizeHelpListsItsOwnOptionsInEightyColumns) {
   }
   EXPECT_EQ(help.find("--device"), std::string::npos);  // the probe's
   EXPECT_NE(words(help).find("the most severe wins: 2, 3, 4, 6, 1, 0."), std::string::npos);
-  std::size_t start = 0;
-  while (start < help.size()) {
-    const std::size_t end = std::min(help.find('\n', start), help.size());
-    EXPECT_LE(end - start, 80U) << help.substr(start, end - start);
-    start = end + 1;
-  }
 }
 
 TEST(Cli, HelpVersionAndArch) {
@@ -334,7 +328,8 @@ TEST(Cli, ArchHelpIsArchsOwnAndEveryHelpFitsEightyColumns) {
   const std::string top = parse({"--help"}).text;
   EXPECT_NE(top.find("--bench"), std::string::npos);
   EXPECT_NE(top.find("PRECISION_PROBE_INJECT_FAULT"), std::string::npos);
-  for (const std::string& text : {top, parse({"arch", "--help"}).text}) {
+  for (const std::string& text :
+       {top, parse({"arch", "--help"}).text, parse({"summarize", "--help"}).text}) {
     std::size_t start = 0;
     while (start < text.size()) {
       const std::size_t end = std::min(text.find('\n', start), text.size());

@@ -46,6 +46,16 @@ class Memory {
   int fd_;
 };
 
+// stdout and stderr in memory.
+struct Streams {
+  Memory out, err;
+  pp::StandardStreams streams;
+  Streams() {
+    streams.out_fd = out.fd();
+    streams.err_fd = err.fd();
+  }
+};
+
 struct Ended {
   pp::Delivered delivered;
   std::string err;
@@ -53,10 +63,7 @@ struct Ended {
 
 Ended end(const std::string& problem, pp::Verdict verdict, bool shows = false,
           bool on_stdout = false) {
-  Memory out, err;
-  pp::StandardStreams streams;
-  streams.out_fd = out.fd();
-  streams.err_fd = err.fd();
+  const Streams s;
   Outputs outputs(problem, on_stdout);
   pp::Delivery delivery;
   delivery.contents = {"report"};
@@ -64,9 +71,9 @@ Ended end(const std::string& problem, pp::Verdict verdict, bool shows = false,
   delivery.what = "the summary";
   delivery.stdout_shows_verdict = shows;
   const pp::Delivered d =
-      pp::deliver(outputs, delivery, std::move(verdict), pp::Console(streams, false, false));
-  EXPECT_EQ(out.text(), "");  // what stdout gets after a failure is the command's to say
-  return {d, err.text()};
+      pp::deliver(outputs, delivery, std::move(verdict), pp::Console(s.streams, false, false));
+  EXPECT_EQ(s.out.text(), "");  // what stdout gets after a failure is the command's to say
+  return {d, s.err.text()};
 }
 
 }  // namespace
@@ -109,15 +116,13 @@ TEST(Delivery, AnErrorIsOneLineAndADocumentWhereJsonWasAskedFor) {
   for (const bool json : {false, true}) {
     for (const bool quiet : {false, true}) {
       for (const bool closed : {false, true}) {
-        Memory out, err;
-        pp::StandardStreams streams;
-        streams.out_fd = out.fd();
-        streams.err_fd = err.fd();
-        streams.out_closed = closed;
-        const pp::Console console(streams, json, quiet);
+        Streams s;
+        s.streams.out_closed = closed;
+        const pp::Console console(s.streams, json, quiet);
         EXPECT_EQ(console.fail(2, "--format: 'xml' is not a format\x1b[2J", "{}\n"), 2);
-        EXPECT_EQ(err.text(), "precision-probe: error: --format: 'xml' is not a format\\x1b[2J\n");
-        EXPECT_EQ(out.text(), json && !quiet && !closed ? "{}\n" : "");
+        EXPECT_EQ(s.err.text(),
+                  "precision-probe: error: --format: 'xml' is not a format\\x1b[2J\n");
+        EXPECT_EQ(s.out.text(), json && !quiet && !closed ? "{}\n" : "");
       }
     }
   }

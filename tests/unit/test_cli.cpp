@@ -234,10 +234,10 @@ TEST(Cli, SummarizeHasItsOwnOptions) {
   EXPECT_TRUE(s.quiet);
   EXPECT_EQ(s.quiet_flag, "--quiet");
   EXPECT_EQ(s.sources, (std::vector<std::string>{"n0.json", "-", "arch", "summarize"}));
-  const auto stdout_named = parse({"summarize", "--output", "-", "--", "-n1.json"});
+  const auto stdout_named = parse({"summarize", "--output", "-", "n0.json", "--", "-n1.json"});
   ASSERT_EQ(stdout_named.action, Action::run) << stdout_named.text;
   EXPECT_EQ(stdout_named.summarize.output, "");  // - is stdout
-  EXPECT_EQ(stdout_named.summarize.sources, std::vector<std::string>{"-n1.json"});
+  EXPECT_EQ(stdout_named.summarize.sources, (std::vector<std::string>{"n0.json", "-n1.json"}));
   EXPECT_EQ(parse({"--device", "cpu"}).program, pp::CommandLine::Program::probe);
 }
 

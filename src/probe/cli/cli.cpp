@@ -459,8 +459,13 @@ void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) 
                 }
               });
   t.flag("-q,--quiet", group, "nothing on stdout: the exit code tells the result", s.quiet);
+  // Every word after the options is a report, "--" anywhere among them too: the positional is
+  // never full, where CLI11 would end the subcommand at a "--" after a full one.
+  const int never_full = CLI::detail::expected_max_vector_size;
   app.add_option("FILE", s.sources, "reports: files, directories, - for standard input")
-      ->required();
+      ->required()
+      ->expected(never_full, never_full)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.callback([&app, &s, &typed] {
     if (std::count(s.sources.begin(), s.sources.end(), "-") > 1) {
       throw UsageError("summarize: - (standard input) is named more than once");

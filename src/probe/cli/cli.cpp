@@ -237,24 +237,25 @@ class Table {
 
   // One value, converted by CLI11 into `target`.
   template <typename T>
-  CLI::Option* value(const std::string& names, const char* value, const std::string& group,
+  CLI::Option* value(const std::string& names, const char* value_name, const std::string& group,
                      const char* help, Check check, T& target) {
-    return checked(app_.add_option(names, target, help), value, group, check);
+    return checked(app_.add_option(names, target, help), value_name, group, check);
   }
   // One value, handed to `bind`.
-  CLI::Option* value_to(const std::string& names, const char* value, const std::string& group,
+  CLI::Option* value_to(const std::string& names, const char* value_name, const std::string& group,
                         const char* help, Check check,
                         const std::function<void(const std::string&)>& bind) {
-    return checked(app_.add_option_function<std::string>(names, bind, help), value, group, check);
+    return checked(app_.add_option_function<std::string>(names, bind, help), value_name, group,
+                   check);
   }
   // One value each time it is given, repeatable: all of them handed to `bind`.
-  CLI::Option* values_to(const std::string& names, const char* value, const std::string& group,
+  CLI::Option* values_to(const std::string& names, const char* value_name, const std::string& group,
                          const char* help, Check check,
                          const std::function<void(const std::vector<std::string>&)>& bind) {
     CLI::Option* option = app_.add_option_function<std::vector<std::string>>(names, bind, help);
     option->expected(1)->allow_extra_args(false)->multi_option_policy(
         CLI::MultiOptionPolicy::TakeAll);
-    return checked(option, value, group, check);
+    return checked(option, value_name, group, check);
   }
   CLI::Option* flag(const std::string& names, const std::string& group, const char* help,
                     bool& target) {
@@ -266,9 +267,9 @@ class Table {
   }
 
  private:
-  CLI::Option* checked(CLI::Option* option, const char* value, const std::string& group,
+  CLI::Option* checked(CLI::Option* option, const char* value_name, const std::string& group,
                        Check check) {
-    option->option_text(value)->group(group);
+    option->option_text(value_name)->group(group);
     const AsTyped& typed = typed_;
     const CLI::App& app = app_;
     option->transform(CLI::Validator(

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "probe/cli/cli.hpp"
+#include "probe/delivery.hpp"
 #include "probe/driver/driver_agent.hpp"
 #include "probe/facts/image_reader.hpp"
 #include "probe/fleet/summarize_command.hpp"
@@ -26,41 +27,34 @@ namespace precision_probe {
 
 namespace {
 
-const std::string kErrorPrefix = "precision-probe: error: ";
-
-// One line on stderr. Nothing can be done when stderr itself fails.
-void say(const AppDeps& deps, const std::string& line) {
-  (void)write_all(deps.streams.err_fd, terminal_safe(line) + "\n");
-}
-
 // Where the reports of a run go, in order: the main report (stdout, or -o FILE) and the extras.
-struct Delivery {
+struct Targets {
   std::vector<OutputRequest> requests;
   std::vector<Format> formats;
   bool main_on_stdout = false;  // request 0 is the main report on stdout
 };
 
-Delivery plan_delivery(const Options& o) {
-  Delivery d;
+Targets plan_targets(const Options& o) {
+  Targets t;
   if (!o.output.empty()) {
-    d.requests.push_back({o.output, o.output_flag});
-    d.formats.push_back(o.format);
+    t.requests.push_back({o.output, o.output_flag});
+    t.formats.push_back(o.format);
   } else if (!o.quiet) {
-    d.main_on_stdout = true;
-    d.requests.push_back({"-", "the report on stdout"});
-    d.formats.push_back(o.format);
+    t.main_on_stdout = true;
+    t.requests.push_back({"-", "the report on stdout"});
+    t.formats.push_back(o.format);
   }
   for (const ExtraOutput& e : o.extra_outputs) {
-    d.requests.push_back({e.path, e.flag});
-    d.formats.push_back(e.format);
+    t.requests.push_back({e.path, e.flag});
+    t.formats.push_back(e.format);
   }
-  return d;
+  return t;
 }
 
-PrintStyle main_style(const Options& o, const Delivery& d, const System& system) {
+PrintStyle main_style(const Options& o, const Targets& t, const System& system) {
   PrintStyle style;
   style.label_ttl_s = o.nfd_ttl_s;
-  const bool terminal = d.main_on_stdout && system.stdout_is_terminal();
+  const bool terminal = t.main_on_stdout && system.stdout_is_terminal();
   if (terminal) style.width = std::clamp(system.terminal_columns(), 40, 400);
   style.color = terminal && o.format == Format::text && o.color != ColorMode::never &&
                 system.getenv("NO_COLOR").value_or("").empty() &&
@@ -74,43 +68,26 @@ std::string render(const Report& report, Format format, PrintStyle style) {
   return out.str();
 }
 
-int fail_usage(const std::string& message, const CommandLine& cl, const AppDeps& deps) {
-  say(deps, kErrorPrefix + message);
-  if (cl.json_requested && !cl.quiet && !deps.streams.out_closed) {
-    (void)write_all(deps.streams.out_fd,
-                    report_to_json(usage_error_report(message, deps.system)) + "\n");
-  }
-  return exit_code::kUsage;
+// The probe's error document: a report that holds the error and nothing else.
+std::string probe_error_document(FailureKind kind, int code, const std::string& message,
+                                 const System& system) {
+  Report report = usage_error_report(message, system);
+  report.error->kind = kind;
+  report.exit_code = code;
+  return report_to_json(report) + "\n";
 }
 
-// A delivery that failed: the report says so (exit 6 unless it already says a failure of its
-// own), stderr says so, and stdout, where it still works, carries the report with that verdict.
-void delivery_failed(Report& report, const std::string& problem, bool stdout_failed,
-                     const Options& o, const Delivery& d, const AppDeps& deps) {
-  report.error = RunFailure{FailureKind::output, problem};
-  // One line on stderr: what failed, and the verdict where it stands (3, 4, 5).
-  std::string line = kErrorPrefix + "the report could not be delivered: " + problem;
-  if (report.exit_code == exit_code::kOk || report.exit_code == exit_code::kRequirementNotMet) {
-    report.exit_code = exit_code::kOutputFailed;
-    report.exit_reason = "the report could not be delivered: " + problem;
-  } else {
-    line += fmt::format(" (exit {}: {})", report.exit_code, report.exit_reason);
-  }
-  say(deps, line);
-  if (stdout_failed || o.quiet || deps.streams.out_closed) return;
-  if (d.main_on_stdout) {
-    (void)write_all(deps.streams.out_fd, render(report, o.format, main_style(o, d, deps.system)));
-  } else if (o.format == Format::json) {
-    (void)write_all(deps.streams.out_fd, report_to_json(report) + "\n");
-  }
-}
-
-int run_checked(const CommandLine& cl, const AppDeps& deps) {
-  const Options& o = cl.options;
-  const Delivery d = plan_delivery(o);
+// The probe and `arch`: outputs checked before the run, the report delivered to all of them.
+int run_probe_command(const Options& o, const AppDeps& deps, const Console& console) {
+  const Targets t = plan_targets(o);
+  auto usage = [&](const std::string& message) {
+    return console.fail(
+        exit_code::kUsage, message,
+        probe_error_document(FailureKind::usage, exit_code::kUsage, message, deps.system));
+  };
   PreparedOutputsResult prepared =
-      prepare_outputs(d.requests, deps.streams, o.quiet ? o.quiet_flag : "");
-  if (!prepared.error.empty()) return fail_usage(prepared.error, cl, deps);
+      prepare_outputs(t.requests, deps.streams, o.quiet ? o.quiet_flag : "");
+  if (!prepared.error.empty()) return usage(prepared.error);
 
   auto driver = deps.make_driver(o);
   auto engine = deps.make_engine();
@@ -119,58 +96,72 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
     probe_deps.find_torch = [&deps, &o](const System& s) { return deps.find_torch(o, s); };
   }
   Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
-  if (report.error) return fail_usage(report.error->message, cl, deps);
+  if (report.error) return usage(report.error->message);
 
-  std::vector<std::string> contents;
-  for (std::size_t i = 0; i < d.requests.size(); ++i) {
-    const bool main = i == 0 && d.main_on_stdout;
+  Delivery delivery;
+  for (std::size_t i = 0; i < t.requests.size(); ++i) {
+    const bool main = i == 0 && t.main_on_stdout;
     PrintStyle file_style;
     file_style.label_ttl_s = o.nfd_ttl_s;
-    contents.push_back(
-        render(report, d.formats[i], main ? main_style(o, d, deps.system) : file_style));
+    delivery.contents.push_back(
+        render(report, t.formats[i], main ? main_style(o, t, deps.system) : file_style));
   }
   trace("report printed");
-  bool stdout_failed = false;
   // Delivery within what is left of the run's time (a few seconds at least).
   const auto left =
       std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
-  const auto deadline =
+  delivery.deadline =
       std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
-  // A signal that comes while a reader does not read ends the wait: exit 5, as an interrupt.
-  const bool interrupted_before = interrupt_requested();
-  const auto interrupted_now = [interrupted_before] {
-    return !interrupted_before && interrupt_requested();
-  };
-  if (const std::string problem =
-          prepared.outputs->deliver(contents, deadline, stdout_failed, interrupted_now);
-      !problem.empty()) {
-    if (interrupted_now()) {
-      report.exit_code = exit_code::kTimedOut;
-      report.exit_reason = fmt::format("interrupted by {} while the report was being delivered",
-                                       signal_name(interrupt_signal()));
-    }
-    delivery_failed(report, problem, stdout_failed, o, d, deps);
-    return report.exit_code;
+  delivery.what = "the report";
+  delivery.stdout_shows_verdict = t.main_on_stdout && o.format == Format::text;
+  const Delivered d =
+      deliver(*prepared.outputs, delivery, {report.exit_code, report.exit_reason}, console);
+  if (d.problem.empty() || d.stdout_failed) return d.verdict.code;
+  // Stdout, where it still works, carries the report with the verdict of its delivery.
+  report.error = RunFailure{FailureKind::output, d.problem};
+  report.exit_code = d.verdict.code;
+  report.exit_reason = d.verdict.reason;
+  if (t.main_on_stdout) {
+    console.print_after_failure(render(report, o.format, main_style(o, t, deps.system)));
+  } else if (o.format == Format::json) {
+    console.print_after_failure(report_to_json(report) + "\n");
   }
-  // Whenever stdout does not carry a text report that ends with the verdict, stderr says it.
-  if (report.exit_code != exit_code::kOk && (!d.main_on_stdout || o.format != Format::text)) {
-    say(deps, fmt::format("precision-probe: exit {}: {}", report.exit_code, report.exit_reason));
-  }
-  return report.exit_code;
+  return d.verdict.code;
 }
 
-// Help and version: on stdout unless -q.
-int print_text(const CommandLine& cl, const std::string& text, const AppDeps& deps) {
-  if (cl.quiet) return exit_code::kOk;
-  if (deps.streams.out_closed) {
-    say(deps, kErrorPrefix + "stdout is closed: nowhere to print the text asked for");
-    return exit_code::kUsage;
+// `summarize`: its output checked before the reports are read, the summary delivered.
+int run_summarize_command(const SummarizeOptions& s, const AppDeps& deps, const Console& console) {
+  std::vector<OutputRequest> requests;
+  if (!s.output.empty()) {
+    requests.push_back({s.output, s.output_flag});
+  } else if (!s.quiet) {
+    requests.push_back({"-", "the summary on stdout"});
   }
-  if (const std::string problem = write_all(deps.streams.out_fd, text); !problem.empty()) {
-    say(deps, kErrorPrefix + "cannot write to stdout: " + problem);
-    return exit_code::kOutputFailed;
+  PreparedOutputsResult prepared =
+      prepare_outputs(requests, deps.streams, s.quiet ? s.quiet_flag : "");
+  if (!prepared.error.empty()) {
+    return console.fail(exit_code::kUsage, prepared.error,
+                        summary_error_document("usage", exit_code::kUsage, prepared.error));
   }
-  return exit_code::kOk;
+  Summarized made = summarize_reports(s, deps.streams);
+  if (made.failure) {
+    const SummaryFailure& f = *made.failure;
+    return console.fail(f.code, f.message, summary_error_document(f.kind, f.code, f.message));
+  }
+  Delivery delivery;
+  delivery.contents = {std::move(made.printed)};
+  delivery.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  delivery.what = "the summary";
+  delivery.stdout_shows_verdict = !requests.empty() && s.output.empty() && s.format == Format::text;
+  const Delivered d = deliver(*prepared.outputs, delivery,
+                              {made.summary.exit_code, made.summary.exit_reason}, console);
+  // A summary that went nowhere: where JSON was asked for, stdout says so.
+  if (!d.problem.empty() && !d.stdout_failed && console.json()) {
+    const bool interrupted = d.verdict.code == exit_code::kTimedOut;
+    console.print_after_failure(summary_error_document(interrupted ? "interrupted" : "output",
+                                                       d.verdict.code, d.verdict.reason));
+  }
+  return d.verdict.code;
 }
 
 // The descriptors 0-2 as the probe found them: a closed one is held open on /dev/null, so that
@@ -208,34 +199,31 @@ StandardStreams claim_standard_streams() {
 }  // namespace
 
 int run_app(int argc, const char* const* argv, const AppDeps& deps) {
-  if (argc >= 2 && argv[1] != nullptr && std::string_view(argv[1]) == "summarize") {
-    try {
-      return run_summarize(argc, argv, deps.streams);
-    } catch (const std::exception& e) {
-      say(deps, kErrorPrefix + "internal error: " + e.what());
-      return exit_code::kCheckFailed;
-    }
-  }
   const CommandLine cl = parse_command_line(argc, argv);
+  const Console console(deps.streams, cl.json_requested, cl.quiet);
+  const bool summarize = cl.program == CommandLine::Program::summarize;
+  // The command's own error document: the summary's, or a report that holds only the error.
+  auto document = [&](FailureKind kind, int code, const std::string& message) {
+    return summarize ? summary_error_document(to_string(kind), code, message)
+                     : probe_error_document(kind, code, message, deps.system);
+  };
   switch (cl.action) {
-    case CommandLine::Action::help: return print_text(cl, cl.text, deps);
-    case CommandLine::Action::version: return print_text(cl, cl.text + "\n", deps);
-    case CommandLine::Action::usage_error: return fail_usage(cl.text, cl, deps);
+    case CommandLine::Action::help: return console.print(cl.text);
+    case CommandLine::Action::version: return console.print(cl.text + "\n");
+    case CommandLine::Action::usage_error:
+      return console.fail(exit_code::kUsage, cl.text,
+                          document(FailureKind::usage, exit_code::kUsage, cl.text));
     case CommandLine::Action::run: break;
   }
   try {
-    return run_checked(cl, deps);
+    return summarize ? run_summarize_command(cl.summarize, deps, console)
+                     : run_probe_command(cl.options, deps, console);
   } catch (const std::exception& e) {
-    // Unexpected: one line, and still a JSON document when JSON was asked for.
+    // Unexpected (memory ran out, say): one line, and still a JSON document where JSON was asked
+    // for; nothing of the result is delivered.
     const std::string message = std::string("internal error: ") + e.what();
-    say(deps, kErrorPrefix + message);
-    if (cl.json_requested && !cl.quiet) {
-      Report report = usage_error_report(message, deps.system);
-      report.error->kind = FailureKind::internal;
-      report.exit_code = exit_code::kCheckFailed;
-      (void)write_all(deps.streams.out_fd, report_to_json(report) + "\n");
-    }
-    return exit_code::kCheckFailed;
+    return console.fail(exit_code::kCheckFailed, message,
+                        document(FailureKind::internal, exit_code::kCheckFailed, message));
   }
 }
 
@@ -269,13 +257,12 @@ int main_entry(int argc, char** argv) {
   const AppDeps deps{*system, make_driver,
                      [&system, &self] { return make_process_engine(*system, self); }, streams,
                      find_torch};
-  int code = run_app(argc, argv, deps);
+  const int code = run_app(argc, argv, deps);
   // The last error a file system can report comes at close (NFS, a full quota).
   if (!streams.out_closed && ::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) {
-    say(deps, kErrorPrefix + "stdout could not be closed: " + error_string(errno));
-    if (code == exit_code::kOk || code == exit_code::kRequirementNotMet) {
-      code = exit_code::kOutputFailed;
-    }
+    Console(streams, false, false)
+        .say("precision-probe: error: stdout could not be closed: " + error_string(errno));
+    return exit_code::most_severe(code, exit_code::kOutputFailed);
   }
   return code;
 }

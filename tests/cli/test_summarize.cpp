@@ -231,6 +231,17 @@ TEST(Summarize, WritesItsFileAtomicallyAndAFailedDeliveryIsExit6) {
   r = ppt::run_probe_binary({"summarize", "-o", "/dev/full", h200});
   EXPECT_EQ(r.exit_code, 6);
   EXPECT_NE(r.err.find("the summary could not be delivered"), std::string::npos) << r.err;
+  // As the probe's report: with --format json, stdout still carries a document that says so.
+  r = ppt::run_probe_binary({"summarize", "--format", "json", "-o", "/dev/full", h200});
+  EXPECT_EQ(r.exit_code, 6);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const nlohmann::json failed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(failed["error"]["kind"], "output");
+  EXPECT_EQ(failed["exit_code"], 6);
+  EXPECT_EQ(failed["exit_reason"].get<std::string>().rfind(
+                "the summary could not be delivered: -o: /dev/full", 0),
+            0U)
+      << failed["exit_reason"];
   r = ppt::run_probe_binary({"summarize", "-q", h200});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "");

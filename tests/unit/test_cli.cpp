@@ -160,6 +160,26 @@ TEST(Cli, BadInputIsAOneLineUsageError) {
       {{"arch", "9.0", "--bench"}, "--bench does not apply to arch"},
       {{"-q", "--json", "-"}, "-q keeps stdout silent, but --json - writes to it"},
       {{"--output-as", "json"}, "--output-as: 'json' is not FORMAT:FILE"},
+      // What CLI11 checks itself (the option table's excludes, needs, arity, subcommands).
+      {{"--soak-modes", "bf16"}, "--soak-modes needs --soak SECONDS"},
+      {{"--json=a.json", "--json", "b.json"}, "--json is given more than once"},
+      {{"-o", "a", "--output", "b"}, "--output is given more than once"},
+      {{"--output=", "r.json"}, "--output: empty value"},  // not the next word taken as its value
+      {{"--nfd-ttl", "30s", "--nfd", "l"}, "--nfd-ttl: '30s' is not a duration from 1m to 366d"},
+      {{"arch", "9.0", "--format", "nfd"}, "arch: node labels (nfd) come from a run on the node"},
+      {{"arch", "9.0", "--quick"}, "--quick does not apply to arch, which runs no kernels"},
+      {{"--bench", "arch", "9.0"}, "--bench does not apply to arch"},
+      {{"arch", "9.0", "summarize", "r.json"}, "arch: unexpected argument 'summarize'"},
+      {{"--quick", "summarize", "r.json"}, "summarize comes first, its options after it"},
+      {{"summarize"}, "summarize: no reports given"},
+      {{"summarize", "-o"}, "-o: FILE is missing"},
+      {{"summarize", "--bench", "r.json"}, "summarize: unknown option '--bench'"},
+      {{"summarize", "--format", "json", "--format=text", "r.json"},
+       "--format is given more than once"},
+      {{"summarize", "--max-age=", "r.json"}, "--max-age: empty value"},
+      {{"summarize", "--quiet", "--output=-", "r.json"},
+       "--quiet keeps stdout silent, but --output - writes to it"},
+      {{"summarize", "-", "r.json", "-"}, "summarize: - (standard input) is named more than once"},
   };
   for (const auto& [args, expected] : cases) {
     const auto cl = parse(args);
@@ -196,11 +216,72 @@ TEST(Cli, ArchGatesOnItsVerdicts) {
   EXPECT_EQ(cl.options.require, std::vector<pp::Mode>{pp::Mode::bf16});
 }
 
+// summarize's words go to SummarizeOptions; after the subcommand, "arch" and "summarize" are
+// words like any other (a directory named arch).
+TEST(Cli, SummarizeHasItsOwnOptions) {
+  const auto cl =
+      parse({"summarize", "--format", "md", "-o", "fleet.md", "--max-age", "1h30m", "--require",
+             "bf16,fp8", "--require=bf16", "--quiet", "n0.json", "-", "arch", "summarize"});
+  ASSERT_EQ(cl.action, Action::run) << cl.text;
+  ASSERT_EQ(cl.program, pp::CommandLine::Program::summarize);
+  const pp::SummarizeOptions& s = cl.summarize;
+  EXPECT_EQ(s.format, pp::Format::markdown);
+  EXPECT_EQ(s.output, "fleet.md");
+  EXPECT_EQ(s.output_flag, "-o");
+  EXPECT_EQ(s.max_age_s, 5400);
+  EXPECT_EQ(s.require, (std::vector<pp::Mode>{pp::Mode::bf16, pp::Mode::fp8_e4m3,
+                                              pp::Mode::fp8_e5m2}));  // each mode once
+  EXPECT_TRUE(s.quiet);
+  EXPECT_EQ(s.quiet_flag, "--quiet");
+  EXPECT_EQ(s.sources, (std::vector<std::string>{"n0.json", "-", "arch", "summarize"}));
+  const auto stdout_named = parse({"summarize", "--output", "-", "n0.json", "--", "-n1.json"});
+  ASSERT_EQ(stdout_named.action, Action::run) << stdout_named.text;
+  EXPECT_EQ(stdout_named.summarize.output, "");  // - is stdout
+  EXPECT_EQ(stdout_named.summarize.sources, (std::vector<std::string>{"n0.json", "-n1.json"}));
+  EXPECT_EQ(parse({"--device", "cpu"}).program, pp::CommandLine::Program::probe);
+}
+
 TEST(Cli, JsonIsNoticedEvenWhenParsingFails) {
   const auto cl = parse({"--format", "json", "--require", "fp7"});
   EXPECT_EQ(cl.action, Action::usage_error);
   EXPECT_TRUE(cl.json_requested);
   EXPECT_TRUE(parse({"--bogus", "--format=json"}).json_requested);
+  // summarize's error is summarize's document.
+  const auto summarize = parse({"summarize", "--format", "json"});
+  EXPECT_EQ(summarize.action, Action::usage_error);
+  EXPECT_TRUE(summarize.json_requested);
+  EXPECT_EQ(summarize.program, pp::CommandLine::Program::summarize);
+  EXPECT_TRUE(parse({"summarize", "-q", "--bogus"}).quiet);
+}
+
+// Help and the version are what was asked for, whatever else the line holds; the help is the
+// one of the command it names, before or after --help.
+TEST(Cli, HelpAndTheVersionAreAnsweredWhateverElseTheLineHolds) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> helps = {
+      {{"--format", "xml", "--help"}, "Usage: precision-probe [OPTIONS]"},
+      {{"--quick=yes", "-h"}, "Usage: precision-probe [OPTIONS]"},
+      {{"--help", "summarize"}, "Usage: precision-probe summarize [OPTIONS]"},
+      {{"summarize", "--format", "prometheus", "--help"}, "Usage: precision-probe summarize"},
+      {{"summarize", "-h"}, "Usage: precision-probe summarize [OPTIONS]"},
+      {{"arch", "8.10", "--help"}, "Usage: precision-probe arch CC"},
+  };
+  for (const auto& [args, usage] : helps) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::help) << args.front() << " " << cl.text;
+    EXPECT_NE(cl.text.find(usage), std::string::npos) << args.front() << ":\n" << cl.text;
+  }
+  EXPECT_EQ(parse({"--version", "--bogus"}).action, Action::version);
+  EXPECT_EQ(parse({"--device", "x", "--version"}).action, Action::version);
+}
+
+TEST(Cli, SummarizeHelpListsItsOwnOptions) {
+  const std::string help = parse({"summarize", "--help"}).text;
+  for (const char* option : {"--format FORMAT", "-o,--output FILE", "--max-age DURATION",
+                             "--require MODES", "-q,--quiet", "-h,--help"}) {
+    EXPECT_NE(help.find(option), std::string::npos) << option;
+  }
+  EXPECT_EQ(help.find("--device"), std::string::npos);  // the probe's
+  EXPECT_NE(words(help).find("the most severe wins: 2, 3, 4, 6, 1, 0."), std::string::npos);
 }
 
 TEST(Cli, HelpVersionAndArch) {
@@ -247,7 +328,8 @@ TEST(Cli, ArchHelpIsArchsOwnAndEveryHelpFitsEightyColumns) {
   const std::string top = parse({"--help"}).text;
   EXPECT_NE(top.find("--bench"), std::string::npos);
   EXPECT_NE(top.find("PRECISION_PROBE_INJECT_FAULT"), std::string::npos);
-  for (const std::string& text : {top, parse({"arch", "--help"}).text}) {
+  for (const std::string& text :
+       {top, parse({"arch", "--help"}).text, parse({"summarize", "--help"}).text}) {
     std::size_t start = 0;
     while (start < text.size()) {
       const std::size_t end = std::min(text.find('\n', start), text.size());

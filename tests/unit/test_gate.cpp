@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <array>
+#include <fstream>
+#include <iterator>
+
+#include "common/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"
 
@@ -145,4 +150,33 @@ TEST(Gate, UnavailableSelectionIsThreeAndUsageErrorIsTwo) {
   pp::Report u;
   u.error = pp::RunFailure{pp::FailureKind::usage, "bad"};
   EXPECT_EQ(pp::decide_exit(u).code, pp::exit_code::kUsage);
+}
+
+// One severity order wherever exit codes meet (the gate, summarize's gate, a failed delivery, a
+// stdout that fails at close): the table's, as docs/exit-codes.md and docs/summarize.md say it.
+TEST(ExitCodes, OneSeverityOrderAsTheDocsSayIt) {
+  namespace ec = pp::exit_code;
+  EXPECT_EQ(ec::by_severity(), (std::array<int, 7>{2, 5, 3, 4, 6, 1, 0}));
+  EXPECT_EQ(ec::most_severe(ec::kOk, ec::kOutputFailed), ec::kOutputFailed);
+  EXPECT_EQ(ec::most_severe(ec::kRequirementNotMet, ec::kOutputFailed), ec::kOutputFailed);
+  for (int stands : {ec::kUsage, ec::kEnvironment, ec::kCheckFailed, ec::kTimedOut}) {
+    EXPECT_EQ(ec::most_severe(stands, ec::kOutputFailed), stands) << stands;
+    EXPECT_EQ(ec::most_severe(ec::kOutputFailed, stands), stands) << stands;
+  }
+  std::vector<std::string> all, without_interrupt;
+  for (int code : ec::by_severity()) {
+    all.push_back(std::to_string(code));
+    if (code != ec::kTimedOut) without_interrupt.push_back(std::to_string(code));
+  }
+  auto read = [](const char* path) {
+    std::ifstream in(std::string(PP_SOURCE_DIR) + "/" + path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (char& c : text) c = c == '\n' ? ' ' : c;
+    return text;
+  };
+  const std::string order = "**" + pp::join(all, ", ") + "**";
+  EXPECT_NE(read("docs/exit-codes.md").find(order), std::string::npos) << order;
+  const std::string summarize =
+      "**" + pp::join(without_interrupt, ", ") + "**";  // 5: nothing written
+  EXPECT_NE(read("docs/summarize.md").find(summarize), std::string::npos) << summarize;
 }

@@ -1,15 +1,22 @@
+// The command line (cli.hpp): the option table of the probe, `arch` and `summarize`, bound by
+// CLI11 straight into Options and SummarizeOptions. CLI11 checks every value (the table's checks),
+// what options exclude and need, what is unknown, given twice or missing; what it refuses is said
+// here in the user's words, with what the pre-pass read of how they typed it (typed.cpp). The one
+// file that compiles CLI11.
+
 #include "probe/cli/cli.hpp"
 
 #include <algorithm>
-#include <map>
+#include <functional>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/arch.hpp"
 #include "common/build_info.hpp"
-#include "probe/verdicts/exit_codes.hpp"
 #include "common/strings.hpp"
+#include "probe/cli/command_line.hpp"
 
 namespace precision_probe {
 
@@ -39,7 +46,7 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
   DeviceSelection& s = result.selection;
   const std::string value = to_lower(trim(text));
   if (value.empty()) {
-    result.error = "--device: empty value (use all, gpu, cpu or GPU indices such as 0,1)";
+    result.error = "empty value (use all, gpu, cpu or GPU indices such as 0,1)";
     return result;
   }
   bool every_gpu = false;
@@ -61,9 +68,9 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
         std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; });
     const auto index = digits ? parse_int(entry) : std::nullopt;
     if (!index || *index > 4095) {
-      result.error = fmt::format(
-          "--device: '{}' is not a device (use all, gpu, cpu or GPU indices such as 0,1)",
-          printable(entry.empty() ? "(empty)" : entry));
+      result.error =
+          fmt::format("'{}' is not a device (use all, gpu, cpu or GPU indices such as 0,1)",
+                      printable(entry.empty() ? "(empty)" : entry));
       return result;
     }
     const int i = static_cast<int>(*index);
@@ -86,277 +93,33 @@ std::string version_text() {
       kNewestTestedLibTorch.minor);
 }
 
+namespace cli {
+
 namespace {
 
-// Every option once: the names CLI11 knows it by, its value's name ("" for a flag), whether it may
-// be repeated, whether it applies to `arch` (which runs no kernels), and its help.
-struct OptionSpec {
-  const char* names;
-  const char* value;
-  bool repeatable;
-  bool with_arch;
-  const char* help;
+// A value or a combination refused by the option table: the whole message, one line. Thrown from
+// the table's checks through CLI11's parse, caught in parse_command_line.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
-constexpr std::array<OptionSpec, 24> kOptions = {{
-    {"--format", "FORMAT", false, true,
-     "The report on stdout: text (default), json, markdown, prometheus or nfd (node labels)"},
-    {"-o,--output", "FILE", false, true,
-     "Write that report to FILE instead of stdout (- is stdout); a regular file is replaced "
-     "atomically, a device or FIFO written through"},
-    {"--json", "FILE", false, true, "Also write the JSON report to FILE"},
-    {"--markdown", "FILE", false, true, "Also write the Markdown report to FILE (CI summaries)"},
-    {"--prom", "FILE", false, true,
-     "Also write Prometheus metrics to FILE (node_exporter textfile collector)"},
-    {"--text", "FILE", false, true, "Also write the text report to FILE"},
-    {"--nfd", "FILE", false, false,
-     "Also write node labels to FILE: a node-feature-discovery feature file (its features.d "
-     "directory)"},
-    {"--nfd-ttl", "DURATION", false, false,
-     "How long the node labels stand when the probe stops running: 90m, 24h (default 1h)"},
-    {"--output-as", "FORMAT:FILE", true, true,
-     "Also write FORMAT to FILE (json:r.json, json:- for stdout); repeatable"},
-    {"--device", "SEL", false, false,
-     "Devices to check and gate: all, gpu (default: every visible GPU), cpu, or GPU indices such "
-     "as 0,1 (may include cpu)"},
-    {"--require", "MODES", true, true,
-     "Exit 1 unless every selected device runs these natively (comma separated, repeatable; "
-     "the modes are listed below)"},
-    {"--quick", "", false, false, "Driver facts and architecture verdicts only: no kernels run"},
-    {"--nccl", "", false, false,
-     "All-reduce in fp32, fp16 and bf16 across the selected GPUs through NCCL: exact results and "
-     "bus bandwidth (one GPU: a one-rank all-reduce)"},
-    {"--no-amp", "", false, false,
-     "Skip the mixed-precision training checks (amp_fp16, amp_bf16): matmul smoke tests only"},
-    {"--bench", "", false, false,
-     "Measure TFLOP/s per precision, the speed-up over fp32 and the share of the datasheet peak"},
-    {"--bench-size", "N", false, false,
-     "GEMM size for --bench and --soak, M=N=K, a multiple of 16 (--bench: 8192 on GPUs, 1024 on "
-     "the CPU; --soak: 16384 on GPUs of 16 GiB or more, 8192 on smaller ones, 256 on the CPU)"},
-    {"--soak", "SECONDS", false, false,
-     "Run each native matmul mode back to back for SECONDS on every selected device, each result "
-     "compared bit for bit with the first (silent data corruption under load)"},
-    {"--soak-modes", "MODES", true, false,
-     "The modes --soak runs (comma separated; default: every matmul mode native on the device)"},
-    {"--seed", "N", false, false, "Seed of the random test inputs (default: a fresh one per run)"},
-    {"--timeout", "SECONDS", false, true, "Bound on the whole run, in seconds (default 60)"},
-    {"--check-timeout", "SECONDS", false, false,
-     "Bound on any one check, in seconds (default 45): a hung kernel is stopped"},
-    {"--no-color", "", false, true, "No colour in the text report (NO_COLOR is honoured too)"},
-    {"-q,--quiet", "", false, true, "Nothing on stdout; the exit code tells the result"},
-    {"--version", "", false, true, "The version and the LibTorch/CUDA it was built with"},
-}};
-
-// The options that only mean something where kernels run: --quick refuses each of them.
-constexpr std::array<const char*, 7> kKernelOptions = {
-    "--bench", "--bench-size", "--soak", "--soak-modes", "--nccl", "--no-amp", "--seed"};
-
-// The long name an option is known by in this file ("--output" for -o).
-std::string primary_name(const OptionSpec& spec) {
-  const std::vector<std::string> names = split(spec.names, ',');
-  return names.back();
-}
-
-const OptionSpec* find_option(std::string_view spelled) {
-  for (const OptionSpec& spec : kOptions) {
-    for (const std::string& name : split(spec.names, ',')) {
-      if (name == spelled) return &spec;
-    }
-  }
-  return nullptr;
-}
-
-// What the command line holds, read before CLI11 sees it: the checks that need to know how each
-// value was given, and each option as the user spelled it (messages name what was typed).
-struct Scan {
-  std::map<std::string, std::string> spelled;  // primary name -> as typed
-  std::map<std::string, int> count;
-  std::vector<std::string> positionals;
-  bool help = false;
-  bool json = false;
-  bool quiet = false;
-  std::string error;
+// The command line: the probe's app and its two subcommands.
+struct Apps {
+  CLI::App& probe;
+  CLI::App& arch;
+  CLI::App& summarize;
 };
 
-void scan_value(Scan& scan, const OptionSpec& spec, const std::string& as_typed,
-                const std::string& value, bool attached) {
-  const std::string name = primary_name(spec);
-  if (name == "--format" && value == "json") scan.json = true;
-  if (!scan.error.empty()) return;
-  if (value.empty()) {
-    scan.error = fmt::format("{}: empty value", as_typed);
-  } else if (!attached && value != "-" && value.front() == '-') {
-    // "--json -q" is a forgotten value, not a file named "-q".
-    // The form that takes it as it is: --name=VALUE (a short option keeps an '=' in its value).
-    const std::string spelled = as_typed.compare(0, 2, "--") == 0 ? as_typed : primary_name(spec);
-    scan.error = fmt::format(
-        "{}: '{}' looks like an option, not a {} (write {}={} if you mean it)", as_typed,
-        printable(value, 40), spec.value, spelled,
-        std::string(spec.value) == "FILE" ? "./" + printable(value, 40) : printable(value, 40));
-  }
+// An option of `app` as the user typed it ("-o"), else its long name.
+std::string typed_name(const AsTyped& typed, const CLI::App& app, const CLI::Option& option) {
+  return typed.name(app.get_name(), option.get_name());
 }
 
-// The words that are not options: nothing, or `arch CC`.
-std::string check_positionals(const std::vector<std::string>& pos) {
-  if (pos.empty()) return "";
-  if (pos.front() == "summarize") {
-    return "summarize comes first, its options after it (precision-probe summarize --help)";
-  }
-  if (pos.front() != "arch") {
-    return fmt::format("unexpected argument '{}' (precision-probe --help lists the options)",
-                       printable(pos.front(), 40));
-  }
-  if (pos.size() < 2) return "arch: the compute capability is missing (e.g. arch 8.9)";
-  if (pos.size() > 2) {
-    return fmt::format("arch: unexpected argument '{}' after the compute capability",
-                       printable(pos[2], 40));
-  }
-  return "";
-}
-
-Scan scan_command_line(int argc, const char* const* argv) {
-  Scan scan;
-  auto fail = [&scan](std::string message) {
-    if (scan.error.empty()) scan.error = std::move(message);
-  };
-  bool rest_positional = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i] != nullptr ? argv[i] : "";
-    if (rest_positional || arg.size() < 2 || arg.front() != '-') {
-      scan.positionals.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      rest_positional = true;
-      continue;
-    }
-    const bool long_form = arg.compare(0, 2, "--") == 0;
-    const std::size_t eq = long_form ? arg.find('=') : std::string::npos;
-    const std::string name = long_form ? arg.substr(0, eq) : arg.substr(0, 2);
-    if (name == "-h" || name == "--help") {
-      scan.help = true;
-      continue;
-    }
-    const OptionSpec* spec = find_option(name);
-    if (spec == nullptr) {
-      fail(fmt::format("unknown option '{}' (precision-probe --help lists them)",
-                       printable(name, 40)));
-      continue;
-    }
-    const std::string primary = primary_name(*spec);
-    scan.spelled[primary] = name;
-    if (++scan.count[primary] > 1 && !spec->repeatable && *spec->value != '\0') {
-      fail(fmt::format("{} is given more than once", name));
-    }
-    if (*spec->value == '\0') {
-      if (primary == "--quiet") scan.quiet = true;
-      if (eq != std::string::npos || (!long_form && arg.size() > 2)) {
-        fail(fmt::format("{} takes no value", name));
-      }
-      continue;
-    }
-    if (eq != std::string::npos) {
-      scan_value(scan, *spec, name, arg.substr(eq + 1), true);
-    } else if (!long_form && arg.size() > 2) {
-      scan_value(scan, *spec, name, arg.substr(2), true);
-    } else if (i + 1 >= argc || argv[i + 1] == nullptr) {
-      fail(fmt::format("{}: {} is missing", name, spec->value));
-    } else {
-      scan_value(scan, *spec, name, argv[++i], false);
-    }
-  }
-  if (scan.error.empty()) scan.error = check_positionals(scan.positionals);
-  return scan;
-}
-
-std::string help_footer() {
-  std::string text = "\nModes for --require: " + accepted_mode_keys() + ".\n\nExit codes:\n";
-  for (const exit_code::Meaning& m : exit_code::kMeanings) {
-    text += fmt::format("  {}  {}\n", m.code, m.meaning);
-  }
-  text += "\nEnvironment:\n";
-  for (const EnvironmentVariable& v : kEnvironmentVariables) {
-    text += fmt::format("  {:<32}  {}\n", v.name, v.effect);
-  }
-  text += "\nDocumentation: README.md and docs/ (exit codes: docs/exit-codes.md).\n";
-  return text;
-}
-
-// Help text in 80 columns: a longer line wraps, its continuation under its description (the
-// text after the first run of two spaces past the indent: an option's help, a variable's effect).
-std::string fit_help(const std::string& help) {
-  std::string out;
-  for (const std::string& line : split(help, '\n')) {
-    if (line.size() <= 80) {
-      out += line + "\n";
-      continue;
-    }
-    const std::size_t indent = line.find_first_not_of(' ');
-    const std::size_t gap = line.find("  ", indent == std::string::npos ? 0 : indent);
-    const std::size_t column = gap == std::string::npos ? 0 : line.find_first_not_of(' ', gap);
-    const bool hanging = column != std::string::npos && column > 0 && column <= 40;
-    const std::size_t at = hanging ? column : 0;
-    const std::vector<std::string> lines = wrap(line.substr(at), 80 - at);
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      out += (i == 0 ? line.substr(0, at) : std::string(at, ' ')) + lines[i] + "\n";
-    }
-  }
-  if (!out.empty() && (help.empty() || help.back() != '\n')) out.pop_back();
-  return out;
-}
-
-// `arch --help`: what arch does and the options that apply to it (kOptions' with_arch).
-std::string arch_help() {
-  std::string text =
-      "Usage: precision-probe arch CC [OPTIONS]\n\n"
-      "Offline: the precision matrix for a compute capability (CC: 8.9, 89 or\n"
-      "sm_89), and whether the image's LibTorch carries kernels for it. It runs no\n"
-      "kernels and needs no GPU; --require gates on its verdicts (exit 1 where one\n"
-      "is not native).\n\nOptions:\n";
-  for (const OptionSpec& spec : kOptions) {
-    if (!spec.with_arch) continue;
-    const std::string name = *spec.value == '\0' ? std::string(spec.names)
-                                                 : fmt::format("{} {}", spec.names, spec.value);
-    const std::vector<std::string> lines = wrap(spec.help, 80 - 27);
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      text += fmt::format("  {:<23}  {}\n", i == 0 ? name : "", lines[i]);
-    }
-  }
-  text += "\n";
-  for (const std::string& line : wrap("Modes for --require: " + accepted_mode_keys() + ".", 80)) {
-    text += line + "\n";
-  }
-  return text + "\nExit codes and the environment: precision-probe --help.\n";
-}
-
-// The values as given, before they are checked.
-struct RawValues {
-  std::map<std::string, std::string> one;
-  std::map<std::string, std::vector<std::string>> many;
-  std::map<std::string, bool> flags;
-  std::string cc;
-};
-
-void build_app(CLI::App& app, RawValues& raw, CLI::App*& arch) {
-  app.get_formatter()->column_width(34);
-  app.footer(help_footer());
-  for (const OptionSpec& spec : kOptions) {
-    const std::string name = primary_name(spec);
-    if (*spec.value == '\0') {
-      app.add_flag(spec.names, raw.flags[name], spec.help);
-    } else if (spec.repeatable) {
-      app.add_option(spec.names, raw.many[name], spec.help)->option_text(spec.value);
-    } else {
-      app.add_option(spec.names, raw.one[name], spec.help)->option_text(spec.value);
-    }
-  }
-  arch = app.add_subcommand(
-      "arch",
-      "Offline: the precision matrix for a compute capability, and whether the image's LibTorch "
-      "carries kernels for it (e.g. arch 7.5); --require gates on it");
-  arch->add_option("CC", raw.cc, "Compute capability: 8.9, 89 or sm_89");
-  arch->fallthrough();
-}
+// --- The checks of values ------------------------------------------------------------------------
+// Each returns "" for a good value, else what is wrong with it, said after the option as typed;
+// a check may rewrite the value into the form CLI11 converts (a duration into seconds).
+using Check = std::string (*)(std::string& value);
 
 // "12.5" or "30": a plain decimal number of seconds (no sign, exponent, hex or words).
 std::optional<double> parse_seconds(const std::string& text) {
@@ -381,250 +144,571 @@ std::optional<std::int64_t> parse_decimal(const std::string& text) {
   return parse_int(text);
 }
 
-class Reader {
+std::string seconds_up_to(std::string& value, double most) {
+  const auto seconds = parse_seconds(value);
+  if (!seconds || *seconds <= 0.0 || *seconds > most) {
+    return fmt::format("'{}' is not a number of seconds above 0 and up to {}", printable(value, 40),
+                       most);
+  }
+  value = fmt::format("{}", *seconds);
+  return "";
+}
+
+std::string check_seconds(std::string& value) { return seconds_up_to(value, 86400.0); }
+std::string check_soak_seconds(std::string& value) { return seconds_up_to(value, 604800.0); }
+
+std::string check_format(std::string& value) {
+  if (parse_format(value)) return "";
+  return fmt::format("'{}' is not a format (text, json, markdown, prometheus, nfd)",
+                     printable(value, 40));
+}
+
+std::string check_summary_format(std::string& value) {
+  const auto format = parse_format(value);
+  if (format == Format::text || format == Format::json || format == Format::markdown) return "";
+  return fmt::format("'{}' is not a format of summarize (text, json, markdown)",
+                     printable(value, 40));
+}
+
+std::string check_output_as(std::string& value) {
+  const std::size_t colon = value.find(':');
+  if (colon != std::string::npos && colon + 1 < value.size() &&
+      parse_format(value.substr(0, colon))) {
+    return "";
+  }
+  return fmt::format("'{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus, nfd)",
+                     printable(value, 60));
+}
+
+std::string check_device(std::string& value) { return parse_device_selection(value).error; }
+std::string check_modes(std::string& value) { return parse_mode_list(value).error; }
+
+std::string check_soak_modes(std::string& value) {
+  const ModeListParse modes = parse_mode_list(value);
+  if (!modes.error.empty()) return modes.error;
+  for (Mode mode : modes.modes) {
+    if (is_amp_mode(mode)) {
+      return fmt::format("{} is a training mode; the soak runs matmul modes", mode_key(mode));
+    }
+  }
+  return "";
+}
+
+// Seeds stay exact in every JSON reader (below 2^53).
+std::string check_seed(std::string& value) {
+  const auto seed = parse_decimal(value);
+  if (seed && *seed <= (std::int64_t{1} << 53) - 1) return "";
+  return fmt::format("'{}' is not a whole number from 0 to 9007199254740991", printable(value, 40));
+}
+
+std::string check_bench_size(std::string& value) {
+  const auto size = parse_decimal(value);
+  if (size && *size >= 16 && *size <= 32768 && *size % 16 == 0) return "";
+  return fmt::format("'{}' is not a multiple of 16 from 16 to 32768", printable(value, 40));
+}
+
+std::string to_label_seconds(std::string& value) {
+  const auto ttl = parse_duration(value);
+  if (!ttl || *ttl < 60 || *ttl > std::int64_t{366} * 86400) {
+    return fmt::format("'{}' is not a duration from 1m to 366d (such as 90m or 24h)",
+                       printable(value, 40));
+  }
+  value = std::to_string(*ttl);
+  return "";
+}
+
+std::string to_age_seconds(std::string& value) {
+  const auto age = parse_duration(value);
+  if (!age || *age <= 0) {
+    return fmt::format("'{}' is not a duration (such as 90m, 24h or 7d)", printable(value, 40));
+  }
+  value = std::to_string(*age);
+  return "";
+}
+
+// --- The table -----------------------------------------------------------------------------------
+
+// Adds the rows of the option table to one CLI11 app: each option with its names, its value's
+// name, where it applies (its group), its help, the check of its value, and where the value goes.
+// An empty value is refused everywhere; a value option is given once unless it is repeatable.
+class Table {
  public:
-  Reader(const Scan& scan, RawValues& raw, Options& o) : scan_(scan), raw_(raw), o_(o) {}
+  Table(CLI::App& app, const AsTyped& typed) : app_(app), typed_(typed) {}
 
-  // As the user typed it: "-o" or "--output".
-  std::string typed(const std::string& primary) const {
-    const auto it = scan_.spelled.find(primary);
-    return it != scan_.spelled.end() ? it->second : primary;
+  // One value, converted by CLI11 into `target`.
+  template <typename T>
+  CLI::Option* value(const std::string& names, const char* value_name, const std::string& group,
+                     const char* help, Check check, T& target) {
+    return checked(app_.add_option(names, target, help), value_name, group, check);
   }
-  bool given(const std::string& primary) const { return scan_.count.count(primary) != 0; }
-  const std::string& value(const std::string& primary) { return raw_.one[primary]; }
-
-  std::string read_outputs() {
-    if (given("--format")) {
-      const auto f = parse_format(value("--format"));
-      if (!f) {
-        return fmt::format("{}: '{}' is not a format (text, json, markdown, prometheus, nfd)",
-                           typed("--format"), printable(value("--format"), 40));
-      }
-      o_.format = *f;
-    }
-    if (given("--output")) {
-      o_.output = value("--output") == "-" ? "" : value("--output");
-      o_.output_flag = typed("--output");
-    }
-    for (const auto& [name, format] :
-         {std::pair{"--json", Format::json}, std::pair{"--markdown", Format::markdown},
-          std::pair{"--prom", Format::prometheus}, std::pair{"--text", Format::text},
-          std::pair{"--nfd", Format::nfd}}) {
-      if (given(name)) o_.extra_outputs.push_back({format, value(name), typed(name)});
-    }
-    for (const std::string& spec : raw_.many["--output-as"]) {
-      const std::size_t colon = spec.find(':');
-      const auto f =
-          colon == std::string::npos ? std::nullopt : parse_format(spec.substr(0, colon));
-      if (!f || colon + 1 >= spec.size()) {
-        return fmt::format(
-            "--output-as: '{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus, nfd)",
-            printable(spec, 60));
-      }
-      o_.extra_outputs.push_back({*f, spec.substr(colon + 1), "--output-as"});
-    }
-    const bool labels = o_.format == Format::nfd ||
-                        std::any_of(o_.extra_outputs.begin(), o_.extra_outputs.end(),
-                                    [](const ExtraOutput& e) { return e.format == Format::nfd; });
-    if (labels && o_.command == Command::arch) {
-      return "arch: node labels (nfd) come from a run on the node, not from arch";
-    }
-    if (o_.quiet) {
-      if (given("--output") && value("--output") == "-") {
-        return fmt::format("{} keeps stdout silent, but {} - writes to it", typed("--quiet"),
-                           typed("--output"));
-      }
-      for (const ExtraOutput& e : o_.extra_outputs) {
-        if (e.path == "-") {
-          return fmt::format("{} keeps stdout silent, but {} - writes to it", typed("--quiet"),
-                             e.flag);
-        }
-      }
-    }
-    return "";
+  // One value, handed to `bind`.
+  CLI::Option* value_to(const std::string& names, const char* value_name, const std::string& group,
+                        const char* help, Check check,
+                        const std::function<void(const std::string&)>& bind) {
+    return checked(app_.add_option_function<std::string>(names, bind, help), value_name, group,
+                   check);
   }
-
-  std::string read_numbers() {
-    if (given("--seed")) {
-      const auto seed = parse_decimal(value("--seed"));
-      // Seeds stay exact in every JSON reader (below 2^53).
-      if (!seed || *seed > (std::int64_t{1} << 53) - 1) {
-        return fmt::format("{}: '{}' is not a whole number from 0 to 9007199254740991",
-                           typed("--seed"), printable(value("--seed"), 40));
-      }
-      o_.seed = static_cast<std::uint64_t>(*seed);
-    }
-    if (given("--bench-size")) {
-      const auto size = parse_decimal(value("--bench-size"));
-      if (!size || *size < 16 || *size > 32768 || *size % 16 != 0) {
-        return fmt::format("{}: '{}' is not a multiple of 16 from 16 to 32768",
-                           typed("--bench-size"), printable(value("--bench-size"), 40));
-      }
-      o_.bench_size = *size;
-      o_.bench = true;  // asking for a size asks for the benchmark
-    }
-    if (given("--soak")) {
-      const auto seconds = parse_seconds(value("--soak"));
-      if (!seconds || *seconds <= 0.0 || *seconds > 604800.0) {
-        return fmt::format("{}: '{}' is not a number of seconds above 0 and up to 604800",
-                           typed("--soak"), printable(value("--soak"), 40));
-      }
-      o_.soak_s = *seconds;
-    }
-    if (given("--nfd-ttl")) {
-      const auto ttl = parse_duration(value("--nfd-ttl"));
-      if (!ttl || *ttl < 60 || *ttl > std::int64_t{366} * 86400) {
-        return fmt::format("{}: '{}' is not a duration from 1m to 366d (such as 90m or 24h)",
-                           typed("--nfd-ttl"), printable(value("--nfd-ttl"), 40));
-      }
-      o_.nfd_ttl_s = *ttl;
-    }
-    for (const auto& [name, target] : {std::pair{"--timeout", &o_.timeout_s},
-                                       std::pair{"--check-timeout", &o_.check_timeout_s}}) {
-      if (!given(name)) continue;
-      const auto seconds = parse_seconds(value(name));
-      if (!seconds || *seconds <= 0.0 || *seconds > 86400.0) {
-        return fmt::format("{}: '{}' is not a number of seconds above 0 and up to 86400",
-                           typed(name), printable(value(name), 40));
-      }
-      *target = *seconds;
-    }
-    return "";
+  // One value each time it is given, repeatable: all of them handed to `bind`.
+  CLI::Option* values_to(const std::string& names, const char* value_name, const std::string& group,
+                         const char* help, Check check,
+                         const std::function<void(const std::vector<std::string>&)>& bind) {
+    CLI::Option* option = app_.add_option_function<std::vector<std::string>>(names, bind, help);
+    option->expected(1)->allow_extra_args(false)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+    return checked(option, value_name, group, check);
   }
-
-  std::string read_selection() {
-    if (given("--device")) {
-      const auto selection = parse_device_selection(value("--device"));
-      if (!selection.error.empty()) return selection.error;
-      o_.devices = selection.selection;
-    }
-    const std::vector<std::string>& require = raw_.many["--require"];
-    if (!require.empty()) {
-      const auto modes = parse_mode_list(join(require, ","));
-      if (!modes.error.empty()) return "--require: " + modes.error;
-      o_.require = modes.modes;
-    }
-    return read_soak_modes();
+  CLI::Option* flag(const std::string& names, const std::string& group, const char* help,
+                    bool& target) {
+    return app_.add_flag(names, target, help)->group(group);
   }
-
-  std::string read_soak_modes() {
-    const std::vector<std::string>& soak = raw_.many["--soak-modes"];
-    if (soak.empty()) return "";
-    if (!given("--soak")) return fmt::format("{} needs --soak SECONDS", typed("--soak-modes"));
-    const auto modes = parse_mode_list(join(soak, ","));
-    if (!modes.error.empty()) return typed("--soak-modes") + ": " + modes.error;
-    for (Mode mode : modes.modes) {
-      if (is_amp_mode(mode)) {
-        return fmt::format("{}: {} is a training mode; the soak runs matmul modes",
-                           typed("--soak-modes"), mode_key(mode));
-      }
-    }
-    o_.soak_modes = modes.modes;
-    return "";
-  }
-
-  // Options that cannot do what they say together: refused, both named.
-  std::string read_combinations() {
-    if (o_.quick && o_.command == Command::probe) {
-      for (const char* name : kKernelOptions) {
-        if (given(name)) {
-          return fmt::format("{} needs kernels to run and {} runs none: choose one", typed(name),
-                             typed("--quick"));
-        }
-      }
-    }
-    const bool labels = o_.format == Format::nfd ||
-                        std::any_of(o_.extra_outputs.begin(), o_.extra_outputs.end(),
-                                    [](const ExtraOutput& e) { return e.format == Format::nfd; });
-    if (given("--nfd-ttl") && !labels && o_.command == Command::probe) {
-      return fmt::format(
-          "{} is how long node labels stand, but none are written (add --nfd FILE "
-          "or --format nfd)",
-          typed("--nfd-ttl"));
-    }
-    return "";
-  }
-
-  // `arch CC`: the compute capability, and no option that needs kernels to run.
-  std::string read_arch() {
-    const std::vector<std::string>& pos = scan_.positionals;
-    if (pos.empty()) return "";
-    o_.command = Command::arch;
-    o_.arch_cc = pos[1];
-    if (!parse_compute_capability(o_.arch_cc)) {
-      return fmt::format("arch: '{}' is not a compute capability (examples: 8.9, 89, sm_89)",
-                         printable(o_.arch_cc, 40));
-    }
-    for (const OptionSpec& spec : kOptions) {
-      if (!spec.with_arch && given(primary_name(spec))) {
-        return fmt::format("{} does not apply to arch, which runs no kernels",
-                           typed(primary_name(spec)));
-      }
-    }
-    return "";
+  CLI::Option* flag_to(const std::string& names, const std::string& group, const char* help,
+                       std::function<void()> set) {
+    return app_.add_flag_callback(names, std::move(set), help)->group(group);
   }
 
  private:
-  const Scan& scan_;
-  RawValues& raw_;
-  Options& o_;
+  CLI::Option* checked(CLI::Option* option, const char* value_name, const std::string& group,
+                       Check check) {
+    option->option_text(value_name)->group(group);
+    const AsTyped& typed = typed_;
+    const CLI::App& app = app_;
+    option->transform(CLI::Validator(
+        [&typed, &app, option, check](std::string& v) {
+          const std::string problem = v.empty() ? "empty value" : check ? check(v) : "";
+          if (!problem.empty()) throw UsageError(typed_name(typed, app, *option) + ": " + problem);
+          return std::string();
+        },
+        ""));
+    return option;
+  }
+
+  CLI::App& app_;
+  const AsTyped& typed_;
 };
+
+void add_report_options(Table& t, Options& o) {
+  t.value_to("--format", "FORMAT", kAlsoArch,
+             "The report on stdout: text (default), json, markdown, prometheus or nfd (node "
+             "labels)",
+             check_format, [&o](const std::string& v) { o.format = *parse_format(v); });
+  t.value_to("-o,--output", "FILE", kAlsoArch,
+             "Write that report to FILE instead of stdout (- is stdout); a regular file is "
+             "replaced atomically, a device or FIFO written through",
+             nullptr, [&o](const std::string& v) { o.output = v == "-" ? "" : v; });
+  auto extra = [&t, &o](const char* name, Format format, const std::string& group,
+                        const char* help) {
+    t.value_to(name, "FILE", group, help, nullptr, [&o, name, format](const std::string& v) {
+      o.extra_outputs.push_back({format, v, name});
+    });
+  };
+  extra("--json", Format::json, kAlsoArch, "Also write the JSON report to FILE");
+  extra("--markdown", Format::markdown, kAlsoArch,
+        "Also write the Markdown report to FILE (CI summaries)");
+  extra("--prom", Format::prometheus, kAlsoArch,
+        "Also write Prometheus metrics to FILE (node_exporter textfile collector)");
+  extra("--text", Format::text, kAlsoArch, "Also write the text report to FILE");
+  extra("--nfd", Format::nfd, kProbeOnly,
+        "Also write node labels to FILE: a node-feature-discovery feature file (its features.d "
+        "directory)");
+  t.value("--nfd-ttl", "DURATION", kProbeOnly,
+          "How long the node labels stand when the probe stops running: 90m, 24h (default 1h)",
+          to_label_seconds, o.nfd_ttl_s);
+  t.values_to("--output-as", "FORMAT:FILE", kAlsoArch,
+              "Also write FORMAT to FILE (json:r.json, json:- for stdout); repeatable",
+              check_output_as, [&o](const std::vector<std::string>& all) {
+                for (const std::string& spec : all) {
+                  const std::size_t colon = spec.find(':');
+                  o.extra_outputs.push_back({*parse_format(spec.substr(0, colon)),
+                                             spec.substr(colon + 1), "--output-as"});
+                }
+              });
+}
+
+void add_selection_options(Table& t, Options& o) {
+  t.value_to("--device", "SEL", kProbeOnly,
+             "Devices to check and gate: all, gpu (default: every visible GPU), cpu, or GPU "
+             "indices such as 0,1 (may include cpu)",
+             check_device,
+             [&o](const std::string& v) { o.devices = parse_device_selection(v).selection; });
+  t.values_to("--require", "MODES", kAlsoArch,
+              "Exit 1 unless every selected device runs these natively (comma separated, "
+              "repeatable; the modes are listed below)",
+              check_modes, [&o](const std::vector<std::string>& all) {
+                o.require = parse_mode_list(join(all, ",")).modes;
+              });
+}
+
+// The options that only mean something where kernels run (kKernels: --quick refuses each).
+void add_kernel_options(Table& t, Options& o) {
+  t.flag("--quick", kProbeOnly, "Driver facts and architecture verdicts only: no kernels run",
+         o.quick);
+  t.flag("--nccl", kKernels,
+         "All-reduce in fp32, fp16 and bf16 across the selected GPUs through NCCL: exact results "
+         "and bus bandwidth (one GPU: a one-rank all-reduce)",
+         o.nccl);
+  t.flag_to("--no-amp", kKernels,
+            "Skip the mixed-precision training checks (amp_fp16, amp_bf16): matmul smoke tests "
+            "only",
+            [&o] { o.amp = false; });
+  t.flag("--bench", kKernels,
+         "Measure TFLOP/s per precision, the speed-up over fp32 and the share of the datasheet "
+         "peak",
+         o.bench);
+  t.value_to("--bench-size", "N", kKernels,
+             "GEMM size for --bench and --soak, M=N=K, a multiple of 16 (--bench: 8192 on GPUs, "
+             "1024 on the CPU; --soak: 16384 on GPUs of 16 GiB or more, 8192 on smaller ones, 256 "
+             "on the CPU)",
+             check_bench_size, [&o](const std::string& v) {
+               o.bench_size = parse_int(v);
+               o.bench = true;  // asking for a size asks for the benchmark
+             });
+  CLI::Option* soak = t.value(
+      "--soak", "SECONDS", kKernels,
+      "Run each native matmul mode back to back for SECONDS on every selected device, each result "
+      "compared bit for bit with the first (silent data corruption under load)",
+      check_soak_seconds, o.soak_s);
+  t.values_to("--soak-modes", "MODES", kKernels,
+              "The modes --soak runs (comma separated; default: every matmul mode native on the "
+              "device)",
+              check_soak_modes,
+              [&o](const std::vector<std::string>& all) {
+                o.soak_modes = parse_mode_list(join(all, ",")).modes;
+              })
+      ->needs(soak);
+  t.value("--seed", "N", kKernels, "Seed of the random test inputs (default: a fresh one per run)",
+          check_seed, o.seed);
+}
+
+void add_run_options(Table& t, Options& o, bool& version) {
+  t.value("--timeout", "SECONDS", kAlsoArch, "Bound on the whole run, in seconds (default 60)",
+          check_seconds, o.timeout_s);
+  t.value("--check-timeout", "SECONDS", kProbeOnly,
+          "Bound on any one check, in seconds (default 45): a hung kernel is stopped",
+          check_seconds, o.check_timeout_s);
+  t.flag_to("--no-color", kAlsoArch, "No colour in the text report (NO_COLOR is honoured too)",
+            [&o] { o.color = ColorMode::never; });
+  t.flag("-q,--quiet", kAlsoArch, "Nothing on stdout; the exit code tells the result", o.quiet);
+  t.flag("--version", kAlsoArch, "The version and the LibTorch/CUDA it was built with", version);
+}
+
+// The probe's combinations that depend on values, refused naming both (after every value is read).
+void check_probe_rules(const Apps& apps, const Options& o, const AsTyped& typed) {
+  const bool labels = o.format == Format::nfd ||
+                      std::any_of(o.extra_outputs.begin(), o.extra_outputs.end(),
+                                  [](const ExtraOutput& e) { return e.format == Format::nfd; });
+  if (labels && apps.arch.parsed()) {
+    throw UsageError("arch: node labels (nfd) come from a run on the node, not from arch");
+  }
+  const std::string quiet = typed_name(typed, apps.probe, *apps.probe.get_option("--quiet"));
+  const CLI::Option& output = *apps.probe.get_option("--output");
+  if (o.quiet && output.count() > 0 && o.output.empty()) {
+    throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it", quiet,
+                                 typed_name(typed, apps.probe, output)));
+  }
+  for (const ExtraOutput& e : o.extra_outputs) {
+    if (o.quiet && e.path == "-") {
+      throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it", quiet, e.flag));
+    }
+  }
+  const CLI::Option& ttl = *apps.probe.get_option("--nfd-ttl");
+  if (ttl.count() > 0 && !labels) {
+    throw UsageError(fmt::format(
+        "{} is how long node labels stand, but none are written (add --nfd FILE or --format nfd)",
+        typed_name(typed, apps.probe, ttl)));
+  }
+}
+
+// `precision-probe arch CC [OPTIONS]`: its options are the probe's that apply to it (kAlsoArch).
+void add_arch(const Apps& apps, Options& o) {
+  apps.arch.fallthrough();
+  apps.arch.set_help_flag("-h,--help", "This help");
+  apps.arch.add_option("CC", o.arch_cc, "Compute capability: 8.9, 89 or sm_89")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& cc) {
+            if (!parse_compute_capability(cc)) {
+              throw UsageError(
+                  fmt::format("arch: '{}' is not a compute capability (examples: 8.9, 89, sm_89)",
+                              printable(cc, 40)));
+            }
+            return std::string();
+          },
+          ""));
+  apps.arch.callback([&o] { o.command = Command::arch; });
+}
+
+void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) {
+  const std::string group = "summarize";
+  CLI::App& app = apps.summarize;
+  app.set_help_flag("-h,--help", "this help");
+  Table t(app, typed);
+  t.value_to("--format", "FORMAT", group, "text (default), json (docs/summarize.md) or markdown",
+             check_summary_format, [&s](const std::string& v) { s.format = *parse_format(v); });
+  t.value_to("-o,--output", "FILE", group,
+             "write the summary to FILE instead of stdout (replaced atomically)", nullptr,
+             [&s](const std::string& v) { s.output = v == "-" ? "" : v; });
+  t.value("--max-age", "DURATION", group,
+          "a report older than this (90m, 24h, 7d) is stale: its node unknown", to_age_seconds,
+          s.max_age_s);
+  t.values_to("--require", "MODES", group,
+              "every gated device of every node must run these natively (repeatable)", check_modes,
+              [&s](const std::vector<std::string>& all) {
+                for (Mode m : parse_mode_list(join(all, ",")).modes) {
+                  if (std::find(s.require.begin(), s.require.end(), m) == s.require.end()) {
+                    s.require.push_back(m);
+                  }
+                }
+              });
+  t.flag("-q,--quiet", group, "nothing on stdout: the exit code tells the result", s.quiet);
+  // Every word after the options is a report, "--" anywhere among them too: the positional is
+  // never full, where CLI11 would end the subcommand at a "--" after a full one.
+  const int never_full = CLI::detail::expected_max_vector_size;
+  app.add_option("FILE", s.sources, "reports: files, directories, - for standard input")
+      ->required()
+      ->expected(never_full, never_full)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.callback([&app, &s, &typed] {
+    if (std::count(s.sources.begin(), s.sources.end(), "-") > 1) {
+      throw UsageError("summarize: - (standard input) is named more than once");
+    }
+    const CLI::Option& output = *app.get_option("--output");
+    if (s.quiet && output.count() > 0 && s.output.empty()) {
+      throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it",
+                                   typed_name(typed, app, *app.get_option("--quiet")),
+                                   typed_name(typed, app, output)));
+    }
+  });
+}
+
+// What excludes and needs what, for CLI11 to check: the options that need kernels and --quick;
+// `arch` and the probe's options that do not apply to it; `summarize`, which comes first, and
+// every option of the probe.
+void relate(const Apps& apps) {
+  CLI::Option* quick = apps.probe.get_option("--quick");
+  for (CLI::Option* option : apps.probe.get_options()) {
+    if (option == apps.probe.get_help_ptr()) continue;
+    if (option->get_group() == kKernels) option->excludes(quick);
+    if (option->get_group() != kAlsoArch) apps.arch.excludes(option);
+    apps.summarize.excludes(option);
+  }
+  // One subcommand at most: after it, "arch" or "summarize" is a word like any other (a
+  // directory named arch among summarize's reports).
+  apps.probe.require_subcommand(0, 1);
+}
+
+// Builds the command line: the probe's options, `arch`, `summarize`, what relates them. `typed`
+// is read later (it needs the apps), before parsing.
+void build(const Apps& apps, CommandLine& cl, const AsTyped& typed, bool& version) {
+  apps.probe.set_help_flag("-h,--help", "This help");
+  Table t(apps.probe, typed);
+  add_report_options(t, cl.options);
+  add_selection_options(t, cl.options);
+  add_kernel_options(t, cl.options);
+  add_run_options(t, cl.options, version);
+  add_arch(apps, cl.options);
+  add_summarize(apps, cl.summarize, typed);
+  relate(apps);
+  apps.probe.callback([&apps, &cl, &typed] {
+    if (apps.summarize.parsed()) return;
+    check_probe_rules(apps, cl.options, typed);
+  });
+}
+
+// --- CLI11's refusals in the user's words ------------------------------------------------------
+
+// An unknown option's name as typed: "--bogus" of "--bogus=3", "-x" of "-x5".
+std::string option_name(const std::string& word) {
+  return printable(
+      word.compare(0, 2, "--") == 0 ? word.substr(0, word.find('=')) : word.substr(0, 2), 40);
+}
+
+// A word no app took: an unknown option, or a word where none belongs.
+std::string unexpected(const Apps& apps) {
+  for (const CLI::App* app : {&apps.probe, &apps.arch, &apps.summarize}) {
+    for (const std::string& word : app->remaining()) {
+      if (word == "--") continue;
+      if (app == &apps.summarize) {
+        return fmt::format(
+            "summarize: unknown option '{}' (precision-probe summarize --help lists them)",
+            option_name(word));
+      }
+      if (word.size() > 1 && word.front() == '-') {
+        return fmt::format("unknown option '{}' (precision-probe --help lists them)",
+                           option_name(word));
+      }
+      if (apps.arch.parsed()) {
+        return fmt::format("arch: unexpected argument '{}' after the compute capability",
+                           printable(word, 40));
+      }
+      return fmt::format("unexpected argument '{}' (precision-probe --help lists the options)",
+                         printable(word, 40));
+    }
+  }
+  return "";
+}
+
+// An option given twice that takes one value once.
+std::string given_twice(const Apps& apps, const AsTyped& typed) {
+  for (const CLI::App* app : {&apps.probe, &apps.arch, &apps.summarize}) {
+    for (const CLI::Option* option : app->get_options()) {
+      if (option->count() > 1 && option->get_items_expected_max() == 1 &&
+          option->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) {
+        return typed_name(typed, *app, *option) + " is given more than once";
+      }
+    }
+  }
+  return "";
+}
+
+// Options that exclude or need each other (relate()), the first in the order the user is best
+// told: summarize's place, what arch refuses, what --quick refuses, what an option needs.
+std::string excluded_or_needed(const Apps& apps, const AsTyped& typed) {
+  if (apps.summarize.parsed()) {
+    return "summarize comes first, its options after it (precision-probe summarize --help)";
+  }
+  const std::vector<CLI::Option*> options = apps.probe.get_options();
+  auto name = [&](const CLI::Option& option) { return typed_name(typed, apps.probe, option); };
+  for (const CLI::Option* option : options) {
+    if (apps.arch.parsed() && option->count() > 0 && option->get_group() != kAlsoArch) {
+      return name(*option) + " does not apply to arch, which runs no kernels";
+    }
+  }
+  const CLI::Option& quick = *apps.probe.get_option("--quick");
+  for (const CLI::Option* option : options) {
+    if (quick.count() > 0 && option->count() > 0 && option->get_group() == kKernels) {
+      return fmt::format("{} needs kernels to run and {} runs none: choose one", name(*option),
+                         name(quick));
+    }
+  }
+  for (const CLI::Option* option : options) {
+    for (const CLI::Option* need : option->get_needs()) {
+      if (option->count() > 0 && need->count() == 0) {
+        return fmt::format("{} needs {} {}", name(*option), need->get_name(),
+                           need->get_option_text());
+      }
+    }
+  }
+  return "";
+}
+
+// CLI11's refusal of the command line (an unknown option, one given twice, a missing value or
+// word, options that exclude or need each other), in the user's words.
+std::string explain(const CLI::ParseError& error, const Apps& apps, const AsTyped& typed) {
+  std::string message;
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    message = typed.lacks_value.empty() ? given_twice(apps, typed) : typed.lacks_value;
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    message = unexpected(apps);
+  } else if (dynamic_cast<const CLI::ExcludesError*>(&error) != nullptr ||
+             dynamic_cast<const CLI::RequiresError*>(&error) != nullptr) {
+    message = excluded_or_needed(apps, typed);
+  } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    // A word a subcommand needs and did not get.
+    message = apps.summarize.parsed()
+                  ? "summarize: no reports given (name files, directories, or - for JSON Lines "
+                    "on stdin)"
+              : apps.arch.parsed() ? "arch: the compute capability is missing (e.g. arch 8.9)"
+                                   : "";
+  }
+  if (!message.empty()) return message;
+  // Anything else CLI11 refuses is said plainly.
+  const std::string what = error.what();
+  return "cannot read the command line: " + printable(what.substr(0, what.find('\n')), 160);
+}
+
+// --- The commands as plain data, for the pre-pass and the help ----------------------------------
+
+struct Specs {
+  CommandSpec probe, arch, summarize;
+};
+
+CommandSpec spec_of(const CLI::App& app) {
+  CommandSpec command{app.get_name(), app.get_description(), {},
+                      nullptr,        app.get_fallthrough(), {}};
+  for (const CLI::Option* o : app.get_options()) {
+    if (!o->nonpositional()) continue;
+    command.options.push_back({o->get_name(false, true), o->get_name(), o->get_option_text(),
+                               o->get_group(), o->get_description()});
+  }
+  return command;
+}
+
+void read_specs(const Apps& apps, Specs& specs) {
+  specs.probe = spec_of(apps.probe);
+  specs.arch = spec_of(apps.arch);
+  specs.summarize = spec_of(apps.summarize);
+  specs.probe.subcommands = {&specs.arch, &specs.summarize};
+  specs.arch.parent = &specs.probe;
+  specs.summarize.parent = &specs.probe;
+}
+
+// The command whose help was asked for (`--help arch` and `arch --help` both ask arch's), or
+// null.
+const CommandSpec* help_asked(const Apps& apps, const Specs& specs) {
+  auto asked = [](const CLI::App& app) { return app.get_help_ptr()->count() > 0; };
+  if (!asked(apps.probe) && !asked(apps.arch) && !asked(apps.summarize)) return nullptr;
+  if (apps.summarize.parsed()) return &specs.summarize;
+  if (apps.arch.parsed()) return &specs.arch;
+  return &specs.probe;
+}
+
+// What the parse comes to: help and the version are answered whatever else the line holds; then
+// what CLI11 would read otherwise than typed; then what CLI11 or a check refused.
+void conclude(CommandLine& cl, const Apps& apps, const Specs& specs, const AsTyped& typed,
+              const std::string& error) {
+  if (const CommandSpec* asked = help_asked(apps, specs)) {
+    cl.action = CommandLine::Action::help;
+    cl.text = help_text(*asked);
+  } else if (apps.probe.get_option("--version")->count() > 0) {
+    cl.action = CommandLine::Action::version;
+    cl.text = version_text();
+  } else if (!typed.error.empty() || !error.empty()) {
+    cl.action = CommandLine::Action::usage_error;
+    cl.text = typed.error.empty() ? error : typed.error;
+  }
+  auto name = [&typed](const CLI::App& app, const char* option) {
+    return typed_name(typed, app, *app.get_option(option));
+  };
+  cl.options.output_flag = name(apps.probe, "--output");
+  cl.options.quiet_flag = name(apps.probe, "--quiet");
+  cl.summarize.output_flag = name(apps.summarize, "--output");
+  cl.summarize.quiet_flag = name(apps.summarize, "--quiet");
+}
 
 }  // namespace
 
+}  // namespace cli
+
 CommandLine parse_command_line(int argc, const char* const* argv) {
   CommandLine cl;
-  const Scan scan = scan_command_line(argc, argv);
-  cl.json_requested = scan.json;
-  cl.quiet = scan.quiet;
-  RawValues raw;
-  CLI::App app{
-      "precision-probe: which numeric precisions can this machine really train in?\n"
-      "Checks every visible NVIDIA GPU and the CPU: hardware support, matmul smoke\n"
-      "tests against a float64 reference, training steps, and a verdict per precision\n"
-      "(native, emulated, unsupported, failed, not_tested).\n"
-      "precision-probe summarize FILE... reads many nodes' JSON reports into a fleet's\n"
-      "view (precision-probe summarize --help); precision-probe arch --help: offline.",
-      "precision-probe"};
-  CLI::App* arch = nullptr;
-  build_app(app, raw, arch);
-  if (scan.help) {
-    cl.action = CommandLine::Action::help;
-    const bool for_arch = !scan.positionals.empty() && scan.positionals.front() == "arch";
-    cl.text = for_arch ? arch_help() : fit_help(app.help());
-    return cl;
-  }
-  auto fail = [&cl](std::string message) {
-    cl.action = CommandLine::Action::usage_error;
-    cl.text = std::move(message);
-    return cl;
-  };
-  if (!scan.error.empty()) return fail(scan.error);
+  cli::AsTyped typed;
+  bool version = false;
+  CLI::App probe{"", "precision-probe"};
+  CLI::App& arch = *probe.add_subcommand(
+      "arch",
+      "Offline: the precision matrix for a compute capability, and whether the image's LibTorch "
+      "carries kernels for it (e.g. arch 7.5); --require gates on it");
+  CLI::App& summarize = *probe.add_subcommand(
+      "summarize",
+      "A fleet's reports in one view: many nodes' JSON reports (files, directories, standard "
+      "input) read together and gated");
+  const cli::Apps apps{probe, arch, summarize};
+  cli::build(apps, cl, typed, version);
+  cli::Specs specs;
+  cli::read_specs(apps, specs);
+  typed = cli::read_as_typed(specs.probe, argc, argv);
+  cl.json_requested = typed.json;
+  cl.quiet = typed.quiet;
+  cl.program = typed.summarize ? CommandLine::Program::summarize : CommandLine::Program::probe;
+  std::string error;
   try {
-    app.parse(argc, argv);
+    probe.parse(argc, argv);
+  } catch (const cli::UsageError& e) {
+    error = e.what();
   } catch (const CLI::ParseError& e) {
-    // The scan above finds what a user can get wrong; anything CLI11 still refuses is said plainly.
-    const std::string what = e.what();
-    return fail("cannot read the command line: " + printable(what.substr(0, what.find('\n')), 160));
+    error = cli::explain(e, apps, typed);
   }
-  Options& o = cl.options;
-  if (raw.flags["--version"]) {
-    cl.action = CommandLine::Action::version;
-    cl.text = version_text();
-    return cl;
-  }
-  o.quiet = raw.flags["--quiet"];
-  o.quiet_flag = Reader(scan, raw, o).typed("--quiet");
-  o.quick = raw.flags["--quick"];
-  o.nccl = raw.flags["--nccl"];
-  o.bench = raw.flags["--bench"];
-  o.amp = !raw.flags["--no-amp"];
-  o.color = raw.flags["--no-color"] ? ColorMode::never : ColorMode::automatic;
-  Reader reader(scan, raw, o);
-  for (auto step : {&Reader::read_arch, &Reader::read_outputs, &Reader::read_numbers,
-                    &Reader::read_selection, &Reader::read_combinations}) {
-    if (std::string error = (reader.*step)(); !error.empty()) return fail(std::move(error));
-  }
+  cli::conclude(cl, apps, specs, typed, error);
   return cl;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// The command line: argv -> Options. CLI11 stays behind this header.
+// The command line: argv -> Options (the probe, `arch`) or SummarizeOptions (`summarize`), help,
+// the version, or a usage error in the user's words. CLI11 stays behind this header.
 
 #include <array>
 #include <string>
@@ -10,11 +11,14 @@ namespace precision_probe {
 
 struct CommandLine {
   enum class Action { run, help, version, usage_error };
+  enum class Program { probe, summarize };
   Action action = Action::run;
-  Options options;
-  std::string text;             // the help or version text, or the usage error (one line)
-  bool json_requested = false;  // --format json was asked for, even if parsing failed later
-  bool quiet = false;           // -q was given, even if parsing failed later
+  Program program = Program::probe;  // whose command line: what runs, whose error document
+  Options options;                   // Program::probe (and `arch`)
+  SummarizeOptions summarize;        // Program::summarize
+  std::string text;                  // the help or version text, or the usage error (one line)
+  bool json_requested = false;       // --format json was asked for, even if parsing failed later
+  bool quiet = false;                // -q was given, even if parsing failed later
 };
 
 CommandLine parse_command_line(int argc, const char* const* argv);

@@ -1,5 +1,6 @@
 #pragma once
-// What the user asked for, as a plain struct. Filled by the CLI layer (cli.hpp), read by the rest.
+// What the user asked for, as plain structs: Options for the probe and `arch`, SummarizeOptions for
+// `summarize`. Filled by the CLI layer (cli.hpp), read by the rest.
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +27,7 @@ struct DeviceSelection {
 
 struct DeviceSelectionParse {
   DeviceSelection selection;
-  std::string error;  // empty on success
+  std::string error;  // empty on success; said after the option ("'x' is not a device ...")
 };
 // "all", "gpu", "cpu", or a comma list of GPU indices and "cpu" ("0,1", "cpu,0").
 DeviceSelectionParse parse_device_selection(std::string_view text);
@@ -62,6 +63,18 @@ struct Options {
   std::vector<Mode> soak_modes;            // --soak-modes (empty: every native matmul mode)
   std::int64_t nfd_ttl_s = 3600;           // --nfd-ttl: the node labels' lifetime
   std::string arch_cc;                     // `arch CC`
+};
+
+// `precision-probe summarize` (docs/summarize.md).
+struct SummarizeOptions {
+  Format format = Format::text;    // text, json or markdown
+  std::string output;              // -o FILE; "" means stdout
+  std::string output_flag = "-o";  // as typed
+  std::optional<std::int64_t> max_age_s;
+  std::vector<Mode> require;
+  bool quiet = false;
+  std::string quiet_flag = "-q";     // as typed
+  std::vector<std::string> sources;  // files, directories, "-" for standard input
 };
 
 }  // namespace precision_probe

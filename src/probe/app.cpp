@@ -112,13 +112,18 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
       prepare_outputs(d.requests, deps.streams, o.quiet ? o.quiet_flag : "");
   if (!prepared.error.empty()) return fail_usage(prepared.error, cl, deps);
 
+  // The run's one clock: the image's reading, the workers and the delivery end by it.
+  const RunClock clock = RunClock::start(o);
   auto driver = deps.make_driver(o);
   auto engine = deps.make_engine();
   ProbeDeps probe_deps{deps.system, *driver, *engine};
   if (deps.find_torch) {
-    probe_deps.find_torch = [&deps, &o](const System& s) { return deps.find_torch(o, s); };
+    probe_deps.find_torch = [&deps, &o, &clock](const System& s) {
+      return deps.find_torch(o, s, clock.timeout_at());
+    };
   }
-  Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
+  Report report =
+      o.command == Command::arch ? run_arch(o, probe_deps, clock) : run_probe(o, probe_deps, clock);
   if (report.error) return fail_usage(report.error->message, cl, deps);
 
   std::vector<std::string> contents;
@@ -132,10 +137,7 @@ int run_checked(const CommandLine& cl, const AppDeps& deps) {
   trace("report printed");
   bool stdout_failed = false;
   // Delivery within what is left of the run's time (a few seconds at least).
-  const auto left =
-      std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
+  const auto deadline = clock.delivery_deadline();
   // A signal that comes while a reader does not read ends the wait: exit 5, as an interrupt.
   const bool interrupted_before = interrupt_requested();
   const auto interrupted_now = [interrupted_before] {
@@ -256,15 +258,13 @@ int main_entry(int argc, char** argv) {
                                   o.timeout_s < o.check_timeout_s});
   };
   // The image's files are read in a child killed at the run's deadline (a hung network mount).
-  auto find_torch = [&self](const Options& o, const System& sys) -> std::optional<StackInfo> {
+  auto find_torch =
+      [&self](const Options& o, const System& sys,
+              std::chrono::steady_clock::time_point deadline) -> std::optional<StackInfo> {
     if (sys.getenv("PRECISION_PROBE_TORCH") == std::optional<std::string>("none")) {
       return std::nullopt;  // nothing to read: no child
     }
-    return read_image_torch(
-        self,
-        std::chrono::steady_clock::now() +
-            std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0)),
-        o.timeout_s);
+    return read_image_torch(self, deadline, o.timeout_s);
   };
   const AppDeps deps{*system, make_driver,
                      [&system, &self] { return make_process_engine(*system, self); }, streams,

@@ -142,7 +142,8 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
 
   // Narrowed by CUDA_VISIBLE_DEVICES and by --device; none under --quick.
   const auto guess = [&](std::optional<std::string> visible, const char* devices) {
-    return pp::expected_gpu_workers(p.system, pp::parse_cuda_visible_devices(visible),
+    return pp::expected_gpu_workers(pp::read_machine(p.system).nodes,
+                                    pp::parse_cuda_visible_devices(visible),
                                     pp::parse_device_selection(devices).selection);
   };
   EXPECT_EQ(guess(std::nullopt, "all"), 2);

@@ -285,7 +285,7 @@ void add_telemetry(SoakReport& soak, const std::string& uuid, const RunResults& 
   soak.telemetry = summary;
 }
 
-// A GPU's workers, taken together ("" when none ran for it).
+// A GPU's workers, taken together (none where no worker ran for it).
 std::optional<WorkerRun> gpu_work_of(int index, const std::vector<WorkerRun>& runs) {
   const WorkerRun* main = nullptr;
   const WorkerRun* tf32 = nullptr;

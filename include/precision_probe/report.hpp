@@ -11,7 +11,11 @@
 
 namespace precision_probe {
 
-inline constexpr int kSchemaVersion = 2;
+// 3: the run's inputs of the exit decision (run.gpus_selected, run.unavailable_selection,
+// run.interrupted) are written, and a `failure` is written wherever there is one (a precision
+// not tested because the machine kept it from running, a collective the environment could not
+// run), not only beside a failed status. read_report_json reads schemas 1 and 2 too.
+inline constexpr int kSchemaVersion = 3;
 
 // --- The devices and the driver, as the report describes them ---------------------------------
 
@@ -201,7 +205,9 @@ struct RunInfo {
   double timeout_s = 0.0;
   std::vector<std::string> required;
   std::string devices = "gpu";  // --device as given ("gpu", "cpu", "all", "0,1", "cpu,0")
-  bool gpus_selected = true;    // the selection includes GPUs (all of them, or named ones)
+  // The selection includes GPUs (all of them, or named ones): a driver that hangs or crashes is
+  // then the run's verdict (exit 5, 3).
+  bool gpus_selected = true;
   // Set when --device named GPUs but none is visible: an environment problem (exit 3).
   std::string unavailable_selection;
   // Set when SIGINT or SIGTERM arrived during the run ("SIGTERM"): exit 5.

@@ -89,13 +89,18 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
       prepare_outputs(t.requests, deps.streams, o.quiet ? o.quiet_flag : "");
   if (!prepared.error.empty()) return usage(prepared.error);
 
+  // The run's one clock: the image's reading, the workers and the delivery end by it.
+  const RunClock clock = RunClock::start(o);
   auto driver = deps.make_driver(o);
   auto engine = deps.make_engine();
   ProbeDeps probe_deps{deps.system, *driver, *engine};
   if (deps.find_torch) {
-    probe_deps.find_torch = [&deps, &o](const System& s) { return deps.find_torch(o, s); };
+    probe_deps.find_torch = [&deps, &o, &clock](const System& s) {
+      return deps.find_torch(o, s, clock.timeout_at());
+    };
   }
-  Report report = o.command == Command::arch ? run_arch(o, probe_deps) : run_probe(o, probe_deps);
+  Report report =
+      o.command == Command::arch ? run_arch(o, probe_deps, clock) : run_probe(o, probe_deps, clock);
   if (report.error) return usage(report.error->message);
 
   Delivery delivery;
@@ -108,10 +113,7 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   }
   trace("report printed");
   // Delivery within what is left of the run's time (a few seconds at least).
-  const auto left =
-      std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0 - report.duration_ms));
-  delivery.deadline =
-      std::chrono::steady_clock::now() + std::max(left, std::chrono::milliseconds(5000));
+  delivery.deadline = clock.delivery_deadline();
   delivery.what = "the report";
   delivery.stdout_shows_verdict = t.main_on_stdout && o.format == Format::text;
   const Delivered d =
@@ -244,15 +246,13 @@ int main_entry(int argc, char** argv) {
                                   o.timeout_s < o.check_timeout_s});
   };
   // The image's files are read in a child killed at the run's deadline (a hung network mount).
-  auto find_torch = [&self](const Options& o, const System& sys) -> std::optional<StackInfo> {
+  auto find_torch =
+      [&self](const Options& o, const System& sys,
+              std::chrono::steady_clock::time_point deadline) -> std::optional<StackInfo> {
     if (sys.getenv("PRECISION_PROBE_TORCH") == std::optional<std::string>("none")) {
       return std::nullopt;  // nothing to read: no child
     }
-    return read_image_torch(
-        self,
-        std::chrono::steady_clock::now() +
-            std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000.0)),
-        o.timeout_s);
+    return read_image_torch(self, deadline, o.timeout_s);
   };
   const AppDeps deps{*system, make_driver,
                      [&system, &self] { return make_process_engine(*system, self); }, streams,

@@ -1,6 +1,7 @@
 #pragma once
 // The program: argv in, reports out, exit code back. main() is one call into here.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,9 +20,11 @@ struct AppDeps {
   std::function<std::unique_ptr<DriverApi>(const Options&)> make_driver;
   std::function<std::unique_ptr<Engine>()> make_engine;
   StandardStreams streams;
-  // The image's PyTorch for a run, read within its time (facts/image_reader.hpp); unset: read in
-  // this process (find_image_torch).
-  std::function<std::optional<StackInfo>(const Options&, const System&)> find_torch = nullptr;
+  // The image's PyTorch for a run, read by the deadline given (the run's, --timeout after its
+  // start: facts/image_reader.hpp); unset: read in this process (find_image_torch).
+  std::function<std::optional<StackInfo>(const Options&, const System&,
+                                         std::chrono::steady_clock::time_point)>
+      find_torch = nullptr;
 };
 
 int run_app(int argc, const char* const* argv, const AppDeps& deps);

@@ -641,7 +641,7 @@ void verdict_fields(V& v, S& p) {
   v("hardware_reason", p.hardware_reason);
   v("status", p.status);
   v("reason", p.reason);
-  v.when(p.status == Status::failed, "failure", p.failure);
+  v.when(p.failure != ErrorKind::none, "failure", p.failure);
 }
 
 // A matmul precision: its verdict and its smoke test.
@@ -800,7 +800,7 @@ std::enable_if_t<is<S, CollectivesReport>> fields(V& v, S& c) {
   v("requested", c.requested);
   v("status", c.status);
   v("reason", c.reason);
-  v.when(c.status == Status::failed, "failure", c.failure);
+  v.when(c.failure != ErrorKind::none, "failure", c.failure);
   v("nccl_version", c.nccl_version);
   v("devices", c.devices);
   v("all_reduce", c.all_reduce);
@@ -842,6 +842,9 @@ std::enable_if_t<is<S, RunInfo>> fields(V& v, S& r) {
   v("timeout_s", r.timeout_s);
   v("required", r.required);
   v("devices", r.devices);
+  v("gpus_selected", r.gpus_selected);
+  v("unavailable_selection", r.unavailable_selection);
+  v("interrupted", r.interrupted);
 }
 
 template <class V, class S>

@@ -134,6 +134,14 @@ void upgrade_from_schema_1(TapeDocument& doc) {
   }
 }
 
+// Schema 2 did not write the run's inputs of the exit decision: whether GPUs were selected follows
+// from run.devices; an unavailable selection and an interrupt are lost (its exit_code still says
+// them), and so is the `failure` of a precision not tested because the machine kept it from
+// running.
+void upgrade_from_schema_2(Report& report) {
+  report.run.gpus_selected = report.run.devices != "cpu" && !report.run.devices.empty();
+}
+
 }  // namespace
 
 Expected<Report> read_report_json(std::string_view text) {
@@ -151,18 +159,19 @@ Expected<Report> read_report_json(std::string_view text, ReadDepth depth) {
   if (!version || !root.find("tool")) {
     return Unexpected{"not a precision-probe report (no schema_version or tool)"};
   }
-  const bool schema_1 = version->is_number_integer() && version->int64() == 1;
-  if (schema_1) {
+  const std::int64_t read_version = version->is_number_integer() ? version->int64() : 0;
+  if (read_version == 1) {
     upgrade_from_schema_1(doc);
-  } else if (!version->is_number_integer() || version->int64() != kSchemaVersion) {
+  } else if (read_version != 2 && read_version != kSchemaVersion) {
     return Unexpected{"schema_version " + version->describe() + ", this reader reads " +
-                      std::to_string(kSchemaVersion)};
+                      std::to_string(kSchemaVersion) + " (and 1, 2)"};
   }
   const json_fields::ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20,
                                        depth == ReadDepth::full};
   try {
     Report report;
     json_fields::decode(root, report, "", limits);
+    if (read_version < 3) upgrade_from_schema_2(report);
     report.schema_version = kSchemaVersion;
     return report;
   } catch (const json_fields::FieldError& e) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
+#include "fakes.hpp"
 #include "common/strings.hpp"
 #include "probe/platform/process.hpp"
 
@@ -361,5 +362,6 @@ TEST(Image, ASignalWhileTheImageIsReadIsExit5) {
   EXPECT_EQ(j["image_stack"]["read_failure"], "not_run");
   EXPECT_EQ(j["image_stack"]["error"],
             "the image's PyTorch files were being read when the run was interrupted by SIGTERM");
-  EXPECT_EQ(::kill(python, 0), -1);  // killed and reaped
+  EXPECT_EQ(ppt::gated_again(out), 5);  // read back, the interrupt is in the report
+  EXPECT_EQ(::kill(python, 0), -1);     // killed and reaped
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "binary.hpp"
+#include "fakes.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -55,6 +56,8 @@ TEST(Reliability, SigtermEndsTheRunWithAValidPartialReport) {
             std::string::npos)
       << j.at("exit_reason");
   EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("failure"), "timed_out");
+  EXPECT_EQ(j.at("run").at("interrupted"), "SIGTERM");
+  EXPECT_EQ(pp::testing::gated_again(out), 5);  // read back, the interrupt is in the report
 }
 
 TEST(Reliability, HostileArgumentsGetOneLineAndExitTwo) {

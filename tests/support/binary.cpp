@@ -12,6 +12,11 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fakes.hpp"
+
 namespace precision_probe::testing {
 
 namespace {
@@ -52,6 +57,11 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
   r.out = out.out;
   r.err = out.err;
   r.term_signal = out.term_signal;
+  // Every report a test makes is gated again from its JSON to the exit code it says.
+  if (const std::optional<int> again = gated_again(r.out)) {
+    const auto said = nlohmann::json::parse(r.out).at("exit_code");
+    EXPECT_EQ(*again, said) << "the report read back is gated to another exit code: " << r.out;
+  }
   return r;
 }
 

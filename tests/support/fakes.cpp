@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "precision_probe/report_json.hpp"
+#include "probe/verdicts/gate.hpp"
 
 namespace precision_probe::testing {
 
@@ -182,6 +186,22 @@ std::vector<WorkerResult> FakeEngine::run(const std::vector<WorkerPlan>& plans, 
   results.reserve(plans.size());
   for (const WorkerPlan& p : plans) results.push_back(answer(p));
   return results;
+}
+
+int gated_again(const Report& report) {
+  const Expected<Report> read = read_report_json(report_to_json(report));
+  return read ? decide_exit(*read).code : -1;
+}
+
+std::optional<int> gated_again(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("schema_version") || !j.contains("tool")) {
+    return std::nullopt;
+  }
+  const Expected<Report> read = read_report_json(text);
+  if (!read) return -1;
+  if (read->error && read->error->kind == FailureKind::output) return std::nullopt;
+  return decide_exit(*read).code;
 }
 
 std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores) {

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -122,6 +123,13 @@ StackInfo cuda_stack();
 StackInfo cpu_stack();
 // ProbeDeps::find_torch giving `stack` (nullopt where it is not available).
 std::function<std::optional<StackInfo>(const System&)> image_of(const StackInfo* stack);
+
+// The exit code the gate gives `report` read back from its JSON (docs/report.md, "Gating a report
+// again"), which must be the one it says; -1 where it cannot be read back.
+int gated_again(const Report& report);
+// The same for a text that may be a report's JSON (a run's stdout): nullopt where it is not one
+// (text, a summary, a report cut short, a failed delivery's whose exit 6 no report carries).
+std::optional<int> gated_again(const std::string& text);
 
 // /proc/cpuinfo text for a CPU with the given flags.
 std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores = 4);

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
 
 #include "fakes.hpp"
 #include "probe/verdicts/exit_codes.hpp"
@@ -142,7 +145,8 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
 
   // Narrowed by CUDA_VISIBLE_DEVICES and by --device; none under --quick.
   const auto guess = [&](std::optional<std::string> visible, const char* devices) {
-    return pp::expected_gpu_workers(p.system, pp::parse_cuda_visible_devices(visible),
+    return pp::expected_gpu_workers(pp::read_machine(p.system).nodes,
+                                    pp::parse_cuda_visible_devices(visible),
                                     pp::parse_device_selection(devices).selection);
   };
   EXPECT_EQ(guess(std::nullopt, "all"), 2);
@@ -645,6 +649,42 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   EXPECT_EQ(plans[3].bench_size, 1024);
   EXPECT_TRUE(plans[3].amp.empty());
   EXPECT_EQ(plans[4].collective_ranks, 2);
+}
+
+// The start-up's order (docs/architecture.md, "Why these choices"): the workers are started ahead
+// and the CPU's checks handed to the engine before the driver is asked, so that a driver that
+// hangs costs them nothing.
+TEST(Probe, WorkersStartAndTheCpusChecksBeginBeforeTheDriverIsAsked) {
+  struct DriverAfterTheCpu : pp::testing::FakeDriver {
+    DriverAfterTheCpu(FakeDriver driver, FakeEngine& e)
+        : FakeDriver(std::move(driver)), engine(&e) {}
+    FakeEngine* engine;
+    bool prestarted = false;
+    bool cpu_began = false;
+    pp::NvmlSnapshot query_nvml() override {
+      prestarted = !engine->prestarts.empty();
+      // The CPU's checks run on a thread of their own: wait (a while) for them to reach the engine.
+      for (int i = 0; i < 1000 && !cpu_began; ++i) {
+        {
+          const std::lock_guard<std::mutex> lock(engine->mutex);
+          cpu_began = !engine->calls.empty();
+        }
+        if (!cpu_began) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      return FakeDriver::query_nvml();
+    }
+  };
+  Probe p;
+  DriverAfterTheCpu driver(pp::testing::driver_with({kH200}), p.engine);
+  p.system.paths = {"/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version"};
+  const pp::Report r = pp::run_probe(
+      p.options, pp::ProbeDeps{p.system, driver, p.engine, pp::testing::image_of(&p.image)});
+  EXPECT_TRUE(driver.prestarted);
+  EXPECT_TRUE(driver.cpu_began);
+  EXPECT_EQ(driver.nvml_calls, 1);
+  ASSERT_FALSE(p.engine.calls.empty());
+  EXPECT_EQ(p.engine.calls.front().front().kind, pp::DeviceKind::cpu);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
 }
 
 // A recipe the GPU has and this LibTorch refuses is unsupported, naming the layer, and is not

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "fakes.hpp"
 #include "precision_probe/report_json.hpp"
 #include "probe/run/probe.hpp"
+#include "probe/verdicts/exit_codes.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;
@@ -256,7 +259,149 @@ TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {
   const pp::Expected<pp::Report> named = pp::read_report_json(old.dump());
   ASSERT_TRUE(named) << named.error();
   EXPECT_EQ(named->host.hostname, "fp4");
-  // Another version is still refused.
-  old["schema_version"] = 3;
+  // A version this reader does not know is still refused.
+  old["schema_version"] = pp::kSchemaVersion + 1;
   EXPECT_FALSE(pp::read_report_json(old.dump()));
+}
+
+// Schema 2 did not write the run's inputs of the exit decision: a report of then is read, with
+// whether GPUs were selected taken from its --device.
+TEST(ReportJson, ASchemaTwoReportIsReadWithGpusSelectedFromItsDevices) {
+  Machine m;
+  m.options.devices = pp::parse_device_selection("cpu").selection;
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
+  ASSERT_EQ(j.at("run").at("gpus_selected"), false);
+  j["schema_version"] = 2;
+  for (const char* added : {"gpus_selected", "unavailable_selection", "interrupted"}) {
+    j["run"].erase(added);
+  }
+  const pp::Expected<pp::Report> cpu = pp::read_report_json(j.dump());
+  ASSERT_TRUE(cpu) << cpu.error();
+  EXPECT_FALSE(cpu->run.gpus_selected);
+  EXPECT_EQ(cpu->schema_version, pp::kSchemaVersion);
+  j["run"]["devices"] = "cpu,1";
+  const pp::Expected<pp::Report> named = pp::read_report_json(j.dump());
+  ASSERT_TRUE(named) << named.error();
+  EXPECT_TRUE(named->run.gpus_selected);
+}
+
+// Every input of the exit decision is in the JSON: a report read back is gated again to the exit
+// code it says, whichever way the run ended (but a failed delivery's exit 6, decided once the
+// report existed; the CLI tests gate every report the binary prints, interrupted ones included).
+TEST(ReportJson, EveryReportIsGatedAgainToTheExitCodeItSays) {
+  struct Case {
+    const char* what;
+    int code;
+    std::function<void(Machine&)> set;
+  };
+  const auto gpus = [](Machine& m) { m.driver = pp::testing::driver_with({kH200, kH200}); };
+  const auto crashed = [](Machine& m) {
+    m.driver = pp::testing::driver_with({kH200});
+    m.driver.nvml.fault = pp::QueryFault::crashed;
+    m.driver.nvml.fault_message = "the NVML query crashed (SIGSEGV)";
+    m.system.paths = {"/dev/nvidiactl", "/dev/nvidia0"};
+  };
+  const auto worker_problem = [](pp::ErrorKind kind) {
+    return [kind](Machine& m) {
+      m.driver = pp::testing::driver_with({kH200});
+      m.engine.answer = [kind, base = m.engine.answer](const pp::WorkerPlan& plan) {
+        pp::WorkerResult r = base(plan);
+        if (plan.kind == pp::DeviceKind::cuda) {
+          r.smoke.clear();
+          r.finished = false;
+          r.problem = kind;
+          r.problem_message = "the worker " + std::string(pp::to_string(kind));
+        }
+        return r;
+      };
+    };
+  };
+  const std::vector<Case> cases = {
+      {"two H200s, bf16 required", 0,
+       [&](Machine& m) {
+         gpus(m);
+         m.options.require = {Mode::bf16};
+       }},
+      {"bf16 required of a T4", 1,
+       [](Machine& m) {
+         m.driver = pp::testing::driver_with({kT4});
+         m.options.require = {Mode::bf16};
+       }},
+      {"a --device that does not exist", 2,
+       [&](Machine& m) {
+         gpus(m);
+         m.options.devices = pp::parse_device_selection("5").selection;
+       }},
+      {"a malformed PRECISION_PROBE_INJECT_FAULT", 2,
+       [](Machine& m) {
+         m.options.soak_s = 1.0;
+         m.system.env["PRECISION_PROBE_INJECT_FAULT"] = "bf16:never";
+       }},
+      {"--device 0 and no GPU", 3,
+       [](Machine& m) { m.options.devices = pp::parse_device_selection("0").selection; }},
+      {"no engine, a GPU mode required", 3,
+       [](Machine& m) {
+         m.driver = pp::testing::driver_with({kH200});
+         m.engine.is_installed = false;
+         m.options.require = {Mode::bf16};
+       }},
+      {"--quick, a GPU mode required, no PyTorch known", 3,
+       [](Machine& m) {
+         m.driver = pp::testing::driver_with({kH200});
+         m.image.available = false;
+         m.options.quick = true;
+         m.options.require = {Mode::bf16};
+       }},
+      {"--nccl with no usable GPU", 3, [](Machine& m) { m.options.nccl = true; }},
+      {"a driver that crashed", 3, crashed},
+      {"a driver that crashed, the CPU alone gated", 0,
+       [&](Machine& m) {
+         crashed(m);
+         m.options.devices = pp::parse_device_selection("cpu").selection;
+       }},
+      {"a driver that hangs", 5,
+       [&](Machine& m) {
+         crashed(m);
+         m.driver.nvml.fault = pp::QueryFault::hung;
+       }},
+      {"a worker that timed out", 5, worker_problem(pp::ErrorKind::timed_out)},
+      {"a worker that crashed", 4, worker_problem(pp::ErrorKind::crashed)},
+      {"silent data corruption in the soak", 4,
+       [](Machine& m) {
+         m.driver = pp::testing::driver_with({kH200});
+         m.options.soak_s = 1.0;
+         m.engine.answer = [base = m.engine.answer](const pp::WorkerPlan& plan) {
+           pp::WorkerResult r = base(plan);
+           for (auto& [mode, o] : r.soak) {
+             o.ok = false;
+             o.mismatches = 2;
+             o.error = "2 of 100 results differed from the golden one";
+           }
+           return r;
+         };
+       }},
+  };
+  for (const Case& c : cases) {
+    Machine m;
+    c.set(m);
+    const pp::Report r = m.run();
+    EXPECT_EQ(r.exit_code, c.code) << c.what << ": " << r.exit_reason;
+    EXPECT_EQ(pp::testing::gated_again(r), r.exit_code) << c.what << ": " << r.exit_reason;
+  }
+  // The offline answer, gated and not.
+  for (const char* cc : {"9.0", "7.5"}) {
+    Machine m;
+    m.options.command = pp::Command::arch;
+    m.options.arch_cc = cc;
+    m.options.require = {Mode::bf16};
+    const pp::Report arch = pp::run_arch(
+        m.options, pp::ProbeDeps{m.system, m.driver, m.engine, pp::testing::image_of(&m.image)});
+    EXPECT_EQ(arch.exit_code, std::string(cc) == "9.0" ? 0 : 1) << cc;
+    EXPECT_EQ(pp::testing::gated_again(arch), arch.exit_code) << cc;
+  }
+  // An internal error's report, as the program makes it.
+  pp::Report internal = pp::usage_error_report("internal error: out of memory", Machine().system);
+  internal.error->kind = pp::FailureKind::internal;
+  internal.exit_code = pp::exit_code::kCheckFailed;
+  EXPECT_EQ(pp::testing::gated_again(internal), pp::exit_code::kCheckFailed);
 }

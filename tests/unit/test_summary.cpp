@@ -273,6 +273,49 @@ TEST(Summary, RequiredModesAreJudgedByTheGateAndMissingOnesNamed) {
   EXPECT_EQ(summarize({node_report("h200", {kH200})}, o).exit_code, 0);
 }
 
+// What summarize --require judges of a node, read as the command reads it (ReadDepth::verdicts), is
+// what the run judged of the same requirements: every input of the gate is in the report.
+TEST(Summary, ARunsOwnRequirementsAreJudgedAsTheRunJudgedThem) {
+  struct Run {
+    const char* what;
+    std::vector<pp::testing::FakeGpu> gpus;
+    bool quick = false;
+    bool stack_known = true;
+    bool engine = true;
+  };
+  for (const Run& run :
+       {Run{"an H200", {kH200}}, Run{"a T4", {kT4}}, Run{"--quick on an H200", {kH200}, true},
+        Run{"--quick, no PyTorch known", {kH200}, true, false},
+        Run{"no engine", {kH200}, false, true, false}, Run{"no GPU", {}}}) {
+    pp::testing::FakeSystem system;
+    system.files["/proc/cpuinfo"] = pp::testing::cpuinfo_with_flags("Test CPU", "avx2 fma", 4);
+    pp::testing::FakeDriver driver =
+        run.gpus.empty() ? pp::testing::no_driver() : pp::testing::driver_with(run.gpus);
+    pp::testing::FakeEngine engine;
+    engine.is_installed = run.engine;
+    pp::Options options;
+    options.quick = run.quick;
+    options.require = {Mode::bf16, Mode::fp8_e4m3, Mode::amp_bf16};
+    pp::StackInfo image = pp::testing::cuda_stack();
+    image.available = run.stack_known;
+    const pp::Report report = pp::run_probe(
+        options, pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
+    const auto read = pp::read_report_json(pp::report_to_json(report), pp::ReadDepth::verdicts);
+    ASSERT_TRUE(read) << read.error();
+    const pp::NodeRecord node = pp::node_record(*read, "r.json", 0, options.require);
+    ASSERT_EQ(node.requirements.size(), report.requirements.size()) << run.what;
+    for (std::size_t i = 0; i < node.requirements.size(); ++i) {
+      const pp::RequirementResult& judged = node.requirements[i].result;
+      const pp::RequirementResult& ran = report.requirements[i];
+      EXPECT_EQ(judged.met, ran.met) << run.what << ", " << pp::mode_key(ran.mode);
+      EXPECT_EQ(judged.status, ran.status) << run.what << ", " << pp::mode_key(ran.mode);
+      EXPECT_EQ(judged.failure, ran.failure) << run.what << ", " << pp::mode_key(ran.mode);
+      EXPECT_EQ(judged.reason, ran.reason) << run.what << ", " << pp::mode_key(ran.mode);
+      EXPECT_EQ(judged.device, ran.device) << run.what << ", " << pp::mode_key(ran.mode);
+    }
+  }
+}
+
 TEST(Summary, TheMostSevereWins3Then4Then1) {
   pp::Report failed = node_report("failed", {kH200});
   gpu(failed, 0).find(Mode::fp16)->status = Status::failed;

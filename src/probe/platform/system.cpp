@@ -127,14 +127,9 @@ class RealSystem final : public System {
 
 std::unique_ptr<System> make_real_system() { return std::make_unique<RealSystem>(); }
 
-std::vector<std::string> gpu_device_nodes(const System& system) {
-  std::vector<std::string> gpus;
-  for (const std::string& n : system.list_dir("/dev", "nvidia")) {
-    if (n.size() > 6 && n.find_first_not_of("0123456789", 6) == std::string::npos) {
-      gpus.push_back(n);
-    }
-  }
-  return gpus;
+bool is_gpu_device_node(const std::string& name) {
+  return name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+         name.find_first_not_of("0123456789", 6) == std::string::npos;
 }
 
 std::uint64_t random_u64() {

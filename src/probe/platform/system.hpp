@@ -41,8 +41,8 @@ std::unique_ptr<System> make_real_system();
 // in a static libstdc++ it calls arc4random, which raises the probe's glibc floor to 2.36.
 std::uint64_t random_u64();
 
-// The GPUs' device nodes in /dev ("nvidia0", "nvidia1", ...; not nvidiactl, nvidia-uvm and the
-// like), sorted.
-std::vector<std::string> gpu_device_nodes(const System& system);
+// Whether a name in /dev is a GPU's device node ("nvidia0", "nvidia1", ...; not nvidiactl,
+// nvidia-uvm and the like).
+bool is_gpu_device_node(const std::string& name);
 
 }  // namespace precision_probe

@@ -108,7 +108,7 @@ void driver_fault(Collector& c, const Report& r) {
   }
 }
 
-void driver_library(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+void driver_library(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
   if (driver_faulted(r.driver)) return;
   if (r.driver.status != DriverStatus::not_found && !(ctx.cuda && !ctx.cuda->loaded)) return;
   const bool nvml_only = ctx.nvml.loaded && ctx.nvml.init_result == 0;
@@ -124,15 +124,14 @@ void driver_library(Collector& c, const Report& r, const DiagnosticContext& ctx)
         "no NVIDIA driver library can be loaded (" + r.driver.message + ")", kGpuContainerHint);
 }
 
-void device_nodes(Collector& c, const DiagnosticContext& ctx) {
+void device_nodes(Collector& c, const DiagnosticFacts& ctx) {
   // Only meaningful where a driver is there to talk to.
-  const bool driver_present = ctx.nvml.loaded || (ctx.cuda && ctx.cuda->loaded) ||
-                              ctx.system.exists("/proc/driver/nvidia/version");
+  const bool driver_present =
+      ctx.nvml.loaded || (ctx.cuda && ctx.cuda->loaded) || ctx.machine.driver_module;
   if (!driver_present) return;
-  const std::vector<std::string> nodes = ctx.system.list_dir("/dev", "nvidia");
-  const std::vector<std::string> gpus = gpu_device_nodes(ctx.system);
-  const bool ctl = ctx.system.exists("/dev/nvidiactl");
-  if (!ctl || gpus.empty()) {
+  const std::vector<std::string>& nodes = ctx.machine.nodes.all;
+  const bool ctl = ctx.machine.nodes.ctl;
+  if (!ctl || ctx.machine.nodes.gpus.empty()) {
     c.add(DiagnosticCode::device_nodes_missing,
           ctx.gpu_wanted ? Severity::error : Severity::warning,
           fmt::format("the NVIDIA driver is present but {} (found: {})",
@@ -142,11 +141,7 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
           "(or `--device /dev/nvidiactl --device /dev/nvidia0 --device /dev/nvidia-uvm`)");
     return;
   }
-  std::vector<std::string> blocked;
-  for (const std::string& n : nodes) {
-    if (n == "nvidia-caps" || n == "nvidia-modeset") continue;
-    if (!ctx.system.accessible("/dev/" + n)) blocked.push_back("/dev/" + n);
-  }
+  const std::vector<std::string>& blocked = ctx.machine.nodes.inaccessible;
   if (!blocked.empty()) {
     c.add(DiagnosticCode::device_nodes_inaccessible,
           ctx.gpu_wanted ? Severity::error : Severity::warning,
@@ -159,7 +154,7 @@ void device_nodes(Collector& c, const DiagnosticContext& ctx) {
 // The first entry of CUDA_VISIBLE_DEVICES that names no GPU ("" when none is known to): one the
 // parse refused or found repeated, an index past the GPUs NVML lists, a GPU- UUID that is the
 // prefix of none of theirs, or the entry where CUDA stopped (none seen at all: the first).
-std::string invalid_visible_entry(const VisibleDevicesSpec& spec, const DiagnosticContext& ctx) {
+std::string invalid_visible_entry(const VisibleDevicesSpec& spec, const DiagnosticFacts& ctx) {
   if (!spec.invalid_entry.empty()) return spec.invalid_entry;
   const std::size_t physical = ctx.nvml.devices.size();
   for (const std::string& e : spec.entries) {
@@ -179,8 +174,8 @@ std::string invalid_visible_entry(const VisibleDevicesSpec& spec, const Diagnost
   return "";
 }
 
-void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
-  const auto nvidia = ctx.system.getenv("NVIDIA_VISIBLE_DEVICES");
+void visible_devices(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
+  const std::optional<std::string>& nvidia = ctx.machine.nvidia_visible_devices;
   if (nvidia) {
     const std::string v = to_lower(trim(*nvidia));
     if (v == "void" || v == "none" || v.empty()) {
@@ -232,17 +227,13 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticContext& ctx
   }
 }
 
-bool compat_libraries_present(const DiagnosticContext& ctx) {
-  return !ctx.system.list_dir("/usr/local/cuda/compat", "libcuda.so").empty();
-}
-
-void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+void driver_version(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
   const auto needed = parse_cuda_version(r.stack.cuda_version);
   const bool insufficient = r.driver.cu_init_result == 35;
   if (!insufficient && (!needed || !r.driver.cuda_version || *r.driver.cuda_version >= *needed)) {
     return;
   }
-  const bool compat = compat_libraries_present(ctx);
+  const bool compat = ctx.machine.compat_libcuda;
   const bool compat_loaded = r.driver.libcuda_path.find("/compat/") != std::string::npos;
   std::string message =
       needed && r.driver.cuda_version
@@ -266,7 +257,7 @@ void driver_version(Collector& c, const Report& r, const DiagnosticContext& ctx)
                                         : std::string("the driver's")));
 }
 
-void cu_init(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+void cu_init(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
   if (!r.driver.cu_init_result) return;
   const int code = *r.driver.cu_init_result;
   const std::string name = r.driver.cu_init_error_name;
@@ -462,7 +453,7 @@ void refused_files(Collector& c, const Report& r) {
         "`import torch` would wait on it for ever");
 }
 
-void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& ctx) {
+void stack_and_devices(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
   refused_files(c, r);
   if (!ctx.engine_installed) {
     c.add(DiagnosticCode::engine_not_installed, Severity::warning,
@@ -510,7 +501,7 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticContext& c
     const PrecisionResult* tf32 = d.find(Mode::tf32);
     if (tf32 != nullptr && tf32->hardware == Hardware::native) tf32_native = true;
   }
-  if (ctx.system.getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE").value_or("") == "1") {
+  if (ctx.machine.tf32_override) {
     c.add(DiagnosticCode::tf32_override, Severity::warning,
           "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set (NGC's images set it): this image's PyTorch "
           "runs every fp32 matmul as TF32, whatever the code asks; the probe's fp32 check ran "
@@ -710,16 +701,16 @@ void soak(Collector& c, const Report& r) {
   }
 }
 
-std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context) {
+std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticFacts& facts) {
   std::vector<Diagnostic> out;
   Collector c(out);
   driver_fault(c, report);
-  driver_library(c, report, context);
-  device_nodes(c, context);
-  visible_devices(c, report, context);
-  driver_version(c, report, context);
-  cu_init(c, report, context);
-  stack_and_devices(c, report, context);
+  driver_library(c, report, facts);
+  device_nodes(c, facts);
+  visible_devices(c, report, facts);
+  driver_version(c, report, facts);
+  cu_init(c, report, facts);
+  stack_and_devices(c, report, facts);
   libtorch(c, report);
   disagreement(c, report);
   ungated_failures(c, report);

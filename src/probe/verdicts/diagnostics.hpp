@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "probe/driver/driver.hpp"
 #include "precision_probe/report.hpp"
-#include "probe/platform/system.hpp"
+#include "probe/driver/driver.hpp"
+#include "probe/facts/machine.hpp"
 
 namespace precision_probe {
 
@@ -107,17 +107,19 @@ inline constexpr std::array<DiagnosticInfo, 40> kDiagnosticCodes = {{
 
 std::string_view to_string(DiagnosticCode code);
 
-struct DiagnosticContext {
-  const System& system;
+// What the diagnostics look at besides the report: facts the run read from the machine and the
+// driver before (run/run_facts.hpp). Diagnosing reads nothing more.
+struct DiagnosticFacts {
+  const MachineFacts& machine;  // the environment, the device nodes, the driver's files
   const NvmlSnapshot& nvml;
   const std::optional<CudaSnapshot>& cuda;  // absent when cuInit was not called (--quick)
-  const VisibleDevicesSpec& visible;
+  VisibleDevicesSpec visible;
   bool engine_installed = true;
   bool gpu_wanted = false;     // a mode is required of GPUs, or GPUs were named with --device
   std::string engine_missing;  // why there is no engine, where the run knows ("" else)
 };
 
-// Looks at the finished report (facts, stack, statuses) and the context; never throws.
-std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticContext& context);
+// Looks at the finished report (facts, stack, statuses) and the facts; a pure function.
+std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticFacts& facts);
 
 }  // namespace precision_probe

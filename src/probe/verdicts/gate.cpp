@@ -140,6 +140,9 @@ ExitDecision decide_exit(const Report& report) {
   if (report.error && report.error->kind == FailureKind::usage) {
     return {exit_code::kUsage, report.error->message};
   }
+  if (report.error && report.error->kind == FailureKind::internal) {
+    return {exit_code::kCheckFailed, report.error->message};
+  }
   // Silent data corruption is never hidden behind an interrupt or a timeout.
   if (std::string corruption = soak_corruption(report); !corruption.empty()) {
     return {exit_code::kCheckFailed, corruption};

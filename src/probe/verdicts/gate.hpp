@@ -17,8 +17,10 @@ struct ExitDecision {
   int code = 0;
   std::string reason;
 };
-// Precedence: usage error 2, timed out or interrupted 5, environment 3, failed check 4,
-// requirement not met 1, else 0.
+// Precedence: usage error 2, internal error 4, silent data corruption 4, timed out or
+// interrupted 5, environment 3, failed check 4, requirement not met 1, else 0. Everything it reads
+// is in the report's JSON: a report read back is gated again to the code it says, but for exit 6
+// and a signal during delivery (decided at delivery, error kind `output`).
 ExitDecision decide_exit(const Report& report);
 
 }  // namespace precision_probe

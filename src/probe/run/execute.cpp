@@ -1,0 +1,103 @@
+#include "probe/run/execute.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "common/trace.hpp"
+#include "probe/platform/process.hpp"
+
+namespace precision_probe {
+
+Execution::Execution(Engine& engine, DriverApi& driver, const Options& options,
+                     const RunClock& clock)
+    : engine_(engine),
+      driver_(driver),
+      timeout_s_(options.timeout_s),
+      check_timeout_s_(options.check_timeout_s),
+      clock_(clock) {}
+
+Execution::~Execution() {
+  // Left early (an exception): the threads end before what they use does.
+  cancelled_ = true;
+  if (cpu_done_.valid()) cpu_done_.wait();
+  if (cuda_.valid()) cuda_.wait();
+}
+
+// The engine's limits for what is left of the run's budget.
+Limits Execution::limits() const {
+  Limits limits;
+  limits.total = std::max(clock_.left(), std::chrono::milliseconds(1));
+  limits.timeout_s = timeout_s_;
+  limits.per_check = std::chrono::milliseconds(static_cast<long long>(check_timeout_s_ * 1000.0));
+  const std::atomic<bool>* flag = &cancelled_;
+  limits.stop = [flag] { return interrupt_requested() || flag->load(); };
+  return limits;
+}
+
+// Runs the workers together; each gets its result.
+void Execution::run_workers(const std::vector<WorkerRun*>& runs) {
+  if (runs.empty()) return;
+  std::vector<WorkerPlan> plans;
+  plans.reserve(runs.size());
+  for (const WorkerRun* w : runs) plans.push_back(w->plan);
+  std::vector<WorkerResult> results = engine_.run(plans, limits());
+  for (std::size_t i = 0; i < runs.size() && i < results.size(); ++i) {
+    runs[i]->result = std::move(results[i]);
+  }
+}
+
+void Execution::start(const StartPlan& plan) {
+  if (!plan.stack.libtorch_dir.empty()) engine_.use_libtorch(plan.stack.libtorch_dir);
+  if (plan.prestart) engine_.prestart(*plan.prestart);
+  if (!plan.cpu) return;
+  cpu_ = WorkerRun{*plan.cpu, std::nullopt};
+  cpu_done_ = std::async(std::launch::async, [this] { run_workers({&*cpu_}); });
+}
+
+void Execution::ask_cuda_alongside() {
+  cuda_ = std::async(std::launch::async, [this] {
+    CudaSnapshot snapshot = driver_.query_cuda();
+    trace("cuInit done (in the background)");
+    return snapshot;
+  });
+}
+
+void Execution::cancel() {
+  cancelled_ = true;
+  if (cpu_done_.valid()) cpu_done_.wait();
+  engine_.stop_spares();
+}
+
+RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
+  RunResults r;
+  std::unique_ptr<TelemetryRecording> telemetry =
+      gpus.telemetry ? driver_.record_telemetry() : nullptr;
+  // Every GPU at once, and the collective with them unless measurements run alone.
+  for (const WorkerPlan& p : gpus.gpus) r.gpus.push_back({p, std::nullopt});
+  if (gpus.collective) r.collective = WorkerRun{*gpus.collective, std::nullopt};
+  std::vector<WorkerRun*> together;
+  together.reserve(r.gpus.size() + 1);
+  for (WorkerRun& w : r.gpus) together.push_back(&w);
+  if (r.collective && !gpus.collective_alone) together.push_back(&*r.collective);
+  run_workers(together);
+  if (telemetry) r.telemetry = telemetry->stop();
+  r.telemetry_note = telemetry ? telemetry->error : "NVML telemetry is not offered here";
+  engine_.stop_spares();
+  if (cpu_done_.valid()) cpu_done_.get();
+  r.cpu = std::move(cpu_);
+  // The measurements that run alone: the CPU's benchmark, then the collective's bandwidth.
+  if (start.cpu_bench && r.cpu) {
+    r.cpu_bench = WorkerRun{*start.cpu_bench, std::nullopt};
+    run_workers({&*r.cpu_bench});
+  }
+  if (r.collective && gpus.collective_alone) run_workers({&*r.collective});
+  trace("workers finished");
+  if (cuda_.valid()) {
+    r.cuda = cuda_.get();
+    trace("cuInit answered");
+  }
+  if (interrupt_requested()) r.interrupted = signal_name(interrupt_signal());
+  return r;
+}
+
+}  // namespace precision_probe

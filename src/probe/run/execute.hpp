@@ -1,0 +1,76 @@
+#pragma once
+// The run's third phase, and the only place of the run with threads: the plans (plan.hpp) handed
+// to the engine's workers within the run's one budget (clock.hpp), and what they answered, each
+// answer beside its plan. The CPU's checks begin as soon as the start's plan is there, on a
+// thread of their own while the driver is asked; the GPUs' workers, cuInit where it is asked
+// alongside, and the soak's telemetry run together; the measurements that must run alone come
+// last.
+
+#include <atomic>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/worker.hpp"
+#include "probe/driver/driver.hpp"
+#include "probe/driver/telemetry.hpp"
+#include "probe/run/clock.hpp"
+#include "probe/run/engine_client.hpp"
+#include "probe/run/plan.hpp"
+
+namespace precision_probe {
+
+// One worker of the run: its plan and, once run, its answer.
+struct WorkerRun {
+  WorkerPlan plan;
+  std::optional<WorkerResult> result;
+};
+
+// What the workers answered, and what was seen while they ran.
+struct RunResults {
+  std::optional<WorkerRun> cpu;
+  std::optional<WorkerRun> cpu_bench;  // the CPU's benchmark, run alone
+  std::vector<WorkerRun> gpus;         // as GpuPlan::gpus
+  std::optional<WorkerRun> collective;
+  std::vector<TelemetrySample> telemetry;  // the soak's, NVML's samples
+  std::string telemetry_note;              // why there are none
+  std::optional<CudaSnapshot> cuda;        // cuInit's answer, where it was asked alongside
+  std::string interrupted;                 // the signal that interrupted the run ("" when none)
+};
+
+class Execution {
+ public:
+  Execution(Engine& engine, DriverApi& driver, const Options& options, const RunClock& clock);
+  Execution(const Execution&) = delete;
+  Execution& operator=(const Execution&) = delete;
+  ~Execution();  // what still runs is told to stop, and waited for
+
+  // The start: the image's LibTorch named to the engine, the workers started ahead, the CPU's
+  // checks begun.
+  void start(const StartPlan& plan);
+  // cuInit, in the driver's agent, while the GPUs' workers run.
+  void ask_cuda_alongside();
+  // The rest of the run: the GPUs' workers and the collective, the CPU's checks joined, the
+  // measurements that run alone; then what every worker answered.
+  RunResults finish(const StartPlan& start, const GpuPlan& gpus);
+  // The run is given up (bad input found once the driver answered): the CPU's checks are stopped
+  // and the workers started ahead with them.
+  void cancel();
+
+ private:
+  Limits limits() const;
+  void run_workers(const std::vector<WorkerRun*>& runs);
+
+  Engine& engine_;
+  DriverApi& driver_;
+  double timeout_s_;
+  double check_timeout_s_;
+  RunClock clock_;
+  std::atomic<bool> cancelled_{false};
+  std::optional<WorkerRun> cpu_;
+  std::future<void> cpu_done_;
+  std::future<CudaSnapshot> cuda_;
+};
+
+}  // namespace precision_probe

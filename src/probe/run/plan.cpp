@@ -1,0 +1,281 @@
+#include "probe/run/plan.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/arch.hpp"
+#include "common/strings.hpp"
+#include "probe/facts/cpu.hpp"
+#include "probe/run/soak_plan.hpp"
+
+namespace precision_probe {
+
+namespace {
+
+constexpr const char* kTorchNotLookedFor = "PRECISION_PROBE_TORCH=none";
+
+// The modes worth running a kernel for: everything the hardware does not rule out.
+template <typename Modes, typename SupportFn>
+std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
+  std::vector<Mode> modes;
+  for (Mode m : candidates) {
+    const HardwareVerdict verdict = support(m);
+    if (verdict.hardware != Hardware::unsupported && verdict.stack_lacks.empty()) {
+      modes.push_back(m);
+    }
+  }
+  return modes;
+}
+
+// Why the engine cannot load the image's LibTorch at all ("" when it can try).
+std::string libtorch_blocker(const StackInfo& stack) {
+  if (!stack.available) {
+    return "no PyTorch or LibTorch was found for the engine to load (PRECISION_PROBE_TORCH, the "
+           "torch package of the python3 on PATH, a LibTorch on LD_LIBRARY_PATH), so no kernel "
+           "ran";
+  }
+  const std::optional<Version> release = parse_version(stack.libtorch_version);
+  if (release && *release < kEngineFloor) {
+    return fmt::format(
+        "this image's PyTorch {} is older than {}.{}, the oldest release whose stable C ABI the "
+        "engine uses, so no kernel ran (--quick answers for it from its files)",
+        stack.libtorch_version, kEngineFloor.major, kEngineFloor.minor);
+  }
+  return "";
+}
+
+StackAtStart stack_at_start(const Options& o, const StartFacts& facts) {
+  StackAtStart s;
+  s.stack = stack_or_none(facts.image, facts.machine.torch_not_looked_for);
+  if (o.quick) {
+    // No kernel runs: what the stack's files say against GPUs is all.
+    s.gpu_blocker = cuda_blocker(s.stack);
+    return s;
+  }
+  s.kernel_blocker = libtorch_blocker(s.stack);
+  if (s.kernel_blocker.empty() && !facts.engine_installed) s.kernel_blocker = facts.engine_missing;
+  if (s.kernel_blocker.empty()) s.libtorch_dir = s.stack.location + "/lib";
+  s.gpu_blocker = s.kernel_blocker.empty() ? cuda_blocker(s.stack) : s.kernel_blocker;
+  return s;
+}
+
+// PRECISION_PROBE_INJECT_FAULT, read only with --soak (a malformed one is a usage error).
+Expected<std::optional<FaultInjection>> fault_to_inject(const Options& options,
+                                                        const std::optional<std::string>& spec) {
+  if (!spec || options.soak_s <= 0.0) return std::optional<FaultInjection>{};
+  Expected<FaultInjection> parsed = parse_fault_injection(*spec);
+  if (!parsed) return Unexpected{parsed.error()};
+  return std::optional<FaultInjection>{*parsed};
+}
+
+// The CPU's checks. With `bench_later`, its benchmark is left for a run of its own.
+WorkerPlan plan_cpu(const Options& options, const CpuInfo& cpu, std::uint64_t seed,
+                    bool bench_later, const std::optional<FaultInjection>& inject) {
+  auto support = [&cpu](Mode m) { return cpu_hardware_support(cpu, m); };
+  WorkerPlan p;
+  p.kind = DeviceKind::cpu;
+  p.smoke = runnable_modes(matmul_modes(), support);
+  if (options.amp) p.amp = runnable_modes(training_modes(), support);
+  p.seed = seed;
+  if (options.bench && !bench_later) p.bench_size = options.bench_size.value_or(1024);
+  if (options.devices.cpu) plan_soak(p, options, support, inject, seed);
+  return p;
+}
+
+// The CPU's benchmark in a run of its own: the checks' plan, benchmarking only.
+WorkerPlan plan_cpu_bench(const Options& options, const WorkerPlan& cpu) {
+  WorkerPlan p = cpu;
+  p.amp.clear();
+  p.soak_seconds = 0.0;  // the CPU soaks in its first run
+  p.soak_modes.clear();
+  p.inject_iteration = 0;
+  p.bench_size = options.bench_size.value_or(1024);
+  return p;
+}
+
+// A GPU's tf32 check runs in a process of its own (LibTorch reads the TF32 override once per
+// process): its smoke test, benchmark and share of the soak move from `main` to a plan of their
+// own, held before its measurements until the main worker is done.
+std::optional<WorkerPlan> split_tf32(WorkerPlan& p) {
+  const auto at = std::find(p.smoke.begin(), p.smoke.end(), Mode::tf32);
+  if (at == p.smoke.end()) return std::nullopt;
+  p.smoke.erase(at);
+  WorkerPlan t = p;
+  t.tf32_process = true;
+  t.smoke = {Mode::tf32};
+  t.amp.clear();
+  t.soak_modes.clear();
+  t.soak_seconds = 0.0;
+  t.inject_iteration = 0;
+  const auto soaked = std::find(p.soak_modes.begin(), p.soak_modes.end(), Mode::tf32);
+  if (p.soak_seconds > 0.0 && soaked != p.soak_modes.end()) {
+    const double share = p.soak_seconds / static_cast<double>(p.soak_modes.size());
+    p.soak_modes.erase(soaked);
+    p.soak_seconds = p.soak_modes.empty() ? 0.0 : p.soak_seconds - share;
+    t.soak_modes = {Mode::tf32};
+    t.soak_seconds = share;
+    if (p.inject_iteration > 0 && p.inject_mode == Mode::tf32) {
+      t.inject_iteration = p.inject_iteration;
+      p.inject_iteration = 0;
+    }
+  }
+  t.hold = t.bench_size > 0 || t.soak_seconds > 0.0;
+  return t;
+}
+
+WorkerPlan plan_gpu(const Options& options, const GpuInfo& gpu, const StartPlan& start) {
+  // What the image's stack lacks (its release, its CUDA) is not asked of the engine.
+  auto support = [&gpu, &start](Mode m) { return gpu_support(*gpu.cc, m, start.stack.stack); };
+  WorkerPlan p;
+  p.kind = DeviceKind::cuda;
+  p.index = gpu.index;
+  p.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
+  p.smoke = runnable_modes(matmul_modes(), support);
+  if (options.amp) p.amp = runnable_modes(training_modes(), support);
+  p.seed = start.seed + static_cast<std::uint64_t>(gpu.index) + 1;
+  if (options.bench) p.bench_size = options.bench_size.value_or(8192);
+  plan_soak(p, options, support, start.inject, start.seed, gpu.memory_total);
+  return p;
+}
+
+std::string unavailable_selection(const Options& options, const GpuFacts& facts) {
+  if (!facts.gpus.empty() || options.devices.gpu_indices.empty()) return "";
+  return fmt::format("--device {}: no GPU is visible ({})", options.devices.gpu_indices.front(),
+                     facts.driver.message);
+}
+
+// The GPUs the collective spans: every selected one the driver knows.
+std::vector<int> collective_gpus(const Options& options, const GpuFacts& facts) {
+  std::vector<int> gpus;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (gpu_selected(options, gpu.index) && gpu.cc) gpus.push_back(gpu.index);
+  }
+  return gpus;
+}
+
+std::optional<WorkerPlan> plan_collective(const Options& options, const GpuFacts& facts,
+                                          const std::vector<int>& gpus, std::uint64_t seed) {
+  if (!options.nccl || options.quick || gpus.empty()) return std::nullopt;
+  WorkerPlan p;
+  p.kind = DeviceKind::cuda;
+  p.collective_ranks = static_cast<int>(gpus.size());
+  std::vector<std::string> ids;
+  for (int index : gpus) {
+    const GpuInfo& g = facts.gpus[static_cast<std::size_t>(index)];
+    ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
+  }
+  p.cuda_visible_devices = join(ids, ",");
+  p.seed = seed;
+  return p;
+}
+
+}  // namespace
+
+StackInfo stack_or_none(const std::optional<StackInfo>& image, bool torch_not_looked_for) {
+  if (image && image->available) return *image;
+  StackInfo s;
+  s.source = "none";
+  if (torch_not_looked_for) {
+    s.found_by = kTorchNotLookedFor;
+    s.error = "not looked for (PRECISION_PROBE_TORCH=none)";
+  } else if (image && !image->error.empty()) {
+    s.error = image->error;  // found but not read: a file refused, a reading out of time
+  } else {
+    s.error = "no PyTorch or LibTorch found";
+  }
+  return s;
+}
+
+std::string cuda_blocker(const StackInfo& stack) {
+  if (stack.available && !stack.cuda_built && !stack.cuda_version.empty()) {
+    // A CUDA build without its CUDA library: a partial install, or ./dev's cache of the CPU one.
+    return fmt::format(
+        "this LibTorch ({}) is a CUDA {} build, but its libtorch_cuda.so is not in {}/lib: no GPU "
+        "kernel can run; use a complete install (pip install torch) or the image you train with",
+        stack.libtorch_version, stack.cuda_version, stack.location);
+  }
+  if (stack.available && !stack.cuda_built) {
+    return fmt::format(
+        "this LibTorch ({}) was built without CUDA: no GPU kernel can run; use a CUDA build of "
+        "PyTorch or LibTorch",
+        stack.libtorch_version);
+  }
+  return "";
+}
+
+bool not_looked_for(const StackInfo& stack) { return stack.found_by == kTorchNotLookedFor; }
+
+std::string bad_torch_dir(const std::optional<StackInfo>& image) {
+  const bool bad = image && !image->available && image->found_by == "PRECISION_PROBE_TORCH";
+  return bad ? image->error : "";
+}
+
+Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) {
+  const Expected<std::optional<FaultInjection>> inject =
+      fault_to_inject(options, facts.inject_fault);
+  if (!inject) return Unexpected{inject.error()};
+  if (const std::string bad = bad_torch_dir(facts.image); !bad.empty()) return Unexpected{bad};
+  StartPlan s;
+  s.seed = options.seed.value_or(facts.stamp.random_seed);
+  s.inject = *inject;
+  s.stack = stack_at_start(options, facts);
+  if (s.stack.gpu_blocker.empty()) {
+    s.expected_gpus =
+        expected_gpu_workers(facts.machine.nodes, visible_devices(facts.machine), options.devices);
+  }
+  if (options.quick || !s.stack.kernel_blocker.empty()) return s;
+  // A GPU's TF32 process with its main worker: both load LibTorch at once.
+  s.prestart = Prestart{true, s.expected_gpus, s.expected_gpus};
+  const bool bench_later = s.expected_gpus > 0;
+  s.cpu = plan_cpu(options, facts.machine.cpu, s.seed, bench_later, s.inject);
+  if (options.bench && bench_later) s.cpu_bench = plan_cpu_bench(options, *s.cpu);
+  return s;
+}
+
+GpuPlan plan_gpus(const Options& options, const GpuFacts& facts, const StartPlan& start) {
+  GpuPlan g;
+  for (const GpuInfo& gpu : facts.gpus) {
+    if (options.quick || !gpu_selected(options, gpu.index) || !gpu.cc ||
+        !start.stack.gpu_blocker.empty()) {
+      continue;
+    }
+    WorkerPlan main = plan_gpu(options, gpu, start);
+    std::optional<WorkerPlan> tf32 = split_tf32(main);
+    g.gpus.push_back(main);
+    if (tf32) g.gpus.push_back(*tf32);
+  }
+  g.collective_on = collective_gpus(options, facts);
+  g.collective = plan_collective(options, facts, g.collective_on, start.seed);
+  g.collective_alone = options.bench;  // the collective measures bandwidth: alone with --bench
+  g.telemetry = std::any_of(g.gpus.begin(), g.gpus.end(),
+                            [](const WorkerPlan& p) { return p.soak_seconds > 0.0; });
+  g.unavailable_selection = unavailable_selection(options, facts);
+  return g;
+}
+
+std::string selection_error(const Options& options, const GpuFacts& facts) {
+  if (facts.gpus.empty()) return "";
+  for (int index : options.devices.gpu_indices) {
+    if (index >= static_cast<int>(facts.gpus.size())) {
+      return fmt::format("--device: GPU {} does not exist ({} visible: 0-{})", index,
+                         facts.gpus.size(), facts.gpus.size() - 1);
+    }
+  }
+  return "";
+}
+
+bool gpu_selected(const Options& options, int index) {
+  if (options.devices.all_gpus) return true;
+  return std::find(options.devices.gpu_indices.begin(), options.devices.gpu_indices.end(), index) !=
+         options.devices.gpu_indices.end();
+}
+
+int expected_gpu_workers(const DeviceNodes& nodes, const VisibleDevicesSpec& visible,
+                         const DeviceSelection& selection) {
+  std::size_t guess = static_cast<std::size_t>(visible_gpu_nodes(nodes, visible));
+  if (!selection.all_gpus) guess = std::min(guess, selection.gpu_indices.size());
+  return static_cast<int>(guess);
+}
+
+}  // namespace precision_probe

@@ -40,12 +40,19 @@ const json_fields::ReadLimits kLineLimits{std::size_t{16} * 1024, 1024};
 
 // One line: the type, then the fields of what it carries. Invalid UTF-8 is replaced.
 template <class T>
-std::string line(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
+json line_json(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
   json j = {{"type", type}};
   if (mode) j["mode"] = std::string(mode_key(*mode));
   const json fields = json_fields::encode(value);
   for (const auto& [key, field] : fields.items()) j[key] = field;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return j;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+template <class T>
+std::string line(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
+  return dump(line_json(type, value, mode));
 }
 
 template <class T>
@@ -193,9 +200,9 @@ std::string encode_bench(Mode mode, const BenchOutcome& o) { return line("bench"
 std::string encode_soak(Mode mode, const SoakOutcome& o) { return line("soak", o, mode); }
 
 std::string encode_collective(const CollectiveOutcome& o, const std::string& nccl_version) {
-  json j = json::parse(line("collective", o));
+  json j = line_json("collective", o);
   j["nccl_version"] = nccl_version;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(j);
 }
 
 std::string encode_done() { return json{{"type", "done"}}.dump(); }

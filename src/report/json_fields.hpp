@@ -157,6 +157,14 @@ class Writer {
     for (const auto& [mode, item] : items) by_key[std::string(mode_key(mode))] = encode(item);
     j_[key] = std::move(by_key);
   }
+  // Structs that hold their own mode (`mode`), as an object by mode key (the mode not repeated
+  // inside).
+  template <class T>
+  void keyed(const char* key, const std::vector<T>& items, Mode T::*mode) {
+    json by_key = json::object();
+    for (const T& item : items) by_key[std::string(mode_key(item.*mode))] = encode(item);
+    j_[key] = std::move(by_key);
+  }
   static constexpr bool reading = false;
 
  private:
@@ -377,6 +385,15 @@ class BasicReader {
       T item{};
       decode(value, item, path, limits_);
       items.emplace_back(mode, std::move(item));
+    });
+  }
+  template <class T>
+  void keyed(std::string_view key, std::vector<T>& items, Mode T::*mode) {
+    by_key(key, [&](Mode m, const J& value, const Path& path) {
+      T item{};
+      decode(value, item, path, limits_);
+      item.*mode = m;
+      items.push_back(std::move(item));
     });
   }
   static constexpr bool reading = true;

@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/build_info.hpp"
 #include "common/strings.hpp"
@@ -206,14 +205,7 @@ int error_exit(const char* kind, int code, const std::string& message, const Sum
                const StandardStreams& streams) {
   say(streams, kError + message);
   if (o.json && !o.quiet && !streams.out_closed) {
-    const nlohmann::ordered_json j = {
-        {"summary_schema_version", kSummarySchemaVersion},
-        {"tool", {{"name", "precision-probe"}, {"version", build_info::kVersion}}},
-        {"error", {{"kind", kind}, {"message", message}}},
-        {"exit_code", code},
-        {"exit_reason", message}};
-    (void)write_all(streams.out_fd,
-                    j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    (void)write_all(streams.out_fd, print_summary_error(kind, code, message, build_info::kVersion));
   }
   return code;
 }

@@ -24,8 +24,8 @@ struct WordCounts {
   std::uint8_t of[256] = {};
   constexpr WordCounts() {
     for (std::uint8_t& n : of) n = 1;
-    of['l'] = of['u'] = of['d'] = 2;
-    of['{'] = of['['] = 0;
+    for (const unsigned char number : {'l', 'u', 'd'}) of[number] = 2;
+    for (const unsigned char container : {'{', '['}) of[container] = 0;
   }
 };
 constexpr WordCounts kWords;
@@ -77,15 +77,15 @@ std::string widen_large_integers(std::string_view text) {
 // A member's name's fingerprint: its length, its first four bytes and its last four, mixed; equal
 // names have equal fingerprints. `at` is where the name stands in the document's texts: a 32-bit
 // length, the bytes, a NUL, and simdjson's padding after the last text, so that eight bytes can be
-// read from the length on.
+// read from the length on. The four bytes that end at the name's end are the name itself where it
+// is shorter (with its length's upper bytes), and the first eight are then left out.
 std::uint64_t fingerprint(const std::uint8_t* at) {
-  std::uint64_t head = 0;  // the length and up to four bytes
+  std::uint64_t head = 0;
   std::memcpy(&head, at, sizeof head);
   const auto length = static_cast<std::uint32_t>(head);
-  if (length < 4) head &= (std::uint64_t{1} << (32 + 8 * length)) - 1;
   std::uint32_t tail = 0;
-  if (length > 4) std::memcpy(&tail, at + length, sizeof tail);
-  return (head ^ (std::uint64_t{tail} << 13U)) * 0x9E3779B97F4A7C15ULL;
+  std::memcpy(&tail, at + length, sizeof tail);
+  return ((length < 4 ? length : head) ^ (std::uint64_t{tail} << 29U)) * 0x9E3779B97F4A7C15ULL;
 }
 
 }  // namespace
@@ -97,14 +97,15 @@ struct JsonDocument::Parser {
   std::vector<std::string_view> names;  // an object's names, sorted
 
   simdjson::error_code parse(std::string_view text, bool padded) {
-    if (!padded) {
-      if (copy_capacity < text.size()) {
+    if (!padded || text.empty()) {
+      if (!copy || copy_capacity < text.size()) {
         copy = std::make_unique<char[]>(text.size() + kJsonPadding);
         copy_capacity = text.size();
       }
-      std::memcpy(copy.get(), text.data(), text.size());
+      if (!text.empty()) std::memcpy(copy.get(), text.data(), text.size());
     }
-    return dom.parse(padded ? text.data() : copy.get(), text.size(), false).error();
+    return dom.parse(padded && !text.empty() ? text.data() : copy.get(), text.size(), false)
+        .error();
   }
 };
 
@@ -155,37 +156,41 @@ bool JsonDocument::unique_keys() const {
   return !(root.is_object() || root.is_array()) || unique_within(1);
 }
 
+// Moves `next` past the value at `value` (past the member, where a name stands before it), the
+// objects inside it checked.
+[[gnu::always_inline]] inline bool JsonDocument::skip_value(std::uint32_t value,
+                                                            std::uint32_t& next) const {
+  const std::uint64_t word = tape_[value];
+  const std::uint8_t words = kWords.of[word >> 56U];
+  if (words != 0) {
+    next = value + words;
+    return true;
+  }
+  next = static_cast<std::uint32_t>(word);
+  return unique_within(value);
+}
+
 bool JsonDocument::unique_within(std::uint32_t container) const {
   const std::uint64_t* tape = tape_;
   const auto end = static_cast<std::uint32_t>(tape[container]) - 1;
-  if ((tape[container] >> 56U) == '[') {
-    for (std::uint32_t k = container + 1; k < end;) {
-      const std::uint64_t word = tape[k];
-      const std::uint8_t words = kWords.of[word >> 56U];
-      if (words == 0 && !unique_within(k)) return false;
-      k = words == 0 ? static_cast<std::uint32_t>(word) : k + words;
+  const bool object = (tape[container] >> 56U) == '{';
+  std::uint32_t k = container + 1;
+  // An object's names, until one may be a repeat (its names then compared) or none is left.
+  for (std::uint64_t seen_a = 0, seen_b = 0; object && k < end;) {
+    const std::uint64_t f = fingerprint(strings_ + (tape[k] & kPayloadMask));
+    const std::uint64_t a = std::uint64_t{1} << (f >> 58U);
+    const std::uint64_t b = std::uint64_t{1} << ((f >> 52U) & 63U);
+    if ((seen_a & a) != 0 && (seen_b & b) != 0) {
+      if (!names_differ(container)) return false;
+      break;
     }
-    return true;
+    seen_a |= a;
+    seen_b |= b;
+    if (!skip_value(k + 1, k)) return false;
   }
-  bool compared = false;
-  std::uint64_t seen_a = 0;
-  std::uint64_t seen_b = 0;
-  for (std::uint32_t k = container + 1; k < end;) {
-    if (!compared) {
-      const std::uint64_t f = fingerprint(strings_ + (tape[k] & kPayloadMask));
-      const std::uint64_t a = std::uint64_t{1} << (f >> 58U);
-      const std::uint64_t b = std::uint64_t{1} << ((f >> 52U) & 63U);
-      if ((seen_a & a) != 0 && (seen_b & b) != 0) {
-        if (!names_differ(container)) return false;
-        compared = true;
-      }
-      seen_a |= a;
-      seen_b |= b;
-    }
-    const std::uint64_t word = tape[k + 1];  // the member's value
-    const std::uint8_t words = kWords.of[word >> 56U];
-    if (words == 0 && !unique_within(k + 1)) return false;
-    k = words == 0 ? static_cast<std::uint32_t>(word) : k + 1 + words;
+  // The values (or a list's elements) that are left: the objects and lists among them.
+  while (k < end) {
+    if (!skip_value(object ? k + 1 : k, k)) return false;
   }
   return true;
 }
@@ -236,10 +241,18 @@ std::size_t JsonValue::size() const {
 
 namespace {
 
-// Names are short: compared in place, the lengths first.
+// Names are short: compared in place, the lengths first, then eight bytes at a time.
 bool same(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
+  std::size_t i = 0;
+  for (; i + 8 <= a.size(); i += 8) {
+    std::uint64_t x = 0;
+    std::uint64_t y = 0;
+    std::memcpy(&x, a.data() + i, sizeof x);
+    std::memcpy(&y, b.data() + i, sizeof y);
+    if (x != y) return false;
+  }
+  for (; i < a.size(); ++i) {
     if (a[i] != b[i]) return false;
   }
   return true;

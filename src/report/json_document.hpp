@@ -46,6 +46,7 @@ class JsonDocument {
   // Whether every object of the parsed document names each member once.
   bool unique_keys() const;
   bool unique_within(std::uint32_t container) const;
+  bool skip_value(std::uint32_t value, std::uint32_t& next) const;
   bool names_differ(std::uint32_t object) const;
   std::string refusal(std::string_view text, const std::string& simdjson_error) const;
 

@@ -334,7 +334,8 @@ TEST(JsonDocument, APaddedTextReadsAsACopiedOne) {
 TEST(JsonDocument, TheFieldReaderRefusesWithThePath) {
   jf::JsonDocument doc;
   ASSERT_EQ(doc.parse(R"({"a": 3, "b": [1, "two"]})"), "");
-  jf::Reader r(doc.root(), "pair", jf::ReadLimits{});
+  const jf::ReadLimits limits;  // (a reader keeps a reference to its limits)
+  jf::Reader r(doc.root(), "pair", limits);
   int a = 0;
   r("a", a);
   EXPECT_EQ(a, 3);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <charconv>
 #include <limits>
 #include <vector>
@@ -18,17 +19,16 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 constexpr std::uint64_t kPayloadMask = (std::uint64_t{1} << 56) - 1;
 
-// The words a value takes on the tape by its type (the word's top byte): a number two, another
-// scalar one; 0 for an object or a list, whose word says where it ends.
-struct WordCounts {
-  std::uint8_t of[256] = {};
-  constexpr WordCounts() {
-    for (std::uint8_t& n : of) n = 1;
-    for (const unsigned char number : {'l', 'u', 'd'}) of[number] = 2;
-    for (const unsigned char container : {'{', '['}) of[container] = 0;
-  }
-};
-constexpr WordCounts kWords;
+// The types of tape words (a word's top byte) are ASCII letters and brackets between 64 and 127:
+// which are numbers (two words: 'd', 'l', 'u') and which containers ('[', '{') is a bit of a
+// 64-bit mask each, tested without a table.
+constexpr std::uint64_t type_bits(std::initializer_list<char> types) {
+  std::uint64_t bits = 0;
+  for (const char t : types) bits |= std::uint64_t{1} << (static_cast<unsigned>(t) - 64U);
+  return bits;
+}
+constexpr std::uint64_t kNumberTypes = type_bits({'d', 'l', 'u'});
+constexpr std::uint64_t kContainerTypes = type_bits({'[', '{'});
 
 namespace {
 
@@ -97,12 +97,13 @@ struct JsonDocument::Parser {
   std::vector<std::string_view> names;  // an object's names, sorted
 
   simdjson::error_code parse(std::string_view text, bool padded) {
+    if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return simdjson::CAPACITY;
     if (!padded || text.empty()) {
       if (!copy || copy_capacity < text.size()) {
         copy = std::make_unique<char[]>(text.size() + kJsonPadding);
         copy_capacity = text.size();
       }
-      if (!text.empty()) std::memcpy(copy.get(), text.data(), text.size());
+      std::copy(text.begin(), text.end(), copy.get());
     }
     return dom.parse(padded && !text.empty() ? text.data() : copy.get(), text.size(), false)
         .error();
@@ -161,9 +162,10 @@ bool JsonDocument::unique_keys() const {
 [[gnu::always_inline]] inline bool JsonDocument::skip_value(std::uint32_t value,
                                                             std::uint32_t& next) const {
   const std::uint64_t word = tape_[value];
-  const std::uint8_t words = kWords.of[word >> 56U];
-  if (words != 0) {
-    next = value + words;
+  const auto type = static_cast<unsigned>(word >> 56U);
+  const std::uint64_t bit = (type >> 6U) == 1 ? std::uint64_t{1} << (type & 63U) : 0;
+  if ((bit & kContainerTypes) == 0) {
+    next = value + 1 + ((bit & kNumberTypes) != 0 ? 1 : 0);
     return true;
   }
   next = static_cast<std::uint32_t>(word);

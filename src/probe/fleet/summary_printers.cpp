@@ -103,13 +103,19 @@ std::enable_if_t<is<S, Superseded>> fields(V& v, S& x) {
   v("newer_source", x.newer_source);
 }
 
-template <class V, class S>
-std::enable_if_t<is<S, FleetSummary>> fields(V& v, S& s) {
+// What every summary document begins with: its schema's version and the tool.
+template <class V>
+void summary_head(V& v, const std::string& tool_version) {
   v.derived("summary_schema_version", kSummarySchemaVersion);
   v.group(true, "tool", [&](auto& g) {
     g.derived("name", std::string("precision-probe"));
-    g("version", s.tool_version);
+    g.derived("version", tool_version);
   });
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, FleetSummary>> fields(V& v, S& s) {
+  summary_head(v, s.tool_version);
   v("generated_at", s.generated_at);
   v("reports", s.reports);
   v("nodes", s.nodes);
@@ -145,11 +151,7 @@ struct SummaryError {
 
 template <class V, class S>
 std::enable_if_t<is<S, SummaryError>> fields(V& v, S& e) {
-  v.derived("summary_schema_version", kSummarySchemaVersion);
-  v.group(true, "tool", [&](auto& g) {
-    g.derived("name", std::string("precision-probe"));
-    g("version", e.tool_version);
-  });
+  summary_head(v, e.tool_version);
   v.group(true, "error", [&](auto& g) {
     g("kind", e.kind);
     g("message", e.message);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <charconv>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -46,8 +46,8 @@ std::string widen_large_integers(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_text) {
-      escaped = !escaped && c == '\\';
       in_text = escaped || c != '"';
+      escaped = !escaped && c == '\\';
       continue;
     }
     in_text = c == '"';

@@ -240,6 +240,23 @@ TEST(JsonDocument, RefusesWhatIsNotJsonAndSaysWhere) {
   }
 }
 
+// An integer past 64 bits is read again as a floating-point number; texts are left as they are,
+// an escaped quote inside one included.
+TEST(JsonDocument, ALargeIntegerIsADoubleAndTextsStayAsTheyAre) {
+  const std::string text =
+      R"({"a": "x\"123456789012345678901234", "b": 123456789012345678901234, "c": "\\"})";
+  jf::JsonDocument doc;
+  ASSERT_EQ(doc.parse(text), "");
+  EXPECT_EQ(rebuild(doc.root()), nlohmann::json::parse(text));
+  EXPECT_EQ(doc.root().find("a")->string_view(), "x\"123456789012345678901234");
+  EXPECT_FALSE(doc.root().find("b")->is_number_integer());
+  EXPECT_EQ(doc.root().find("b")->number(), 123456789012345678901234.0);
+  EXPECT_EQ(doc.root().find("c")->string_view(), "\\");
+  // Where the document is refused for something else, the place is said in the text as given.
+  EXPECT_EQ(parse_error(R"([123456789012345678901234, 1e999])"),
+            "at byte 27 (line 1, column 28), in [1]: a number out of range");
+}
+
 TEST(JsonDocument, ABomIsSkippedAndATinyNumberIsZero) {
   jf::JsonDocument doc;
   ASSERT_EQ(doc.parse("\xEF\xBB\xBF{\"a\": 1e-400, \"b\": 4.9e-324}"), "");

@@ -1,10 +1,13 @@
 #pragma once
-// The JSON of every struct of the report and of the worker protocol, written once: one `fields`
-// function per struct lists its JSON names and shape, and the same list writes (Writer) and reads
-// (Reader). The report's JSON (report_json.cpp) and the worker protocol (common/protocol.cpp) both
-// use it, so a struct cannot be spelt two ways. Field names are part of the documented schema
-// (docs/report.schema.json, docs/report.md): adding one is free, renaming or removing one bumps
-// kSchemaVersion (docs/architecture.md).
+// The project's one JSON layer: the JSON of every struct, written once. One `fields` function per
+// struct lists its JSON names and shape, and the same list writes (Writer, through nlohmann/json)
+// and reads (Reader, from a document parsed by json_document.hpp). The report's JSON
+// (report_json.cpp), the worker protocol (common/protocol.cpp), the driver agent's snapshots
+// (driver_wire.cpp), telemetry, the image reader's line and the summary (summary_printers.cpp) all
+// use it, their structs' fields() beside their encoders, so a struct cannot be spelt two ways.
+// The report's field names are part of the documented schema (docs/report.schema.json,
+// docs/report.md): adding one is free, renaming or removing one bumps kSchemaVersion
+// (docs/architecture.md).
 
 #include <cmath>
 #include <cstdint>

@@ -12,8 +12,13 @@ JSON (0.05 %), a second older report of the same host (0.1 %). Then it runs
 figure; the page cache is warm after the first) and checks that the summary found exactly what was
 planted. Target (issue 21): 10,000 nodes in under 2 s on the CI machine (2 cores).
 
-  usage: bench/fleet.py [--probe build/bin/precision-probe] [--nodes 10000] [--rounds 5]
-                        [--dir /tmp/pp-fleet] [--template REPORT.json] [--compact] [--keep]
+With --baseline (another build of the probe, an earlier commit's) the two run alternately, round
+after round, and each is checked; each run's wall time, CPU time (user + system) and peak RSS are
+measured. --keep leaves the fleet (and what was planted) in DIR; --reuse times it again.
+
+  usage: bench/fleet.py [--probe build/bin/precision-probe] [--baseline PROBE] [--nodes 10000]
+                        [--rounds 5] [--dir /tmp/pp-fleet] [--template REPORT.json] [--compact]
+                        [--keep | --reuse]
 """
 
 import argparse
@@ -158,38 +163,72 @@ def check(summary, planted, nodes):
     return problems
 
 
+def summarize(probe, directory):
+    """One run of `summarize --format json` on the fleet: its summary, the wall time, the CPU time
+    (user + system) and the peak RSS (MiB) of the process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([probe, "summarize", "--format", "json", "--max-age", "24h", directory],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = proc.stdout.read()
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = 0
+    return json.loads(out), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def report_runs(name, runs, total):
+    walls = [r[1] for r in runs]
+    cpus = [r[2] for r in runs]
+    print(f"{name}: wall {' '.join(f'{t:.2f}' for t in walls)} s, median {statistics.median(walls):.2f} s "
+          f"({total / 2**20 / statistics.median(walls):.0f} MiB/s); CPU (user+sys) median "
+          f"{statistics.median(cpus):.2f} s; peak RSS {max(r[3] for r in runs):.0f} MiB; the probe's own "
+          f"figure {runs[-1][0]['duration_ms']:.0f} ms; exit {runs[-1][0]['exit_code']}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--probe", default=os.path.join(ROOT, "build", "bin", "precision-probe"))
+    p.add_argument("--baseline", help="another build of the probe (an earlier commit's), run for run with --probe")
     p.add_argument("--nodes", type=int, default=10000)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--dir", default="/tmp/pp-fleet")
     p.add_argument("--template")
     p.add_argument("--keep", action="store_true", help="keep the reports (default: removed)")
+    p.add_argument("--reuse", action="store_true",
+                   help="time the fleet a run with --keep left in --dir (what it planted is kept there)")
     p.add_argument("--compact", action="store_true",
                    help="compact JSON (as a log store keeps reports) instead of the probe's indented form")
     a = p.parse_args()
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.probe)))
-    template = eight_gpus(json.load(open(a.template)) if a.template else template_report(a.probe, build))
-    planted = make_fleet(template, a.nodes, a.dir, a.compact)
-    files = os.listdir(a.dir)
+    marker = os.path.join(a.dir, ".planted")  # a dot file: summarize reads only *.json, none hidden
+    if a.reuse:
+        with open(marker) as f:
+            saved = json.load(f)
+        planted, a.nodes = saved["planted"], saved["nodes"]
+    else:
+        template = eight_gpus(json.load(open(a.template)) if a.template else template_report(a.probe, build))
+        planted = make_fleet(template, a.nodes, a.dir, a.compact)
+        with open(marker, "w") as f:
+            json.dump({"planted": planted, "nodes": a.nodes}, f)
+    files = [f for f in os.listdir(a.dir) if f.endswith(".json")]
     total = sum(os.path.getsize(os.path.join(a.dir, f)) for f in files)
     print(f"{len(files)} reports, {total / len(files) / 1024:.0f} KiB each, {total / 2**20:.0f} MiB in all, "
           f"in {a.dir}; {os.cpu_count()} cores")
-    times = []
-    summary = None
+    probes = [("probe", a.probe)] + ([("baseline", a.baseline)] if a.baseline else [])
+    runs = {name: [] for name, _ in probes}
     for _ in range(a.rounds):
-        start = time.perf_counter()
-        out = subprocess.run([a.probe, "summarize", "--format", "json", "--max-age", "24h", a.dir],
-                             capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - start)
-        summary = json.loads(out.stdout)
-    problems = check(summary, planted, a.nodes)
-    print(f"summarize: {' '.join(f'{t:.3f}' for t in times)} s; median {statistics.median(times):.3f} s "
-          f"({total / 2**20 / statistics.median(times):.0f} MiB/s); the probe's own figure "
-          f"{summary['duration_ms']:.0f} ms; exit {summary['exit_code']}")
+        for name, probe in probes:  # alternating, run for run
+            runs[name].append(summarize(probe, a.dir))
+    problems = []
+    for name, probe in probes:
+        report_runs(f"{name} ({probe})", runs[name], total)
+        problems += [f"{name}: {p}" for p in check(runs[name][-1][0], planted, a.nodes)]
+    if a.baseline:
+        ratio = statistics.median(r[1] for r in runs["baseline"]) / statistics.median(r[1] for r in runs["probe"])
+        cpu = statistics.median(r[2] for r in runs["baseline"]) / statistics.median(r[2] for r in runs["probe"])
+        print(f"the probe against the baseline: {ratio:.2f}x faster (median wall), {cpu:.2f}x less CPU")
     print("found what was planted" if not problems else "NOT FOUND: " + "; ".join(problems))
-    if not a.keep:
+    if not a.keep and not a.reuse:
         shutil.rmtree(a.dir, ignore_errors=True)
     return 1 if problems else 0
 

@@ -5,6 +5,8 @@ include(GNUInstallDirs)
 install(TARGETS precision-probe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS precision-probe-engine RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/precision-probe)
 install(FILES README.md LICENSE docs/report.schema.json DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# simdjson is compiled into both (and into the report's library): its licence goes with them.
+install(FILES "${PP_SIMDJSON_DIR}/LICENSE" DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME LICENSE.simdjson)
 
 # The report library for other C++ programs: headers, the static library, a CMake package
 # (find_package(precision-probe) -> precision_probe::report).

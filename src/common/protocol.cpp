@@ -32,58 +32,76 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
 namespace {
 
 using json_fields::json;
+using json_fields::JsonDocument;
+using json_fields::JsonValue;
 
 // A worker's line: small texts (a LibTorch error with its backtrace is cut), short lists.
 const json_fields::ReadLimits kLineLimits{std::size_t{16} * 1024, 1024};
 
 // One line: the type, then the fields of what it carries. Invalid UTF-8 is replaced.
 template <class T>
-std::string line(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
+json line_json(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
   json j = {{"type", type}};
   if (mode) j["mode"] = std::string(mode_key(*mode));
   const json fields = json_fields::encode(value);
   for (const auto& [key, field] : fields.items()) j[key] = field;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return j;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+template <class T>
+std::string line(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
+  return dump(line_json(type, value, mode));
 }
 
 template <class T>
-T read(const json& j, const char* what) {
+T read(const JsonValue& j, const char* what) {
   for (const char* key : {"ran", "ok"}) {
-    if (!j.contains(key)) json_fields::fail(what, std::string("no \"") + key + "\"");
+    if (!j.find(key)) json_fields::fail(what, std::string("no \"") + key + "\"");
   }
   T value{};
-  json_fields::decode(json_fields::JsonView(j), value, what, kLineLimits);
+  json_fields::decode(j, value, what, kLineLimits);
   return value;
 }
 
-Mode read_mode(const json& j, ModeKind kind) {
+Mode read_mode(const JsonValue& j, ModeKind kind) {
   Mode mode = Mode::fp32;
-  if (!j.contains("mode")) json_fields::fail("mode", "missing");
-  json_fields::decode(json_fields::JsonView(j.at("mode")), mode, "mode", kLineLimits);
+  const auto value = j.find("mode");
+  if (!value) json_fields::fail("mode", "missing");
+  json_fields::decode(*value, mode, "mode", kLineLimits);
   if (mode_info(mode).kind != kind) json_fields::fail("mode", "not a mode of this check");
   return mode;
 }
 
-void read_hello(const json& j, WorkerResult& result) {
-  const json& protocol = j.contains("protocol") ? j.at("protocol") : json(nullptr);
-  if (protocol != kProtocolVersion) {
-    json_fields::fail("protocol", "the engine speaks protocol " + protocol.dump() + ", the probe " +
-                                      std::to_string(kProtocolVersion) +
+// Whether a document's "protocol" is this probe's (a number equal to it, as JSON compares).
+bool our_protocol(const std::optional<JsonValue>& protocol) {
+  return protocol && protocol->is_number() &&
+         protocol->number() == static_cast<double>(kProtocolVersion);
+}
+
+void read_hello(const JsonValue& j, WorkerResult& result) {
+  const auto protocol = j.find("protocol");
+  if (!our_protocol(protocol)) {
+    json_fields::fail("protocol", "the engine speaks protocol " +
+                                      (protocol ? protocol->describe() : std::string("null")) +
+                                      ", the probe " + std::to_string(kProtocolVersion) +
                                       " (mismatched installation)");
   }
   StackInfo stack;
-  if (!j.contains("stack")) json_fields::fail("stack", "missing");
-  json_fields::decode(json_fields::JsonView(j.at("stack")), stack, "stack", kLineLimits);
+  const auto value = j.find("stack");
+  if (!value) json_fields::fail("stack", "missing");
+  json_fields::decode(*value, stack, "stack", kLineLimits);
   result.stack = stack;
 }
 
-void read_device(const json& j, WorkerResult& result) {
-  json_fields::Reader r(json_fields::JsonView(j), "", kLineLimits);
+void read_device(const JsonValue& j, WorkerResult& result) {
+  json_fields::Reader r(j, "", kLineLimits);
   r("name", result.device_name);
   r("uuid", result.device_uuid);
 }
 
-void read_outcome(const std::string& type, const json& j, WorkerResult& result) {
+void read_outcome(const std::string& type, const JsonValue& j, WorkerResult& result) {
   if (type == "smoke") {
     const Mode mode = read_mode(j, ModeKind::matmul);
     auto o = read<SmokeOutcome>(j, "smoke");
@@ -110,8 +128,7 @@ void read_outcome(const std::string& type, const json& j, WorkerResult& result) 
       json_fields::fail("collective.dtype", "not a dtype the all-reduce runs");
     }
     check_collective(o);
-    json_fields::Reader(json_fields::JsonView(j), "collective", kLineLimits)("nccl_version",
-                                                                             result.nccl_version);
+    json_fields::Reader(j, "collective", kLineLimits)("nccl_version", result.nccl_version);
     result.collectives.push_back(o);
   } else {
     json_fields::fail("type", "unknown result line type '" + type + "'");
@@ -127,15 +144,17 @@ std::string encode_plan(const WorkerPlan& plan) {
 }
 
 Expected<WorkerPlan> decode_plan(std::string_view text) {
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Unexpected{"malformed plan: not a JSON object"};
-  if (!j.contains("protocol") || j.at("protocol") != kProtocolVersion) {
+  JsonDocument doc;
+  if (!doc.parse(text).empty() || !doc.root().is_object()) {
+    return Unexpected{"malformed plan: not a JSON object"};
+  }
+  if (!our_protocol(doc.root().find("protocol"))) {
     return Unexpected{"protocol version mismatch (the engine speaks " +
                       std::to_string(kProtocolVersion) + ")"};
   }
   WorkerPlan plan;
   try {
-    json_fields::decode(json_fields::JsonView(j), plan, "plan", kLineLimits);
+    json_fields::decode(doc.root(), plan, "plan", kLineLimits);
   } catch (const json_fields::FieldError& e) {
     return Unexpected{std::string("malformed plan: ") + e.what()};
   }
@@ -153,11 +172,11 @@ Expected<WorkerPlan> decode_plan(std::string_view text) {
 std::string encode_stack(const StackInfo& stack) { return json_fields::encode(stack).dump(); }
 
 Expected<StackInfo> decode_stack(std::string_view text) {
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Unexpected{"malformed stack description: not JSON"};
+  JsonDocument doc;
+  if (!doc.parse(text).empty()) return Unexpected{"malformed stack description: not JSON"};
   try {
     StackInfo stack;
-    json_fields::decode(json_fields::JsonView(j), stack, "stack", kLineLimits);
+    json_fields::decode(doc.root(), stack, "stack", kLineLimits);
     return stack;
   } catch (const json_fields::FieldError& e) {
     return Unexpected{std::string("malformed stack description: ") + e.what()};
@@ -181,9 +200,9 @@ std::string encode_bench(Mode mode, const BenchOutcome& o) { return line("bench"
 std::string encode_soak(Mode mode, const SoakOutcome& o) { return line("soak", o, mode); }
 
 std::string encode_collective(const CollectiveOutcome& o, const std::string& nccl_version) {
-  json j = json::parse(line("collective", o));
+  json j = line_json("collective", o);
   j["nccl_version"] = nccl_version;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(j);
 }
 
 std::string encode_done() { return json{{"type", "done"}}.dump(); }
@@ -194,13 +213,15 @@ std::string encode_progress(std::string_view what) {
 }
 
 Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  JsonDocument doc;
+  if (!doc.parse(text).empty() || !doc.root().is_object()) {
     return Unexpected{"malformed result line: not a JSON object"};
+  }
+  const JsonValue j = doc.root();
   try {
-    const auto type_it = j.find("type");
-    if (type_it == j.end() || !type_it->is_string()) json_fields::fail("type", "missing");
-    const std::string type = type_it->get<std::string>();
+    const auto type_value = j.find("type");
+    if (!type_value || !type_value->is_string()) json_fields::fail("type", "missing");
+    const std::string type(type_value->string_view());
     if (type == "hello") {
       read_hello(j, result);
     } else if (type == "device") {

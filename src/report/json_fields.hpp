@@ -1,10 +1,13 @@
 #pragma once
-// The JSON of every struct of the report and of the worker protocol, written once: one `fields`
-// function per struct lists its JSON names and shape, and the same list writes (Writer) and reads
-// (Reader). The report's JSON (report_json.cpp) and the worker protocol (common/protocol.cpp) both
-// use it, so a struct cannot be spelt two ways. Field names are part of the documented schema
-// (docs/report.schema.json, docs/report.md): adding one is free, renaming or removing one bumps
-// kSchemaVersion (docs/architecture.md).
+// The project's one JSON layer: the JSON of every struct, written once. One `fields` function per
+// struct lists its JSON names and shape, and the same list writes (Writer, through nlohmann/json)
+// and reads (Reader, from a document parsed by json_document.hpp). The report's JSON
+// (report_json.cpp), the worker protocol (common/protocol.cpp), the driver agent's snapshots
+// (driver_wire.cpp), telemetry, the image reader's line and the summary (summary_printers.cpp) all
+// use it, their structs' fields() beside their encoders, so a struct cannot be spelt two ways.
+// The report's field names are part of the documented schema (docs/report.schema.json,
+// docs/report.md): adding one is free, renaming or removing one bumps kSchemaVersion
+// (docs/architecture.md).
 
 #include <cmath>
 #include <cstdint>
@@ -19,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/json_tape.hpp"
+#include "report/json_document.hpp"
 
 #include "precision_probe/report.hpp"
 
@@ -38,11 +41,20 @@ class FieldError : public std::runtime_error {
 // `max_items` are refused. A worker's line gets small limits, a report file large ones.
 // `details` false leaves the fields that fields() marks as details unread, at their defaults
 // (read_report_json's ReadDepth::verdicts).
+// `schema_1`: the document is of schema 1, which named NVFP4 "fp4" (where a mode is named: a mode's
+// value, a key by mode).
 struct ReadLimits {
   std::size_t max_text = std::size_t{16} * 1024;
   std::size_t max_items = 4096;
   bool details = true;
+  bool schema_1 = false;
 };
+
+// A mode by its key, as the document's schema names it.
+inline std::optional<Mode> mode_named(std::string_view key, const ReadLimits& limits) {
+  if (limits.schema_1 && key == "fp4") return Mode::nvfp4;
+  return parse_mode(key);
+}
 
 template <class S, class T>
 inline constexpr bool is = std::is_same_v<std::remove_const_t<S>, T>;
@@ -148,6 +160,14 @@ class Writer {
     for (const auto& [mode, item] : items) by_key[std::string(mode_key(mode))] = encode(item);
     j_[key] = std::move(by_key);
   }
+  // Structs that hold their own mode (`mode`), as an object by mode key (the mode not repeated
+  // inside).
+  template <class T>
+  void keyed(const char* key, const std::vector<T>& items, Mode T::*mode) {
+    json by_key = json::object();
+    for (const T& item : items) by_key[std::string(mode_key(item.*mode))] = encode(item);
+    j_[key] = std::move(by_key);
+  }
   static constexpr bool reading = false;
 
  private:
@@ -170,43 +190,8 @@ auto encode(const S& s) -> decltype(fields(std::declval<Writer&>(), s), json()) 
 }
 
 // --- Reading -------------------------------------------------------------------------------------
-// The reader works on a view of a parsed value: TapeValue (json_tape.hpp: report files) or
-// JsonView (nlohmann/json: the worker protocol), which offer the same interface.
-
-// An nlohmann/json value seen through the interface the reader needs.
-class JsonView {
- public:
-  explicit JsonView(const json& j) : j_(&j) {}
-  bool is_null() const { return j_->is_null(); }
-  bool is_boolean() const { return j_->is_boolean(); }
-  bool is_number() const { return j_->is_number(); }
-  bool is_number_integer() const { return j_->is_number_integer(); }
-  bool is_number_unsigned() const { return j_->is_number_unsigned(); }
-  bool is_string() const { return j_->is_string(); }
-  bool is_array() const { return j_->is_array(); }
-  bool is_object() const { return j_->is_object(); }
-  bool boolean() const { return j_->get<bool>(); }
-  double number() const { return j_->get<double>(); }
-  std::int64_t int64() const { return j_->get<std::int64_t>(); }
-  std::uint64_t uint64() const { return j_->get<std::uint64_t>(); }
-  std::string_view string_view() const { return j_->get_ref<const std::string&>(); }
-  std::size_t size() const { return j_->size(); }
-  std::optional<JsonView> find(std::string_view key, std::uint32_t* /*hint*/ = nullptr) const {
-    const auto it = j_->find(key);
-    return it == j_->end() ? std::nullopt : std::optional<JsonView>(JsonView(*it));
-  }
-  template <class F>
-  void for_each(F&& f) const {
-    for (const json& item : *j_) f(JsonView(item));
-  }
-  template <class F>
-  void for_each_member(F&& f) const {
-    for (const auto& [key, value] : j_->items()) f(std::string_view(key), JsonView(value));
-  }
-
- private:
-  const json* j_;
-};
+// The reader works on a value of a parsed document (JsonValue, json_document.hpp); BasicReader's
+// parameter is that view.
 
 // Where a value is in the document ("devices[1].gpu.sm_count"), made into text only when a value
 // is refused: reading builds no strings for the values it accepts.
@@ -255,9 +240,9 @@ void decode(const J& j, std::string& out, const Path& path, const ReadLimits& li
 }
 
 template <class J>
-void decode(const J& j, Mode& out, const Path& path, const ReadLimits& /*limits*/) {
+void decode(const J& j, Mode& out, const Path& path, const ReadLimits& limits) {
   if (!j.is_string()) fail(path, "expected a mode");
-  const auto mode = parse_mode(j.string_view());
+  const auto mode = mode_named(j.string_view(), limits);
   if (!mode) fail(path, "unknown mode '" + std::string(j.string_view()) + "'");
   out = *mode;
 }
@@ -405,6 +390,15 @@ class BasicReader {
       items.emplace_back(mode, std::move(item));
     });
   }
+  template <class T>
+  void keyed(std::string_view key, std::vector<T>& items, Mode T::*mode) {
+    by_key(key, [&](Mode m, const J& value, const Path& path) {
+      T item{};
+      decode(value, item, path, limits_);
+      item.*mode = m;
+      items.push_back(std::move(item));
+    });
+  }
   static constexpr bool reading = true;
 
  private:
@@ -421,7 +415,7 @@ class BasicReader {
     if (!by_mode) return;
     if (!by_mode->is_object()) fail(at(key), "expected an object");
     by_mode->for_each_member([&](std::string_view name, const J& value) {
-      const auto mode = parse_mode(name);
+      const auto mode = mode_named(name, limits_);
       const Path section = at(key);
       const Path path(section, name);
       if (!mode) fail(path, "unknown mode");
@@ -435,7 +429,7 @@ class BasicReader {
   std::uint32_t hint_ = 0;
 };
 
-using Reader = BasicReader<JsonView>;
+using Reader = BasicReader<JsonValue>;
 
 template <class J, class S>
 auto decode(const J& j, S& out, const Path& path, const ReadLimits& limits)
@@ -917,7 +911,7 @@ void BasicReader<J>::modes(std::string_view key,
   if (!by_mode->is_object()) fail(at(key), "expected an object");
   precisions.reserve(kModeTable.size());  // a result moves on every growth: it is large
   by_mode->for_each_member([&](std::string_view name, const J& value) {
-    const auto mode = parse_mode(name);
+    const auto mode = mode_named(name, limits_);
     const Path section = at(key);
     const Path path(section, name);
     if (!mode || mode_info(*mode).kind != kind) fail(path, "not a mode of this section");

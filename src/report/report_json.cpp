@@ -1,8 +1,10 @@
 #include "precision_probe/report_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "report/json_fields.hpp"
+#include "report/report_reader.hpp"
 
 namespace precision_probe {
 namespace json_fields {
@@ -92,48 +94,6 @@ std::string report_to_json(const Report& report) {
 
 namespace {
 
-using json_fields::TapeDocument;
-using json_fields::TapeValue;
-
-// Schema 1 named NVFP4 "fp4": the mode lists (run.required, requirements[].mode) and the keys of
-// each device's precisions and bench. Schema 2 changed nothing else that a reader meets; free text
-// that happens to read "fp4" is left alone.
-void rename_fp4(TapeDocument& doc, const TapeValue& text) {
-  if (text.is_string() && text.string_view() == "fp4") doc.set_text(text, "nvfp4");
-}
-
-void rename_fp4_keys(TapeDocument& doc, const TapeValue& by_mode) {
-  if (!by_mode.is_object()) return;
-  // A key's entry is the one before its value's: walk the keys themselves.
-  std::vector<TapeValue> keys;
-  by_mode.for_each_key([&](const TapeValue& key) { keys.push_back(key); });
-  for (const TapeValue& key : keys) rename_fp4(doc, key);
-}
-
-void upgrade_from_schema_1(TapeDocument& doc) {
-  const TapeValue root = doc.root();
-  if (const auto run = root.find("run"); run && run->is_object()) {
-    if (const auto required = run->find("required"); required && required->is_array()) {
-      required->for_each([&](const TapeValue& mode) { rename_fp4(doc, mode); });
-    }
-  }
-  if (const auto requirements = root.find("requirements");
-      requirements && requirements->is_array()) {
-    requirements->for_each([&](const TapeValue& q) {
-      if (!q.is_object()) return;
-      if (const auto mode = q.find("mode")) rename_fp4(doc, *mode);
-    });
-  }
-  if (const auto devices = root.find("devices"); devices && devices->is_array()) {
-    devices->for_each([&](const TapeValue& d) {
-      if (!d.is_object()) return;
-      for (const char* section : {"precisions", "bench"}) {
-        if (const auto by_mode = d.find(section)) rename_fp4_keys(doc, *by_mode);
-      }
-    });
-  }
-}
-
 // Schema 2 did not write the run's inputs of the exit decision: whether GPUs were selected follows
 // from run.devices; an unavailable selection and an interrupt are lost (its exit_code still says
 // them), and so is the `failure` of a precision not tested because the machine kept it from
@@ -149,34 +109,46 @@ Expected<Report> read_report_json(std::string_view text) {
 }
 
 Expected<Report> read_report_json(std::string_view text, ReadDepth depth) {
+  return json_fields::read_report(text, depth, false);
+}
+
+namespace json_fields {
+
+Expected<Report> read_report(std::string_view text, ReadDepth depth, bool padded) {
   // One document a thread, its buffers kept: a fleet's summary reads thousands of reports.
-  thread_local TapeDocument doc;
-  if (const std::string error = doc.parse(text); !error.empty()) {
+  thread_local JsonDocument doc;
+  if (const std::string error = doc.parse(text, padded); !error.empty()) {
     return Unexpected{"not a JSON document (" + error + ")"};
   }
-  const TapeValue root = doc.root();
+  const JsonValue root = doc.root();
   const auto version = root.is_object() ? root.find("schema_version") : std::nullopt;
   if (!version || !root.find("tool")) {
     return Unexpected{"not a precision-probe report (no schema_version or tool)"};
   }
+  // Schema 1 named NVFP4 "fp4" (the reader takes that name where a mode is named); it changed
+  // nothing else that a reader meets. Schema 2 lacked the run's inputs of the exit decision.
   const std::int64_t read_version = version->is_number_integer() ? version->int64() : 0;
-  if (read_version == 1) {
-    upgrade_from_schema_1(doc);
-  } else if (read_version != 2 && read_version != kSchemaVersion) {
+  const bool schema_1 = read_version == 1;
+  if (read_version != 1 && read_version != 2 && read_version != kSchemaVersion) {
     return Unexpected{"schema_version " + version->describe() + ", this reader reads " +
                       std::to_string(kSchemaVersion) + " (and 1, 2)"};
   }
-  const json_fields::ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20,
-                                       depth == ReadDepth::full};
+  const ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20, depth == ReadDepth::full,
+                          schema_1};
   try {
     Report report;
-    json_fields::decode(root, report, "", limits);
+    decode(root, report, "", limits);
+    if (schema_1)
+      std::replace(report.run.required.begin(), report.run.required.end(), std::string("fp4"),
+                   std::string("nvfp4"));
     if (read_version < 3) upgrade_from_schema_2(report);
     report.schema_version = kSchemaVersion;
     return report;
-  } catch (const json_fields::FieldError& e) {
+  } catch (const FieldError& e) {
     return Unexpected{e.what()};
   }
 }
+
+}  // namespace json_fields
 
 }  // namespace precision_probe

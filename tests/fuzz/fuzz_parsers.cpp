@@ -3,7 +3,8 @@
 // capabilities, CUDA_VISIBLE_DEVICES, arch lists, /proc/cpuinfo, durations and timestamps, a
 // library's fat binaries (the input as a section, and as an ELF file) and arch flags; and what
 // its children send: the worker protocol's result lines (each line of the input, as a crashing
-// worker may leave them: cut anywhere), plans, and the driver agent's snapshots. None may crash,
+// worker may leave them: cut anywhere), plans, and the driver agent's snapshots and telemetry; and
+// the JSON reader under them all (report/json_document.hpp), against nlohmann/json. None may crash,
 // hang or leak, whatever the bytes; the sanitizers (address, undefined) catch what a crash would
 // not.
 //
@@ -25,8 +26,42 @@
 #include "common/protocol.hpp"
 #include "common/training_check.hpp"
 #include "precision_probe/report_json.hpp"
+#include "probe/driver/telemetry.hpp"
+#include "report/json_document.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace pp = precision_probe;
+
+namespace {
+
+// Whether a parsed value is the one nlohmann/json read.
+bool same_value(const pp::json_fields::JsonValue& v, const nlohmann::json& j) {
+  if (v.is_null()) return j.is_null();
+  if (v.is_boolean()) return j.is_boolean() && j.get<bool>() == v.boolean();
+  if (v.is_number_integer()) {
+    if (!j.is_number_integer()) return false;
+    return v.is_number_unsigned() ? j.is_number_unsigned() && j.get<std::uint64_t>() == v.uint64()
+                                  : j.get<std::int64_t>() == v.int64();
+  }
+  if (v.is_number()) return j.is_number_float() && j.get<double>() == v.number();
+  if (v.is_string()) return j.is_string() && j.get_ref<const std::string&>() == v.string_view();
+  bool same = v.size() == j.size();
+  if (v.is_array()) {
+    if (!j.is_array()) return false;
+    std::size_t i = 0;
+    v.for_each([&](const pp::json_fields::JsonValue& e) { same = same && same_value(e, j[i++]); });
+    return same;
+  }
+  if (!j.is_object()) return false;
+  v.for_each_member([&](std::string_view key, const pp::json_fields::JsonValue& e) {
+    const auto it = j.find(std::string(key));
+    same = same && it != j.end() && same_value(e, *it);
+  });
+  return same;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -134,5 +169,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   pp::decode_nvml_snapshot(text, nvml, error);
   pp::CudaSnapshot cuda;
   pp::decode_cuda_snapshot(text, cuda, error);
+  (void)pp::decode_sample(text);
+
+  // The JSON reader: a refusal is one line; what it reads, nlohmann/json reads to the same values
+  // (it refuses more: a member named twice, nesting past 512 levels).
+  pp::json_fields::JsonDocument doc;
+  const std::string refused = doc.parse(text);
+  if (refused.find('\n') != std::string::npos) __builtin_trap();
+  if (refused.empty()) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !same_value(doc.root(), j)) __builtin_trap();
+  }
   return 0;
 }

@@ -122,3 +122,34 @@ TEST(DriverFacts, UuidFormatting) {
   EXPECT_EQ(pp::format_uuid(bytes, false), "GPU-8f3a2b1c-0001-0203-0405-060708090a0b");
   EXPECT_EQ(pp::format_uuid(bytes, true).substr(0, 4), "MIG-");
 }
+
+// The driver agent's snapshots go through the field layer, as the report does: each reads back
+// as written (a compute capability as "9.0"), and what is not a whole snapshot is refused.
+TEST(DriverWire, SnapshotsReadBackAsWritten) {
+  auto d = driver_with(kTwoGpus);
+  d.nvml.devices[0].processes.push_back({42, 1073741824, "python3"});
+  d.nvml.devices[1].mig_enabled = true;
+  d.cuda.peers.push_back({0, 1, true, 0, true});
+  const std::string nvml = pp::encode_nvml_snapshot(d.nvml);
+  const std::string cuda = pp::encode_cuda_snapshot(d.cuda);
+  EXPECT_NE(nvml.find(R"("cc":"9.0")"), std::string::npos) << nvml;
+  pp::NvmlSnapshot nvml_back;
+  pp::CudaSnapshot cuda_back;
+  std::string error;
+  ASSERT_TRUE(pp::decode_nvml_snapshot(nvml, nvml_back, error)) << error;
+  ASSERT_TRUE(pp::decode_cuda_snapshot(cuda, cuda_back, error)) << error;
+  EXPECT_EQ(pp::encode_nvml_snapshot(nvml_back), nvml);
+  EXPECT_EQ(pp::encode_cuda_snapshot(cuda_back), cuda);
+  ASSERT_EQ(nvml_back.devices.size(), 2U);
+  EXPECT_EQ(nvml_back.devices[0].cc, (pp::ComputeCapability{9, 0}));
+  EXPECT_EQ(nvml_back.devices[0].processes.at(0).name, "python3");
+  EXPECT_EQ(cuda_back.peers.size(), 1U);
+  // Cut short, a field missing, a value of the wrong type: refused, saying what.
+  EXPECT_FALSE(pp::decode_nvml_snapshot(nvml.substr(0, nvml.size() / 2), nvml_back, error));
+  EXPECT_NE(error.find("at byte"), std::string::npos) << error;
+  EXPECT_FALSE(pp::decode_cuda_snapshot(R"({"loaded":true})", cuda_back, error));
+  EXPECT_EQ(error, "no \"devices\"");
+  EXPECT_FALSE(pp::decode_cuda_snapshot(R"({"loaded":true,"devices":[{"cc":{"major":9}}]})",
+                                        cuda_back, error));
+  EXPECT_EQ(error, "devices[0].cc: expected a compute capability such as \"9.0\"");
+}

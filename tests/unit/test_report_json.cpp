@@ -106,9 +106,11 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
     EXPECT_FALSE(r) << text;
     return r ? std::string() : r.error();
   };
-  EXPECT_EQ(refused("{"), "not a JSON document (at byte 1: expected a member's name in quotes)");
-  EXPECT_EQ(refused(R"({"schema_version":2,"tool":{}} x)"),
-            "not a JSON document (at byte 31: text after the document's end)");
+  EXPECT_EQ(refused("{"),
+            "not a JSON document (at byte 1 (line 1, column 2): the text ends before the document "
+            "does)");
+  EXPECT_EQ(refused("{\n  \"schema_version\": 2,\n  \"tool\": {}\n} x"),
+            "not a JSON document (at byte 40 (line 4, column 3): text after the document's end)");
   EXPECT_NE(refused("[1,2]").find("not a precision-probe report"), std::string::npos);
   EXPECT_NE(refused(R"({"schema_version":9,"tool":{}})").find("schema_version 9"),
             std::string::npos);

@@ -164,7 +164,7 @@ TEST(SoakTelemetry, SamplesAreSummedUpPerGpu) {
   std::vector<pp::TelemetrySample> samples = {sample(100.0, 61, 1980, 0x0, 4),
                                               sample(101.0, 78, 1410, 0x4 | 0x40, 4),
                                               sample(102.0, 83, 1290, 0x4, 6)};
-  samples[1].xids.emplace_back("GPU-a", 79);
+  samples[1].xids.push_back({"GPU-a", 79});
   const std::string wire = pp::encode_sample(samples[1]);
   const auto back = pp::decode_sample(wire);
   ASSERT_TRUE(back.has_value()) << wire;

@@ -618,7 +618,7 @@ TEST(Summary, AReportThatGivesAKeyTwiceIsUnreadableWithTheKeyNamed) {
   ASSERT_EQ(in.unreadable.size(), 1U);
   EXPECT_NE(in.unreadable[0].error.find(
                 "the member \"exit_code\" of the top-level object is given twice (first at byte "
-                "1)"),
+                "1, line 1, column 2)"),
             std::string::npos)
       << in.unreadable[0].error;
 }

@@ -531,7 +531,7 @@ void collect_xids(const Library& lib, nvmlEventSet_t set,
       return;
     }
     for (const auto& [dev, uuid] : devices) {
-      if (dev == data.device) sample.xids.emplace_back(uuid, static_cast<int>(data.event_data));
+      if (dev == data.device) sample.xids.push_back({uuid, static_cast<int>(data.event_data)});
     }
   }
 }

@@ -1,107 +1,95 @@
 // The driver agent's answers on the wire: NVML's and CUDA's snapshots as one JSON document each
-// (driver_agent.cpp writes them, the probe reads them back). Decoding never trusts the document:
-// anything malformed is an error, which the probe reports as a query that crashed.
-
-#include <nlohmann/json.hpp>
+// (driver_agent.cpp writes them, the probe reads them back), through the field layer
+// (report/json_fields.hpp) as the report is: a compute capability is "9.0" here as there.
+// Decoding never trusts the document: anything malformed is an error, which the probe reports as
+// a query that crashed.
 
 #include "probe/driver/driver.hpp"
+#include "report/json_fields.hpp"
 
 namespace precision_probe {
+namespace json_fields {
 
-using nlohmann::json;
+template <class V, class S>
+std::enable_if_t<is<S, NvmlDevice>> fields(V& v, S& d) {
+  v("name", d.name);
+  v("uuid", d.uuid);
+  v("pci_bus_id", d.pci_bus_id);
+  v("cc", d.cc);
+  v("memory_total", d.memory_total);
+  v("memory_free", d.memory_free);
+  v("memory_used", d.memory_used);
+  v("mig_enabled", d.mig_enabled);
+  v("compute_mode", d.compute_mode);
+  v("max_clock_ghz", d.max_clock_ghz);
+  v("processes", d.processes);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, NvmlSnapshot>> fields(V& v, S& s) {
+  v("loaded", s.loaded);
+  v("load_error", s.load_error);
+  v("init_result", s.init_result);
+  v("init_error", s.init_error);
+  v("driver_version", s.driver_version);
+  v("cuda_version", s.cuda_version);
+  v("devices", s.devices);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, CudaDevice>> fields(V& v, S& d) {
+  v("name", d.name);
+  v("uuid", d.uuid);
+  v("pci_bus_id", d.pci_bus_id);
+  v("cc", d.cc);
+  v("sm_count", d.sm_count);
+  v("memory_total", d.memory_total);
+  v("compute_mode", d.compute_mode);
+  v("clock_ghz", d.clock_ghz);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, CudaSnapshot>> fields(V& v, S& s) {
+  v("loaded", s.loaded);
+  v("library", s.library);
+  v("load_error", s.load_error);
+  v("init_result", s.init_result);
+  v("init_error_name", s.init_error_name);
+  v("init_error_string", s.init_error_string);
+  v("driver_cuda_version", s.driver_cuda_version);
+  v("devices", s.devices);
+  v("peers", s.peers);
+}
+
+}  // namespace json_fields
 
 namespace {
 
-template <typename T>
-json optional_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
+// An answer's limits: a machine's devices and peers, driver texts cut at 16 KiB.
+constexpr json_fields::ReadLimits kAnswerLimits{std::size_t{16} * 1024, 4096};
+
+template <class Snapshot>
+std::string encode_snapshot(const Snapshot& s) {
+  return json_fields::encode(s).dump(-1, ' ', false, json_fields::json::error_handler_t::replace);
 }
 
-template <typename T>
-std::optional<T> read_optional(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<T>();
-}
-
-json cc_json(const std::optional<ComputeCapability>& cc) {
-  return cc ? json{{"major", cc->major}, {"minor", cc->minor}} : json(nullptr);
-}
-
-std::optional<ComputeCapability> read_cc(const json& j) {
-  if (!j.contains("cc") || j.at("cc").is_null()) return std::nullopt;
-  return ComputeCapability{j.at("cc").at("major").get<int>(), j.at("cc").at("minor").get<int>()};
-}
-
-json nvml_device_json(const NvmlDevice& d) {
-  json processes = json::array();
-  for (const GpuProcess& p : d.processes) {
-    processes.push_back({{"pid", p.pid}, {"used_bytes", optional_json(p.used_bytes)}});
+// The snapshot in `text`: false and `error` set where it is not one (not JSON, no "loaded" or
+// "devices": the agent did not finish; a value of the wrong type).
+template <class Snapshot>
+bool decode_snapshot(std::string_view text, Snapshot& s, std::string& error) {
+  json_fields::JsonDocument doc;
+  if (error = doc.parse(text); !error.empty()) return false;
+  const json_fields::JsonValue root = doc.root();
+  for (const char* key : {"loaded", "devices"}) {
+    if (!root.is_object() || !root.find(key)) {
+      error = std::string("no \"") + key + "\"";
+      return false;
+    }
   }
-  return {{"name", d.name},
-          {"uuid", d.uuid},
-          {"pci_bus_id", d.pci_bus_id},
-          {"cc", cc_json(d.cc)},
-          {"memory_total", optional_json(d.memory_total)},
-          {"memory_free", optional_json(d.memory_free)},
-          {"memory_used", optional_json(d.memory_used)},
-          {"mig_enabled", optional_json(d.mig_enabled)},
-          {"compute_mode", optional_json(d.compute_mode)},
-          {"max_clock_ghz", optional_json(d.max_clock_ghz)},
-          {"processes", processes}};
-}
-
-NvmlDevice nvml_device_from(const json& j) {
-  NvmlDevice d;
-  d.name = j.at("name").get<std::string>();
-  d.uuid = j.at("uuid").get<std::string>();
-  d.pci_bus_id = j.at("pci_bus_id").get<std::string>();
-  d.cc = read_cc(j);
-  d.memory_total = read_optional<std::uint64_t>(j, "memory_total");
-  d.memory_free = read_optional<std::uint64_t>(j, "memory_free");
-  d.memory_used = read_optional<std::uint64_t>(j, "memory_used");
-  d.mig_enabled = read_optional<bool>(j, "mig_enabled");
-  d.compute_mode = read_optional<int>(j, "compute_mode");
-  d.max_clock_ghz = read_optional<double>(j, "max_clock_ghz");
-  for (const json& p : j.at("processes")) {
-    GpuProcess process;
-    process.pid = p.at("pid").get<unsigned int>();
-    process.used_bytes = read_optional<std::uint64_t>(p, "used_bytes");
-    d.processes.push_back(process);
-  }
-  return d;
-}
-
-json cuda_device_json(const CudaDevice& d) {
-  return {{"name", d.name},
-          {"uuid", d.uuid},
-          {"pci_bus_id", d.pci_bus_id},
-          {"cc", cc_json(d.cc)},
-          {"sm_count", optional_json(d.sm_count)},
-          {"memory_total", optional_json(d.memory_total)},
-          {"compute_mode", optional_json(d.compute_mode)},
-          {"clock_ghz", optional_json(d.clock_ghz)}};
-}
-
-CudaDevice cuda_device_from(const json& j) {
-  CudaDevice d;
-  d.name = j.at("name").get<std::string>();
-  d.uuid = j.at("uuid").get<std::string>();
-  d.pci_bus_id = j.at("pci_bus_id").get<std::string>();
-  d.cc = read_cc(j);
-  d.sm_count = read_optional<int>(j, "sm_count");
-  d.memory_total = read_optional<std::uint64_t>(j, "memory_total");
-  d.compute_mode = read_optional<int>(j, "compute_mode");
-  d.clock_ghz = read_optional<double>(j, "clock_ghz");
-  return d;
-}
-
-// Runs `read` on the parsed document; any exception (a missing key, a wrong type) is an error.
-template <typename Read>
-bool decode(std::string_view text, std::string& error, Read&& read) {
   try {
-    read(json::parse(text));
+    json_fields::decode(root, s, "", kAnswerLimits);
     return true;
-  } catch (const std::exception& e) {
+  } catch (const json_fields::FieldError& e) {
     error = e.what();
     return false;
   }
@@ -109,74 +97,16 @@ bool decode(std::string_view text, std::string& error, Read&& read) {
 
 }  // namespace
 
-std::string encode_nvml_snapshot(const NvmlSnapshot& s) {
-  json devices = json::array();
-  for (const NvmlDevice& d : s.devices) devices.push_back(nvml_device_json(d));
-  return json{{"loaded", s.loaded},
-              {"load_error", s.load_error},
-              {"init_result", s.init_result},
-              {"init_error", s.init_error},
-              {"driver_version", s.driver_version},
-              {"cuda_version", optional_json(s.cuda_version)},
-              {"devices", devices}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string encode_nvml_snapshot(const NvmlSnapshot& s) { return encode_snapshot(s); }
 
 bool decode_nvml_snapshot(std::string_view text, NvmlSnapshot& s, std::string& error) {
-  return decode(text, error, [&s](const json& j) {
-    s.loaded = j.at("loaded").get<bool>();
-    s.load_error = j.at("load_error").get<std::string>();
-    s.init_result = j.at("init_result").get<int>();
-    s.init_error = j.at("init_error").get<std::string>();
-    s.driver_version = j.at("driver_version").get<std::string>();
-    s.cuda_version = read_optional<int>(j, "cuda_version");
-    for (const json& d : j.at("devices")) s.devices.push_back(nvml_device_from(d));
-  });
+  return decode_snapshot(text, s, error);
 }
 
-std::string encode_cuda_snapshot(const CudaSnapshot& s) {
-  json devices = json::array();
-  for (const CudaDevice& d : s.devices) devices.push_back(cuda_device_json(d));
-  json peers = json::array();
-  for (const PeerLink& p : s.peers) {
-    peers.push_back({{"from", p.from},
-                     {"to", p.to},
-                     {"access", p.access},
-                     {"performance_rank", optional_json(p.performance_rank)},
-                     {"native_atomics", p.native_atomics}});
-  }
-  return json{{"loaded", s.loaded},
-              {"library", s.library},
-              {"load_error", s.load_error},
-              {"init_result", s.init_result},
-              {"init_error_name", s.init_error_name},
-              {"init_error_string", s.init_error_string},
-              {"driver_cuda_version", optional_json(s.driver_cuda_version)},
-              {"devices", devices},
-              {"peers", peers}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string encode_cuda_snapshot(const CudaSnapshot& s) { return encode_snapshot(s); }
 
 bool decode_cuda_snapshot(std::string_view text, CudaSnapshot& s, std::string& error) {
-  return decode(text, error, [&s](const json& j) {
-    s.loaded = j.at("loaded").get<bool>();
-    s.library = j.at("library").get<std::string>();
-    s.load_error = j.at("load_error").get<std::string>();
-    s.init_result = j.at("init_result").get<int>();
-    s.init_error_name = j.at("init_error_name").get<std::string>();
-    s.init_error_string = j.at("init_error_string").get<std::string>();
-    s.driver_cuda_version = read_optional<int>(j, "driver_cuda_version");
-    for (const json& d : j.at("devices")) s.devices.push_back(cuda_device_from(d));
-    for (const json& p : j.at("peers")) {
-      PeerLink link;
-      link.from = p.at("from").get<int>();
-      link.to = p.at("to").get<int>();
-      link.access = p.at("access").get<bool>();
-      link.performance_rank = read_optional<int>(p, "performance_rank");
-      link.native_atomics = p.at("native_atomics").get<bool>();
-      s.peers.push_back(link);
-    }
-  });
+  return decode_snapshot(text, s, error);
 }
 
 }  // namespace precision_probe

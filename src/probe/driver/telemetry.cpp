@@ -7,81 +7,57 @@
 #include <array>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
-
 #include "probe/platform/system.hpp"
+#include "report/json_fields.hpp"
 
 namespace precision_probe {
+namespace json_fields {
 
-namespace {
-
-using nlohmann::json;
-
-template <class T>
-void put(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
+// A sample on the agent's line; what NVML did not answer is left out.
+template <class V, class S>
+std::enable_if_t<is<S, GpuSample>> fields(V& v, S& g) {
+  v("uuid", g.uuid);
+  v.omit_unless(g.temperature_c.has_value(), "temp_c", g.temperature_c);
+  v.omit_unless(g.sm_mhz.has_value(), "sm_mhz", g.sm_mhz);
+  v.omit_unless(g.power_w.has_value(), "power_w", g.power_w);
+  v.omit_unless(g.clock_reasons.has_value(), "clock_reasons", g.clock_reasons);
+  v.omit_unless(g.ecc_corrected.has_value(), "ecc_corrected", g.ecc_corrected);
+  v.omit_unless(g.ecc_uncorrected.has_value(), "ecc_uncorrected", g.ecc_uncorrected);
+  v.omit_unless(g.remapped_rows.has_value(), "remapped_rows", g.remapped_rows);
+  v.omit_unless(g.remap_failure.has_value(), "remap_failure", g.remap_failure);
+  v.omit_unless(g.retired_pages.has_value(), "retired_pages", g.retired_pages);
 }
 
-template <class T>
-void take(const json& j, const char* key, std::optional<T>& v) {
-  const auto it = j.find(key);
-  if (it != j.end() && it->is_number()) v = it->get<T>();
+template <class V, class S>
+std::enable_if_t<is<S, XidEvent>> fields(V& v, S& x) {
+  v("uuid", x.uuid);
+  v("xid", x.xid);
 }
 
-}  // namespace
+template <class V, class S>
+std::enable_if_t<is<S, TelemetrySample>> fields(V& v, S& s) {
+  v("t", s.boot_s);
+  v("gpus", s.gpus);
+  v("xids", s.xids);
+}
+
+}  // namespace json_fields
 
 std::string encode_sample(const TelemetrySample& sample) {
-  json j = {{"t", sample.boot_s}, {"gpus", json::array()}, {"xids", json::array()}};
-  for (const GpuSample& g : sample.gpus) {
-    json o = {{"uuid", g.uuid}};
-    put(o, "temp_c", g.temperature_c);
-    put(o, "sm_mhz", g.sm_mhz);
-    put(o, "power_w", g.power_w);
-    put(o, "clock_reasons", g.clock_reasons);
-    put(o, "ecc_corrected", g.ecc_corrected);
-    put(o, "ecc_uncorrected", g.ecc_uncorrected);
-    put(o, "remapped_rows", g.remapped_rows);
-    if (g.remap_failure) o["remap_failure"] = *g.remap_failure;
-    put(o, "retired_pages", g.retired_pages);
-    j["gpus"].push_back(o);
-  }
-  for (const auto& [uuid, xid] : sample.xids) j["xids"].push_back({{"uuid", uuid}, {"xid", xid}});
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return json_fields::encode(sample).dump(-1, ' ', false,
+                                          json_fields::json::error_handler_t::replace);
 }
 
 std::optional<TelemetrySample> decode_sample(std::string_view line) {
-  const json j = json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("t") || !j["t"].is_number()) {
-    return std::nullopt;
-  }
+  json_fields::JsonDocument doc;
+  if (!doc.parse(line).empty() || !doc.root().is_object()) return std::nullopt;
+  const auto t = doc.root().find("t");
+  if (!t || !t->is_number()) return std::nullopt;
   TelemetrySample s;
-  s.boot_s = j["t"].get<double>();
-  if (j.contains("gpus") && j["gpus"].is_array()) {
-    for (const json& o : j["gpus"]) {
-      if (!o.is_object() || !o.contains("uuid") || !o["uuid"].is_string()) continue;
-      GpuSample g;
-      g.uuid = o["uuid"].get<std::string>();
-      take(o, "temp_c", g.temperature_c);
-      take(o, "sm_mhz", g.sm_mhz);
-      take(o, "power_w", g.power_w);
-      take(o, "clock_reasons", g.clock_reasons);
-      take(o, "ecc_corrected", g.ecc_corrected);
-      take(o, "ecc_uncorrected", g.ecc_uncorrected);
-      take(o, "remapped_rows", g.remapped_rows);
-      if (o.contains("remap_failure") && o["remap_failure"].is_boolean()) {
-        g.remap_failure = o["remap_failure"].get<bool>();
-      }
-      take(o, "retired_pages", g.retired_pages);
-      s.gpus.push_back(g);
-    }
-  }
-  if (j.contains("xids") && j["xids"].is_array()) {
-    for (const json& x : j["xids"]) {
-      if (x.is_object() && x.contains("uuid") && x["uuid"].is_string() && x.contains("xid") &&
-          x["xid"].is_number_integer()) {
-        s.xids.emplace_back(x["uuid"].get<std::string>(), x["xid"].get<int>());
-      }
-    }
+  try {
+    json_fields::decode(doc.root(), s, "", json_fields::ReadLimits{});
+  } catch (const json_fields::FieldError&) {
+    return std::nullopt;  // not what the agent writes: dropped, as a line cut short is
   }
   return s;
 }

@@ -32,10 +32,16 @@ struct GpuSample {
   std::optional<std::int64_t> retired_pages;
 };
 
+// An Xid (the driver's error event) delivered for a GPU.
+struct XidEvent {
+  std::string uuid;
+  int xid = 0;
+};
+
 struct TelemetrySample {
   double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (common/trace.hpp)
   std::vector<GpuSample> gpus;
-  std::vector<std::pair<std::string, int>> xids;  // (uuid, Xid) delivered since the last sample
+  std::vector<XidEvent> xids;  // delivered since the last sample
 };
 
 std::string encode_sample(const TelemetrySample& sample);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/arch.hpp"
 #include "common/protocol.hpp"
@@ -21,8 +20,26 @@
 #include "probe/outputs/output.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/platform/system.hpp"
+#include "report/json_fields.hpp"
 
 namespace precision_probe {
+
+namespace json_fields {
+
+// The reader's one line: the python3 it needs asked (run again with its answer), or the stack it
+// found (null: none).
+struct ReaderLine {
+  std::optional<std::string> ask;
+  std::optional<StackInfo> stack;
+};
+
+template <class V, class S>
+std::enable_if_t<is<S, ReaderLine>> fields(V& v, S& line) {
+  v.omit_unless(line.ask.has_value(), "ask", line.ask);
+  v.omit_unless(!line.ask.has_value(), "stack", line.stack);
+}
+
+}  // namespace json_fields
 
 namespace {
 
@@ -93,18 +110,16 @@ int run_image_reader(int argc, const char* const* args) {
     return std::optional<std::vector<std::string>>{{given.begin() + 1, given.end()}};
   };
   const std::optional<StackInfo> stack = search_image_torch(traced, ask);
-  std::string line;
-  if (wanted) {
-    line = "{\"ask\":" +
-           nlohmann::json(*wanted).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } else {
-    line = "{\"stack\":" + (stack ? encode_stack(*stack) : std::string("null"));
-  }
-  line += "}\n";
-  return write_all(STDOUT_FILENO, line).empty() ? 0 : 6;
+  const json_fields::ReaderLine line{wanted, wanted ? std::nullopt : stack};
+  const std::string text =
+      json_fields::encode(line).dump(-1, ' ', false, json_fields::json::error_handler_t::replace);
+  return write_all(STDOUT_FILENO, text + "\n").empty() ? 0 : 6;
 }
 
 namespace {
+
+// A line's texts are cut at 16 KiB, its lists at 1,024 items (as a worker's).
+constexpr json_fields::ReadLimits kLineLimits{std::size_t{16} * 1024, 1024};
 
 // --- The probe's side ----------------------------------------------------------------------------
 
@@ -173,20 +188,27 @@ std::optional<Answer> parse_answer(const std::string& out, bool may_ask, double 
     problem = "not one line";
     return std::nullopt;
   }
-  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  json_fields::JsonDocument doc;
+  json_fields::ReaderLine line;
+  // One member: "ask" or "stack".
+  const bool one = doc.parse(out).empty() && doc.root().is_object() && doc.root().size() == 1;
+  try {
+    if (one) json_fields::decode(doc.root(), line, "", kLineLimits);
+  } catch (const json_fields::FieldError& e) {
+    problem = std::string("malformed stack description: ") + e.what();
+  }
   Answer a;
-  if (j.is_object() && j.size() == 1 && j.contains("ask") && j["ask"].is_string() && may_ask) {
-    const std::string python = j["ask"].get<std::string>();
+  if (problem.empty() && line.ask && may_ask) {
+    const std::string& python = *line.ask;
     const bool path = starts_with(python, "/") && python.size() > 8 &&
                       python.compare(python.size() - 8, 8, "/python3") == 0 &&
                       printable(python, python.size()) == python;
     if (path) a.ask = python;
-  } else if (j.is_object() && j.size() == 1 && j.contains("stack") && j["stack"].is_null()) {
-    return a;
-  } else if (j.is_object() && j.size() == 1 && j.contains("stack") && j["stack"].is_object()) {
-    Expected<StackInfo> stack = decode_stack(j["stack"].dump());
-    problem = stack ? impossible(*stack, elapsed_ms) : stack.error();
-    if (problem.empty()) a.stack = *stack;
+  } else if (problem.empty() && one && !line.ask && !line.stack && doc.root().find("stack")) {
+    return a;  // {"stack": null}: none found
+  } else if (problem.empty() && line.stack) {
+    problem = impossible(*line.stack, elapsed_ms);
+    if (problem.empty()) a.stack = *line.stack;
   }
   if (!a.ask && !a.stack && problem.empty()) problem = "not an answer: " + printable(out, 120);
   if (!problem.empty()) return std::nullopt;

@@ -16,7 +16,8 @@
 #include "common/strings.hpp"
 #include "common/threads.hpp"
 #include "precision_probe/report_json.hpp"
-#include "report/json_tape.hpp"
+#include "report/json_document.hpp"
+#include "report/report_reader.hpp"
 
 namespace precision_probe {
 
@@ -57,6 +58,7 @@ struct Item {
   std::string source;
   std::string path;  // empty for a line
   std::string_view line;
+  bool padded = false;  // the line is followed by kJsonPadding readable bytes
 };
 
 struct Outcome {
@@ -83,9 +85,12 @@ std::string read_file(const std::string& path, const std::optional<FileIdentity>
     error = kTooLarge;
   }
   is_output = error.empty() && output && identity_of(st) == *output;
-  // Read straight into the buffer, grown as needed (the file may grow while it is read).
+  // Read straight into the buffer, grown as needed (the file may grow while it is read), with room
+  // for the parser's padding after it.
   std::size_t used = 0;
-  buffer.resize(error.empty() ? static_cast<std::size_t>(st.st_size) + 1 : 0);
+  const std::size_t expected = error.empty() ? static_cast<std::size_t>(st.st_size) + 1 : 0;
+  buffer.reserve(expected + json_fields::kJsonPadding);
+  buffer.resize(expected);
   while (error.empty()) {
     if (used == buffer.size()) buffer.resize(buffer.size() * 2);
     const ssize_t n = ::read(fd, buffer.data() + used, buffer.size() - used);
@@ -102,9 +107,9 @@ std::string read_file(const std::string& path, const std::optional<FileIdentity>
 
 // A summary (what `summarize --format json` writes, its error documents too): not a report.
 bool is_summary(std::string_view text) {
-  thread_local json_fields::TapeDocument doc;
+  thread_local json_fields::JsonDocument doc;
   if (!doc.parse(text).empty()) return false;
-  const json_fields::TapeValue root = doc.root();
+  const json_fields::JsonValue root = doc.root();
   return root.is_object() && root.find("summary_schema_version") && !root.find("schema_version");
 }
 
@@ -113,6 +118,7 @@ bool blank(std::string_view text) { return text.find_first_not_of(" \t\r\n\f\v")
 Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& options,
                  std::string& buffer) {
   std::string_view text = item.line;
+  bool padded = item.padded;
   bool is_output = false;
   if (!item.path.empty()) {
     if (const std::string error = read_file(item.path, options.output, buffer, is_output);
@@ -120,11 +126,12 @@ Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& op
       return {std::nullopt, Unreadable{item.source, error}, std::nullopt};
     }
     text = buffer;
+    padded = buffer.capacity() - buffer.size() >= json_fields::kJsonPadding;
   }
   if (text.size() > kMaxReportBytes) {
     return {std::nullopt, Unreadable{item.source, kTooLarge}, std::nullopt};
   }
-  Expected<Report> report = read_report_json(text, ReadDepth::verdicts);
+  Expected<Report> report = json_fields::read_report(text, ReadDepth::verdicts, padded);
   if (report && !is_output) {
     return {node_record(*report, item.source, order, options.required), std::nullopt, std::nullopt};
   }
@@ -194,7 +201,7 @@ class Reader {
   explicit Reader(const FleetReadOptions& options) : options_(options) {}
 
   FleetInputs& inputs() { return inputs_; }
-  void add(const std::string& path) { pending_.push_back({path, path, {}}); }
+  void add(const std::string& path) { pending_.push_back({path, path, {}, false}); }
   bool stopped() {
     if (!stopped_.load() && options_.stop && options_.stop()) stopped_.store(true);
     return stopped_.load();
@@ -249,7 +256,9 @@ void Reader::read_lines(std::string& text, std::size_t& complete, std::size_t& l
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos || end > complete) end = complete;
     const std::string_view one(text.data() + start, end - start);
-    if (!blank(one)) pending_.push_back({"-:" + std::to_string(line), "", one});
+    // What follows a line in the buffer (the next lines, reserved room) is its padding.
+    const bool padded = end + json_fields::kJsonPadding <= text.capacity();
+    if (!blank(one)) pending_.push_back({"-:" + std::to_string(line), "", one, padded});
     start = end + 1;
   }
   read_pending();

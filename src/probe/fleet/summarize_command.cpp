@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/build_info.hpp"
 #include "common/strings.hpp"
@@ -99,13 +98,7 @@ Summarized summarize_reports(const SummarizeOptions& o, const StandardStreams& s
 }
 
 std::string summary_error_document(std::string_view kind, int code, const std::string& message) {
-  const nlohmann::ordered_json j = {
-      {"summary_schema_version", kSummarySchemaVersion},
-      {"tool", {{"name", "precision-probe"}, {"version", build_info::kVersion}}},
-      {"error", {{"kind", kind}, {"message", message}}},
-      {"exit_code", code},
-      {"exit_reason", message}};
-  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return print_summary_error(std::string(kind), code, message, build_info::kVersion);
 }
 
 }  // namespace precision_probe

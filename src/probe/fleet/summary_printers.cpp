@@ -3,15 +3,166 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/strings.hpp"
+#include "report/json_fields.hpp"
 
 namespace precision_probe {
 
-namespace {
+// The summary's JSON (docs/summarize.md) through the field layer, as the report's. It is written,
+// never read back: what the writer works out is `derived`.
+namespace json_fields {
 
-using json = nlohmann::ordered_json;
+template <class V, class S>
+std::enable_if_t<is<S, ModelCount>> fields(V& v, S& m) {
+  v("model", m.model);
+  v("nodes", m.nodes);
+  v("gpus", m.gpus);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, NotNativeGroup>> fields(V& v, S& g) {
+  v("status", g.status);
+  v("reason", g.reason);
+  v("gpus", g.gpus);
+  v("whole_nodes", g.whole_nodes);
+  v("nodes", g.nodes);
+  // Whole nodes are named by their hosts alone: a fleet's unsupported modes would otherwise list
+  // every GPU.
+  v.derived("devices", g.whole_nodes ? std::vector<std::string>() : g.devices);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, ModeSummary>> fields(V& v, S& m) {
+  v("native", m.native);
+  v("emulated", m.emulated);
+  v("unsupported", m.unsupported);
+  v("failed", m.failed);
+  v("not_tested", m.not_tested);
+  v("not_native", m.not_native);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, ThroughputOutlier>> fields(V& v, S& o) {
+  v("source", o.source);
+  v("mode", o.mode);
+  v("model", o.model);
+  v("node", o.node);
+  v("device", o.device);
+  v("uuid", o.uuid);
+  v("tflops", o.tflops);
+  v("median_tflops", o.median);
+  v("peers", o.peers);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, FailedDevice>> fields(V& v, S& f) {
+  v("node", f.node);
+  v.when(!f.device.empty(), "device", f.device);
+  v("uuid", f.uuid);
+  v("what", f.what);
+  v("corruption", f.corruption);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, RequirementGap>> fields(V& v, S& g) {
+  v("mode", g.mode);
+  v("node", g.node);
+  v.when(!g.device.empty(), "device", g.device);
+  v("status", g.status);
+  v("reason", g.reason);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, UnknownNode>> fields(V& v, S& u) {
+  v("node", u.node);
+  v("source", u.source);
+  v("why", u.why);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, Unreadable>> fields(V& v, S& u) {
+  v("source", u.source);
+  v("error", u.error);
+}
+
+// A summary among the reports: its "why" is an Unreadable's error.
+struct SkippedSource {
+  const Unreadable* skipped;
+};
+template <class V>
+void fields(V& v, const SkippedSource& s) {
+  v.derived("source", s.skipped->source);
+  v.derived("why", s.skipped->error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, Superseded>> fields(V& v, S& x) {
+  v("node", x.node);
+  v("source", x.source);
+  v("newer_source", x.newer_source);
+}
+
+// What every summary document begins with: its schema's version and the tool.
+template <class V>
+void summary_head(V& v, const std::string& tool_version) {
+  v.derived("summary_schema_version", kSummarySchemaVersion);
+  v.group(true, "tool", [&](auto& g) {
+    g.derived("name", std::string("precision-probe"));
+    g.derived("version", tool_version);
+  });
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, FleetSummary>> fields(V& v, S& s) {
+  summary_head(v, s.tool_version);
+  v("generated_at", s.generated_at);
+  v("reports", s.reports);
+  v("nodes", s.nodes);
+  v("gpus", s.gpus);
+  v("models", s.models);
+  v.keyed("modes", s.modes, &ModeSummary::mode);
+  v("outliers", s.outliers);
+  v("failed", s.failed);
+  v("required", s.required);
+  v("unmet", s.unmet);
+  v("missing", s.missing);
+  v("max_age_s", s.max_age_s);
+  v("stale", s.stale);
+  v("unknown", s.unknown);
+  v("future", s.future);
+  v("unreadable", s.unreadable);
+  std::vector<SkippedSource> skipped;
+  for (const Unreadable& u : s.skipped) skipped.push_back({&u});
+  v.derived("skipped", skipped);
+  v("superseded", s.superseded);
+  v("exit_code", s.exit_code);
+  v("exit_reason", s.exit_reason);
+  v.mapped("duration_ms", s.duration_ms, tenth_of_ms, ms_from);
+}
+
+// A summary that could not be made: what kind of error, and the exit code.
+struct SummaryError {
+  std::string kind;  // "usage", "interrupted", "internal"
+  std::string message;
+  int exit_code = 0;
+  std::string tool_version;
+};
+
+template <class V, class S>
+std::enable_if_t<is<S, SummaryError>> fields(V& v, S& e) {
+  summary_head(v, e.tool_version);
+  v.group(true, "error", [&](auto& g) {
+    g("kind", e.kind);
+    g("message", e.message);
+  });
+  v("exit_code", e.exit_code);
+  v.derived("exit_reason", e.message);
+}
+
+}  // namespace json_fields
+
+namespace {
 
 std::vector<std::string> mode_keys(const std::vector<Mode>& modes) {
   std::vector<std::string> keys;
@@ -228,104 +379,9 @@ std::string print_markdown(const FleetSummary& s, std::size_t shown) {
   return out;
 }
 
-json gap_json(const RequirementGap& g) {
-  return {{"mode", mode_key(g.mode)},
-          {"node", g.node},
-          {"device", g.device.empty() ? json(nullptr) : json(g.device)},
-          {"status", to_string(g.status)},
-          {"reason", g.reason}};
-}
-
-json unknown_json(const std::vector<UnknownNode>& nodes) {
-  json list = json::array();
-  for (const UnknownNode& u : nodes)
-    list.push_back({{"node", u.node}, {"source", u.source}, {"why", u.why}});
-  return list;
-}
-
-json modes_json(const FleetSummary& s) {
-  json modes = json::object();
-  for (const ModeSummary& m : s.modes) {
-    json groups = json::array();
-    for (const NotNativeGroup& g : m.not_native) {
-      // Whole nodes are named by their hosts alone: a fleet's unsupported modes would otherwise
-      // list every GPU.
-      groups.push_back({{"status", to_string(g.status)},
-                        {"reason", g.reason},
-                        {"gpus", g.gpus},
-                        {"whole_nodes", g.whole_nodes},
-                        {"nodes", g.nodes},
-                        {"devices", g.whole_nodes ? json::array() : json(g.devices)}});
-    }
-    modes[std::string(mode_key(m.mode))] = {
-        {"native", m.native}, {"emulated", m.emulated},     {"unsupported", m.unsupported},
-        {"failed", m.failed}, {"not_tested", m.not_tested}, {"not_native", std::move(groups)}};
-  }
-  return modes;
-}
-
 std::string print_json(const FleetSummary& s) {
-  json j = {{"summary_schema_version", kSummarySchemaVersion},
-            {"tool", {{"name", "precision-probe"}, {"version", s.tool_version}}},
-            {"generated_at", s.generated_at},
-            {"reports", s.reports},
-            {"nodes", s.nodes},
-            {"gpus", s.gpus}};
-  json models = json::array();
-  for (const ModelCount& m : s.models)
-    models.push_back({{"model", m.model}, {"nodes", m.nodes}, {"gpus", m.gpus}});
-  j["models"] = std::move(models);
-  j["modes"] = modes_json(s);
-  json outliers = json::array();
-  for (const ThroughputOutlier& o : s.outliers) {
-    outliers.push_back({{"source", o.source},
-                        {"mode", mode_key(o.mode)},
-                        {"model", o.model},
-                        {"node", o.node},
-                        {"device", o.device},
-                        {"uuid", o.uuid},
-                        {"tflops", o.tflops},
-                        {"median_tflops", o.median},
-                        {"peers", o.peers}});
-  }
-  j["outliers"] = std::move(outliers);
-  json failed = json::array();
-  for (const FailedDevice& f : s.failed) {
-    failed.push_back({{"node", f.node},
-                      {"device", f.device.empty() ? json(nullptr) : json(f.device)},
-                      {"uuid", f.uuid},
-                      {"what", f.what},
-                      {"corruption", f.corruption}});
-  }
-  j["failed"] = std::move(failed);
-  j["required"] = mode_keys(s.required);
-  json unmet = json::array();
-  for (const RequirementGap& g : s.unmet) unmet.push_back(gap_json(g));
-  j["unmet"] = std::move(unmet);
-  json missing = json::array();
-  for (const RequirementGap& g : s.missing) missing.push_back(gap_json(g));
-  j["missing"] = std::move(missing);
-  j["max_age_s"] = s.max_age_s ? json(*s.max_age_s) : json(nullptr);
-  j["stale"] = unknown_json(s.stale);
-  j["unknown"] = unknown_json(s.unknown);
-  j["future"] = unknown_json(s.future);
-  json unreadable = json::array();
-  for (const Unreadable& u : s.unreadable)
-    unreadable.push_back({{"source", u.source}, {"error", u.error}});
-  j["unreadable"] = std::move(unreadable);
-  json skipped = json::array();
-  for (const Unreadable& u : s.skipped) skipped.push_back({{"source", u.source}, {"why", u.error}});
-  j["skipped"] = std::move(skipped);
-  json superseded = json::array();
-  for (const Superseded& x : s.superseded) {
-    superseded.push_back(
-        {{"node", x.node}, {"source", x.source}, {"newer_source", x.newer_source}});
-  }
-  j["superseded"] = std::move(superseded);
-  j["exit_code"] = s.exit_code;
-  j["exit_reason"] = s.exit_reason;
-  j["duration_ms"] = std::round(s.duration_ms * 10.0) / 10.0;
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return json_fields::encode(s).dump(2, ' ', false, json_fields::json::error_handler_t::replace) +
+         "\n";
 }
 
 }  // namespace
@@ -337,6 +393,13 @@ std::string print_summary(const FleetSummary& summary, SummaryFormat format, std
     case SummaryFormat::markdown: return print_markdown(summary, shown);
   }
   return "";
+}
+
+std::string print_summary_error(const std::string& kind, int exit_code, const std::string& message,
+                                const std::string& tool_version) {
+  const json_fields::SummaryError e{kind, message, exit_code, tool_version};
+  return json_fields::encode(e).dump(2, ' ', false, json_fields::json::error_handler_t::replace) +
+         "\n";
 }
 
 }  // namespace precision_probe

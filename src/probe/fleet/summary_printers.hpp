@@ -16,4 +16,9 @@ enum class SummaryFormat { text, json, markdown };
 // names them all).
 std::string print_summary(const FleetSummary& summary, SummaryFormat format, std::size_t shown = 5);
 
+// The JSON document of a summary that could not be made (--format json): the error's kind
+// ("usage", "interrupted", "internal") and message, and the exit code.
+std::string print_summary_error(const std::string& kind, int exit_code, const std::string& message,
+                                const std::string& tool_version);
+
 }  // namespace precision_probe

@@ -36,11 +36,10 @@ SoakOutcome not_soaked(ErrorKind kind, std::string why) {
 // Why a planned mode has no soak line from its worker.
 SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   if (result != nullptr) {
-    const auto smoke = result->smoke.find(mode);
-    if (smoke != result->smoke.end() && !smoke->second.ok) {
-      return not_soaked(ErrorKind::not_run, smoke->second.ran
-                                                ? "not soaked: its smoke test failed"
-                                                : "not soaked: " + smoke->second.error);
+    const SmokeOutcome* smoke = result->smoke.find(mode);
+    if (smoke != nullptr && !smoke->ok) {
+      return not_soaked(ErrorKind::not_run, smoke->ran ? "not soaked: its smoke test failed"
+                                                       : "not soaked: " + smoke->error);
     }
     if (interrupted) return not_soaked(ErrorKind::not_run, "not soaked: the run was interrupted");
     if (result->problem != ErrorKind::none) {
@@ -91,23 +90,18 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   SoakReport s;
   s.seconds = plan.soak_seconds;
   for (Mode mode : plan.soak_modes) {
-    const SoakOutcome* answered = nullptr;
-    if (result != nullptr) {
-      const auto line = result->soak.find(mode);
-      if (line != result->soak.end()) answered = &line->second;
-    }
+    const SoakOutcome* answered = result != nullptr ? result->soak.find(mode) : nullptr;
     SoakOutcome o = answered != nullptr ? *answered : missing(mode, result, interrupted);
     if (interrupted && o.error_kind == ErrorKind::timed_out) {
       o = not_soaked(ErrorKind::not_run, "cut short: the run was interrupted");
     }
     cut_short(o, result, interrupted);
     s.injected = s.injected || o.injected;
-    s.modes.emplace_back(mode, o);
+    s.modes.set(mode, o);
   }
   for (Mode mode : options.soak_modes) {
     if (!contains(plan.soak_modes, mode)) {
-      s.modes.emplace_back(
-          mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
+      s.modes.set(mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
     }
   }
   if (plan.inject_iteration > 0 && !s.injected && result != nullptr && result->finished) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "precision_probe/versions.hpp"
@@ -48,6 +50,16 @@ struct CheckOutcome {
   ErrorKind error_kind = ErrorKind::none;
   std::string error;  // what failed (an exception's text), or why it did not run
 };
+
+// The outcome of a check that did not run, or whose answer never came: of `kind`, for `why`.
+template <class Outcome>
+Outcome did_not_run(ErrorKind kind, std::string why) {
+  static_assert(std::is_base_of_v<CheckOutcome, Outcome>);
+  Outcome o;
+  o.error_kind = kind;
+  o.error = std::move(why);
+  return o;
+}
 
 // One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
 struct SmokeOutcome : CheckOutcome {

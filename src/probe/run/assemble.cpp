@@ -43,21 +43,24 @@ Report usage_error_report(const std::string& message, const System& system) {
 
 namespace {
 
+// A check its worker was asked for and did not answer: the worker's problem where it had one (a
+// timeout, a crash), else a crash; `finished_without` says so where the worker said nothing.
+template <typename Outcome>
+Outcome unanswered(const WorkerResult* result, const char* finished_without) {
+  const bool problem = result != nullptr && result->problem != ErrorKind::none;
+  return did_not_run<Outcome>(problem ? result->problem : ErrorKind::crashed,
+                              problem && !result->problem_message.empty()
+                                  ? result->problem_message
+                                  : std::string(finished_without));
+}
+
 // One check's answer: the worker's, or what kept it from answering (none where it was not asked).
 template <typename Outcome>
 std::optional<Outcome> answer_for(Mode mode, const std::vector<Mode>& asked,
                                   const PerMode<Outcome>& answers, const WorkerResult& result) {
   if (std::find(asked.begin(), asked.end(), mode) == asked.end()) return std::nullopt;
   if (const Outcome* answer = answers.find(mode)) return *answer;
-  Outcome o;
-  if (result.problem != ErrorKind::none) {
-    o.error_kind = result.problem;
-    o.error = result.problem_message;
-  } else {
-    o.error_kind = ErrorKind::crashed;
-    o.error = "the engine finished without reporting this check";
-  }
-  return o;
+  return unanswered<Outcome>(&result, "the engine finished without reporting this check");
 }
 
 // The outcome a check that never ran gets: none (skipped), or unavailable with the reason (on
@@ -68,10 +71,7 @@ std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict&
       why.kind == NotRun::Kind::unavailable_everywhere ||
       (why.kind == NotRun::Kind::unavailable && hardware.hardware != Hardware::unsupported);
   if (!kept) return std::nullopt;
-  Outcome o;
-  o.error_kind = ErrorKind::unavailable;
-  o.error = why.reason;
-  return o;
+  return did_not_run<Outcome>(ErrorKind::unavailable, why.reason);
 }
 
 // The benchmarks a worker answered; every passed smoke test was to be benchmarked, and one the
@@ -81,12 +81,8 @@ PerMode<BenchOutcome> benchmarks(const WorkerPlan& plan, const WorkerResult& res
   for (Mode mode : plan.smoke) {
     const SmokeOutcome* smoke = result.smoke.find(mode);
     if (smoke == nullptr || !smoke->ok || bench.contains(mode)) continue;
-    BenchOutcome missing;
-    missing.error_kind = result.problem != ErrorKind::none ? result.problem : ErrorKind::crashed;
-    missing.error = result.problem != ErrorKind::none
-                        ? result.problem_message
-                        : "the engine finished without this benchmark";
-    bench.set(mode, missing);
+    bench.set(mode,
+              unanswered<BenchOutcome>(&result, "the engine finished without this benchmark"));
   }
   return bench;
 }
@@ -214,12 +210,8 @@ WorkerRun gpu_work(const WorkerRun& main, const WorkerRun* tf32) {
   if (const SmokeOutcome* answer = t != nullptr ? t->smoke.find(Mode::tf32) : nullptr) {
     r.smoke[Mode::tf32] = *answer;
   } else {
-    SmokeOutcome o;
-    o.error_kind = t != nullptr && t->problem != ErrorKind::none ? t->problem : ErrorKind::crashed;
-    o.error = t != nullptr && !t->problem_message.empty()
-                  ? t->problem_message
-                  : "the TF32 process finished without reporting this check";
-    r.smoke[Mode::tf32] = o;
+    r.smoke[Mode::tf32] =
+        unanswered<SmokeOutcome>(t, "the TF32 process finished without reporting this check");
   }
   if (t != nullptr) {
     for (const auto& [mode, bench] : t->bench) r.bench[mode] = bench;

@@ -27,10 +27,7 @@ std::int64_t default_soak_size(DeviceKind kind, std::optional<std::uint64_t> mem
 }
 
 SoakOutcome not_soaked(ErrorKind kind, std::string why) {
-  SoakOutcome o;
-  o.error_kind = kind;
-  o.error = std::move(why);
-  return o;
+  return did_not_run<SoakOutcome>(kind, std::move(why));
 }
 
 // Why a planned mode has no soak line from its worker.

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "precision_probe/versions.hpp"
@@ -53,11 +52,11 @@ struct CheckOutcome {
 
 // The outcome of a check that did not run, or whose answer never came: of `kind`, for `why`.
 template <class Outcome>
-Outcome did_not_run(ErrorKind kind, std::string why) {
+Outcome did_not_run(ErrorKind kind, const std::string& why) {
   static_assert(std::is_base_of_v<CheckOutcome, Outcome>);
   Outcome o;
   o.error_kind = kind;
-  o.error = std::move(why);
+  o.error = why;
   return o;
 }
 

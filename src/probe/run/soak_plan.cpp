@@ -26,24 +26,23 @@ std::int64_t default_soak_size(DeviceKind kind, std::optional<std::uint64_t> mem
   return memory_total && *memory_total < kSmallGpuBytes ? kSmallGpuSoakSize : kGpuSoakSize;
 }
 
-SoakOutcome not_soaked(ErrorKind kind, std::string why) {
-  return did_not_run<SoakOutcome>(kind, std::move(why));
-}
-
 // Why a planned mode has no soak line from its worker.
 SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   if (result != nullptr) {
     const SmokeOutcome* smoke = result->smoke.find(mode);
     if (smoke != nullptr && !smoke->ok) {
-      return not_soaked(ErrorKind::not_run, smoke->ran ? "not soaked: its smoke test failed"
-                                                       : "not soaked: " + smoke->error);
+      return did_not_run<SoakOutcome>(ErrorKind::not_run, smoke->ran
+                                                              ? "not soaked: its smoke test failed"
+                                                              : "not soaked: " + smoke->error);
     }
-    if (interrupted) return not_soaked(ErrorKind::not_run, "not soaked: the run was interrupted");
+    if (interrupted) {
+      return did_not_run<SoakOutcome>(ErrorKind::not_run, "not soaked: the run was interrupted");
+    }
     if (result->problem != ErrorKind::none) {
-      return not_soaked(result->problem, result->problem_message);
+      return did_not_run<SoakOutcome>(result->problem, result->problem_message);
     }
   }
-  return not_soaked(ErrorKind::crashed, "the engine finished without this soak");
+  return did_not_run<SoakOutcome>(ErrorKind::crashed, "the engine finished without this soak");
 }
 
 // A worker that died or was stopped (not by an interrupt) before its soak was over: what it
@@ -90,7 +89,7 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
     const SoakOutcome* answered = result != nullptr ? result->soak.find(mode) : nullptr;
     SoakOutcome o = answered != nullptr ? *answered : missing(mode, result, interrupted);
     if (interrupted && o.error_kind == ErrorKind::timed_out) {
-      o = not_soaked(ErrorKind::not_run, "cut short: the run was interrupted");
+      o = did_not_run<SoakOutcome>(ErrorKind::not_run, "cut short: the run was interrupted");
     }
     cut_short(o, result, interrupted);
     s.injected = s.injected || o.injected;
@@ -98,7 +97,8 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   }
   for (Mode mode : options.soak_modes) {
     if (!contains(plan.soak_modes, mode)) {
-      s.modes.set(mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
+      s.modes.set(mode, did_not_run<SoakOutcome>(ErrorKind::not_run,
+                                                 "not soaked: this device does not run it"));
     }
   }
   if (plan.inject_iteration > 0 && !s.injected && result != nullptr && result->finished) {

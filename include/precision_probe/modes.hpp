@@ -7,10 +7,13 @@
 // Adding a mode: a row here, a case there, its tests.
 
 #include <array>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "precision_probe/versions.hpp"
 
 namespace precision_probe {
 
@@ -40,38 +43,8 @@ enum class Status { native, emulated, unsupported, failed, not_tested };
 std::string_view to_string(Hardware hardware);
 std::string_view to_string(Status status);
 
-struct ComputeCapability {
-  int major = 0;
-  int minor = 0;
-
-  constexpr int as_int() const { return major * 10 + minor; }  // 8.9 -> 89
-  std::string to_string() const;                               // "8.9"
-  friend constexpr bool operator==(ComputeCapability a, ComputeCapability b) {
-    return a.major == b.major && a.minor == b.minor;
-  }
-  friend constexpr bool operator<(ComputeCapability a, ComputeCapability b) {
-    return a.as_int() < b.as_int();
-  }
-  friend constexpr bool operator>=(ComputeCapability a, ComputeCapability b) { return !(a < b); }
-};
-
 // The marketing name of the architecture ("Hopper"), or "unknown".
 std::string architecture_name(ComputeCapability cc);
-
-// A LibTorch version, major.minor.
-struct Version {
-  int major = 0;
-  int minor = 0;
-
-  friend constexpr bool operator<(Version a, Version b) {
-    return a.major != b.major ? a.major < b.major : a.minor < b.minor;
-  }
-  friend constexpr bool operator==(Version a, Version b) {
-    return a.major == b.major && a.minor == b.minor;
-  }
-  friend constexpr bool operator>=(Version a, Version b) { return !(a < b); }
-  friend constexpr bool operator!=(Version a, Version b) { return !(a == b); }
-};
 
 // The LibTorch releases the engine runs: from the floor (older ones lack the stable C ABI it
 // uses), and up to the newest it was tested against (newer ones run, marked untested).
@@ -92,7 +65,6 @@ struct CcSpan {
   constexpr bool empty() const { return from.major == 0; }
   constexpr bool holds(ComputeCapability cc) const { return !empty() && cc >= from && !(to < cc); }
 };
-inline constexpr ComputeCapability kLastCc{15, 9};
 
 // On GPUs: native on the spans of compute capabilities listed; others get `otherwise` (emulated
 // or unsupported), for the reason given.
@@ -222,6 +194,10 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      CpuNeeds::bf16_isa, "", {2, 9}, {0, 0}, 0.05, PeakColumn::none, "explicit casts"},
 }};
 // clang-format on
+
+// A mode's row of kModeTable, whose rows are in the enum's order (a test checks it): its slot
+// wherever values are kept by mode (PerMode, per_mode.hpp).
+constexpr std::size_t mode_index(Mode mode) { return static_cast<std::size_t>(mode); }
 
 // The row of a mode.
 const ModeInfo& mode_info(Mode mode);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "precision_probe/modes.hpp"
+#include "precision_probe/per_mode.hpp"
 #include "precision_probe/results.hpp"
 
 namespace precision_probe {
@@ -80,18 +81,15 @@ std::string_view to_string(DriverStatus status);
 
 struct DriverInfo {
   DriverStatus status = DriverStatus::not_found;
-  std::string version;              // "580.159.04" (NVML, else /proc/driver/nvidia/version)
-  std::optional<int> cuda_version;  // highest CUDA version the driver supports, 13000
-  std::string message;              // one line: what was found or what went wrong
+  std::string version;                  // "580.159.04" (NVML, else /proc/driver/nvidia/version)
+  std::optional<Version> cuda_version;  // the highest CUDA the driver supports (13.0)
+  std::string message;                  // one line: what was found or what went wrong
   std::string libcuda_path;
   bool nvml_loaded = false;
   bool cuda_queried = false;  // cuInit ran (false under --quick when NVML answered)
   std::optional<int> cu_init_result;
   std::string cu_init_error_name;
 };
-
-// A CUDA version number as text: 13000 -> "13.0", 12040 -> "12.4".
-std::string cuda_version_text(int version);
 
 // A precision's measured throughput, set against fp32's and the datasheet's.
 struct BenchResult {
@@ -125,15 +123,13 @@ struct SoakReport {
   double seconds = 0.0;        // asked for
   bool injected = false;       // a fault was injected (a test of the detector, not a finding)
   std::string injection_note;  // a fault was asked for and not injected, and why
-  std::vector<std::pair<Mode, SoakOutcome>> modes;
+  PerMode<SoakOutcome> modes;
   // Set where this device's golden output differs from that of the same GPUs of the run (a
   // majority, or with two GPUs, each other): the modes and the devices it disagrees with.
   std::string golden_disagreement;
   // Set where this device's soak throughput is more than 10 % below the median of the same GPUs.
   std::string straggler;
   std::optional<SoakTelemetry> telemetry;  // GPUs
-
-  const SoakOutcome* find(Mode mode) const;
 };
 
 struct DeviceReport {
@@ -144,13 +140,13 @@ struct DeviceReport {
   std::optional<GpuInfo> gpu;
   std::optional<CpuInfo> cpu;
   std::optional<KernelCoverage> kernels;  // GPUs: whether the LibTorch build runs here
-  std::vector<std::pair<Mode, PrecisionResult>> precisions;
+  PerMode<PrecisionResult> precisions;
   Recommendation recommendation;
   std::optional<SoakReport> soak;  // --soak
 
   std::string label() const;  // "GPU 0", "CPU"
-  const PrecisionResult* find(Mode mode) const;
-  PrecisionResult* find(Mode mode);
+  const PrecisionResult* find(Mode mode) const { return precisions.find(mode); }
+  PrecisionResult* find(Mode mode) { return precisions.find(mode); }
 };
 
 enum class Severity { error, warning, info };
@@ -180,8 +176,8 @@ struct ToolInfo {
   // (older releases lack the stable C ABI it uses), tested up to libtorch_tested.
   std::string built_with_libtorch = "none";
   std::string built_with_cuda = "none";
-  std::string libtorch_floor;   // "2.9"
-  std::string libtorch_tested;  // "2.15"
+  std::optional<Version> libtorch_floor;   // 2.9
+  std::optional<Version> libtorch_tested;  // 2.15
 };
 
 struct HostInfo {

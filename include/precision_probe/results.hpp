@@ -7,7 +7,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "precision_probe/versions.hpp"
 
 namespace precision_probe {
 
@@ -37,26 +40,38 @@ ErrorKind classify_error(std::string_view message);
 enum class DType { none, fp64, fp32, fp16, bf16, other };
 std::string_view to_string(DType dtype);  // "" for none
 
-// One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
-struct SmokeOutcome {
+// What every check's outcome says, whatever the check: whether it ran, whether it passed, and where
+// it did not, why. The outcomes below are made of it and their own figures; their JSON writes
+// ran and ok first, error_kind and error last (report/json_fields.hpp: outcome_fields).
+struct CheckOutcome {
   bool ran = false;
-  bool ok = false;
+  bool ok = false;  // ran, and passed (each check says what passing is)
+  ErrorKind error_kind = ErrorKind::none;
+  std::string error;  // what failed (an exception's text), or why it did not run
+};
+
+// The outcome of a check that did not run, or whose answer never came: of `kind`, for `why`.
+template <class Outcome>
+Outcome did_not_run(ErrorKind kind, const std::string& why) {
+  static_assert(std::is_base_of_v<CheckOutcome, Outcome>);
+  Outcome o;
+  o.error_kind = kind;
+  o.error = why;
+  return o;
+}
+
+// One matmul smoke test: C = A x B on fresh random data, compared with a float64 reference.
+struct SmokeOutcome : CheckOutcome {
   std::optional<double> rel_error;  // relative Frobenius error against the float64 reference
   double tolerance = 0.0;
   std::optional<double> ms;  // wall time of the low-precision matmul, synchronised
   std::int64_t m = 0, n = 0, k = 0;
   std::string method;  // "at::mm", "at::_scaled_mm e4m3 x e4m3 -> bf16"
-  ErrorKind error_kind = ErrorKind::none;
-  std::string error;  // exception text, or why it did not run
 };
 
 // One mixed-precision training run (autocast; dynamic loss scaling for fp16), checked against an
 // fp32 run of the same steps on the same data.
-struct AmpOutcome {
-  bool ran = false;
-  bool ok = false;
-  ErrorKind error_kind = ErrorKind::none;
-  std::string error;         // what failed, or why it did not run
+struct AmpOutcome : CheckOutcome {
   std::string method;        // how the steps ran (explicit casts, which scaler and optimizer ops)
   std::optional<double> ms;  // wall time of the AMP run
   int steps = 0;
@@ -81,11 +96,7 @@ struct AmpOutcome {
 
 // Throughput of one precision: a square GEMM timed after warm-up, the median of many runs,
 // inputs rotated between runs, random data.
-struct BenchOutcome {
-  bool ran = false;
-  bool ok = false;
-  ErrorKind error_kind = ErrorKind::none;
-  std::string error;
+struct BenchOutcome : CheckOutcome {
   std::int64_t size = 0;  // M = N = K
   int reps = 0;
   std::optional<double> ms;      // median time of one GEMM, right after warm-up (boost clocks)
@@ -126,11 +137,8 @@ struct SoakTelemetry {
 // One mode of a soak on one device: the same GEMM back to back under load, every result
 // compared with the golden one computed first (cool). A worker sends one after each of the
 // mode's slices, the latest standing for the whole (a run cut short keeps what it found).
-struct SoakOutcome {
-  bool ran = false;
-  bool ok = false;  // ran, and every result matched the golden one
-  ErrorKind error_kind = ErrorKind::none;
-  std::string error;
+// `ok`: it ran, and every result matched the golden one.
+struct SoakOutcome : CheckOutcome {
   std::int64_t size = 0;           // M = N = K
   std::int64_t iterations = 0;     // results compared
   std::int64_t mismatches = 0;     // results that differed
@@ -145,13 +153,9 @@ struct SoakOutcome {
 // One collective over the GPUs of the node: an all-reduce (sum) of integer-valued data, checked
 // exactly, then timed on a large message. Bandwidths as nccl-tests defines them: algbw =
 // bytes / time, busbw = algbw * 2 (n - 1) / n for an all-reduce over n ranks.
-struct CollectiveOutcome {
+struct CollectiveOutcome : CheckOutcome {
   std::string op = "all_reduce";
   DType dtype = DType::none;  // fp32, fp16 or bf16
-  bool ran = false;
-  bool ok = false;
-  ErrorKind error_kind = ErrorKind::none;
-  std::string error;
   int ranks = 0;
   std::int64_t bytes = 0;                        // message size per rank, timed
   std::optional<double> time_ms;                 // per all-reduce, the slowest rank
@@ -179,11 +183,11 @@ struct StackInfo {
   std::string source;      // "image files" (found and read by the probe), "engine", "none"
   std::string libtorch_version;
   bool cuda_built = false;
-  std::string cuda_version;            // "13.0" ("" without CUDA)
-  std::string cudnn_version;           // "9.13.0" ("" when absent)
-  std::vector<std::string> arch_list;  // "sm_80", "compute_90", as the build names them
-  int cpu_threads = 0;                 // LibTorch's intra-op threads
-  std::string error;                   // why it is unavailable
+  std::optional<Version> cuda_version;  // 13.0 (none without CUDA)
+  std::string cudnn_version;            // "9.13.0" ("" when absent)
+  std::vector<std::string> arch_list;   // "sm_80", "compute_90", as the build names them
+  int cpu_threads = 0;                  // LibTorch's intra-op threads
+  std::string error;                    // why it is unavailable
   // Read from an image's files (source "image files"):
   std::string location;                  // the torch package or LibTorch directory
   std::string found_by;                  // "PRECISION_PROBE_TORCH", "python3 (/usr/bin/python3)"

@@ -14,10 +14,6 @@
 
 namespace precision_probe {
 
-// Accepts "8.9", "sm_89", "sm89", "89", "compute_90" and "9.0a"-style suffixes are refused.
-// Major 1..15, minor 0..9. nullopt on anything else.
-std::optional<ComputeCapability> parse_compute_capability(std::string_view text);
-
 struct HardwareVerdict {
   HardwareVerdict() = default;
   HardwareVerdict(Hardware h, std::string why, std::string lacks = "")
@@ -35,14 +31,16 @@ HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode);
 // The same, with what `stack` (the LibTorch build the engine carries) lacks for it on this GPU;
 // nothing is said of a stack that is not known.
 HardwareVerdict gpu_support(ComputeCapability cc, Mode mode, const StackInfo& stack);
-// "2.11.0+cu130" -> 2.11, "13.0" -> 13.0; nullopt when it does not start with major.minor.
-std::optional<Version> parse_version(std::string_view text);
-
 // The GPU code a LibTorch build carries: sm_XY binaries (cubins) and compute_XY PTX.
 struct ArchTarget {
   ComputeCapability cc;
   bool ptx = false;     // compute_XY: PTX the driver can JIT-compile for cc >= XY
   char variant = '\0';  // 'a' (arch-specific: exactly XY) or 'f' (family: same major, minor >= Y)
+
+  // "sm_90a", "compute_80", "sm_100f", exactly as nvcc and fat binaries write them (lower case,
+  // nothing around): its compute capability as ComputeCapability::parse reads "sm_90". nullopt
+  // for anything else.
+  static std::optional<ArchTarget> parse(std::string_view name);
   std::string to_string() const;  // "sm_90a", "compute_80"
 };
 

@@ -260,7 +260,7 @@ std::vector<FatbinTarget> to_targets(const std::map<TargetKey, std::size_t>& cou
   std::vector<FatbinTarget> targets;
   for (const auto& [key, count] : counts) {
     FatbinTarget t;
-    t.target.cc = ComputeCapability{key.first / 10, key.first % 10};
+    t.target.cc = ComputeCapability::from_number(key.first);
     t.target.ptx = ptx;
     t.target.variant = key.second;
     t.count = count;
@@ -439,22 +439,11 @@ FatbinSummary summarise(ByteSource& source) {
 
 // --- The arch flags -----------------------------------------------------------------------------
 
+// sm_10 to sm_159 (their variants, their PTX), as in the fat binaries: "sm_05" and "sm_900" are
+// no architectures.
 bool is_arch_token(std::string_view token) {
-  std::string_view rest;
-  if (starts_with(token, "sm_")) {
-    rest = token.substr(3);
-  } else if (starts_with(token, "compute_")) {
-    rest = token.substr(8);
-  } else {
-    return false;
-  }
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  // sm_10 to sm_159, as in the fat binaries: "sm_05" and "sm_900" are no architectures.
-  const bool digits =
-      (rest.size() == 2 || rest.size() == 3) && rest[0] != '0' &&
-      std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const auto number = digits ? parse_int(rest) : std::nullopt;
-  return number && *number <= 159;
+  const auto target = ArchTarget::parse(token);
+  return target && target->cc.known();
 }
 
 // Tokens separated by single spaces, nothing else: "sm_75 sm_80 compute_90". Returns their count.

@@ -3,7 +3,6 @@
 // worker protocol (protocol.hpp), shared by the probe and the engine.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,11 +47,11 @@ struct WorkerResult {
   std::optional<StackInfo> stack;
   std::string device_name;  // the device as LibTorch names it
   std::string device_uuid;  // the GPU the worker ran on ("GPU-..."), when it said
-  std::map<Mode, SmokeOutcome> smoke;
-  std::map<Mode, AmpOutcome> amp;
-  std::map<Mode, BenchOutcome> bench;
+  PerMode<SmokeOutcome> smoke;
+  PerMode<AmpOutcome> amp;
+  PerMode<BenchOutcome> bench;
   std::vector<CollectiveOutcome> collectives;
-  std::map<Mode, SoakOutcome> soak;  // the latest line of each mode
+  PerMode<SoakOutcome> soak;  // the latest line of each mode
   std::string nccl_version;
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)

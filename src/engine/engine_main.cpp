@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   const std::string verb = argc > 1 ? argv[1] : "";
   if (verb == "--version" && argc == 2) {
     std::cout << "precision-probe-engine " << precision_probe::build_info::kVersion
-              << " (loads the image's LibTorch " << eng::kFloorRelease.major << "."
-              << eng::kFloorRelease.minor << " or later through its stable C ABI; tested to "
-              << eng::kNewestTestedRelease.major << "." << eng::kNewestTestedRelease.minor << ")\n";
+              << " (loads the image's LibTorch " << eng::kFloorRelease.to_string()
+              << " or later through its stable C ABI; tested to "
+              << eng::kNewestTestedRelease.to_string() << ")\n";
     return 0;
   }
   eng::WorkerArgs args;

@@ -106,12 +106,12 @@ StackInfo stack_of(const Torch& torch) {
   s.cuda_built = torch.cuda();
   if (torch.untested()) {
     s.release_note = fmt::format(
-        "untested release: newer than {}.{}, the newest release the engine was tested with",
-        kNewestTestedRelease.major, kNewestTestedRelease.minor);
+        "untested release: newer than {}, the newest release the engine was tested with",
+        kNewestTestedRelease.to_string());
   }
   if (auto* runtime = reinterpret_cast<int (*)(int*)>(torch.symbol("cudaRuntimeGetVersion"))) {
     int v = 0;
-    if (runtime(&v) == 0 && v > 0) s.cuda_version = fmt::format("{}.{}", v / 1000, v % 1000 / 10);
+    if (runtime(&v) == 0 && v > 0) s.cuda_version = Version::from_cuda_number(v);
   }
   if (auto* cudnn = reinterpret_cast<std::size_t (*)()>(torch.symbol("cudnnGetVersion"))) {
     s.cudnn_version = format_cudnn_version(static_cast<long>(cudnn()));
@@ -200,7 +200,7 @@ void load_torch(const WorkerArgs& args, Loaded& out, Torch::Binding binding) {
   }
   out.torch = std::move(*torch);
   if (const auto as = env("PRECISION_PROBE_ENGINE_AS_RELEASE")) {
-    if (const auto version = parse_version(*as)) out.torch->behave_as(*version);
+    if (const auto version = Version::parse(*as)) out.torch->behave_as(*version);
   }
   check_schemas(*out.torch);
 }
@@ -338,7 +338,7 @@ std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, c
   Preloading preloading;
   start_preloads(plan, prepared, target, way, preloading);
   // The training runs go on a thread of their own (and threads of theirs), beside the smoke tests.
-  std::vector<std::pair<Mode, AmpOutcome>> amp;
+  PerMode<AmpOutcome> amp;
   std::vector<Mode> passed;
   run_both(
       [&] {
@@ -365,14 +365,14 @@ std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, c
 // Every precision that passed, right after warm-up first, then each under continuous load: the
 // loads of the second kind would leave the GPU power-limited at the start of the next first kind.
 void run_benches(const WorkerPlan& plan, const std::vector<Mode>& passed, const Target& target) {
-  std::vector<std::pair<Mode, BenchOutcome>> bench;
+  PerMode<BenchOutcome> bench;
   for (Mode mode : plan.smoke) {
     if (std::find(passed.begin(), passed.end(), mode) == passed.end()) continue;
-    bench.emplace_back(mode, run_bench(mode, target, plan.bench_size));
+    bench.set(mode, run_bench(mode, target, plan.bench_size));
     emit(encode_progress(std::string("bench ") + std::string(mode_key(mode))));
     trace(std::string("bench ") + std::string(mode_key(mode)));
   }
-  for (auto& [mode, outcome] : bench) {
+  for (auto [mode, outcome] : bench) {
     measure_sustained(mode, target, outcome);
     emit(encode_bench(mode, outcome));
     trace(std::string("bench sustained ") + std::string(mode_key(mode)));

@@ -80,7 +80,8 @@ json encode(bool v);
 json encode(double v);  // a non-finite number is null
 json encode(const std::string& v);
 json encode(Mode v);
-json encode(ComputeCapability v);
+json encode(ComputeCapability v);  // "9.0"
+json encode(Version v);            // "13.0"
 
 template <class T>
 std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, json> encode(T v) {
@@ -149,13 +150,12 @@ class Writer {
     write();
   }
   // The precisions of a device by mode key, of one kind (matmul or training).
-  void modes(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions,
-             ModeKind kind);
+  void modes(const char* key, const PerMode<PrecisionResult>& precisions, ModeKind kind);
   // The benchmarks of a device by mode key; left out when there are none.
-  void benches(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions);
-  // Per-mode values as an object by mode key.
+  void benches(const char* key, const PerMode<PrecisionResult>& precisions);
+  // Per-mode values as an object by mode key, in the mode table's order.
   template <class T>
-  void by_mode(const char* key, const std::vector<std::pair<Mode, T>>& items) {
+  void by_mode(const char* key, const PerMode<T>& items) {
     json by_key = json::object();
     for (const auto& [mode, item] : items) by_key[std::string(mode_key(mode))] = encode(item);
     j_[key] = std::move(by_key);
@@ -247,13 +247,18 @@ void decode(const J& j, Mode& out, const Path& path, const ReadLimits& limits) {
   out = *mode;
 }
 
-std::optional<ComputeCapability> compute_capability_from_text(std::string_view text);
-
 template <class J>
 void decode(const J& j, ComputeCapability& out, const Path& path, const ReadLimits& /*limits*/) {
-  const auto cc = j.is_string() ? compute_capability_from_text(j.string_view()) : std::nullopt;
+  const auto cc = j.is_string() ? ComputeCapability::parse(j.string_view()) : std::nullopt;
   if (!cc) fail(path, "expected a compute capability such as \"9.0\"");
   out = *cc;
+}
+
+template <class J>
+void decode(const J& j, Version& out, const Path& path, const ReadLimits& /*limits*/) {
+  const auto version = j.is_string() ? Version::parse(j.string_view()) : std::nullopt;
+  if (!version) fail(path, "expected a version such as \"13.0\"");
+  out = *version;
 }
 
 template <class J, class T>
@@ -324,8 +329,6 @@ void decode(const J& j, std::vector<T>& out, const Path& path, const ReadLimits&
   });
 }
 
-PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precisions, Mode mode);
-
 template <class J>
 class BasicReader {
  public:
@@ -372,22 +375,17 @@ class BasicReader {
     if (limits_.details) read();
   }
   // The precisions of a device by mode key, of one kind (matmul or training).
-  void modes(std::string_view key, std::vector<std::pair<Mode, PrecisionResult>>& precisions,
-             ModeKind kind);
+  void modes(std::string_view key, PerMode<PrecisionResult>& precisions, ModeKind kind);
   // The benchmarks of a device by mode key.
-  void benches(std::string_view key, std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
+  void benches(std::string_view key, PerMode<PrecisionResult>& precisions) {
     by_key(key, [&](Mode mode, const J& value, const Path& path) {
-      BenchResult bench;
-      decode(value, bench, path, limits_);
-      entry_for(precisions, mode).bench = bench;
+      decode(value, precisions[mode].bench.emplace(), path, limits_);
     });
   }
   template <class T>
-  void by_mode(std::string_view key, std::vector<std::pair<Mode, T>>& items) {
+  void by_mode(std::string_view key, PerMode<T>& items) {
     by_key(key, [&](Mode mode, const J& value, const Path& path) {
-      T item{};
-      decode(value, item, path, limits_);
-      items.emplace_back(mode, std::move(item));
+      decode(value, items.set(mode, T{}), path, limits_);
     });
   }
   template <class T>
@@ -441,27 +439,47 @@ auto decode(const J& j, S& out, const Path& path, const ReadLimits& limits)
 // --- The fields of each struct ---------------------------------------------------------------
 // V is Writer or Reader; S is the struct, const when writing.
 
-template <class V, class S>
-std::enable_if_t<is<S, SmokeOutcome>> fields(V& v, S& o) {
+// Where an outcome's error_kind and error are read: always, or only with the details (a benchmark's
+// and a soak's, whose verdicts are their figures).
+enum class ErrorFields { verdict, detail };
+
+// The fields every check's outcome shares (CheckOutcome), around the check's own (`own`): ran and
+// ok first, error_kind and error last, in the report and on the worker's lines alike.
+template <class V, class O, class F>
+void outcome_fields(V& v, O& o, F&& own, ErrorFields error = ErrorFields::verdict) {
+  static_assert(std::is_base_of_v<CheckOutcome, std::remove_const_t<O>>);
   v("ran", o.ran);
   v("ok", o.ok);
-  v("rel_error", o.rel_error);
-  v.when(o.ran, "tolerance", o.tolerance);
-  v("ms", o.ms);
-  v.group(o.ran, "size", [&](auto& g) {
-    g("m", o.m);
-    g("n", o.n);
-    g("k", o.k);
-  });
-  v("method", o.method);
-  v("error_kind", o.error_kind);
-  v("error", o.error);
+  own();
+  const auto error_fields = [&] {
+    v("error_kind", o.error_kind);
+    v("error", o.error);
+  };
+  if (error == ErrorFields::detail) {
+    v.details(error_fields);
+  } else {
+    error_fields();
+  }
 }
 
 template <class V, class S>
-std::enable_if_t<is<S, AmpOutcome>> fields(V& v, S& a) {
-  v("ran", a.ran);
-  v("ok", a.ok);
+std::enable_if_t<is<S, SmokeOutcome>> fields(V& v, S& o) {
+  outcome_fields(v, o, [&] {
+    v("rel_error", o.rel_error);
+    v.when(o.ran, "tolerance", o.tolerance);
+    v("ms", o.ms);
+    v.group(o.ran, "size", [&](auto& g) {
+      g("m", o.m);
+      g("n", o.n);
+      g("k", o.k);
+    });
+    v("method", o.method);
+  });
+}
+
+// A training run's own fields.
+template <class V, class S>
+void amp_fields(V& v, S& a) {
   v.when(a.ran, "steps", a.steps);
   v("loss_start", a.loss_start);
   v("loss_end", a.loss_end);
@@ -493,26 +511,30 @@ std::enable_if_t<is<S, AmpOutcome>> fields(V& v, S& a) {
   });
   v("ms", a.ms);
   v("method", a.method);
-  v("error_kind", a.error_kind);
-  v("error", a.error);
+}
+
+template <class V, class S>
+std::enable_if_t<is<S, AmpOutcome>> fields(V& v, S& a) {
+  outcome_fields(v, a, [&] { amp_fields(v, a); });
 }
 
 template <class V, class S>
 std::enable_if_t<is<S, BenchOutcome>> fields(V& v, S& o) {
-  v("ran", o.ran);
-  v("ok", o.ok);
-  v("tflops", o.tflops);
-  v("sustained_tflops", o.sustained_tflops);
-  v.details([&] {
-    v("size", o.size);
-    v("ms", o.ms);
-    v("sustained_ms", o.sustained_ms);
-    v("reps", o.reps);
-    v("timer", o.timer);
-    v("note", o.note);
-    v("error_kind", o.error_kind);
-    v("error", o.error);
-  });
+  outcome_fields(
+      v, o,
+      [&] {
+        v("tflops", o.tflops);
+        v("sustained_tflops", o.sustained_tflops);
+        v.details([&] {
+          v("size", o.size);
+          v("ms", o.ms);
+          v("sustained_ms", o.sustained_ms);
+          v("reps", o.reps);
+          v("timer", o.timer);
+          v("note", o.note);
+        });
+      },
+      ErrorFields::detail);
 }
 
 template <class V, class S>
@@ -544,25 +566,24 @@ std::enable_if_t<is<S, SoakTelemetry>> fields(V& v, S& t) {
 
 template <class V, class S>
 std::enable_if_t<is<S, SoakOutcome>> fields(V& v, S& o) {
-  v("ran", o.ran);
-  v("ok", o.ok);
-  v.details([&] {
-    v("size", o.size);
-    v("iterations", o.iterations);
-  });
-  v("mismatches", o.mismatches);
-  v.details([&] {
-    v("full_compares", o.full_compares);
-    v("first_mismatch", o.first_mismatch);
-    v("golden_checksum", o.golden_checksum);
-    v("seconds", o.seconds);
-  });
-  v("tflops", o.tflops);
-  v.details([&] {
-    v("injected", o.injected);
-    v("error_kind", o.error_kind);
-    v("error", o.error);
-  });
+  outcome_fields(
+      v, o,
+      [&] {
+        v.details([&] {
+          v("size", o.size);
+          v("iterations", o.iterations);
+        });
+        v("mismatches", o.mismatches);
+        v.details([&] {
+          v("full_compares", o.full_compares);
+          v("first_mismatch", o.first_mismatch);
+          v("golden_checksum", o.golden_checksum);
+          v("seconds", o.seconds);
+        });
+        v("tflops", o.tflops);
+        v.details([&] { v("injected", o.injected); });
+      },
+      ErrorFields::detail);
 }
 
 template <class V, class S>
@@ -591,16 +612,24 @@ template <class V, class S>
 std::enable_if_t<is<S, CollectiveOutcome>> fields(V& v, S& a) {
   v("op", a.op);
   v("dtype", a.dtype);
-  v("ran", a.ran);
-  v("ok", a.ok);
-  v("ranks", a.ranks);
-  v("bytes", a.bytes);
-  v("time_ms", a.time_ms);
-  v("algbw_gbps", a.algbw_gbps);
-  v("busbw_gbps", a.busbw_gbps);
-  v("error_kind", a.error_kind);
-  v("error", a.error);
+  outcome_fields(v, a, [&] {
+    v("ranks", a.ranks);
+    v("bytes", a.bytes);
+    v("time_ms", a.time_ms);
+    v("algbw_gbps", a.algbw_gbps);
+    v("busbw_gbps", a.busbw_gbps);
+  });
 }
+
+// A version that may be absent, as "" where it is (a stack's CUDA, the tool's LibTorch range).
+inline json version_json(const std::optional<Version>& version) {
+  return version_or_empty(version);
+}
+inline constexpr auto version_from = [](const auto& j, std::optional<Version>& version) {
+  if (!j.is_string()) return false;
+  version = j.string_view().empty() ? std::nullopt : Version::parse(j.string_view());
+  return version.has_value() || j.string_view().empty();
+};
 
 template <class V, class S>
 std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
@@ -608,7 +637,7 @@ std::enable_if_t<is<S, StackInfo>> fields(V& v, S& s) {
   v("source", s.source);
   v("libtorch_version", s.libtorch_version);
   v("cuda_built", s.cuda_built);
-  v("cuda_version", s.cuda_version);
+  v.mapped("cuda_version", s.cuda_version, version_json, version_from);
   v("cudnn_version", s.cudnn_version);
   v("arch_list", s.arch_list);
   v("cpu_threads", s.cpu_threads);
@@ -801,21 +830,11 @@ std::enable_if_t<is<S, CollectivesReport>> fields(V& v, S& c) {
   v("peer_access", c.peers);
 }
 
-inline json cuda_version_json(const std::optional<int>& version) {
-  return version ? json(cuda_version_text(*version)) : json(nullptr);
-}
-std::optional<int> cuda_version_from_text(std::string_view text);
-inline constexpr auto cuda_version_from = [](const auto& j, std::optional<int>& version) {
-  if (!j.is_string()) return false;
-  version = cuda_version_from_text(j.string_view());
-  return version.has_value();
-};
-
 template <class V, class S>
 std::enable_if_t<is<S, DriverInfo>> fields(V& v, S& d) {
   v("status", d.status);
   v("version", d.version);
-  v.mapped("cuda_version", d.cuda_version, cuda_version_json, cuda_version_from);
+  v("cuda_version", d.cuda_version);
   v("message", d.message);
   v("libcuda_path", d.libcuda_path);
   v("nvml", d.nvml_loaded);
@@ -849,8 +868,8 @@ std::enable_if_t<is<S, ToolInfo>> fields(V& v, S& t) {
     g("libtorch", t.built_with_libtorch);
     g("cuda", t.built_with_cuda);
   });
-  v("libtorch_floor", t.libtorch_floor);
-  v("libtorch_tested", t.libtorch_tested);
+  v.mapped("libtorch_floor", t.libtorch_floor, version_json, version_from);
+  v.mapped("libtorch_tested", t.libtorch_tested, version_json, version_from);
 }
 
 template <class V, class S>
@@ -903,19 +922,17 @@ std::enable_if_t<is<S, Report>> fields(V& v, S& r) {
 }
 
 template <class J>
-void BasicReader<J>::modes(std::string_view key,
-                           std::vector<std::pair<Mode, PrecisionResult>>& precisions,
+void BasicReader<J>::modes(std::string_view key, PerMode<PrecisionResult>& precisions,
                            ModeKind kind) {
   const auto by_mode = find(key);
   if (!by_mode) return;
   if (!by_mode->is_object()) fail(at(key), "expected an object");
-  precisions.reserve(kModeTable.size());  // a result moves on every growth: it is large
   by_mode->for_each_member([&](std::string_view name, const J& value) {
     const auto mode = mode_named(name, limits_);
     const Path section = at(key);
     const Path path(section, name);
     if (!mode || mode_info(*mode).kind != kind) fail(path, "not a mode of this section");
-    PrecisionResult& p = entry_for(precisions, *mode);
+    PrecisionResult& p = precisions[*mode];
     if (kind == ModeKind::matmul) {
       MatmulEntry entry{p};
       decode(value, entry, path, limits_);

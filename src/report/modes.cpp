@@ -8,13 +8,9 @@
 
 namespace precision_probe {
 
-std::string ComputeCapability::to_string() const {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 const ModeInfo& mode_info(Mode mode) {
   // The table's rows are in the enum's order (a test checks it).
-  return kModeTable[static_cast<std::size_t>(mode)];
+  return kModeTable[mode_index(mode)];
 }
 
 namespace {
@@ -46,35 +42,25 @@ const std::vector<Mode>& training_modes() {
   return modes;
 }
 
-namespace {
-
-bool older(Version a, Version b) {
-  return a.major < b.major || (a.major == b.major && a.minor < b.minor);
-}
-
-}  // namespace
-
 std::string missing_for(Mode mode, Version libtorch, std::optional<Version> cuda,
                         std::optional<ComputeCapability> cc) {
   const ModeInfo& info = mode_info(mode);
-  if (older(libtorch, info.libtorch)) {
+  if (libtorch < info.libtorch) {
     return fmt::format(
-        "this LibTorch ({}.{}) cannot run the {} check ({}) through its stable C ABI: upgrade to "
-        "LibTorch (PyTorch) {}.{} or later",
-        libtorch.major, libtorch.minor, info.key, info.api, info.libtorch.major,
-        info.libtorch.minor);
+        "this LibTorch ({}) cannot run the {} check ({}) through its stable C ABI: upgrade to "
+        "LibTorch (PyTorch) {} or later",
+        libtorch.to_string(), info.key, info.api, info.libtorch.to_string());
   }
-  if (cuda && older(*cuda, info.cuda)) {
+  if (cuda && *cuda < info.cuda) {
     return fmt::format(
-        "this LibTorch was built with CUDA {}.{}, and {} needs CUDA {}.{}+ (the cuBLASLt it "
-        "ships): use a LibTorch built with CUDA {}.{} or later",
-        cuda->major, cuda->minor, info.key, info.cuda.major, info.cuda.minor, info.cuda.major,
-        info.cuda.minor);
+        "this LibTorch was built with CUDA {}, and {} needs CUDA {}+ (the cuBLASLt it ships): use "
+        "a LibTorch built with CUDA {} or later",
+        cuda->to_string(), info.key, info.cuda.to_string(), info.cuda.to_string());
   }
   // LibTorch's own architecture check, as read up to the version the rule names.
-  if (cc && !info.torch.accepts(*cc) && !older(info.torch.through, libtorch)) {
-    return fmt::format("cc {}: {} (LibTorch {}.{})", cc->to_string(), info.torch.why_not,
-                       libtorch.major, libtorch.minor);
+  if (cc && !info.torch.accepts(*cc) && !(info.torch.through < libtorch)) {
+    return fmt::format("cc {}: {} (LibTorch {})", cc->to_string(), info.torch.why_not,
+                       libtorch.to_string());
   }
   return "";
 }

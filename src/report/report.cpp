@@ -16,27 +16,6 @@ std::string DeviceReport::label() const {
   return "GPU";
 }
 
-const PrecisionResult* DeviceReport::find(Mode mode) const {
-  for (const auto& [m, p] : precisions) {
-    if (m == mode) return &p;
-  }
-  return nullptr;
-}
-
-const SoakOutcome* SoakReport::find(Mode mode) const {
-  for (const auto& [m, o] : modes) {
-    if (m == mode) return &o;
-  }
-  return nullptr;
-}
-
-PrecisionResult* DeviceReport::find(Mode mode) {
-  for (auto& [m, p] : precisions) {
-    if (m == mode) return &p;
-  }
-  return nullptr;
-}
-
 std::string_view to_string(DriverStatus status) {
   switch (status) {
     case DriverStatus::ok: return "ok";
@@ -133,7 +112,7 @@ void make_printable(DeviceReport& d) {
     safe(d.kernels->via);
     safe(d.kernels->reason);
   }
-  for (auto& [mode, p] : d.precisions) make_printable(p);
+  for (auto [mode, p] : d.precisions) make_printable(p);
   safe(d.recommendation.reason);
 }
 
@@ -142,8 +121,8 @@ void make_printable(DeviceReport& d) {
 void make_printable(Report& r) {
   for (std::string* s :
        {&r.host.hostname, &r.host.os, &r.host.kernel, &r.host.machine, &r.stack.source,
-        &r.stack.libtorch_version, &r.stack.cuda_version, &r.stack.cudnn_version, &r.stack.error,
-        &r.driver.version, &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
+        &r.stack.libtorch_version, &r.stack.cudnn_version, &r.stack.error, &r.driver.version,
+        &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
         &r.run.unavailable_selection, &r.exit_reason}) {
     safe(*s);
   }
@@ -160,10 +139,6 @@ void make_printable(Report& r) {
     for (CollectiveOutcome& a : r.collectives->all_reduce) safe(a.error);
   }
   if (r.error) safe(r.error->message);
-}
-
-std::string cuda_version_text(int version) {
-  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
 }
 
 bool has_findings(const Report& report) {

@@ -14,6 +14,7 @@ json encode(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json encode(const std::string& v) { return v; }
 json encode(Mode v) { return std::string(mode_key(v)); }
 json encode(ComputeCapability v) { return v.to_string(); }
+json encode(Version v) { return v.to_string(); }
 
 std::string Path::str() const {
   std::string base = parent_ != nullptr ? parent_->str() : std::string();
@@ -34,38 +35,7 @@ std::string cut_text(std::string_view text, const ReadLimits& limits) {
          " bytes cut]";
 }
 
-std::optional<ComputeCapability> compute_capability_from_text(std::string_view text) {
-  const auto dot = text.find('.');
-  const bool digits = dot != std::string_view::npos && dot >= 1 && dot <= 2 &&
-                      text.size() == dot + 2 &&
-                      text.find_first_not_of("0123456789.") == std::string_view::npos;
-  if (!digits) return std::nullopt;
-  const int major = dot == 1 ? text[0] - '0' : (text[0] - '0') * 10 + (text[1] - '0');
-  return ComputeCapability{major, text[dot + 1] - '0'};
-}
-
-std::optional<int> cuda_version_from_text(std::string_view text) {
-  const auto dot = text.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot > 3 || dot + 1 >= text.size() ||
-      text.size() > dot + 3 || text.find_first_not_of("0123456789.") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  const std::string whole(text.substr(0, dot));
-  const std::string part(text.substr(dot + 1));
-  if (part.find('.') != std::string::npos) return std::nullopt;
-  return std::stoi(whole) * 1000 + std::stoi(part) * 10;
-}
-
-PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precisions, Mode mode) {
-  for (auto& [m, p] : precisions) {
-    if (m == mode) return p;
-  }
-  precisions.emplace_back(mode, PrecisionResult{});
-  return precisions.back().second;
-}
-
-void Writer::modes(const char* key, const std::vector<std::pair<Mode, PrecisionResult>>& precisions,
-                   ModeKind kind) {
+void Writer::modes(const char* key, const PerMode<PrecisionResult>& precisions, ModeKind kind) {
   json by_mode = json::object();
   for (const auto& [mode, p] : precisions) {
     if (mode_info(mode).kind != kind) continue;
@@ -75,8 +45,7 @@ void Writer::modes(const char* key, const std::vector<std::pair<Mode, PrecisionR
   j_[key] = std::move(by_mode);
 }
 
-void Writer::benches(const char* key,
-                     const std::vector<std::pair<Mode, PrecisionResult>>& precisions) {
+void Writer::benches(const char* key, const PerMode<PrecisionResult>& precisions) {
   json by_mode = json::object();
   for (const auto& [mode, p] : precisions) {
     if (p.bench) by_mode[std::string(mode_key(mode))] = encode(*p.bench);

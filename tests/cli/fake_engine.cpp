@@ -79,7 +79,7 @@ pp::StackInfo stack(const std::string& library, const std::string& behaviour) {
   s.abi_version =
       behaviour.rfind("abi:", 0) == 0 ? behaviour.substr(4) : version.substr(0, version.find('+'));
   s.libtorch_version = s.abi_version;
-  s.cuda_version = pp::version_py_value(text, "cuda").value_or("");
+  s.cuda_version = pp::Version::parse(pp::version_py_value(text, "cuda").value_or(""));
   s.cuda_built = library.find("libtorch_cuda.so") != std::string::npos;
   s.cpu_threads = 4;
   return s;
@@ -116,16 +116,15 @@ std::optional<pp::ComputeCapability> planned_cc(const pp::WorkerPlan& plan) {
   if (index >= gpus.size()) return std::nullopt;
   const std::size_t colon = gpus[index].find(':');
   return colon == std::string::npos ? std::nullopt
-                                    : pp::parse_compute_capability(gpus[index].substr(
+                                    : pp::ComputeCapability::parse(gpus[index].substr(
                                           colon + 1, gpus[index].find(':', colon + 1) - colon - 1));
 }
 
 // What the real engine refuses before calling LibTorch (its mode table, for the library's stack).
 std::string refused(Mode mode, const pp::WorkerPlan& plan, const pp::StackInfo& s) {
-  const auto libtorch = pp::parse_version(s.libtorch_version);
+  const auto libtorch = pp::Version::parse(s.libtorch_version);
   if (!libtorch) return "";
-  return pp::missing_for(mode, *libtorch,
-                         s.cuda_built ? pp::parse_version(s.cuda_version) : std::nullopt,
+  return pp::missing_for(mode, *libtorch, s.cuda_built ? s.cuda_version : std::nullopt,
                          planned_cc(plan));
 }
 

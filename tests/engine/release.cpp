@@ -27,7 +27,7 @@ const Release* release() {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string version = version_py_value(text, "__version__").value_or("");
     r->version = version.substr(0, version.find('+'));
-    r->release = parse_version(r->version).value_or(Version{});
+    r->release = Version::parse(r->version).value_or(Version{});
     return r;
   }();
   return given.get();

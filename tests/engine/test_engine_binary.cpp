@@ -97,10 +97,10 @@ TEST(EngineBinary, EveryLineTheEngineSendsTheProbeReads) {
   EXPECT_EQ(result.stack->library, r.cpu_library());
   EXPECT_EQ(result.stack->load_error, "");
   for (pp::Mode mode : {pp::Mode::fp32, pp::Mode::bf16, pp::Mode::int8}) {
-    ASSERT_EQ(result.smoke.count(mode), 1U) << pp::mode_key(mode);
+    ASSERT_TRUE(result.smoke.contains(mode)) << pp::mode_key(mode);
     EXPECT_TRUE(result.smoke.at(mode).ok) << result.smoke.at(mode).error;
   }
-  ASSERT_EQ(result.amp.count(pp::Mode::amp_bf16), 1U);
+  ASSERT_TRUE(result.amp.contains(pp::Mode::amp_bf16));
   EXPECT_TRUE(result.amp.at(pp::Mode::amp_bf16).ok) << result.amp.at(pp::Mode::amp_bf16).error;
 }
 
@@ -140,7 +140,7 @@ TEST(EngineBinary, AFailedCallIsAnAnswerWithLibTorchsMessage) {
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const pp::WorkerResult result = read_lines(out.out);
   EXPECT_TRUE(result.finished);
-  ASSERT_EQ(result.smoke.count(pp::Mode::fp8_rowwise), 1U);
+  ASSERT_TRUE(result.smoke.contains(pp::Mode::fp8_rowwise));
   const pp::SmokeOutcome& rowwise = result.smoke.at(pp::Mode::fp8_rowwise);
   if (r.release >= pp::Version{2, 15}) {
     EXPECT_TRUE(rowwise.ok) << rowwise.error;
@@ -171,7 +171,8 @@ TEST(EngineBinary, TheReleaseLoadsAloneWithItsOwnCudaRuntime) {
   const std::size_t at = version_py.find("cuda: Optional[str] = '");
   ASSERT_NE(at, std::string::npos) << version_py;
   const std::string cuda = version_py.substr(at + 23, version_py.find('\'', at + 23) - at - 23);
-  EXPECT_EQ(stack->cuda_version, cuda) << "the CUDA runtime loaded is not the release's own";
+  EXPECT_EQ(pp::version_or_empty(stack->cuda_version), cuda)
+      << "the CUDA runtime loaded is not the release's own";
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {
@@ -213,7 +214,7 @@ TEST(EngineBinary, ALibraryThatCannotBeLoadedIsSaidAndEveryCheckAnswered) {
     ASSERT_TRUE(result.stack.has_value());
     EXPECT_FALSE(result.stack->load_error.empty());
     EXPECT_NE(result.stack->load_error.find(lib), std::string::npos) << result.stack->load_error;
-    ASSERT_EQ(result.smoke.count(pp::Mode::fp32), 1U);
+    ASSERT_TRUE(result.smoke.contains(pp::Mode::fp32));
     EXPECT_EQ(result.smoke.at(pp::Mode::fp32).error_kind, pp::ErrorKind::unavailable);
     EXPECT_EQ(result.amp.at(pp::Mode::amp_bf16).error_kind, pp::ErrorKind::unavailable);
     EXPECT_TRUE(result.finished);

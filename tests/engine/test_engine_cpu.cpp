@@ -205,7 +205,7 @@ TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
     EXPECT_EQ(o.loss_dtype, pp::DType::fp32);
     EXPECT_NE(o.method.find("explicit casts"), std::string::npos) << o.method;
   }
-  const pp::AmpOutcome& fp16 = runs[0].second;
+  const pp::AmpOutcome& fp16 = runs.at(Mode::amp_fp16);
   EXPECT_EQ(fp16.matmul_dtype, pp::DType::fp16);
   EXPECT_TRUE(fp16.overflow_handled);
   EXPECT_GE(fp16.skipped_steps, 1);
@@ -229,12 +229,13 @@ TEST(EngineCpu, The2_9PathsRunOnANewerReleaseMadeToBehaveAsIt) {
   EXPECT_FALSE((*old)->features().lists);
   const eng::AmpSetup setup = eng::prepare_amp(false, 7);
   const auto runs = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(**old));
-  ASSERT_TRUE(runs.front().second.ok) << runs.front().second.error;
-  EXPECT_NE(runs.front().second.method.find("written out per tensor"), std::string::npos);
+  const pp::AmpOutcome& run = runs.at(Mode::amp_fp16);
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_NE(run.method.find("written out per tensor"), std::string::npos);
   const auto native = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(*torch));
   // The same steps on the same data: the same final loss scale, the same losses within rounding.
-  EXPECT_EQ(*runs.front().second.final_scale, *native.front().second.final_scale);
-  EXPECT_NEAR(*runs.front().second.loss_end, *native.front().second.loss_end, 1e-4);
+  EXPECT_EQ(*run.final_scale, *native.at(Mode::amp_fp16).final_scale);
+  EXPECT_NEAR(*run.loss_end, *native.at(Mode::amp_fp16).loss_end, 1e-4);
 }
 
 TEST(EngineCpu, BenchMeasuresAPositiveThroughput) {

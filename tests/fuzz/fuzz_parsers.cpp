@@ -90,9 +90,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The value parsers, on the raw input.
   pp::parse_device_selection(text);
   pp::parse_mode_list(text);
-  if (const auto cc = pp::parse_compute_capability(text)) {
-    if (cc->major < 1 || cc->major > 15 || cc->minor < 0 || cc->minor > 9) __builtin_trap();
+  if (const auto cc = pp::ComputeCapability::parse(text)) {
+    if (cc->major < 1 || cc->major > 99 || cc->minor < 0 || cc->minor > 9) __builtin_trap();
+    // Its text is read back as itself.
+    if (pp::ComputeCapability::parse(cc->to_string()) != cc) __builtin_trap();
     pp::gpu_hardware_support(*cc, pp::Mode::bf16);
+  }
+  if (const auto version = pp::Version::parse(text)) {
+    if (pp::Version::parse(version->to_string()) != version) __builtin_trap();
   }
   pp::parse_cuda_visible_devices(text);
   const auto targets = pp::parse_arch_list(text);

@@ -25,11 +25,11 @@ FakeDriver driver_with(const std::vector<FakeGpu>& gpus, const std::string& vers
   d.nvml.loaded = true;
   d.nvml.init_result = 0;
   d.nvml.driver_version = version;
-  d.nvml.cuda_version = cuda_version;
+  d.nvml.cuda_version = Version::from_cuda_number(cuda_version);
   d.cuda.loaded = true;
   d.cuda.library = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
   d.cuda.init_result = 0;
-  d.cuda.driver_cuda_version = cuda_version;
+  d.cuda.driver_cuda_version = Version::from_cuda_number(cuda_version);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const FakeGpu& g = gpus[i];
     const std::string uuid = fmt::format("GPU-{:08x}-0000-0000-0000-00000000000{}", 0xabc0 + i, i);
@@ -110,7 +110,7 @@ StackInfo cuda_stack() {
   s.found_by = "PRECISION_PROBE_TORCH";
   s.libtorch_version = "2.11.0+cu130";
   s.cuda_built = true;
-  s.cuda_version = "13.0";
+  s.cuda_version = Version{13, 0};
   s.cudnn_version = "9.13.0";
   s.arch_list = {"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"};
   return s;

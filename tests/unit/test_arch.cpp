@@ -13,19 +13,60 @@ using pp::Mode;
 
 TEST(Arch, ParsesEveryCommonSpelling) {
   for (const char* text : {"8.9", "89", "sm_89", "SM_89", "sm89", "compute_89", " 8.9 "}) {
-    const auto cc = pp::parse_compute_capability(text);
+    const auto cc = ComputeCapability::parse(text);
     ASSERT_TRUE(cc.has_value()) << text;
     EXPECT_EQ(*cc, (ComputeCapability{8, 9})) << text;
+    EXPECT_EQ(cc->to_string(), "8.9");
   }
-  EXPECT_EQ(*pp::parse_compute_capability("10.0"), (ComputeCapability{10, 0}));
-  EXPECT_EQ(*pp::parse_compute_capability("sm_120"), (ComputeCapability{12, 0}));
+  EXPECT_EQ(*ComputeCapability::parse("10.0"), (ComputeCapability{10, 0}));
+  EXPECT_EQ(*ComputeCapability::parse("sm_120"), (ComputeCapability{12, 0}));
+  EXPECT_EQ(ComputeCapability::from_number(103), (ComputeCapability{10, 3}));
 }
 
 TEST(Arch, RefusesMalformedCapabilities) {
-  for (const char* text : {"", "8", "8.", ".9", "8.10", "abc", "8.9.1", "-8.9", "0.0", "16.0",
-                           "sm_", "sm_9", "1000", "8,9", "9.0a"}) {
-    EXPECT_FALSE(pp::parse_compute_capability(text).has_value()) << "'" << text << "'";
+  for (const char* text : {"", "8", "8.", ".9", "8.10", "abc", "8.9.1", "-8.9", "0.0", "sm_",
+                           "sm_9", "1000", "8,9", "9.0a", "sm_90a", "089", "sm_089"}) {
+    EXPECT_FALSE(ComputeCapability::parse(text).has_value()) << "'" << text << "'";
   }
+}
+
+// A compute capability past the precision matrix's (and the fat binaries') last is one, but not one
+// the matrix knows: `arch` refuses it.
+TEST(Arch, KnowsTheCapabilitiesOfTheMatrixAlone) {
+  EXPECT_TRUE(ComputeCapability::parse("15.9")->known());
+  EXPECT_TRUE(ComputeCapability::parse("1.0")->known());
+  EXPECT_FALSE(ComputeCapability::parse("16.0")->known());
+  EXPECT_FALSE(ComputeCapability::parse("sm_900")->known());
+}
+
+TEST(Arch, ReadsTargetsExactlyAsNamed) {
+  const auto a = pp::ArchTarget::parse("sm_90a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->cc, (ComputeCapability{9, 0}));
+  EXPECT_EQ(a->variant, 'a');
+  EXPECT_FALSE(a->ptx);
+  const auto ptx = pp::ArchTarget::parse("compute_120f");
+  ASSERT_TRUE(ptx.has_value());
+  EXPECT_TRUE(ptx->ptx);
+  EXPECT_EQ(ptx->to_string(), "compute_120f");
+  for (const char* text :
+       {"SM_90", "sm_90 ", "sm90", "sm_090", "sm_9", "8.9", "sm_90b", "compute_"}) {
+    EXPECT_FALSE(pp::ArchTarget::parse(text).has_value()) << "'" << text << "'";
+  }
+}
+
+TEST(Versions, ReadTheMajorAndMinorAVersionStartsWith) {
+  EXPECT_EQ(pp::Version::parse("2.11.0+cu130"), (pp::Version{2, 11}));
+  EXPECT_EQ(pp::Version::parse(" 13.0 "), (pp::Version{13, 0}));
+  EXPECT_EQ(pp::Version::parse("12.8"), (pp::Version{12, 8}));
+  for (const char* text : {"", "2", "2.", ".1", "a.b", "+2.9", "1234.0", "2,9"}) {
+    EXPECT_FALSE(pp::Version::parse(text).has_value()) << "'" << text << "'";
+  }
+  // CUDA's numbers, as the driver and the runtime give them.
+  EXPECT_EQ(pp::Version::from_cuda_number(13000), (pp::Version{13, 0}));
+  EXPECT_EQ(pp::Version::from_cuda_number(12040), (pp::Version{12, 4}));
+  EXPECT_EQ((pp::Version{12, 4}).to_string(), "12.4");
+  EXPECT_EQ(pp::version_or_empty(std::optional<pp::Version>()), "");
 }
 
 // Reads the table of docs/precision-matrix.md and checks every cell against the code.
@@ -45,7 +86,7 @@ TEST(Arch, MatrixAgreesWithTheTableInDocs) {
       header = cells;
       continue;
     }
-    const auto cc = cells.empty() ? std::nullopt : pp::parse_compute_capability(cells[0]);
+    const auto cc = cells.empty() ? std::nullopt : ComputeCapability::parse(cells[0]);
     if (!cc || header.empty() || cells.size() != header.size()) continue;
     ++rows;
     seen.push_back(cells[0]);

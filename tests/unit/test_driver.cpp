@@ -42,7 +42,7 @@ TEST(DriverFacts, CudaIsAuthoritativeAndNvmlEnriches) {
   const auto facts = pp::merge_gpu_facts(d.nvml, d.cuda, {}, std::nullopt);
   EXPECT_EQ(facts.driver.status, pp::DriverStatus::ok);
   EXPECT_EQ(facts.driver.version, "580.159.04");
-  EXPECT_EQ(facts.driver.cuda_version, 13000);
+  EXPECT_EQ(facts.driver.cuda_version, (pp::Version{13, 0}));
   ASSERT_EQ(facts.gpus.size(), 2U);
   EXPECT_EQ(facts.gpus[1].index, 1);
   EXPECT_EQ(facts.gpus[0].sm_count, 132);               // from CUDA

@@ -126,16 +126,16 @@ TEST(Gate, UnselectedDevicesAreNotGated) {
 
 TEST(Gate, EnvironmentFailureIsThreeAndTimeoutIsFive) {
   auto d = gpu(0, Status::native);
-  d.precisions[0].second = result(Status::failed, Hardware::native, ErrorKind::environment);
+  d.precisions[Mode::fp32] = result(Status::failed, Hardware::native, ErrorKind::environment);
   EXPECT_EQ(pp::decide_exit(report_with({d}, {Mode::bf16})).code, pp::exit_code::kEnvironment);
   auto t = gpu(0, Status::native);
-  t.precisions[1].second = result(Status::failed, Hardware::native, ErrorKind::timed_out);
+  t.precisions[Mode::fp16] = result(Status::failed, Hardware::native, ErrorKind::timed_out);
   EXPECT_EQ(pp::decide_exit(report_with({t, d}, {Mode::bf16})).code, pp::exit_code::kTimedOut);
 }
 
 TEST(Gate, QuickCountsNativeHardwareAsMet) {
   auto d = gpu(0, Status::native);
-  d.precisions[2].second = result(Status::not_tested, Hardware::native);
+  d.precisions[Mode::bf16] = result(Status::not_tested, Hardware::native);
   const auto quick = report_with({d}, {Mode::bf16}, true);
   EXPECT_TRUE(quick.requirements[0].met);
   EXPECT_NE(quick.requirements[0].reason.find("--quick"), std::string::npos);

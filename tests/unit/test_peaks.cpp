@@ -115,7 +115,7 @@ pp::DeviceReport gpu(const std::string& name, pp::ComputeCapability cc) {
     pp::PrecisionResult p;
     p.hardware = pp::Hardware::native;
     p.status = pp::Status::native;
-    d.precisions.emplace_back(m, p);
+    d.precisions.set(m, p);
   }
   return d;
 }

@@ -51,7 +51,7 @@ pp::Report sample() {
   r.stack.abi_version = "2.11.0";
   r.driver.status = pp::DriverStatus::ok;
   r.driver.version = "580.1";
-  r.driver.cuda_version = 13000;
+  r.driver.cuda_version = pp::Version{13, 0};
   r.driver.message = "1 GPU(s) visible to CUDA";
   pp::DeviceReport d;
   d.kind = pp::DeviceKind::cuda;
@@ -166,8 +166,8 @@ TEST(TextPrinter, ColourOnlyWhenAsked) {
 
 TEST(TextPrinter, FailuresAndUnmetRequirementsStandOut) {
   auto r = sample();
-  r.devices[0].precisions[0].second.status = Status::failed;
-  r.devices[0].precisions[0].second.reason =
+  r.devices[0].precisions[Mode::bf16].status = Status::failed;
+  r.devices[0].precisions[Mode::bf16].reason =
       "wrong result: relative error 0.5 exceeds the tolerance 0.01";
   r.requirements[0].met = false;
   r.requirements[0].status = Status::failed;
@@ -188,7 +188,7 @@ pp::Report with_amp() {
   fp16.hardware = pp::Hardware::native;
   fp16.status = Status::native;
   fp16.amp = pp::testing::passed_amp(Mode::amp_fp16);
-  r.devices[0].precisions.emplace_back(Mode::amp_fp16, fp16);
+  r.devices[0].precisions.set(Mode::amp_fp16, fp16);
   return r;
 }
 
@@ -300,8 +300,8 @@ pp::Report every_kind_of_line() {
   failed.reason =
       "relative error 5.0e-01 exceeds the tolerance 1.0e-02: the GPU computed wrong "
       "numbers for this precision (see docs/diagnostics.md#smoke-test-failed)";
-  d.precisions.emplace_back(Mode::fp8_rowwise, failed);
-  pp::PrecisionResult bf16 = d.precisions[0].second;
+  d.precisions.set(Mode::fp8_rowwise, failed);
+  pp::PrecisionResult bf16 = d.precisions[Mode::bf16];
   pp::BenchResult b;
   b.outcome.ran = b.outcome.ok = true;
   b.outcome.size = 16384;
@@ -312,7 +312,7 @@ pp::Report every_kind_of_line() {
   b.peak_tflops = 989.4;
   b.percent_of_peak = 81.0;
   b.peak_source = "NVIDIA H200 datasheet, dense (half the sparse figure), SXM at its boost clock";
-  d.precisions[0].second.bench = b;
+  d.precisions[Mode::bf16].bench = b;
   pp::SoakReport soak;
   soak.injected = true;
   pp::SoakOutcome o;
@@ -406,7 +406,7 @@ TEST(Printers, AnUnknownStackIsSaidToBeUnknown) {
   // A known CPU-only stack keeps its version.
   r.stack = pp::testing::cuda_stack();
   r.stack.cuda_built = false;
-  r.stack.cuda_version = "";
+  r.stack.cuda_version.reset();
   EXPECT_NE(render(r, pp::Format::markdown).find("LibTorch 2.11.0+cu130 (CPU only)"),
             std::string::npos);
 }

@@ -718,7 +718,7 @@ TEST(Probe, AnOlderLibTorchOrCudaIsNamedWithWhatToUpgrade) {
   Probe p;
   p.driver = pp::testing::driver_with({FakeGpu{"NVIDIA B200", {10, 0}, 148, 180}});
   p.image.libtorch_version = "2.10.0";
-  p.image.cuda_version = "12.8";
+  p.image.cuda_version = pp::Version{12, 8};
   p.options.quick = true;
   const auto r = p.run();
   const auto* gpu = device(r, "GPU 0");

@@ -161,10 +161,9 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
       EXPECT_EQ(v.gpu->uuid, f.gpu->uuid);
     }
     ASSERT_EQ(v.precisions.size(), f.precisions.size());
-    for (std::size_t k = 0; k < f.precisions.size(); ++k) {
-      const auto& [mode, fp] = f.precisions[k];
-      const auto& [vmode, vp] = v.precisions[k];
-      EXPECT_EQ(vmode, mode);
+    for (const auto& [mode, fp] : f.precisions) {
+      ASSERT_TRUE(v.precisions.contains(mode)) << pp::mode_key(mode);
+      const pp::PrecisionResult& vp = v.precisions.at(mode);
       EXPECT_EQ(vp.status, fp.status);
       EXPECT_EQ(vp.hardware, fp.hardware);
       EXPECT_EQ(vp.reason, fp.reason);
@@ -188,9 +187,10 @@ TEST(ReportJson, AReadOfTheVerdictsReadsThemAndLeavesTheDetails) {
     ASSERT_EQ(v.soak.has_value(), f.soak.has_value());
     if (f.soak && v.soak) {
       ASSERT_EQ(v.soak->modes.size(), f.soak->modes.size());
-      for (std::size_t k = 0; k < f.soak->modes.size(); ++k) {
-        EXPECT_EQ(v.soak->modes[k].second.tflops, f.soak->modes[k].second.tflops);
-        EXPECT_EQ(v.soak->modes[k].second.mismatches, f.soak->modes[k].second.mismatches);
+      for (const auto& [mode, fo] : f.soak->modes) {
+        ASSERT_TRUE(v.soak->modes.contains(mode)) << pp::mode_key(mode);
+        EXPECT_EQ(v.soak->modes.at(mode).tflops, fo.tflops);
+        EXPECT_EQ(v.soak->modes.at(mode).mismatches, fo.mismatches);
         ++soaks;
       }
       EXPECT_FALSE(v.soak->telemetry.has_value());
@@ -374,7 +374,7 @@ TEST(ReportJson, EveryReportIsGatedAgainToTheExitCodeItSays) {
          m.options.soak_s = 1.0;
          m.engine.answer = [base = m.engine.answer](const pp::WorkerPlan& plan) {
            pp::WorkerResult r = base(plan);
-           for (auto& [mode, o] : r.soak) {
+           for (auto [mode, o] : r.soak) {
              o.ok = false;
              o.mismatches = 2;
              o.error = "2 of 100 results differed from the golden one";

@@ -103,7 +103,7 @@ void soak_mismatch(pp::Report& r, int index, Mode mode, std::int64_t mismatches)
   o.mismatches = mismatches;
   o.ok = mismatches == 0;
   o.error = mismatches > 0 ? "2 of 40 results differed from the golden one" : "";
-  d.soak->modes.emplace_back(mode, o);
+  d.soak->modes.set(mode, o);
   if (mismatches > 0) {
     pp::PrecisionResult* p = d.find(mode);
     p->status = Status::failed;
@@ -253,11 +253,7 @@ TEST(Summary, AGpuTenPercentBelowItsModelsMedianIsAnOutlier) {
 
 TEST(Summary, RequiredModesAreJudgedByTheGateAndMissingOnesNamed) {
   pp::Report no_amp = node_report("no-amp", {kH200});
-  for (pp::DeviceReport& d : no_amp.devices) {
-    d.precisions.erase(std::remove_if(d.precisions.begin(), d.precisions.end(),
-                                      [](const auto& p) { return p.first == Mode::amp_bf16; }),
-                       d.precisions.end());
-  }
+  for (pp::DeviceReport& d : no_amp.devices) d.precisions.erase(Mode::amp_bf16);
   pp::SummaryOptions o;
   o.require = {Mode::bf16, Mode::amp_bf16};
   pp::FleetSummary s =
@@ -327,25 +323,31 @@ TEST(Summary, TheMostSevereWins3Then4Then1) {
   EXPECT_EQ(summarize({node_report("t4", {kT4})}, o).exit_code, 1);
 }
 
-// A device's failures are listed in its report's order (the first is the exit's reason).
+// A device's failures are listed in its report's order, the mode table's, whatever order its
+// JSON named them in (the first is the exit's reason).
 TEST(Summary, FailuresAreListedInTheOrderOfTheirReport) {
   pp::Report r = node_report("vm", {kH200});
-  std::vector<std::pair<Mode, pp::PrecisionResult>>& precisions = gpu(r, 0).precisions;
-  const auto at = [&](Mode mode) {
-    return std::find_if(precisions.begin(), precisions.end(),
-                        [mode](const auto& entry) { return entry.first == mode; });
-  };
-  ASSERT_LT(at(Mode::fp16), at(Mode::bf16));  // the mode table's order
-  std::iter_swap(at(Mode::fp16), at(Mode::bf16));
-  for (const Mode mode : {Mode::fp16, Mode::bf16}) {
+  for (const Mode mode : {Mode::bf16, Mode::fp16}) {
     gpu(r, 0).find(mode)->status = Status::failed;
     gpu(r, 0).find(mode)->reason = std::string(pp::mode_key(mode)) + " wrong";
   }
-  const pp::FleetSummary s = summarize({r});
+  std::string text = pp::report_to_json(r);
+  // bf16 named before fp16 in the document.
+  const std::size_t fp16 = text.find("\"fp16\": {");
+  const std::size_t bf16 = text.find("\"bf16\": {");
+  ASSERT_LT(fp16, bf16);
+  const std::size_t bf16_end = text.find("\"fp8_e4m3\": {", bf16);
+  ASSERT_NE(bf16_end, std::string::npos);
+  std::string bf16_entry = text.substr(bf16, bf16_end - bf16);
+  text.erase(bf16, bf16_end - bf16);
+  text.insert(fp16, bf16_entry);
+  const pp::Expected<pp::Report> read = pp::read_report_json(text);
+  ASSERT_TRUE(read) << read.error();
+  const pp::FleetSummary s = summarize({*read});
   ASSERT_EQ(s.failed.size(), 2U);
-  EXPECT_EQ(s.failed[0].what, "bf16 failed: bf16 wrong");
-  EXPECT_EQ(s.failed[1].what, "fp16 failed: fp16 wrong");
-  EXPECT_NE(s.exit_reason.find("first: vm GPU 0: bf16 failed"), std::string::npos) << s.exit_reason;
+  EXPECT_EQ(s.failed[0].what, "fp16 failed: fp16 wrong");
+  EXPECT_EQ(s.failed[1].what, "bf16 failed: bf16 wrong");
+  EXPECT_NE(s.exit_reason.find("first: vm GPU 0: fp16 failed"), std::string::npos) << s.exit_reason;
 }
 
 // Where no thread can be started (RLIMIT_NPROC reached), the reading and the summary run on the
@@ -726,11 +728,7 @@ TEST(Summary, EveryLineOfTheTextSummaryFitsEightyColumns) {
   reports.back().started_at = "2099-01-01T00:00:00.000Z";
   reports.push_back(node_report("node-0001" + rack, {kH200, kT4}, 600));  // superseded
   pp::Report no_amp = node_report("node-0007" + rack, {kH200});           // missing verdict
-  for (pp::DeviceReport& d : no_amp.devices) {
-    d.precisions.erase(std::remove_if(d.precisions.begin(), d.precisions.end(),
-                                      [](const auto& e) { return e.first == Mode::amp_bf16; }),
-                       d.precisions.end());
-  }
+  for (pp::DeviceReport& d : no_amp.devices) d.precisions.erase(Mode::amp_bf16);
   reports.push_back(no_amp);
   pp::SummaryOptions o;
   o.require = {Mode::bf16, Mode::amp_bf16};

@@ -66,7 +66,7 @@ TEST(TorchFiles, ThePython3OnPathLeadsToItsSitePackages) {
     EXPECT_EQ(stack->found_by, "python3 (/opt/venv/bin/python3)");
     EXPECT_EQ(stack->location, std::string("/opt/venv/lib/python3.12/") + site + "/torch");
     EXPECT_EQ(stack->libtorch_version, "2.11.0+cu130");
-    EXPECT_EQ(stack->cuda_version, "13.0");
+    EXPECT_EQ(stack->cuda_version, (pp::Version{13, 0}));
     EXPECT_TRUE(stack->cuda_built);
     EXPECT_EQ(stack->cudnn_version, "9.19.0");
     EXPECT_EQ(stack->nccl_version, "2.27.7");
@@ -109,7 +109,7 @@ TEST(TorchFiles, ALibTorchOnTheLoaderPathIsReadFromItsBuildVersion) {
   EXPECT_EQ(stack->found_by, "the loader path (LD_LIBRARY_PATH)");
   EXPECT_EQ(stack->location, "/opt/libtorch");
   EXPECT_EQ(stack->libtorch_version, "2.11.0+cu128");
-  EXPECT_EQ(stack->cuda_version, "12.8");
+  EXPECT_EQ(stack->cuda_version, (pp::Version{12, 8}));
   EXPECT_TRUE(stack->cuda_built);
 }
 

@@ -132,8 +132,8 @@ TEST(Verdict, RecommendationFollowsUsualPractice) {
 TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
   // Both native in hardware, neither passed here (interrupted, say): fp32, and why, naming bf16.
   auto d = gpu_with({9, 0}, Status::failed, Status::failed);
-  d.precisions[1].second.hardware = Hardware::native;
-  d.precisions[1].second.reason = "interrupted by SIGTERM";
+  d.precisions[pp::Mode::bf16].hardware = Hardware::native;
+  d.precisions[pp::Mode::bf16].reason = "interrupted by SIGTERM";
   const auto r = pp::recommend(d);
   EXPECT_EQ(r.dtype, pp::DType::fp32);
   EXPECT_EQ(r.reason.find("no native BF16"), std::string::npos) << r.reason;
@@ -142,7 +142,7 @@ TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
       << r.reason;
   // Kept from running by the machine (a LibTorch without CUDA): not recommended either.
   auto cpu_only = gpu_with({9, 0}, Status::not_tested, Status::not_tested);
-  for (auto& [mode, p] : cpu_only.precisions) {
+  for (auto [mode, p] : cpu_only.precisions) {
     p.hardware = Hardware::native;
     p.failure = pp::ErrorKind::unavailable;
     p.reason = "this LibTorch (1.13.0) was built without CUDA";
@@ -153,7 +153,7 @@ TEST(Verdict, TheRecommendationNeverClaimsTheHardwareLacksWhatItHas) {
 
 TEST(Verdict, UnderQuickTheRecommendationSaysItRestsOnTheHardwareAlone) {
   auto d = gpu_with({9, 0}, Status::not_tested, Status::not_tested);
-  d.precisions[1].second.hardware = Hardware::native;
+  d.precisions[pp::Mode::bf16].hardware = Hardware::native;
   const auto r = pp::recommend(d);
   EXPECT_EQ(r.dtype, pp::DType::bf16);
   EXPECT_NE(r.reason.find("rests on the hardware alone"), std::string::npos) << r.reason;

@@ -471,8 +471,8 @@ std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup
   return preloads;
 }
 
-std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
-                                                 const Target& target) {
+PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
+                            const Target& target) {
   const bool fused = fused_sgd_works(target);
   // fp16 skips the step whose gradient overflows, so its reference skips the same step: the
   // injected one, unless the fp16 run shows otherwise (then the reference runs again, following
@@ -496,7 +496,7 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
     if (i + 1 == jobs.size() || !threads.start(work)) threads.run_here(work);
   }
   threads.wait();
-  std::vector<std::pair<Mode, AmpOutcome>> outcomes;
+  PerMode<AmpOutcome> outcomes;
   std::optional<std::int64_t> fp32_bytes;
   for (std::size_t i = 0; i < modes.size(); ++i) {
     const Attempt& amp = attempts[2 * i];
@@ -511,7 +511,7 @@ std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
       o.fp32_peak_bytes = fp32_bytes;
       o.peak_bytes = step_bytes(s, target, low_of(modes[i]));
     }
-    outcomes.emplace_back(modes[i], o);
+    outcomes.set(modes[i], o);
   }
   return outcomes;
 }

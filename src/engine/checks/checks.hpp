@@ -84,8 +84,8 @@ struct AmpSetup {
 AmpSetup prepare_amp(bool gpu, std::uint64_t seed);
 // The training runs for `modes`, each checked against an fp32 run of the same steps; every run
 // at once on threads of its own. The memory of one step is measured after them (GPUs).
-std::vector<std::pair<Mode, AmpOutcome>> run_amp(const std::vector<Mode>& modes,
-                                                 const AmpSetup& setup, const Target& target);
+PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& setup,
+                            const Target& target);
 // The operations of the training steps of `modes`, each once (GPUs; nothing on a CPU).
 std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup& setup,
                                   const Target& target);

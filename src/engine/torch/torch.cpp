@@ -61,9 +61,9 @@ Expected<std::unique_ptr<Torch>> Torch::open(const std::string& path, bool cuda,
   torch->patch_ = torch_c::abi_patch(abi);
   if (torch->release_ < kFloorRelease) {
     return Unexpected{fmt::format(
-        "this LibTorch ({}) is older than {}.{}, the oldest release whose stable C ABI the engine "
+        "this LibTorch ({}) is older than {}, the oldest release whose stable C ABI the engine "
         "uses",
-        torch->release_text(), kFloorRelease.major, kFloorRelease.minor)};
+        torch->release_text(), kFloorRelease.to_string())};
   }
   torch->read_codes();
   return torch;
@@ -83,8 +83,8 @@ Expected<void> Torch::find_functions(void* handle) {
 #undef PP_TORCH_C_FIND
   if (missing.empty()) return {};
   return Unexpected{fmt::format(
-      "{} does not export {} of the stable C ABI (a LibTorch before {}.{}, or not a LibTorch)",
-      path_, missing.front(), kFloorRelease.major, kFloorRelease.minor)};
+      "{} does not export {} of the stable C ABI (a LibTorch before {}, or not a LibTorch)", path_,
+      missing.front(), kFloorRelease.to_string())};
 }
 
 void Torch::read_codes() {
@@ -160,8 +160,8 @@ std::string Torch::failure_text(std::string_view what) const {
 }
 
 std::string lacks(const Torch& torch, std::string_view what, Version since) {
-  return fmt::format("this LibTorch ({}) has no {} in its stable C ABI (it came in {}.{})",
-                     torch.release_text(), what, since.major, since.minor);
+  return fmt::format("this LibTorch ({}) has no {} in its stable C ABI (it came in {})",
+                     torch.release_text(), what, since.to_string());
 }
 
 }  // namespace precision_probe::engine

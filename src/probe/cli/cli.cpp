@@ -88,9 +88,8 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
 std::string version_text() {
   return fmt::format(
       "precision-probe {} (links no LibTorch: its engine loads the image's own through the stable "
-      "C ABI, {}.{} or later, tested to {}.{})",
-      build_info::kVersion, kEngineFloor.major, kEngineFloor.minor, kNewestTestedLibTorch.major,
-      kNewestTestedLibTorch.minor);
+      "C ABI, {} or later, tested to {})",
+      build_info::kVersion, kEngineFloor.to_string(), kNewestTestedLibTorch.to_string());
 }
 
 namespace cli {
@@ -426,7 +425,8 @@ void add_arch(const Apps& apps, Options& o) {
       ->required()
       ->check(CLI::Validator(
           [](std::string& cc) {
-            if (!parse_compute_capability(cc)) {
+            const auto parsed = ComputeCapability::parse(cc);
+            if (!parsed || !parsed->known()) {
               throw UsageError(
                   fmt::format("arch: '{}' is not a compute capability (examples: 8.9, 89, sm_89)",
                               printable(cc, 40)));

@@ -42,14 +42,14 @@ struct NvmlDevice {
 
 struct NvmlSnapshot {
   QueryFault fault = QueryFault::none;
-  std::string fault_message;        // what happened to the query, when it faulted
-  bool loaded = false;              // libnvidia-ml could be opened
-  std::string load_error;           // dlerror() text
-  int init_result = -1;             // nvmlInit_v2's return (0 success)
-  std::string init_error;           // nvmlErrorString
-  std::string driver_version;       // "580.159.04"
-  std::optional<int> cuda_version;  // 13000
-  std::vector<NvmlDevice> devices;  // every GPU of the machine, in NVML (PCI) order
+  std::string fault_message;            // what happened to the query, when it faulted
+  bool loaded = false;                  // libnvidia-ml could be opened
+  std::string load_error;               // dlerror() text
+  int init_result = -1;                 // nvmlInit_v2's return (0 success)
+  std::string init_error;               // nvmlErrorString
+  std::string driver_version;           // "580.159.04"
+  std::optional<Version> cuda_version;  // 13.0 (NVML's 13000)
+  std::vector<NvmlDevice> devices;      // every GPU of the machine, in NVML (PCI) order
 };
 
 struct CudaDevice {
@@ -70,11 +70,11 @@ struct CudaSnapshot {
   std::string library;  // the path that was loaded
   std::string load_error;
   int init_result = -1;  // cuInit's CUresult (0 success, 100 no device, 35 insufficient driver)
-  std::string init_error_name;             // "CUDA_ERROR_NO_DEVICE"
-  std::string init_error_string;           // "no CUDA-capable device is detected"
-  std::optional<int> driver_cuda_version;  // cuDriverGetVersion: 13000
-  std::vector<CudaDevice> devices;         // the visible devices, in CUDA's order
-  std::vector<PeerLink> peers;             // every ordered pair of visible devices
+  std::string init_error_name;                 // "CUDA_ERROR_NO_DEVICE"
+  std::string init_error_string;               // "no CUDA-capable device is detected"
+  std::optional<Version> driver_cuda_version;  // cuDriverGetVersion's 13000: 13.0
+  std::vector<CudaDevice> devices;             // the visible devices, in CUDA's order
+  std::vector<PeerLink> peers;                 // every ordered pair of visible devices
 };
 
 // The driver behind a small interface: the real one loads the libraries, tests use a fake.

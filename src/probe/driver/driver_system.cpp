@@ -347,7 +347,7 @@ class SystemDriver final : public DriverApi {
     if (auto fn = lib.get_any<nvmlSystemGetCudaDriverVersion_t>(
             {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
         fn != nullptr && fn(&cuda_version) == kNvmlSuccess) {
-      snap.cuda_version = cuda_version;
+      snap.cuda_version = Version::from_cuda_number(cuda_version);
     }
     auto get_count =
         lib.get_any<nvmlDeviceGetCount_t>({"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
@@ -386,7 +386,7 @@ class SystemDriver final : public DriverApi {
     int version = 0;
     if (auto fn = lib->get<cuDriverGetVersion_t>("cuDriverGetVersion");
         fn != nullptr && fn(&version) == 0) {
-      snap.driver_cuda_version = version;
+      snap.driver_cuda_version = Version::from_cuda_number(version);
     }
     cuda_->keep_loaded();  // cuInit is about to run: unloading an initialised driver is unsafe
     snap.init_result = init(0);

@@ -161,7 +161,7 @@ std::string impossible(const StackInfo& s, double elapsed_ms) {
     return "a stack without its version or location";
   }
   if (!s.available && s.error.empty()) return "a stack not available, without the reason";
-  if (s.cuda_built && s.cuda_version.empty()) return "a CUDA build without its CUDA version";
+  if (s.cuda_built && !s.cuda_version) return "a CUDA build without its CUDA version";
   if (!s.library.empty() || !s.abi_version.empty() || !s.release_note.empty() ||
       !s.load_error.empty() || s.cpu_threads != 0) {
     return "what only a loaded library can say";

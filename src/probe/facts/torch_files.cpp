@@ -59,13 +59,15 @@ std::string parent_of(const std::string& given) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// "2.11.0+cu130" -> "13.0"; "" for "+cpu" or no suffix.
-std::string cuda_of_local_version(const std::string& version) {
+// "2.11.0+cu130" -> 13.0, "+cu128" -> 12.8 (the tag is major and minor written together); none
+// for "+cpu" or no suffix.
+std::optional<Version> cuda_of_local_version(const std::string& version) {
   const std::size_t plus = version.find("+cu");
-  if (plus == std::string::npos) return "";
+  if (plus == std::string::npos) return std::nullopt;
   const std::string digits = version.substr(plus + 3);
-  if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) return "";
-  return digits.substr(0, digits.size() - 1) + "." + digits.substr(digits.size() - 1);
+  const auto tag = digits.size() >= 2 && digits.size() <= 4 ? parse_int(digits) : std::nullopt;
+  if (!tag || digits[0] < '0' || digits[0] > '9') return std::nullopt;
+  return Version{static_cast<int>(*tag / 10), static_cast<int>(*tag % 10)};
 }
 
 // A file of the tree that is there but is not a regular file (a FIFO, a device, a directory) is
@@ -296,7 +298,7 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
   std::string site = parent_of(dir);
   if (const auto text = tree_file(sys, dir + "/version.py", s)) {
     s.libtorch_version = version_py_value(*text, "__version__").value_or("");
-    s.cuda_version = version_py_value(*text, "cuda").value_or("");
+    s.cuda_version = Version::parse(version_py_value(*text, "cuda").value_or(""));
     s.rocm_version = version_py_value(*text, "hip").value_or("");
   } else if (const auto build = tree_file(sys, dir + "/build-version", s)) {
     s.libtorch_version = trim(*build);  // a LibTorch archive: "2.11.0+cu130"
@@ -310,7 +312,7 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
   s.available = true;
   const std::string cuda_lib = lib + "/libtorch_cuda.so";
   const bool cuda_lib_there = sys.exists(cuda_lib) && !refuse(sys, cuda_lib, s.refused);
-  s.cuda_built = !s.cuda_version.empty() && cuda_lib_there;
+  s.cuda_built = s.cuda_version && cuda_lib_there;
   (void)refuse(sys, lib + "/libtorch_cpu.so", s.refused);  // the engine would load it
   // The engine compares its operators with this file (a wheel has it, a LibTorch archive not).
   (void)refuse(sys, parent_of(dir) + "/torchgen/packaged/ATen/native/native_functions.yaml",
@@ -328,8 +330,8 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
   s.nccl_version =
       library_version(sys, nccl_headers, "NCCL", {lib, site + "/nvidia/nccl/lib"}, "libnccl.so", s);
   if (s.cuda_built) read_targets(sys, lib, s);
-  if (!s.cuda_version.empty() && !s.cuda_built) {
-    s.arch_note = "built for CUDA " + s.cuda_version + ", but " + cuda_lib +
+  if (s.cuda_version && !s.cuda_built) {
+    s.arch_note = "built for CUDA " + s.cuda_version->to_string() + ", but " + cuda_lib +
                   (sys.exists(cuda_lib) ? " is not a regular file (refused)" : " is missing");
   }
   return s;

@@ -81,11 +81,11 @@ class MarkdownPrinter final : public Printer {
                        r.exit_code);
     out << cell_text(r.exit_reason) << "\n\n";
     // An image whose stack is not known says so, as the text and JSON reports do.
-    const std::string stack =
-        !r.stack.available ? std::string("unknown")
-        : r.stack.cuda_built
-            ? cell_text(r.stack.libtorch_version) + " (CUDA " + r.stack.cuda_version + ")"
-            : cell_text(r.stack.libtorch_version) + " (CPU only)";
+    const std::string stack = !r.stack.available ? std::string("unknown")
+                              : r.stack.cuda_built
+                                  ? cell_text(r.stack.libtorch_version) + " (CUDA " +
+                                        version_or_empty(r.stack.cuda_version) + ")"
+                                  : cell_text(r.stack.libtorch_version) + " (CPU only)";
     out << fmt::format("`{}` · {} · LibTorch {} · driver {}\n\n", cell_text(r.host.hostname),
                        cell_text(r.host.os), stack,
                        r.driver.status == DriverStatus::ok

@@ -132,9 +132,8 @@ void add_info(Exposition& e, const Report& r) {
                R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",Hostname="{}")",
                escape(r.tool.version),
                r.stack.available ? escape(r.stack.libtorch_version) : std::string("unknown"),
-               r.stack.available ? escape(r.stack.cuda_version) : std::string("unknown"),
-               escape(r.driver.version),
-               r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "",
+               r.stack.available ? version_or_empty(r.stack.cuda_version) : std::string("unknown"),
+               escape(r.driver.version), version_or_empty(r.driver.cuda_version),
                escape(r.host.hostname)),
            1);
 }

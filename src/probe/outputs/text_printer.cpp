@@ -196,7 +196,7 @@ void print_soak(const DeviceReport& d, Writer& w) {
           o.error);
   }
   const bool all_identical = std::all_of(s.modes.begin(), s.modes.end(), [](const auto& m) {
-    return m.second.ran && m.second.ok && m.second.error.empty();
+    return m.value.ran && m.value.ok && m.value.error.empty();
   });
   if (all_identical && !s.modes.empty()) {
     w.line("  every result bit-identical to its mode's golden result");
@@ -334,7 +334,7 @@ void print_device(const DeviceReport& d, Writer& w) {
 std::string stack_line(const StackInfo& s, const std::string& what) {
   std::string line =
       fmt::format("{} {} ({}{}{}{})", what, s.libtorch_version,
-                  s.cuda_built ? "CUDA " + s.cuda_version
+                  s.cuda_built ? "CUDA " + version_or_empty(s.cuda_version)
                                : (s.rocm_version.empty() ? "CPU only" : "ROCm " + s.rocm_version),
                   s.cudnn_version.empty() ? "" : ", cuDNN " + s.cudnn_version,
                   s.arch_list.empty() ? "" : ", kernels: " + join(s.arch_list, " "),
@@ -366,7 +366,7 @@ void print_header(const Report& r, Writer& w) {
     if (r.driver.status == DriverStatus::ok) {
       w.text("",
              fmt::format("driver {} (supports CUDA {}) · {}", r.driver.version,
-                         r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version) : "?",
+                         r.driver.cuda_version ? r.driver.cuda_version->to_string() : "?",
                          r.driver.message),
              4);
     } else {

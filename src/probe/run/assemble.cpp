@@ -19,9 +19,8 @@ namespace precision_probe {
 ToolInfo this_tool() {
   ToolInfo tool;
   tool.version = build_info::kVersion;
-  tool.libtorch_floor = fmt::format("{}.{}", kEngineFloor.major, kEngineFloor.minor);
-  tool.libtorch_tested =
-      fmt::format("{}.{}", kNewestTestedLibTorch.major, kNewestTestedLibTorch.minor);
+  tool.libtorch_floor = kEngineFloor;
+  tool.libtorch_tested = kNewestTestedLibTorch;
   return tool;
 }
 
@@ -44,22 +43,24 @@ Report usage_error_report(const std::string& message, const System& system) {
 
 namespace {
 
+// A check its worker was asked for and did not answer: the worker's problem where it had one (a
+// timeout, a crash), else a crash; `finished_without` says so where the worker said nothing.
+template <typename Outcome>
+Outcome unanswered(const WorkerResult* result, const char* finished_without) {
+  const bool problem = result != nullptr && result->problem != ErrorKind::none;
+  return did_not_run<Outcome>(problem ? result->problem : ErrorKind::crashed,
+                              problem && !result->problem_message.empty()
+                                  ? result->problem_message
+                                  : std::string(finished_without));
+}
+
 // One check's answer: the worker's, or what kept it from answering (none where it was not asked).
 template <typename Outcome>
 std::optional<Outcome> answer_for(Mode mode, const std::vector<Mode>& asked,
-                                  const std::map<Mode, Outcome>& answers,
-                                  const WorkerResult& result) {
+                                  const PerMode<Outcome>& answers, const WorkerResult& result) {
   if (std::find(asked.begin(), asked.end(), mode) == asked.end()) return std::nullopt;
-  if (auto it = answers.find(mode); it != answers.end()) return it->second;
-  Outcome o;
-  if (result.problem != ErrorKind::none) {
-    o.error_kind = result.problem;
-    o.error = result.problem_message;
-  } else {
-    o.error_kind = ErrorKind::crashed;
-    o.error = "the engine finished without reporting this check";
-  }
-  return o;
+  if (const Outcome* answer = answers.find(mode)) return *answer;
+  return unanswered<Outcome>(&result, "the engine finished without reporting this check");
 }
 
 // The outcome a check that never ran gets: none (skipped), or unavailable with the reason (on
@@ -70,25 +71,18 @@ std::optional<Outcome> not_run_outcome(const NotRun& why, const HardwareVerdict&
       why.kind == NotRun::Kind::unavailable_everywhere ||
       (why.kind == NotRun::Kind::unavailable && hardware.hardware != Hardware::unsupported);
   if (!kept) return std::nullopt;
-  Outcome o;
-  o.error_kind = ErrorKind::unavailable;
-  o.error = why.reason;
-  return o;
+  return did_not_run<Outcome>(ErrorKind::unavailable, why.reason);
 }
 
 // The benchmarks a worker answered; every passed smoke test was to be benchmarked, and one the
 // worker did not answer says why.
-std::map<Mode, BenchOutcome> benchmarks(const WorkerPlan& plan, const WorkerResult& result) {
-  std::map<Mode, BenchOutcome> bench = result.bench;
+PerMode<BenchOutcome> benchmarks(const WorkerPlan& plan, const WorkerResult& result) {
+  PerMode<BenchOutcome> bench = result.bench;
   for (Mode mode : plan.smoke) {
-    const auto smoke = result.smoke.find(mode);
-    if (smoke == result.smoke.end() || !smoke->second.ok || bench.count(mode) != 0) continue;
-    BenchOutcome missing;
-    missing.error_kind = result.problem != ErrorKind::none ? result.problem : ErrorKind::crashed;
-    missing.error = result.problem != ErrorKind::none
-                        ? result.problem_message
-                        : "the engine finished without this benchmark";
-    bench[mode] = missing;
+    const SmokeOutcome* smoke = result.smoke.find(mode);
+    if (smoke == nullptr || !smoke->ok || bench.contains(mode)) continue;
+    bench.set(mode,
+              unanswered<BenchOutcome>(&result, "the engine finished without this benchmark"));
   }
   return bench;
 }
@@ -103,13 +97,13 @@ void fill_precisions(DeviceReport& d, const SupportFn& support,
     std::optional<SmokeOutcome> outcome;
     if (result != nullptr) outcome = answer_for(mode, work->plan.smoke, result->smoke, *result);
     if (!outcome) outcome = not_run_outcome<SmokeOutcome>(matmul, support(mode));
-    d.precisions.emplace_back(mode, combine_verdict(support(mode), outcome, matmul.reason));
+    d.precisions.set(mode, combine_verdict(support(mode), outcome, matmul.reason));
   }
   for (Mode mode : training_modes()) {
     std::optional<AmpOutcome> outcome;
     if (result != nullptr) outcome = answer_for(mode, work->plan.amp, result->amp, *result);
     if (!outcome) outcome = not_run_outcome<AmpOutcome>(training, support(mode));
-    d.precisions.emplace_back(mode, combine_amp_verdict(support(mode), outcome, training.reason));
+    d.precisions.set(mode, combine_amp_verdict(support(mode), outcome, training.reason));
   }
   if (result != nullptr && work->plan.bench_size > 0) {
     apply_bench(d, benchmarks(work->plan, *result));
@@ -213,15 +207,11 @@ WorkerRun gpu_work(const WorkerRun& main, const WorkerRun* tf32) {
   if (!w.result) return w;
   WorkerResult& r = *w.result;
   const WorkerResult* t = tf32->result ? &*tf32->result : nullptr;
-  if (t != nullptr && t->smoke.count(Mode::tf32) != 0) {
-    r.smoke[Mode::tf32] = t->smoke.at(Mode::tf32);
+  if (const SmokeOutcome* answer = t != nullptr ? t->smoke.find(Mode::tf32) : nullptr) {
+    r.smoke[Mode::tf32] = *answer;
   } else {
-    SmokeOutcome o;
-    o.error_kind = t != nullptr && t->problem != ErrorKind::none ? t->problem : ErrorKind::crashed;
-    o.error = t != nullptr && !t->problem_message.empty()
-                  ? t->problem_message
-                  : "the TF32 process finished without reporting this check";
-    r.smoke[Mode::tf32] = o;
+    r.smoke[Mode::tf32] =
+        unanswered<SmokeOutcome>(t, "the TF32 process finished without reporting this check");
   }
   if (t != nullptr) {
     for (const auto& [mode, bench] : t->bench) r.bench[mode] = bench;
@@ -276,7 +266,7 @@ StackInfo stack_from(const StackInfo& at_start, const std::optional<WorkerRun>& 
 void add_telemetry(SoakReport& soak, const std::string& uuid, const RunResults& results) {
   SoakTelemetry summary = summarise(results.telemetry, uuid);
   if (!results.telemetry_note.empty()) summary.note = results.telemetry_note;
-  for (auto& [mode, o] : soak.modes) {
+  for (auto [mode, o] : soak.modes) {
     if (o.first_mismatch) {
       o.first_mismatch->temperature_c =
           temperature_at(results.telemetry, uuid, o.first_mismatch->boot_s);

@@ -35,12 +35,12 @@ std::string libtorch_blocker(const StackInfo& stack) {
            "torch package of the python3 on PATH, a LibTorch on LD_LIBRARY_PATH), so no kernel "
            "ran";
   }
-  const std::optional<Version> release = parse_version(stack.libtorch_version);
+  const std::optional<Version> release = Version::parse(stack.libtorch_version);
   if (release && *release < kEngineFloor) {
     return fmt::format(
-        "this image's PyTorch {} is older than {}.{}, the oldest release whose stable C ABI the "
+        "this image's PyTorch {} is older than {}, the oldest release whose stable C ABI the "
         "engine uses, so no kernel ran (--quick answers for it from its files)",
-        stack.libtorch_version, kEngineFloor.major, kEngineFloor.minor);
+        stack.libtorch_version, kEngineFloor.to_string());
   }
   return "";
 }
@@ -188,12 +188,12 @@ StackInfo stack_or_none(const std::optional<StackInfo>& image, bool torch_not_lo
 }
 
 std::string cuda_blocker(const StackInfo& stack) {
-  if (stack.available && !stack.cuda_built && !stack.cuda_version.empty()) {
+  if (stack.available && !stack.cuda_built && stack.cuda_version) {
     // A CUDA build without its CUDA library: a partial install, or ./dev's cache of the CPU one.
     return fmt::format(
         "this LibTorch ({}) is a CUDA {} build, but its libtorch_cuda.so is not in {}/lib: no GPU "
         "kernel can run; use a complete install (pip install torch) or the image you train with",
-        stack.libtorch_version, stack.cuda_version, stack.location);
+        stack.libtorch_version, stack.cuda_version->to_string(), stack.location);
   }
   if (stack.available && !stack.cuda_built) {
     return fmt::format(

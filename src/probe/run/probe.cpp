@@ -73,10 +73,9 @@ DeviceReport arch_device(const ComputeCapability& cc, const StackInfo& stack) {
   if (!stack.available) return d;
   if (!stack.cuda_built) {
     // A CUDA build without its library (missing, or a FIFO refused) says which: arch_note.
-    d.kernels =
-        KernelCoverage{false, "",
-                       stack.cuda_version.empty() ? "this LibTorch build has no CUDA support at all"
-                                                  : stack.arch_note};
+    d.kernels = KernelCoverage{
+        false, "",
+        !stack.cuda_version ? "this LibTorch build has no CUDA support at all" : stack.arch_note};
   } else {
     d.kernels = kernel_coverage(cc, parse_arch_list(join(stack.arch_list, " ")));
   }
@@ -101,7 +100,7 @@ Report run_arch(const Options& options, const ProbeDeps& deps, const RunClock& c
   report.stack = stack_or_none(report.image_stack, torch_not_looked_for(deps.system));
   if (interrupt_requested()) report.run.interrupted = signal_name(interrupt_signal());
   const ComputeCapability cc =
-      parse_compute_capability(options.arch_cc).value_or(ComputeCapability{});
+      ComputeCapability::parse(options.arch_cc).value_or(ComputeCapability{});
   DeviceReport d = arch_device(cc, report.stack);
   // Gated when asked: a requirement is met by native hardware that this build's stack can run.
   d.selected = !options.require.empty();

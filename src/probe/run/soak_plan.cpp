@@ -26,28 +26,23 @@ std::int64_t default_soak_size(DeviceKind kind, std::optional<std::uint64_t> mem
   return memory_total && *memory_total < kSmallGpuBytes ? kSmallGpuSoakSize : kGpuSoakSize;
 }
 
-SoakOutcome not_soaked(ErrorKind kind, std::string why) {
-  SoakOutcome o;
-  o.error_kind = kind;
-  o.error = std::move(why);
-  return o;
-}
-
 // Why a planned mode has no soak line from its worker.
 SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   if (result != nullptr) {
-    const auto smoke = result->smoke.find(mode);
-    if (smoke != result->smoke.end() && !smoke->second.ok) {
-      return not_soaked(ErrorKind::not_run, smoke->second.ran
-                                                ? "not soaked: its smoke test failed"
-                                                : "not soaked: " + smoke->second.error);
+    const SmokeOutcome* smoke = result->smoke.find(mode);
+    if (smoke != nullptr && !smoke->ok) {
+      return did_not_run<SoakOutcome>(ErrorKind::not_run, smoke->ran
+                                                              ? "not soaked: its smoke test failed"
+                                                              : "not soaked: " + smoke->error);
     }
-    if (interrupted) return not_soaked(ErrorKind::not_run, "not soaked: the run was interrupted");
+    if (interrupted) {
+      return did_not_run<SoakOutcome>(ErrorKind::not_run, "not soaked: the run was interrupted");
+    }
     if (result->problem != ErrorKind::none) {
-      return not_soaked(result->problem, result->problem_message);
+      return did_not_run<SoakOutcome>(result->problem, result->problem_message);
     }
   }
-  return not_soaked(ErrorKind::crashed, "the engine finished without this soak");
+  return did_not_run<SoakOutcome>(ErrorKind::crashed, "the engine finished without this soak");
 }
 
 // A worker that died or was stopped (not by an interrupt) before its soak was over: what it
@@ -91,23 +86,19 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   SoakReport s;
   s.seconds = plan.soak_seconds;
   for (Mode mode : plan.soak_modes) {
-    const SoakOutcome* answered = nullptr;
-    if (result != nullptr) {
-      const auto line = result->soak.find(mode);
-      if (line != result->soak.end()) answered = &line->second;
-    }
+    const SoakOutcome* answered = result != nullptr ? result->soak.find(mode) : nullptr;
     SoakOutcome o = answered != nullptr ? *answered : missing(mode, result, interrupted);
     if (interrupted && o.error_kind == ErrorKind::timed_out) {
-      o = not_soaked(ErrorKind::not_run, "cut short: the run was interrupted");
+      o = did_not_run<SoakOutcome>(ErrorKind::not_run, "cut short: the run was interrupted");
     }
     cut_short(o, result, interrupted);
     s.injected = s.injected || o.injected;
-    s.modes.emplace_back(mode, o);
+    s.modes.set(mode, o);
   }
   for (Mode mode : options.soak_modes) {
     if (!contains(plan.soak_modes, mode)) {
-      s.modes.emplace_back(
-          mode, not_soaked(ErrorKind::not_run, "not soaked: this device does not run it"));
+      s.modes.set(mode, did_not_run<SoakOutcome>(ErrorKind::not_run,
+                                                 "not soaked: this device does not run it"));
     }
   }
   if (plan.inject_iteration > 0 && !s.injected && result != nullptr && result->finished) {

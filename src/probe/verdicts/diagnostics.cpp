@@ -37,19 +37,9 @@ bool any_gpu(const Report& report) {
   return false;
 }
 
-// "13.0" -> 13000; nullopt when it is not a version.
-std::optional<int> parse_cuda_version(const std::string& text) {
-  const auto parts = split(text, '.');
-  if (parts.size() < 2) return std::nullopt;
-  const auto major = parse_int(parts[0]);
-  const auto minor = parse_int(parts[1]);
-  if (!major || !minor || *major < 1 || *minor < 0 || *minor > 99) return std::nullopt;
-  return static_cast<int>(*major * 1000 + *minor * 10);
-}
-
 // The minimum Linux driver branch for a CUDA major version (NVIDIA's CUDA toolkit release notes).
-std::string minimum_driver(int cuda_version) {
-  switch (cuda_version / 1000) {
+std::string minimum_driver(Version cuda) {
+  switch (cuda.major) {
     case 11: return "450.80.02";
     case 12: return "525.60.13";
     case 13: return "580.65.06";
@@ -228,7 +218,7 @@ void visible_devices(Collector& c, const Report& r, const DiagnosticFacts& ctx) 
 }
 
 void driver_version(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
-  const auto needed = parse_cuda_version(r.stack.cuda_version);
+  const std::optional<Version> needed = r.stack.cuda_version;
   const bool insufficient = r.driver.cu_init_result == 35;
   if (!insufficient && (!needed || !r.driver.cuda_version || *r.driver.cuda_version >= *needed)) {
     return;
@@ -238,8 +228,8 @@ void driver_version(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
   std::string message =
       needed && r.driver.cuda_version
           ? fmt::format("LibTorch was built with CUDA {}, but driver {} supports CUDA {} at most",
-                        r.stack.cuda_version, r.driver.version.empty() ? "?" : r.driver.version,
-                        cuda_version_text(*r.driver.cuda_version))
+                        needed->to_string(), r.driver.version.empty() ? "?" : r.driver.version,
+                        r.driver.cuda_version->to_string())
           : "cuInit: CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is older than the CUDA runtime";
   message += compat ? (compat_loaded ? "; the forward-compatibility libcuda from "
                                        "/usr/local/cuda/compat is in use"
@@ -252,8 +242,8 @@ void driver_version(Collector& c, const Report& r, const DiagnosticFacts& ctx) {
                   "CUDA {} or older; on data-centre GPUs the cuda-compat package (LD_LIBRARY_PATH="
                   "/usr/local/cuda/compat) bridges one major version",
                   needed ? minimum_driver(*needed) : std::string("a newer branch"),
-                  needed ? cuda_version_text(*needed) : std::string("of the image"),
-                  r.driver.cuda_version ? cuda_version_text(*r.driver.cuda_version)
+                  needed ? needed->to_string() : std::string("of the image"),
+                  r.driver.cuda_version ? r.driver.cuda_version->to_string()
                                         : std::string("the driver's")));
 }
 
@@ -394,15 +384,14 @@ void libtorch(Collector& c, const Report& r) {
           "directory");
     return;
   }
-  const std::optional<Version> release = parse_version(s.libtorch_version);
+  const std::optional<Version> release = Version::parse(s.libtorch_version);
   if (release && *release < kEngineFloor) {
     c.add(DiagnosticCode::libtorch_too_old, Severity::error,
-          fmt::format("this image's PyTorch {} is older than {}.{}, the oldest release whose "
-                      "stable C ABI the engine uses: no kernel check ran",
-                      s.libtorch_version, kEngineFloor.major, kEngineFloor.minor),
-          fmt::format("use PyTorch {}.{} or later; --quick still answers for this one from its "
-                      "files",
-                      kEngineFloor.major, kEngineFloor.minor));
+          fmt::format("this image's PyTorch {} is older than {}, the oldest release whose stable "
+                      "C ABI the engine uses: no kernel check ran",
+                      s.libtorch_version, kEngineFloor.to_string()),
+          fmt::format("use PyTorch {} or later; --quick still answers for this one from its files",
+                      kEngineFloor.to_string()));
     return;
   }
   if (!s.load_error.empty()) {
@@ -464,11 +453,11 @@ void stack_and_devices(Collector& c, const Report& r, const DiagnosticFacts& ctx
           "install the whole package (bin/precision-probe and libexec/precision-probe/), or set "
           "PRECISION_PROBE_ENGINE to the engine's path");
   }
-  if (r.stack.available && !r.stack.cuda_built && !r.stack.cuda_version.empty()) {
+  if (r.stack.available && !r.stack.cuda_built && r.stack.cuda_version) {
     // A CUDA build without its CUDA library (a partial install, or ./dev's cache).
     c.add(DiagnosticCode::libtorch_without_cuda, any_gpu(r) ? Severity::error : Severity::info,
           fmt::format("LibTorch {} is a CUDA {} build, but its libtorch_cuda.so is not in {}/lib{}",
-                      r.stack.libtorch_version, r.stack.cuda_version, r.stack.location,
+                      r.stack.libtorch_version, r.stack.cuda_version->to_string(), r.stack.location,
                       any_gpu(r) ? ": no GPU kernel can run" : " (and no GPU is visible)"),
           "install torch whole (pip install torch), or run the probe in the image you train with; "
           "./dev's cache of PyPI's torch holds its CPU library alone");

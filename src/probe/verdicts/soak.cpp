@@ -94,7 +94,7 @@ void fail_mode(DeviceReport& d, Mode mode, const std::string& why) {
 // Which of two suspects also failed on its own: its float64 check or its own golden.
 std::string also_failed(const DeviceReport& d, Mode mode) {
   const PrecisionResult* p = d.find(mode);
-  const SoakOutcome* o = d.soak->find(mode);
+  const SoakOutcome* o = d.soak->modes.find(mode);
   if (o != nullptr && o->mismatches > 0) return d.label() + " also differed from its own golden";
   if (p != nullptr && p->smoke.ran && !p->smoke.ok) {
     return d.label() + " also failed its float64 check";
@@ -105,7 +105,7 @@ std::string also_failed(const DeviceReport& d, Mode mode) {
 void compare_goldens(std::vector<DeviceReport*>& group, Mode mode) {
   std::map<std::string, std::vector<DeviceReport*>> by_checksum;
   for (DeviceReport* d : group) {
-    const SoakOutcome* o = d->soak->find(mode);
+    const SoakOutcome* o = d->soak->modes.find(mode);
     if (o != nullptr && o->ran && !o->golden_checksum.empty()) {
       by_checksum[fmt::format("{}/{}", o->size, o->golden_checksum)].push_back(d);
     }
@@ -148,7 +148,7 @@ constexpr double kStragglerShare = 0.9;
 void find_stragglers(std::vector<DeviceReport*>& group, Mode mode) {
   std::vector<std::pair<DeviceReport*, double>> figures;
   for (DeviceReport* d : group) {
-    const SoakOutcome* o = d->soak->find(mode);
+    const SoakOutcome* o = d->soak->modes.find(mode);
     if (o != nullptr && o->tflops && *o->tflops > 0.0) figures.emplace_back(d, *o->tflops);
   }
   if (figures.size() < 2) return;

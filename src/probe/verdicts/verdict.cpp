@@ -112,16 +112,15 @@ PrecisionResult combine_amp_verdict(const HardwareVerdict& hardware,
   return r;
 }
 
-void apply_bench(DeviceReport& device, const std::map<Mode, BenchOutcome>& bench) {
-  const auto fp32 = bench.find(Mode::fp32);
+void apply_bench(DeviceReport& device, const PerMode<BenchOutcome>& bench) {
+  const BenchOutcome* fp32 = bench.find(Mode::fp32);
   // 0 when fp32 was not measured: then no ratio is formed.
-  const double fp32_tflops =
-      fp32 != bench.end() && fp32->second.ok ? fp32->second.tflops.value_or(0.0) : 0.0;
-  for (auto& [mode, p] : device.precisions) {
-    const auto it = bench.find(mode);
-    if (it == bench.end()) continue;
+  const double fp32_tflops = fp32 != nullptr && fp32->ok ? fp32->tflops.value_or(0.0) : 0.0;
+  for (auto [mode, p] : device.precisions) {
+    const BenchOutcome* answer = bench.find(mode);
+    if (answer == nullptr) continue;
     BenchResult b;
-    b.outcome = it->second;
+    b.outcome = *answer;
     if (b.outcome.ok && b.outcome.tflops && fp32_tflops > 0.0) {
       b.ratio_to_fp32 = *b.outcome.tflops / fp32_tflops;
     }

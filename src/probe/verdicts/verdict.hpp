@@ -1,7 +1,6 @@
 #pragma once
 // From hardware support and smoke outcome to a status with its reason; the recommendation.
 
-#include <map>
 #include <optional>
 #include <string>
 
@@ -27,7 +26,7 @@ PrecisionResult combine_amp_verdict(const HardwareVerdict& hardware,
 // Adds the measured throughput to each precision of `device`: the ratio to fp32, the dense peak
 // (datasheet, else formula) and its share. A reduced precision that is not faster than fp32 is not
 // native, whatever the table says: its status becomes emulated, and the reason says why.
-void apply_bench(DeviceReport& device, const std::map<Mode, BenchOutcome>& bench);
+void apply_bench(DeviceReport& device, const PerMode<BenchOutcome>& bench);
 
 // The usual practice: bf16 autocast without loss scaling where BF16 is native, fp16 autocast with
 // dynamic loss scaling where only FP16 is, fp32 otherwise.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "report/json_fields.hpp"
 #include "report/report_reader.hpp"
@@ -60,7 +62,9 @@ PrecisionResult& entry_for(std::vector<std::pair<Mode, PrecisionResult>>& precis
   for (auto& [m, p] : precisions) {
     if (m == mode) return p;
   }
-  precisions.emplace_back(mode, PrecisionResult{});
+  // Made in place: a result is large, and a temporary would be built, moved and destroyed.
+  precisions.emplace_back(std::piecewise_construct, std::forward_as_tuple(mode),
+                          std::forward_as_tuple());
   return precisions.back().second;
 }
 

@@ -174,7 +174,7 @@ std::vector<NodeRecord> newest_per_host(std::vector<NodeRecord> nodes,
 
 std::vector<ModelCount> count_models(const std::vector<NodeRecord>& nodes) {
   std::map<std::string_view, ModelCount> by_model;  // views into the records' texts
-  std::vector<std::string_view> seen;                // a node's models
+  std::vector<std::string_view> seen;               // a node's models
   for (const NodeRecord& n : nodes) {
     seen.clear();
     for (const NodeDevice& d : n.devices) {
@@ -357,9 +357,8 @@ std::vector<ThroughputOutlier> find_outliers(const std::vector<NodeRecord>& node
         if (tflops[m] <= 0.0 || f.peers[kind][m] < 2 || tflops[m] >= 0.9 * f.median[kind][m])
           continue;
         f.outliers[kind][m].push_back({kind == 0 ? "bench" : "soak", kModeTable[m].mode,
-                                       std::string(d.model),
-                                       node_name(n), d.label(), d.uuid, tflops[m],
-                                       f.median[kind][m], f.peers[kind][m]});
+                                       std::string(d.model), node_name(n), d.label(), d.uuid,
+                                       tflops[m], f.median[kind][m], f.peers[kind][m]});
       }
     }
   });

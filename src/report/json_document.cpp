@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -19,16 +18,16 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 constexpr std::uint64_t kPayloadMask = (std::uint64_t{1} << 56) - 1;
 
-// The types of tape words (a word's top byte) are ASCII letters and brackets between 64 and 127:
-// which are numbers (two words: 'd', 'l', 'u') and which containers ('[', '{') is a bit of a
-// 64-bit mask each, tested without a table.
-constexpr std::uint64_t type_bits(std::initializer_list<char> types) {
-  std::uint64_t bits = 0;
-  for (const char t : types) bits |= std::uint64_t{1} << (static_cast<unsigned>(t) - 64U);
-  return bits;
-}
-constexpr std::uint64_t kNumberTypes = type_bits({'d', 'l', 'u'});
-constexpr std::uint64_t kContainerTypes = type_bits({'[', '{'});
+// How many tape words the value starting at a word of each type (the word's top byte) takes: two
+// for a number ('d', 'l', 'u'), one for any other scalar, 0 for a container ('[', '{'), which says
+// where it ends.
+constexpr std::array<std::uint8_t, 256> kValueWords = [] {
+  std::array<std::uint8_t, 256> words{};
+  for (std::uint8_t& w : words) w = 1;
+  words['d'] = words['l'] = words['u'] = 2;
+  words['['] = words['{'] = 0;
+  return words;
+}();
 
 namespace {
 
@@ -162,10 +161,9 @@ bool JsonDocument::unique_keys() const {
 [[gnu::always_inline]] inline bool JsonDocument::skip_value(std::uint32_t value,
                                                             std::uint32_t& next) const {
   const std::uint64_t word = tape_[value];
-  const auto type = static_cast<unsigned>(word >> 56U);
-  const std::uint64_t bit = (type >> 6U) == 1 ? std::uint64_t{1} << (type & 63U) : 0;
-  if ((bit & kContainerTypes) == 0) {
-    next = value + 1 + ((bit & kNumberTypes) != 0 ? 1 : 0);
+  const std::uint8_t words = kValueWords[word >> 56U];
+  if (words != 0) {
+    next = value + words;
     return true;
   }
   next = static_cast<std::uint32_t>(word);
@@ -243,18 +241,27 @@ std::size_t JsonValue::size() const {
 
 namespace {
 
-// Names are short: compared in place, the lengths first, then eight bytes at a time.
+// Names are short: compared in place, the lengths first, then in words of eight (or four) bytes,
+// the last one overlapping the one before, so that no byte past either name is read.
 bool same(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  std::size_t i = 0;
-  for (; i + 8 <= a.size(); i += 8) {
-    std::uint64_t x = 0;
-    std::uint64_t y = 0;
-    std::memcpy(&x, a.data() + i, sizeof x);
-    std::memcpy(&y, b.data() + i, sizeof y);
-    if (x != y) return false;
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  const auto word = [](const char* at, auto bits) {
+    decltype(bits) w = 0;
+    std::memcpy(&w, at, sizeof w);
+    return w;
+  };
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (word(a.data() + i, std::uint64_t{}) != word(b.data() + i, std::uint64_t{})) return false;
+    }
+    return word(a.data() + n - 8, std::uint64_t{}) == word(b.data() + n - 8, std::uint64_t{});
   }
-  for (; i < a.size(); ++i) {
+  if (n >= 4) {
+    return word(a.data(), std::uint32_t{}) == word(b.data(), std::uint32_t{}) &&
+           word(a.data() + n - 4, std::uint32_t{}) == word(b.data() + n - 4, std::uint32_t{});
+  }
+  for (std::size_t i = 0; i < n; ++i) {
     if (a[i] != b[i]) return false;
   }
   return true;

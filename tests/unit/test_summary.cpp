@@ -81,7 +81,8 @@ pp::FleetInputs inputs_of(const std::vector<pp::Report>& reports,
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const auto read = pp::read_report_json(pp::report_to_json(reports[i]));
     EXPECT_TRUE(read) << read.error();
-    inputs.nodes.push_back(pp::node_record(*read, "r" + std::to_string(i) + ".json", i, require));
+    inputs.nodes.push_back(
+        pp::node_record(*read, "r" + std::to_string(i) + ".json", i, require, *inputs.texts));
   }
   return inputs;
 }
@@ -298,7 +299,8 @@ TEST(Summary, ARunsOwnRequirementsAreJudgedAsTheRunJudgedThem) {
         options, pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
     const auto read = pp::read_report_json(pp::report_to_json(report), pp::ReadDepth::verdicts);
     ASSERT_TRUE(read) << read.error();
-    const pp::NodeRecord node = pp::node_record(*read, "r.json", 0, options.require);
+    pp::TextPool texts;
+    const pp::NodeRecord node = pp::node_record(*read, "r.json", 0, options.require, texts);
     ASSERT_EQ(node.requirements.size(), report.requirements.size()) << run.what;
     for (std::size_t i = 0; i < node.requirements.size(); ++i) {
       const pp::RequirementResult& judged = node.requirements[i].result;

@@ -116,7 +116,7 @@ bool is_summary(std::string_view text) {
 bool blank(std::string_view text) { return text.find_first_not_of(" \t\r\n\f\v") == text.npos; }
 
 Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& options,
-                 std::string& buffer) {
+                 TextPool& texts, std::string& buffer) {
   std::string_view text = item.line;
   bool padded = item.padded;
   bool is_output = false;
@@ -133,7 +133,8 @@ Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& op
   }
   Expected<Report> report = json_fields::read_report(text, ReadDepth::verdicts, padded);
   if (report && !is_output) {
-    return {node_record(*report, item.source, order, options.required), std::nullopt, std::nullopt};
+    return {node_record(*report, item.source, order, options.required, texts), std::nullopt,
+            std::nullopt};
   }
   // The summary's own output may be replaced where it holds a summary (or nothing: stdout
   // redirected there was emptied by the shell); anything else there is kept, and the run refused.
@@ -236,9 +237,10 @@ void Reader::read_pending() {
   auto work = [&] {
     std::string buffer;
     for (std::size_t i = next++; i < pending_.size() && !stopped(); i = next++)
-      outcomes[i] = read_one(pending_[i], order_ + i, options_, buffer);
+      outcomes[i] = read_one(pending_[i], order_ + i, options_, *inputs_.texts, buffer);
   };
   run_on_threads(threads, work);  // an exception of any, such as std::bad_alloc, comes here
+  inputs_.nodes.reserve(inputs_.nodes.size() + outcomes.size());
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     Outcome& o = outcomes[i];
     if (o.node) inputs_.nodes.push_back(std::move(*o.node));

@@ -24,12 +24,21 @@ const NodeVerdict* NodeDevice::find(Mode mode) const {
   return v ? &*v : nullptr;
 }
 
+std::string_view TextPool::add(std::string_view text) {
+  if (text.empty()) return {};
+  const std::lock_guard<std::mutex> lock(mutex_);
+  auto it = texts_.find(text);
+  if (it == texts_.end()) it = texts_.emplace(text).first;
+  return *it;
+}
+
 namespace {
 
 // What --soak found on a gated device that computes wrong numbers: the modes whose result differed
 // from its golden one, and those its golden disagreement names ("bf16: its golden result differs
-// ...; fp16: ..."), as verdicts/soak judged them; a disagreement that names no mode is kept whole.
-void soak_corruption(const SoakReport& soak, NodeDevice& device) {
+// ...; fp16: ..."), as verdicts/soak judged them. Returns a disagreement that names no mode, to be
+// kept whole ("" where there is none).
+std::string_view soak_corruption(const SoakReport& soak, NodeDevice& device) {
   const auto add = [&device](Mode mode) {
     if (std::find(device.corrupt.begin(), device.corrupt.end(), mode) == device.corrupt.end()) {
       device.corrupt.push_back(mode);
@@ -38,7 +47,6 @@ void soak_corruption(const SoakReport& soak, NodeDevice& device) {
   for (const auto& [mode, o] : soak.modes) {
     if (o.mismatches > 0) add(mode);
   }
-  if (soak.golden_disagreement.empty()) return;
   bool named = false;
   std::string_view rest = soak.golden_disagreement;
   while (!rest.empty()) {
@@ -49,53 +57,69 @@ void soak_corruption(const SoakReport& soak, NodeDevice& device) {
       named = true;
     }
   }
-  if (!named) device.corruption_note = soak.golden_disagreement;
+  return named ? std::string_view() : std::string_view(soak.golden_disagreement);
+}
+
+// A report's texts into the pool: the same text of a report (the reason of a mode on each of its
+// GPUs) is looked up once.
+class ReportTexts {
+ public:
+  explicit ReportTexts(TextPool& pool) : pool_(pool) {}
+  std::string_view operator()(std::string_view text) {
+    if (text.empty()) return {};
+    for (const auto& [seen, kept] : seen_) {
+      if (seen == text) return kept;
+    }
+    return seen_.emplace_back(text, pool_.add(text)).second;
+  }
+
+ private:
+  TextPool& pool_;
+  std::vector<std::pair<std::string_view, std::string_view>> seen_;  // the report's, the pool's
+};
+
+NodeDevice device_record(const DeviceReport& d, ReportTexts& texts) {
+  NodeDevice device;
+  device.kind = d.kind;
+  device.index = d.index;
+  device.model = texts(d.gpu ? d.name : (d.cpu ? d.cpu->model : d.name));
+  if (d.gpu) device.uuid = d.gpu->uuid;
+  device.selected = d.selected;
+  for (const auto& [mode, p] : d.precisions) {
+    const auto m = static_cast<std::size_t>(mode);
+    device.verdicts[m] = NodeVerdict{p.status, p.hardware, texts(p.reason)};
+    if (p.status == Status::failed) device.failed.push_back(mode);
+    if (p.bench && p.bench->outcome.ran && p.bench->outcome.ok) {
+      const BenchOutcome& b = p.bench->outcome;
+      device.bench_tflops[m] = std::max(0.0, b.sustained_tflops.value_or(b.tflops.value_or(0.0)));
+    }
+  }
+  if (d.soak && d.selected) device.corruption_note = texts(soak_corruption(*d.soak, device));
+  if (d.soak) {
+    for (const auto& [mode, s] : d.soak->modes) {
+      if (s.ran && s.tflops && *s.tflops > 0.0) {
+        device.soak_tflops[static_cast<std::size_t>(mode)] = *s.tflops;
+      }
+    }
+  }
+  return device;
 }
 
 }  // namespace
 
 NodeRecord node_record(const Report& report, std::string source, std::size_t order,
-                       const std::vector<Mode>& required) {
+                       const std::vector<Mode>& required, TextPool& pool) {
+  ReportTexts texts(pool);
   NodeRecord n;
   n.source = std::move(source);
   n.order = order;
   n.hostname = report.host.hostname;
-  n.report_id = report.report_id;
   n.started_at = report.started_at;
   n.started_ms = parse_utc_timestamp(report.started_at);
-  n.tool_version = report.tool.version;
-  n.quick = report.run.quick;
   n.exit_code = report.exit_code;
-  n.exit_reason = report.exit_reason;
-  n.devices.reserve(report.devices.size());  // a device is large: not moved as the list grows
-  for (const DeviceReport& d : report.devices) {
-    NodeDevice& device = n.devices.emplace_back();
-    device.kind = d.kind;
-    device.index = d.index;
-    device.model = d.gpu ? d.name : (d.cpu ? d.cpu->model : d.name);
-    if (d.gpu) {
-      device.uuid = d.gpu->uuid;
-      device.pci_bus_id = d.gpu->pci_bus_id;
-    }
-    device.selected = d.selected;
-    for (const auto& [mode, p] : d.precisions) {
-      const auto m = static_cast<std::size_t>(mode);
-      device.verdicts[m] = NodeVerdict{p.status, p.hardware, p.reason};
-      if (p.status == Status::failed) device.failed.push_back(mode);
-      if (p.bench && p.bench->outcome.ran && p.bench->outcome.ok) {
-        const BenchOutcome& b = p.bench->outcome;
-        device.bench_tflops[m] = std::max(0.0, b.sustained_tflops.value_or(b.tflops.value_or(0.0)));
-      }
-    }
-    if (d.soak && d.selected) soak_corruption(*d.soak, device);
-    if (d.soak) {
-      for (const auto& [mode, s] : d.soak->modes) {
-        if (s.ran && s.tflops && *s.tflops > 0.0) {
-          device.soak_tflops[static_cast<std::size_t>(mode)] = *s.tflops;
-        }
-      }
-    }
-  }
+  n.exit_reason = texts(report.exit_reason);
+  n.devices.reserve(report.devices.size());
+  for (const DeviceReport& d : report.devices) n.devices.push_back(device_record(d, texts));
   for (RequirementResult& r : evaluate_requirements(report, required, report.run.quick)) {
     bool missing = r.device.empty();
     for (const DeviceReport& d : report.devices) {
@@ -149,15 +173,17 @@ std::vector<NodeRecord> newest_per_host(std::vector<NodeRecord> nodes,
 }
 
 std::vector<ModelCount> count_models(const std::vector<NodeRecord>& nodes) {
-  std::map<std::string, ModelCount> by_model;
+  std::map<std::string_view, ModelCount> by_model;  // views into the records' texts
+  std::vector<std::string_view> seen;               // a node's models
   for (const NodeRecord& n : nodes) {
-    std::set<std::string> seen;
+    seen.clear();
     for (const NodeDevice& d : n.devices) {
       if (d.kind != DeviceKind::cuda) continue;
       ModelCount& c = by_model[d.model];
-      c.model = d.model;
-      ++c.gpus;
-      if (seen.insert(d.model).second) ++c.nodes;
+      if (c.gpus++ == 0) c.model = d.model;
+      if (std::find(seen.begin(), seen.end(), d.model) != seen.end()) continue;
+      seen.push_back(d.model);
+      ++c.nodes;
     }
   }
   std::vector<ModelCount> models;
@@ -192,7 +218,7 @@ std::size_t group_of(ModeTally& tally, const NodeVerdict& v) {
   if (added) {
     NotNativeGroup group;
     group.status = v.status;
-    group.reason = v.reason;
+    group.reason = std::string(v.reason);
     tally.summary.not_native.push_back(std::move(group));
     tally.members.emplace_back();
   }
@@ -330,9 +356,9 @@ std::vector<ThroughputOutlier> find_outliers(const std::vector<NodeRecord>& node
       for (std::size_t m = 0; m < tflops.size(); ++m) {
         if (tflops[m] <= 0.0 || f.peers[kind][m] < 2 || tflops[m] >= 0.9 * f.median[kind][m])
           continue;
-        f.outliers[kind][m].push_back({kind == 0 ? "bench" : "soak", kModeTable[m].mode, d.model,
-                                       node_name(n), d.label(), d.uuid, tflops[m],
-                                       f.median[kind][m], f.peers[kind][m]});
+        f.outliers[kind][m].push_back({kind == 0 ? "bench" : "soak", kModeTable[m].mode,
+                                       std::string(d.model), node_name(n), d.label(), d.uuid,
+                                       tflops[m], f.median[kind][m], f.peers[kind][m]});
       }
     }
   });
@@ -432,12 +458,13 @@ void check_outcomes(const std::vector<NodeRecord>& nodes, FleetSummary& s) {
         listed = true;
       }
       if (!d.corruption_note.empty()) {
-        s.failed.push_back({node_name(n), d.label(), d.uuid, "soak: " + d.corruption_note, true});
+        s.failed.push_back(
+            {node_name(n), d.label(), d.uuid, "soak: " + std::string(d.corruption_note), true});
         listed = true;
       }
     }
     if (!listed && n.exit_code == exit_code::kCheckFailed) {
-      s.failed.push_back({node_name(n), "", "", n.exit_reason});
+      s.failed.push_back({node_name(n), "", "", std::string(n.exit_reason)});
     }
   }
 }

@@ -6,8 +6,13 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,19 +22,30 @@ namespace precision_probe {
 
 // --- One report, as the summary needs it ---------------------------------------------------------
 
+// Texts that many records hold alike (a verdict's reason is the same on every GPU of a model, a
+// GPU's model on every node): each kept once, so that ten thousand records stay small. A text
+// added is a view that lives as long as the pool; add() may be called from several threads.
+class TextPool {
+ public:
+  std::string_view add(std::string_view text);
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string, std::less<>> texts_;  // a set's strings never move
+};
+
 struct NodeVerdict {
   Status status = Status::not_tested;
   Hardware hardware = Hardware::unsupported;
-  std::string reason;
+  std::string_view reason;  // in the records' TextPool
 };
 
 struct NodeDevice {
   DeviceKind kind = DeviceKind::cpu;
   int index = -1;
-  std::string model;  // the GPU's name ("NVIDIA H200"), the CPU's model
-  std::string uuid;
-  std::string pci_bus_id;
   bool selected = false;
+  std::string_view model;  // the GPU's name ("NVIDIA H200"), the CPU's model; in the TextPool
+  std::string uuid;
   // By mode (Mode's value): the verdict where the report has one, and the TFLOP/s measured (0 where
   // none): the bench's sustained figure where measured, else its burst; the soak's. Held in the
   // device, not in lists of their own: a summary walks 80,000 of them several times.
@@ -39,9 +55,9 @@ struct NodeDevice {
   std::vector<Mode> failed;  // the modes whose verdict is failed, in the report's order
   // Gated devices: the modes in which --soak found silent data corruption (a result unlike its
   // golden one, or a golden result unlike those of its like GPUs), and a golden disagreement that
-  // names no mode.
+  // names no mode (in the TextPool).
   std::vector<Mode> corrupt;
-  std::string corruption_note;
+  std::string_view corruption_note;
 
   std::string label() const;  // "GPU 3", "CPU"
   const NodeVerdict* find(Mode mode) const;
@@ -58,20 +74,18 @@ struct NodeRecord {
   std::string source;  // the file, or "-:LINE" for a line of standard input
   std::size_t order = 0;
   std::string hostname;
-  std::string report_id;
   std::string started_at;
   std::optional<std::int64_t> started_ms;  // started_at, parsed
   bool future = false;  // started more than kFutureSlackMs after the summary's clock (summarize())
-  std::string tool_version;
-  bool quick = false;
   int exit_code = 0;
-  std::string exit_reason;
+  std::string_view exit_reason;  // in the TextPool
   std::vector<NodeDevice> devices;
   std::vector<NodeRequirement> requirements;  // of the summary's --require
 };
 
+// The record of a report, its shared texts kept in `texts`.
 NodeRecord node_record(const Report& report, std::string source, std::size_t order,
-                       const std::vector<Mode>& required);
+                       const std::vector<Mode>& required, TextPool& texts);
 
 // What could not be read: the source and why.
 struct Unreadable {
@@ -80,6 +94,7 @@ struct Unreadable {
 };
 
 struct FleetInputs {
+  std::shared_ptr<TextPool> texts = std::make_shared<TextPool>();  // the records' shared texts
   std::vector<NodeRecord> nodes;
   std::vector<Unreadable> unreadable;
   std::vector<Unreadable> skipped;  // summary documents among the reports: not reports, not read

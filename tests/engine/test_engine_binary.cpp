@@ -351,10 +351,16 @@ TEST(EngineBinary, EveryModeSoaksAnEqualShareOfTheTime) {
   const nlohmann::json modes =
       nlohmann::json::parse(run.out).at("devices").back().at("soak").at("modes");
   ASSERT_EQ(modes.size(), 2U) << modes.dump();
+  std::vector<double> seconds;
   for (const auto& [key, mode] : modes.items()) {
     ASSERT_TRUE(mode.at("ran").get<bool>()) << key << ": " << mode.dump();
-    EXPECT_NEAR(mode.at("seconds").get<double>(), 1.25, 0.2) << key;
+    seconds.push_back(mode.at("seconds").get<double>());
   }
+  // Shares, not absolute times: on a loaded machine a slice's last iteration ends late for both
+  // modes alike, while a split by slices of unequal count differs by a whole slice (0.42 s).
+  EXPECT_NEAR(seconds[0], seconds[1], 0.25) << modes.dump();
+  EXPECT_GE(seconds[0] + seconds[1], 2.3) << modes.dump();
+  EXPECT_LE(seconds[0] + seconds[1], 3.5) << modes.dump();
 }
 
 // SIGINT ends a soak early: a complete report of what ran (exit 5), or exit 4 when a mismatch

@@ -20,26 +20,6 @@
 
 namespace precision_probe {
 
-std::string_view to_string(Format format) {
-  switch (format) {
-    case Format::text: return "text";
-    case Format::json: return "json";
-    case Format::markdown: return "markdown";
-    case Format::prometheus: return "prometheus";
-    case Format::nfd: return "nfd";
-  }
-  return "text";
-}
-
-std::optional<Format> parse_format(std::string_view text) {
-  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus, Format::nfd}) {
-    if (to_string(f) == text) return f;
-  }
-  if (text == "md") return Format::markdown;
-  if (text == "prom") return Format::prometheus;
-  return std::nullopt;
-}
-
 // A list is the union of its entries: "gpu,cpu" is all, "cpu,0" GPU 0 and the CPU.
 DeviceSelectionParse parse_device_selection(std::string_view text) {
   DeviceSelectionParse result;

@@ -9,12 +9,9 @@
 
 #include "precision_probe/modes.hpp"
 #include "precision_probe/report.hpp"
+#include "probe/outputs/format.hpp"
 
 namespace precision_probe {
-
-enum class Format { text, json, markdown, prometheus, nfd };
-std::optional<Format> parse_format(std::string_view text);
-std::string_view to_string(Format format);
 
 enum class ColorMode { automatic, never };
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "probe/driver/telemetry.hpp"
-#include "probe/outputs/output.hpp"
+#include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"
 #include "common/strings.hpp"
 #include "probe/platform/system.hpp"

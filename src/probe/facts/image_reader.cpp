@@ -17,7 +17,7 @@
 #include "common/protocol.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/torch_files.hpp"
-#include "probe/outputs/output.hpp"
+#include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/platform/system.hpp"
 #include "report/json_fields.hpp"

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "probe/platform/io.hpp"
+
 namespace precision_probe {
 
 // Where one report goes. `path` "-" is stdout.
@@ -33,8 +35,9 @@ struct StandardStreams {
   std::vector<int> inherited = {0, 1, 2};
 };
 
-// The most outputs one run takes.
+// The most outputs one run takes: each may have a temporary file and a backup at once.
 inline constexpr std::size_t kMaxOutputs = 32;
+static_assert(2 * kMaxOutputs + 8 <= kMaxTemporaries, "platform/io.hpp holds every output's names");
 
 class PreparedOutputs {
  public:
@@ -61,16 +64,5 @@ struct PreparedOutputsResult {
 PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
                                       const StandardStreams& streams,
                                       const std::string& quiet_flag = "");
-
-// Writes all of `data` to `fd`, through EINTR and partial writes, waiting while the reader does
-// not read, until `deadline` or until `stop` says so. Returns "" or the error text.
-std::string write_all(int fd, const std::string& data,
-                      std::chrono::steady_clock::time_point deadline =
-                          std::chrono::steady_clock::now() + std::chrono::seconds(30),
-                      const std::function<bool()>& stop = nullptr);
-
-// The temporary files that exist right now (an output being committed), removed by a signal
-// handler before the process ends. Async-signal-safe.
-void remove_pending_temporaries() noexcept;
 
 }  // namespace precision_probe

@@ -58,6 +58,26 @@ std::string telemetry_summary(const SoakTelemetry& t) {
   return line;
 }
 
+std::string_view to_string(Format format) {
+  switch (format) {
+    case Format::text: return "text";
+    case Format::json: return "json";
+    case Format::markdown: return "markdown";
+    case Format::prometheus: return "prometheus";
+    case Format::nfd: return "nfd";
+  }
+  return "text";
+}
+
+std::optional<Format> parse_format(std::string_view text) {
+  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus, Format::nfd}) {
+    if (to_string(f) == text) return f;
+  }
+  if (text == "md") return Format::markdown;
+  if (text == "prom") return Format::prometheus;
+  return std::nullopt;
+}
+
 std::unique_ptr<Printer> make_printer(Format format, PrintStyle style) {
   switch (format) {
     case Format::json: return std::make_unique<JsonPrinter>();

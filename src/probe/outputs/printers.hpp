@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "probe/cli/options.hpp"
 #include "precision_probe/report.hpp"
+#include "probe/outputs/format.hpp"
 
 namespace precision_probe {
 

@@ -1,5 +1,5 @@
 #include "probe/platform/process.hpp"
-#include "probe/outputs/output.hpp"
+#include "probe/platform/io.hpp"
 #include "common/strings.hpp"
 
 #include <fmt/format.h>

@@ -1,0 +1,15 @@
+#pragma once
+// The formats a report is printed in (a printer each: printers.hpp), by the names the command line
+// takes.
+
+#include <optional>
+#include <string_view>
+
+namespace precision_probe {
+
+enum class Format { text, json, markdown, prometheus, nfd };
+// A format's name ("md" and "prom" too), nullopt for none.
+std::optional<Format> parse_format(std::string_view text);
+std::string_view to_string(Format format);
+
+}  // namespace precision_probe

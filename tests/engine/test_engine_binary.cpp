@@ -275,15 +275,14 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
   // A long CPU benchmark keeps the real worker busy; the probe is then killed outright, and the
   // worker must go with it (PR_SET_PDEATHSIG), not compute on.
   pp::ChildProcess probe;
-  std::string error;
-  ASSERT_TRUE(probe.start(
+  const auto started = probe.start(
       {PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192", "--no-amp", "-q"},
       pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
                             "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
                             "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
                             "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
-      "", error))
-      << error;
+      "");
+  ASSERT_TRUE(started) << started.error();
   std::vector<int> workers;
   for (int i = 0; i < 200 && workers.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -374,11 +373,10 @@ TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
                                     "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
     if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
     pp::ChildProcess probe;
-    std::string error;
-    ASSERT_TRUE(probe.start({PP_BINARY, "--device", "cpu", "--no-amp", "--soak", "30",
-                             "--soak-modes", "fp32", "--format", "json"},
-                            pp::environment_with(env), "", error))
-        << error;
+    const auto started = probe.start({PP_BINARY, "--device", "cpu", "--no-amp", "--soak", "30",
+                                      "--soak-modes", "fp32", "--format", "json"},
+                                     pp::environment_with(env), "");
+    ASSERT_TRUE(started) << started.error();
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
     ::kill(probe.pid(), SIGINT);
     std::string out;

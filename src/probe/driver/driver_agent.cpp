@@ -85,11 +85,13 @@ class ContainedDriver final : public DriverApi {
   NvmlSnapshot query_nvml() override {
     NvmlSnapshot snapshot;
     AgentAnswer answer = ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", limit_);
-    std::string error;
-    if (answer.fault == QueryFault::none && !decode_nvml_snapshot(answer.text, snapshot, error)) {
-      snapshot = NvmlSnapshot{};
-      answer.fault = QueryFault::crashed;
-      answer.message = "the NVML query answered garbage (" + printable(error, 120) + ")";
+    if (answer.fault == QueryFault::none) {
+      if (Expected<NvmlSnapshot> read = decode_nvml_snapshot(answer.text)) {
+        snapshot = std::move(*read);
+      } else {
+        answer.fault = QueryFault::crashed;
+        answer.message = "the NVML query answered garbage (" + printable(read.error(), 120) + ")";
+      }
     }
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
@@ -101,11 +103,13 @@ class ContainedDriver final : public DriverApi {
     CudaSnapshot snapshot;
     AgentAnswer answer =
         ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit_);
-    std::string error;
-    if (answer.fault == QueryFault::none && !decode_cuda_snapshot(answer.text, snapshot, error)) {
-      snapshot = CudaSnapshot{};
-      answer.fault = QueryFault::crashed;
-      answer.message = "the CUDA query answered garbage (" + printable(error, 120) + ")";
+    if (answer.fault == QueryFault::none) {
+      if (Expected<CudaSnapshot> read = decode_cuda_snapshot(answer.text)) {
+        snapshot = std::move(*read);
+      } else {
+        answer.fault = QueryFault::crashed;
+        answer.message = "the CUDA query answered garbage (" + printable(read.error(), 120) + ")";
+      }
     }
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
@@ -113,12 +117,12 @@ class ContainedDriver final : public DriverApi {
     return snapshot;
   }
 
-  std::unique_ptr<TelemetryRecording> record_telemetry() override {
+  Expected<std::unique_ptr<TelemetryRecording>> record_telemetry() override {
     auto recorder = std::make_unique<TelemetryRecorder>();
-    if (!recorder->start(self_, recorder->error)) {
-      recorder->error = "the telemetry agent could not start: " + recorder->error;
+    if (Expected<void> started = recorder->start(self_); !started) {
+      return Unexpected{"the telemetry agent could not start: " + started.error()};
     }
-    return recorder;
+    return std::unique_ptr<TelemetryRecording>(std::move(recorder));
   }
 
  private:

@@ -182,7 +182,7 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   const auto guess = [&](std::optional<std::string> visible, const char* devices) {
     return pp::expected_gpu_workers(pp::read_machine(p.system).nodes,
                                     pp::parse_cuda_visible_devices(visible),
-                                    pp::parse_device_selection(devices).selection);
+                                    *pp::parse_device_selection(devices));
   };
   EXPECT_EQ(guess(std::nullopt, "all"), 2);
   EXPECT_EQ(guess(std::string("1"), "all"), 1);
@@ -212,7 +212,7 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusInView) {
   Probe second;
   second.driver = pp::testing::driver_with({kH200, kH200});
   second.system.paths = two.system.paths;
-  second.options.devices = pp::parse_device_selection("1").selection;
+  second.options.devices = *pp::parse_device_selection("1");
   second.run();
   ASSERT_EQ(second.engine.prestarts.size(), 1U);
   EXPECT_EQ(second.engine.prestarts[0].gpus, 1);

@@ -146,7 +146,7 @@ int run_driver_agent(std::string_view which) {
   if (which == "telemetry") {
     // A line per second until the probe stops reading (or kills it).
     return sample_nvml(nvml_library(*system), 1.0, [](const TelemetrySample& sample) {
-      return write_all(STDOUT_FILENO, encode_sample(sample) + "\n").empty();
+      return static_cast<bool>(write_all(STDOUT_FILENO, encode_sample(sample) + "\n"));
     });
   }
   const auto driver = make_system_driver(*system);
@@ -160,9 +160,9 @@ int run_driver_agent(std::string_view which) {
     return 2;
   }
   text += '\n';
-  const std::string problem = write_all(STDOUT_FILENO, text);
+  const Expected<void> written = write_all(STDOUT_FILENO, text);
   // Leave without unloading the driver (an initialised libcuda does not like being unloaded).
-  std::_Exit(problem.empty() ? 0 : 6);
+  std::_Exit(written ? 0 : 6);
 }
 
 }  // namespace precision_probe

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "precision_probe/expected.hpp"
+
 namespace precision_probe {
 
 // Where one report goes. `path` "-" is stdout.
@@ -42,32 +44,28 @@ class PreparedOutputs {
   // Writes contents[i] to the i-th request's target, before `deadline` and before `stop` says
   // so (a signal while a reader does not read): first the streams other than stdout, then the
   // regular files (replaced together, or not at all: a stream that failed leaves them as they
-  // were), then stdout. Returns "" on success, else what failed (one line). `stdout_failed` tells
-  // whether the failure was on stdout itself (then nothing more can be printed there).
-  virtual std::string deliver(const std::vector<std::string>& contents,
-                              std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
-                              const std::function<bool()>& stop = nullptr) = 0;
-};
-
-struct PreparedOutputsResult {
-  std::unique_ptr<PreparedOutputs> outputs;
-  std::string error;  // a usage error, one line, when a target cannot be written
+  // were), then stdout; where one fails, what failed (one line). `stdout_failed` tells whether
+  // the failure was on stdout itself (then nothing more can be printed there).
+  virtual Expected<void> deliver(const std::vector<std::string>& contents,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 bool& stdout_failed,
+                                 const std::function<bool()>& stop = nullptr) = 0;
 };
 
 // Checks and opens every target: a directory, a block device, a socket, a FIFO without a
 // reader, a closed stdout, a descriptor the probe was not given, an unwritable directory, one file
 // named twice (by any spelling), or stdout when `quiet_flag` (-q or --quiet, as typed) is given,
-// are refused here, before anything runs.
-PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
-                                      const StandardStreams& streams,
-                                      const std::string& quiet_flag = "");
+// are refused here, before anything runs: a usage error, one line.
+Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
+    const std::vector<OutputRequest>& requests, const StandardStreams& streams,
+    const std::string& quiet_flag = "");
 
 // Writes all of `data` to `fd`, through EINTR and partial writes, waiting while the reader does
-// not read, until `deadline` or until `stop` says so. Returns "" or the error text.
-std::string write_all(int fd, const std::string& data,
-                      std::chrono::steady_clock::time_point deadline =
-                          std::chrono::steady_clock::now() + std::chrono::seconds(30),
-                      const std::function<bool()>& stop = nullptr);
+// not read, until `deadline` or until `stop` says so; where it cannot, why.
+Expected<void> write_all(int fd, const std::string& data,
+                         std::chrono::steady_clock::time_point deadline =
+                             std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                         const std::function<bool()>& stop = nullptr);
 
 // The temporary files that exist right now (an output being committed), removed by a signal
 // handler before the process ends. Async-signal-safe.

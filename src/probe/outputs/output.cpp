@@ -114,7 +114,6 @@ struct Resolved {
   std::string path;    // symbolic links followed
   bool exists = false;
   struct stat st {};
-  std::string error;  // refused: why
 };
 
 // The descriptor a path names without opening anything: /dev/stdout, /dev/stderr, /dev/stdin,
@@ -136,29 +135,26 @@ std::optional<int> descriptor_named(const std::string& path) {
   return std::nullopt;
 }
 
-Resolved resolve(std::string path) {
+// What `path` names, symbolic links followed, or why no report can be written there.
+Expected<Resolved> resolve(std::string path) {
   Resolved r;
   for (int hops = 0; hops < 40; ++hops) {
     if (const auto fd = descriptor_named(path)) {
+      if (*fd == 0) return Unexpected{"is standard input"};
       r.kind = Kind::standard_stream;
       r.fd_number = *fd;
-      if (*fd == 0) r.error = "is standard input";
       return r;
     }
     r.path = path;
     if (::lstat(path.c_str(), &r.st) != 0) {
       if (errno == ENOENT) return r;  // a new file (its directory is checked when it is opened)
-      r.error = error_string(errno);
-      return r;
+      return Unexpected{error_string(errno)};
     }
     r.exists = true;
     if (S_ISLNK(r.st.st_mode)) {
       std::array<char, PATH_MAX> target{};
       const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
-      if (n <= 0) {
-        r.error = "cannot read the symbolic link: " + error_string(errno);
-        return r;
-      }
+      if (n <= 0) return Unexpected{"cannot read the symbolic link: " + error_string(errno)};
       std::string next(target.data(), static_cast<std::size_t>(n));
       path = next.front() == '/' ? next : directory_of(path).append("/").append(next);
       r.exists = false;
@@ -169,17 +165,13 @@ Resolved resolve(std::string path) {
       r.kind = Kind::stream;
       return r;
     }
-    if (S_ISDIR(r.st.st_mode)) {
-      r.error = "is a directory";
-    } else if (S_ISBLK(r.st.st_mode)) {
-      r.error = "is a block device (a report is never written onto a disk)";
-    } else {
-      r.error = "is a socket or another special file";
+    if (S_ISDIR(r.st.st_mode)) return Unexpected{"is a directory"};
+    if (S_ISBLK(r.st.st_mode)) {
+      return Unexpected{"is a block device (a report is never written onto a disk)"};
     }
-    return r;
+    return Unexpected{"is a socket or another special file"};
   }
-  r.error = "too many levels of symbolic links";
-  return r;
+  return Unexpected{"too many levels of symbolic links"};
 }
 
 std::string random_name() {
@@ -300,9 +292,11 @@ Expected<void> check_descriptor(const Target& t, int number, const StandardStrea
 Expected<void> prepare_target(Target& t, const StandardStreams& streams,
                               const std::string& quiet_flag) {
   if (t.request.path.empty()) return Unexpected{t.request.flag + ": empty file name"};
-  const Resolved r = t.request.path == "-" ? Resolved{Kind::standard_stream, 1, "", false, {}, ""}
-                                           : resolve(t.request.path);
-  if (!r.error.empty()) return Unexpected{failure(t, r.error)};
+  const Expected<Resolved> resolved = t.request.path == "-"
+                                          ? Resolved{Kind::standard_stream, 1, "", false, {}}
+                                          : resolve(t.request.path);
+  if (!resolved) return Unexpected{failure(t, resolved.error())};
+  const Resolved& r = *resolved;
   t.kind = r.kind;
   struct stat st {};
   if (r.kind == Kind::standard_stream) {

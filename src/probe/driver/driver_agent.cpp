@@ -77,22 +77,27 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
   return answer;
 }
 
+// The snapshot `answer` carries; where it is garbage, none and the answer a crash.
+template <class Snapshot>
+Snapshot read_snapshot(AgentAnswer& answer, Expected<Snapshot> (*decode)(std::string_view),
+                       const char* query) {
+  if (answer.fault != QueryFault::none) return Snapshot{};
+  Expected<Snapshot> read = decode(answer.text);
+  if (read) return std::move(*read);
+  answer.fault = QueryFault::crashed;
+  answer.message =
+      fmt::format("the {} query answered garbage ({})", query, printable(read.error(), 120));
+  return Snapshot{};
+}
+
 class ContainedDriver final : public DriverApi {
  public:
   ContainedDriver(std::string self, DriverQueryLimit limit)
       : self_(std::move(self)), limit_(limit) {}
 
   NvmlSnapshot query_nvml() override {
-    NvmlSnapshot snapshot;
     AgentAnswer answer = ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", limit_);
-    if (answer.fault == QueryFault::none) {
-      if (Expected<NvmlSnapshot> read = decode_nvml_snapshot(answer.text)) {
-        snapshot = std::move(*read);
-      } else {
-        answer.fault = QueryFault::crashed;
-        answer.message = "the NVML query answered garbage (" + printable(read.error(), 120) + ")";
-      }
-    }
+    NvmlSnapshot snapshot = read_snapshot(answer, decode_nvml_snapshot, "NVML");
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
     trace("NVML answered (driver agent)");
@@ -100,17 +105,9 @@ class ContainedDriver final : public DriverApi {
   }
 
   CudaSnapshot query_cuda() override {
-    CudaSnapshot snapshot;
     AgentAnswer answer =
         ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit_);
-    if (answer.fault == QueryFault::none) {
-      if (Expected<CudaSnapshot> read = decode_cuda_snapshot(answer.text)) {
-        snapshot = std::move(*read);
-      } else {
-        answer.fault = QueryFault::crashed;
-        answer.message = "the CUDA query answered garbage (" + printable(read.error(), 120) + ")";
-      }
-    }
+    CudaSnapshot snapshot = read_snapshot(answer, decode_cuda_snapshot, "CUDA");
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
     if (snapshot.fault != QueryFault::none) snapshot.loaded = true;  // it was there to hang

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "precision_probe/expected.hpp"
 #include "precision_probe/versions.hpp"
 
 namespace precision_probe {
@@ -240,11 +241,7 @@ inline constexpr std::array<ModeAlias, 3> kModeAliases = {{
 std::string accepted_mode_keys();
 
 // Parses a --require list: comma separated keys, "fp8" standing for both fp8 keys, "amp" for both
-// AMP keys. Duplicates are dropped, order is kept. Returns an error message on bad input.
-struct ModeListParse {
-  std::vector<Mode> modes;
-  std::string error;  // empty on success
-};
-ModeListParse parse_mode_list(std::string_view text);
+// AMP keys. Duplicates are dropped, order is kept. On bad input, what is wrong.
+Expected<std::vector<Mode>> parse_mode_list(std::string_view text);
 
 }  // namespace precision_probe

@@ -1,7 +1,9 @@
 #pragma once
-// Work on several cores that never ends the program: a thread that cannot be started leaves its
-// work to this one, every thread is joined before anything is thrown, and an exception of any
-// (this thread's first) reaches the caller once all are done, not std::terminate.
+// The program's one way to run work on threads, which never ends the program: a thread that cannot
+// be started is an error the caller handles (its work runs on this thread instead, or the failure
+// becomes the run's data), every thread is joined before anything is thrown and at its owner's end
+// at the latest, and an exception of any (this thread's first) reaches the caller once all are
+// done, not std::terminate. No other part of the program makes a std::thread or std::async.
 
 #include <exception>
 #include <mutex>
@@ -9,6 +11,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "precision_probe/expected.hpp"
 
 namespace precision_probe {
 
@@ -19,16 +23,24 @@ class Threads {
   Threads& operator=(const Threads&) = delete;
   ~Threads() { join(); }
 
-  // Runs `work` on a new thread; false where none can be started (then `work` has not run).
+  // Runs `work` on a new thread; where none can be started, why (and `work` has not run).
   template <class Work>
-  bool start(Work&& work) {
+  Expected<void> start(Work&& work) {
     try {
       threads_.emplace_back(
           [this, work = std::forward<Work>(work)]() mutable { keep(other_error_, work); });
-      return true;
-    } catch (const std::system_error&) {
-      return false;
+      return {};
+    } catch (const std::system_error& e) {
+      return Unexpected{std::string("no thread could be started (") + e.what() + ")"};
     }
+  }
+  // Runs `work` on a new thread or, where none can be started, on this one at once (as
+  // run_instead): either way its exception comes from wait(). False where it ran here.
+  template <class Work>
+  bool start_or_run(Work&& work) {
+    if (start(work)) return true;
+    run_instead(work);
+    return false;
   }
   // Runs `work` on this thread, its exception kept as this thread's.
   template <class Work>
@@ -47,6 +59,14 @@ class Threads {
     if (here_error_) std::rethrow_exception(here_error_);
     if (other_error_) std::rethrow_exception(other_error_);
   }
+  // Waits for every thread, throwing nothing: what they threw is kept for wait(). For an owner's
+  // end, before what the threads use is gone.
+  void join() {
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    threads_.clear();
+  }
 
  private:
   template <class Work>
@@ -58,13 +78,6 @@ class Threads {
       if (!slot) slot = std::current_exception();
     }
   }
-  void join() {
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-    threads_.clear();
-  }
-
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::exception_ptr here_error_;
@@ -86,7 +99,7 @@ void run_on_threads(unsigned count, Work& work) {
 template <class Beside, class Here>
 void run_both(Beside&& beside, Here&& here) {
   Threads threads;
-  if (!threads.start([&beside] { beside(); })) threads.run_instead(beside);
+  threads.start_or_run([&beside] { beside(); });
   threads.run_here(here);
   threads.wait();
 }

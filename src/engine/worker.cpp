@@ -206,45 +206,27 @@ void load_torch(const WorkerArgs& args, Loaded& out, Torch::Binding binding) {
 }
 
 // The driver's start in two steps: cuInit (which loads the driver's own libraries), then the
-// GPU's primary context. Each records its error; the context is left unbound after a failure.
-std::unique_ptr<CudaDriver> init_driver(std::string& error) {
+// GPU's primary context, bound where the first step succeeded.
+Expected<std::unique_ptr<CudaDriver>> init_driver() {
   Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
   trace("cuInit done");
-  if (!driver) {
-    error = driver.error();
-    return nullptr;
-  }
-  return std::move(*driver);
+  return driver;
 }
 
-// The same two steps with cuInit apart from libcuda's dlopen: the library, then cuInit.
-std::unique_ptr<CudaDriver> load_driver_library(std::string& error) {
-  Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::load();
-  if (!driver) {
-    error = driver.error();
-    return nullptr;
-  }
-  return std::move(*driver);
-}
-
-bool start_driver_library(CudaDriver& driver, std::string& error) {
+// cuInit apart from libcuda's dlopen (CudaDriver::load).
+Expected<void> start_driver_library(CudaDriver& driver) {
   Expected<void> started = driver.init();
   trace("cuInit done");
-  if (!started) error = started.error();
-  return static_cast<bool>(started);
+  return started;
 }
 
-void bind_driver(std::unique_ptr<CudaDriver> driver, Loaded& out, std::string& error) {
-  if (!driver) return;
-  if (Expected<void> bound = driver->bind(0); !bound) {
-    error = bound.error();
-    return;
-  }
+Expected<void> bind_driver(Expected<std::unique_ptr<CudaDriver>> driver, Loaded& out) {
+  if (!driver) return Unexpected{driver.error()};
+  if (Expected<void> bound = (*driver)->bind(0); !bound) return bound;
   trace("primary context ready");
-  out.cuda = std::move(driver);
+  out.cuda = std::move(*driver);
+  return {};
 }
-
-void load_driver(Loaded& out, std::string& error) { bind_driver(init_driver(error), out, error); }
 
 // LibTorch loads, the driver starts and the host draws the inputs, at once or in the order
 // StartKnobs says: "init-first" runs cuInit before LibTorch's dlopen (which holds the loader's lock
@@ -254,47 +236,54 @@ void load_driver(Loaded& out, std::string& error) { bind_driver(init_driver(erro
 Loaded load_and_prepare(const WorkerArgs& args, const WorkerPlan& plan, Prepared& prepared,
                         const StartKnobs& knobs) {
   Loaded loaded;
-  std::string driver_error;
+  Expected<void> driver_started;  // where the driver's start failed
   const bool gpu = args.kind == DeviceKind::cuda && plan.collective_ranks == 0;
   const std::string& order = knobs.order;
   auto start_torch = [&] { load_torch(args, loaded, knobs.binding); };
   auto start_driver = [&] {
-    if (gpu) load_driver(loaded, driver_error);
+    if (gpu) driver_started = bind_driver(init_driver(), loaded);
   };
-  std::unique_ptr<CudaDriver> initialised;  // init-first: cuInit done, the context to come
-  auto bind = [&] { bind_driver(std::move(initialised), loaded, driver_error); };
+  // init-first and cuinit-beside: the driver's first step here, the context to come.
+  Expected<std::unique_ptr<CudaDriver>> initialised = Unexpected{"the driver was not started"};
+  auto bind = [&] {
+    if (gpu) driver_started = bind_driver(std::move(initialised), loaded);
+  };
   Threads threads;
   if (order == "init-first") {
-    if (gpu) initialised = init_driver(driver_error);
-    if (!threads.start(start_torch)) threads.run_instead(start_torch);
-    if (!threads.start(bind)) threads.run_instead(bind);
+    if (gpu) initialised = init_driver();
+    threads.start_or_run(start_torch);
+    threads.start_or_run(bind);
   } else if (order == "cuinit-beside") {
     // libcuda's dlopen first (the loader's lock); cuInit and the context beside LibTorch's.
-    if (gpu) initialised = load_driver_library(driver_error);
+    if (gpu) initialised = CudaDriver::load();
     auto init_and_bind = [&] {
-      if (initialised && start_driver_library(*initialised, driver_error)) bind();
+      if (!gpu) return;
+      if (initialised) {
+        if (Expected<void> started = start_driver_library(**initialised); !started) {
+          initialised = Unexpected{started.error()};
+        }
+      }
+      bind();
     };
-    if (!threads.start(start_torch)) threads.run_instead(start_torch);
-    if (!threads.start(init_and_bind)) threads.run_instead(init_and_bind);
+    threads.start_or_run(start_torch);
+    threads.start_or_run(init_and_bind);
   } else if (order == "driver-first") {
     start_driver();
-    if (!threads.start(start_torch)) threads.run_instead(start_torch);
+    threads.start_or_run(start_torch);
   } else if (order == "libtorch-first") {
-    if (!threads.start([&] {
-          start_torch();
-          start_driver();
-        })) {
-      threads.run_instead(start_torch);
-    }
+    threads.start_or_run([&] {
+      start_torch();
+      start_driver();
+    });
   } else {
-    if (!threads.start(start_torch)) threads.run_instead(start_torch);
-    if (!threads.start(start_driver)) threads.run_instead(start_driver);
+    threads.start_or_run(start_torch);
+    threads.start_or_run(start_driver);
   }
   prepared.smoke = prepare_smoke(plan.smoke, gpu, plan.seed, host_threads());
   if (!plan.amp.empty()) prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
   trace("inputs and references prepared");
   threads.wait();
-  if (loaded.error.empty() && gpu && !loaded.cuda) loaded.error = driver_error;
+  if (loaded.error.empty() && !driver_started) loaded.error = driver_started.error();
   return loaded;
 }
 

@@ -85,9 +85,9 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
         exit_code::kUsage, message,
         probe_error_document(FailureKind::usage, exit_code::kUsage, message, deps.system));
   };
-  PreparedOutputsResult prepared =
+  Expected<std::unique_ptr<PreparedOutputs>> prepared =
       prepare_outputs(t.requests, deps.streams, o.quiet ? o.quiet_flag : "");
-  if (!prepared.error.empty()) return usage(prepared.error);
+  if (!prepared) return usage(prepared.error());
 
   // The run's one clock: the image's reading, the workers and the delivery end by it.
   const RunClock clock = RunClock::start(o);
@@ -117,7 +117,7 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   delivery.what = "the report";
   delivery.stdout_shows_verdict = t.main_on_stdout && o.format == Format::text;
   const Delivered d =
-      deliver(*prepared.outputs, delivery, {report.exit_code, report.exit_reason}, console);
+      deliver(**prepared, delivery, {report.exit_code, report.exit_reason}, console);
   if (d.problem.empty() || d.stdout_failed) return d.verdict.code;
   // Stdout, where it still works, carries the report with the verdict of its delivery.
   report.error = RunFailure{FailureKind::output, d.problem};
@@ -139,11 +139,11 @@ int run_summarize_command(const SummarizeOptions& s, const AppDeps& deps, const 
   } else if (!s.quiet) {
     requests.push_back({"-", "the summary on stdout"});
   }
-  PreparedOutputsResult prepared =
+  Expected<std::unique_ptr<PreparedOutputs>> prepared =
       prepare_outputs(requests, deps.streams, s.quiet ? s.quiet_flag : "");
-  if (!prepared.error.empty()) {
-    return console.fail(exit_code::kUsage, prepared.error,
-                        summary_error_document("usage", exit_code::kUsage, prepared.error));
+  if (!prepared) {
+    return console.fail(exit_code::kUsage, prepared.error(),
+                        summary_error_document("usage", exit_code::kUsage, prepared.error()));
   }
   Summarized made = summarize_reports(s, deps.streams);
   if (made.failure) {
@@ -155,8 +155,8 @@ int run_summarize_command(const SummarizeOptions& s, const AppDeps& deps, const 
   delivery.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   delivery.what = "the summary";
   delivery.stdout_shows_verdict = !requests.empty() && s.output.empty() && s.format == Format::text;
-  const Delivered d = deliver(*prepared.outputs, delivery,
-                              {made.summary.exit_code, made.summary.exit_reason}, console);
+  const Delivered d =
+      deliver(**prepared, delivery, {made.summary.exit_code, made.summary.exit_reason}, console);
   // A summary that went nowhere: where JSON was asked for, stdout says so.
   if (!d.problem.empty() && !d.stdout_failed && console.json()) {
     const bool interrupted = d.verdict.code == exit_code::kTimedOut;

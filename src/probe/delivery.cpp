@@ -30,8 +30,8 @@ int Console::print(const std::string& text) const {
     say(kErrorPrefix + "stdout is closed: nowhere to print the text asked for");
     return exit_code::kUsage;
   }
-  if (const std::string problem = write_all(streams_.out_fd, text); !problem.empty()) {
-    say(kErrorPrefix + "cannot write to stdout: " + problem);
+  if (const Expected<void> written = write_all(streams_.out_fd, text); !written) {
+    say(kErrorPrefix + "cannot write to stdout: " + written.error());
     return exit_code::kOutputFailed;
   }
   return exit_code::kOk;
@@ -50,15 +50,16 @@ Delivered deliver(PreparedOutputs& outputs, const Delivery& delivery, Verdict ve
   const auto interrupted_now = [interrupted_before] {
     return !interrupted_before && interrupt_requested();
   };
-  d.problem =
+  const Expected<void> delivered =
       outputs.deliver(delivery.contents, delivery.deadline, d.stdout_failed, interrupted_now);
-  if (d.problem.empty()) {
+  if (delivered) {
     if (verdict.code != exit_code::kOk && !delivery.stdout_shows_verdict) {
       console.say(fmt::format("precision-probe: exit {}: {}", verdict.code, verdict.reason));
     }
     d.verdict = std::move(verdict);
     return d;
   }
+  d.problem = delivered.error();
   const std::string failed = delivery.what + " could not be delivered: " + d.problem;
   if (interrupted_now()) {
     verdict = {exit_code::kTimedOut, fmt::format("interrupted by {} while {} was being delivered",

@@ -92,23 +92,15 @@ std::string accepted_mode_keys() {
   return join(keys, ", ");
 }
 
-ModeListParse parse_mode_list(std::string_view text) {
-  ModeListParse result;
-  auto add = [&result](Mode mode) {
-    if (std::find(result.modes.begin(), result.modes.end(), mode) == result.modes.end()) {
-      result.modes.push_back(mode);
-    }
+Expected<std::vector<Mode>> parse_mode_list(std::string_view text) {
+  std::vector<Mode> modes;
+  auto add = [&modes](Mode mode) {
+    if (std::find(modes.begin(), modes.end(), mode) == modes.end()) modes.push_back(mode);
   };
-  if (trim(text).empty()) {
-    result.error = "empty mode list";
-    return result;
-  }
+  if (trim(text).empty()) return Unexpected{"empty mode list"};
   for (const std::string& raw : split(text, ',')) {
     const std::string key = to_lower(trim(raw));
-    if (key.empty()) {
-      result.error = "empty entry in mode list '" + printable(text) + "'";
-      return result;
-    }
+    if (key.empty()) return Unexpected{"empty entry in mode list '" + printable(text) + "'"};
     const auto alias = std::find_if(kModeAliases.begin(), kModeAliases.end(),
                                     [&key](const ModeAlias& a) { return a.key == key; });
     if (alias != kModeAliases.end()) {
@@ -116,11 +108,11 @@ ModeListParse parse_mode_list(std::string_view text) {
     } else if (auto mode = parse_mode(key)) {
       add(*mode);
     } else {
-      result.error = "unknown mode '" + printable(raw) + "' (known: " + accepted_mode_keys() + ")";
-      return result;
+      return Unexpected{"unknown mode '" + printable(raw) + "' (known: " + accepted_mode_keys() +
+                        ")"};
     }
   }
-  return result;
+  return modes;
 }
 
 std::string_view to_string(Hardware hardware) {

@@ -166,12 +166,11 @@ TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {
 
 TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   pp::ChildProcess child;
-  std::string error;
   auto env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
   env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
-  ASSERT_TRUE(child.start({PP_BINARY, "--quick", "--format", "json"},
-                          pp::testing::probe_environment(env), "", error))
-      << error;
+  const auto started = child.start({PP_BINARY, "--quick", "--format", "json"},
+                                   pp::testing::probe_environment(env), "");
+  ASSERT_TRUE(started) << started.error();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(child.pid(), SIGTERM), 0);
@@ -271,14 +270,13 @@ TEST(Workers, NoWorkerOutlivesAProbeEndedBySighupOrSigquit) {
   for (int sig : {SIGHUP, SIGQUIT}) {
     const std::string pids = pp::testing::make_temp_dir() + "/pids";
     pp::ChildProcess child;
-    std::string error;
-    ASSERT_TRUE(child.start(
-        {PP_BINARY, "--device", "cpu", "-q"},
-        pp::testing::probe_environment({"PRECISION_PROBE_LIBCUDA=nope.so",
-                                        "PRECISION_PROBE_LIBNVML=nope.so", "FAKE_ENGINE=hang",
-                                        "FAKE_ENGINE_PIDS=" + pids}),
-        "", error))
-        << error;
+    const auto started =
+        child.start({PP_BINARY, "--device", "cpu", "-q"},
+                    pp::testing::probe_environment(
+                        {"PRECISION_PROBE_LIBCUDA=nope.so", "PRECISION_PROBE_LIBNVML=nope.so",
+                         "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
+                    "");
+    ASSERT_TRUE(started) << started.error();
     for (int i = 0; i < 100 && pids_in(pids).empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

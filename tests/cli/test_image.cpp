@@ -341,10 +341,9 @@ TEST(Image, ASignalWhileTheImageIsReadIsExit5) {
   const std::string dir = ppt::make_temp_dir();
   install_fake_python(dir + "/bin", "hang");
   precision_probe::ChildProcess probe;
-  std::string error;
-  ASSERT_TRUE(probe.start({PP_BINARY, "--quick", "--format", "json"},
-                          ppt::probe_environment(python_env(dir + "/bin", dir)), "", error))
-      << error;
+  const auto started = probe.start({PP_BINARY, "--quick", "--format", "json"},
+                                   ppt::probe_environment(python_env(dir + "/bin", dir)), "");
+  ASSERT_TRUE(started) << started.error();
   const pid_t python = wait_until_started(dir + "/bin");
   ASSERT_GT(python, 0) << "the python3 was never asked";
   ASSERT_EQ(::kill(probe.pid(), SIGTERM), 0);

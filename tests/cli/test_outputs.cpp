@@ -182,14 +182,13 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
     std::ofstream(dir + "/r.json") << "old";
     const std::string pids = pp::testing::make_temp_dir() + "/pids";
     pp::ChildProcess child;
-    std::string error;
-    ASSERT_TRUE(child.start(
+    const auto started = child.start(
         {PP_BINARY, "--device", "cpu", "--json", dir + "/r.json", "-q"},
         pp::testing::probe_environment({"PRECISION_PROBE_LIBCUDA=libcuda-no.so.1",
                                         "PRECISION_PROBE_LIBNVML=libnvml-no.so.1",
                                         "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
-        "", error))
-        << error;
+        "");
+    ASSERT_TRUE(started) << started.error();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
     const int status = child.wait();

@@ -34,12 +34,11 @@ TEST(Reliability, AHungCheckIsStoppedByThePerCheckWatchdog) {
 
 TEST(Reliability, SigtermEndsTheRunWithAValidPartialReport) {
   pp::ChildProcess child;
-  std::string error;
   const std::vector<std::string> env = pp::testing::probe_environment(
       {"PRECISION_PROBE_LIBCUDA=libcuda-missing.so.1",
        "PRECISION_PROBE_LIBNVML=libnvidia-ml-missing.so.1", "FAKE_ENGINE=hang"});
-  ASSERT_TRUE(child.start({PP_BINARY, "--device", "cpu", "--format", "json"}, env, "", error))
-      << error;
+  const auto started = child.start({PP_BINARY, "--device", "cpu", "--format", "json"}, env, "");
+  ASSERT_TRUE(started) << started.error();
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   ASSERT_EQ(::kill(child.pid(), SIGTERM), 0);
   std::string out;

@@ -33,7 +33,7 @@ const Release* release() {
   return given.get();
 }
 
-const engine::Torch* cpu_torch(std::string& why) {
+Expected<const engine::Torch*> cpu_torch() {
   static std::once_flag once;
   static std::unique_ptr<engine::Torch> torch;
   static std::string error;
@@ -51,8 +51,8 @@ const engine::Torch* cpu_torch(std::string& why) {
     }
     torch = std::move(*loaded);
   });
-  why = error;
-  return torch.get();
+  if (!torch) return Unexpected{error};
+  return static_cast<const engine::Torch*>(torch.get());
 }
 
 engine::Target cpu_target(const engine::Torch& torch) {

@@ -23,8 +23,8 @@ struct Release {
 const Release* release();
 
 // The release's libtorch_cpu.so, loaded once for the process (its stderr captured, as the worker
-// does); nullptr where it cannot be, with the reason in `why`.
-const engine::Torch* cpu_torch(std::string& why);
+// does), or why it cannot be.
+Expected<const engine::Torch*> cpu_torch();
 
 // A target on the CPU of the loaded release.
 engine::Target cpu_target(const engine::Torch& torch);
@@ -32,7 +32,7 @@ engine::Target cpu_target(const engine::Torch& torch);
 }  // namespace precision_probe::testing
 
 // Skips (saying why) unless a release is given and its libtorch_cpu.so loads.
-#define PP_REQUIRE_CPU_TORCH(torch)                                                               \
-  std::string pp_why_;                                                                            \
-  const ::precision_probe::engine::Torch* torch = ::precision_probe::testing::cpu_torch(pp_why_); \
-  if (torch == nullptr) GTEST_SKIP() << pp_why_
+#define PP_REQUIRE_CPU_TORCH(torch)                                \
+  const auto pp_loaded_ = ::precision_probe::testing::cpu_torch(); \
+  if (!pp_loaded_) GTEST_SKIP() << pp_loaded_.error();             \
+  const ::precision_probe::engine::Torch* torch = *pp_loaded_

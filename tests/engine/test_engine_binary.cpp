@@ -275,15 +275,14 @@ TEST(EngineBinary, AWorkerDoesNotOutliveAProbeKilledWithSigkill) {
   // A long CPU benchmark keeps the real worker busy; the probe is then killed outright, and the
   // worker must go with it (PR_SET_PDEATHSIG), not compute on.
   pp::ChildProcess probe;
-  std::string error;
-  ASSERT_TRUE(probe.start(
+  const auto started = probe.start(
       {PP_BINARY, "--device", "cpu", "--bench", "--bench-size", "8192", "--no-amp", "-q"},
       pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
                             "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
                             "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
                             "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"}),
-      "", error))
-      << error;
+      "");
+  ASSERT_TRUE(started) << started.error();
   std::vector<int> workers;
   for (int i = 0; i < 200 && workers.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -307,7 +306,7 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   const nlohmann::json c = nlohmann::json::parse(clean.out);
   const nlohmann::json& fp32 = c.at("devices").back().at("soak").at("modes").at("fp32");
   EXPECT_TRUE(fp32.at("ok").get<bool>());
-  EXPECT_GT(fp32.at("iterations").get<int>(), 20);
+  EXPECT_GT(fp32.at("iterations").get<int>(), 5);  // a second of a 2-core machine under load
   EXPECT_EQ(fp32.at("mismatches"), 0);
   EXPECT_GE(fp32.at("full_compares").get<int>(), 1);
   EXPECT_EQ(fp32.at("golden_checksum").get<std::string>().size(), 16U);
@@ -315,13 +314,13 @@ TEST(EngineBinary, TheSoakComparesEveryResultAndCatchesAnInjectedFault) {
   EXPECT_EQ(c.at("stack").at("abi_version"), pp::testing::release()->version);
 
   const pp::ProcessOutput hit =
-      probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:20:cpu");
+      probe_on_the_cpu({"--soak", "1", "--soak-modes", "fp32"}, "fp32:5:cpu");
   ASSERT_EQ(hit.exit_code, 4) << hit.err << hit.out;
   const nlohmann::json h = nlohmann::json::parse(hit.out);
   const nlohmann::json& cpu = h.at("devices").back();
   const nlohmann::json& o = cpu.at("soak").at("modes").at("fp32");
   EXPECT_EQ(o.at("mismatches"), 1);
-  EXPECT_EQ(o.at("first_mismatch").at("iteration"), 20);
+  EXPECT_EQ(o.at("first_mismatch").at("iteration"), 5);
   EXPECT_EQ(o.at("first_mismatch").at("elements"), 1);
   EXPECT_TRUE(o.at("injected").get<bool>());
   EXPECT_EQ(cpu.at("precisions").at("fp32").at("status"), "failed");
@@ -374,11 +373,10 @@ TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
                                     "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
     if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
     pp::ChildProcess probe;
-    std::string error;
-    ASSERT_TRUE(probe.start({PP_BINARY, "--device", "cpu", "--no-amp", "--soak", "30",
-                             "--soak-modes", "fp32", "--format", "json"},
-                            pp::environment_with(env), "", error))
-        << error;
+    const auto started = probe.start({PP_BINARY, "--device", "cpu", "--no-amp", "--soak", "30",
+                                      "--soak-modes", "fp32", "--format", "json"},
+                                     pp::environment_with(env), "");
+    ASSERT_TRUE(started) << started.error();
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));
     ::kill(probe.pid(), SIGINT);
     std::string out;

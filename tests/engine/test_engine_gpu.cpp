@@ -30,7 +30,7 @@ struct Gpu {
   std::optional<pp::ComputeCapability> cc;
 };
 
-const Gpu* gpu(std::string& why) {
+pp::Expected<const Gpu*> gpu() {
   static std::once_flag once;
   static std::unique_ptr<Gpu> loaded;
   static std::string error;
@@ -66,14 +66,14 @@ const Gpu* gpu(std::string& why) {
     g->cc = g->cuda->capability();
     loaded = std::move(g);
   });
-  why = error;
-  return loaded.get();
+  if (!loaded) return pp::Unexpected{error};
+  return static_cast<const Gpu*>(loaded.get());
 }
 
-#define PP_REQUIRE_GPU(g)      \
-  std::string pp_why_;         \
-  const Gpu* g = gpu(pp_why_); \
-  if (g == nullptr) GTEST_SKIP() << pp_why_
+#define PP_REQUIRE_GPU(g)                              \
+  const pp::Expected<const Gpu*> pp_loaded_ = gpu();   \
+  if (!pp_loaded_) GTEST_SKIP() << pp_loaded_.error(); \
+  const Gpu* g = *pp_loaded_
 
 pp::SmokeOutcome smoke(const eng::Target& target, Mode mode) {
   const std::vector<eng::PreparedSmoke> prepared = eng::prepare_smoke({mode}, true, 11, 4);

@@ -1,5 +1,7 @@
 #include "binary.hpp"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -124,6 +126,38 @@ std::vector<std::string> pids_in(const std::string& file) {
     if (!line.empty()) pids.push_back(line);
   }
   return pids;
+}
+
+Expected<std::string> without_threads(const std::function<std::string()>& work) {
+  int fds[2];
+  if (::pipe(fds) != 0) return Unexpected{"pipe failed"};
+  const pid_t child = ::fork();
+  if (child < 0) return Unexpected{"fork failed"};
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(10);
+    const struct rlimit one { 1, 1 };
+    if (::setrlimit(RLIMIT_NPROC, &one) != 0) ::_exit(11);
+    if (::fork() != -1) ::_exit(12);  // it must fail now, or the test shows nothing
+    const std::string got = work();
+    const bool written =
+        ::write(fds[1], got.data(), got.size()) == static_cast<ssize_t>(got.size());
+    ::_exit(written ? 0 : 13);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;) got.append(chunk, n);
+  ::close(fds[0]);
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child) return Unexpected{"waitpid failed"};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return got;
+  const char* why = !WIFEXITED(status)          ? "the child was killed"
+                    : WEXITSTATUS(status) == 10 ? "root's child could not become nobody"
+                    : WEXITSTATUS(status) == 11 ? "RLIMIT_NPROC could not be set"
+                    : WEXITSTATUS(status) == 12 ? "the child could still start a process"
+                                                : "the child did not write its answer";
+  return Unexpected{why};
 }
 
 std::string make_temp_dir() {

@@ -1,9 +1,11 @@
 #pragma once
 // Running the built precision-probe binary from tests.
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "precision_probe/expected.hpp"
 #include "probe/platform/process.hpp"
 
 namespace precision_probe::testing {
@@ -48,6 +50,12 @@ bool gone_soon(const std::string& pid);
 
 // The process ids a fake engine wrote to FAKE_ENGINE_PIDS, one a line.
 std::vector<std::string> pids_in(const std::string& file);
+
+// What `work` returns when it runs in a forked child that can start no thread (nor process): the
+// child's RLIMIT_NPROC is 1, and root's child becomes nobody first (root's limit is not enforced),
+// so what it reads must be readable by all. Where the child could still start one, or did not
+// end well, why.
+Expected<std::string> without_threads(const std::function<std::string()>& work);
 
 // A fresh empty directory under the system's temp dir, removed with what is in it when the test
 // program exits.

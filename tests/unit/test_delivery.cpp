@@ -17,10 +17,11 @@ namespace {
 class Outputs final : public pp::PreparedOutputs {
  public:
   Outputs(std::string problem, bool on_stdout) : problem_(std::move(problem)), stdout_(on_stdout) {}
-  std::string deliver(const std::vector<std::string>&, std::chrono::steady_clock::time_point,
-                      bool& stdout_failed, const std::function<bool()>&) override {
+  pp::Expected<void> deliver(const std::vector<std::string>&, std::chrono::steady_clock::time_point,
+                             bool& stdout_failed, const std::function<bool()>&) override {
     stdout_failed = !problem_.empty() && stdout_;
-    return problem_;
+    if (problem_.empty()) return {};
+    return pp::Unexpected{problem_};
   }
 
  private:

@@ -133,11 +133,12 @@ TEST(DriverWire, SnapshotsReadBackAsWritten) {
   const std::string nvml = pp::encode_nvml_snapshot(d.nvml);
   const std::string cuda = pp::encode_cuda_snapshot(d.cuda);
   EXPECT_NE(nvml.find(R"("cc":"9.0")"), std::string::npos) << nvml;
-  pp::NvmlSnapshot nvml_back;
-  pp::CudaSnapshot cuda_back;
-  std::string error;
-  ASSERT_TRUE(pp::decode_nvml_snapshot(nvml, nvml_back, error)) << error;
-  ASSERT_TRUE(pp::decode_cuda_snapshot(cuda, cuda_back, error)) << error;
+  const pp::Expected<pp::NvmlSnapshot> nvml_read = pp::decode_nvml_snapshot(nvml);
+  const pp::Expected<pp::CudaSnapshot> cuda_read = pp::decode_cuda_snapshot(cuda);
+  ASSERT_TRUE(nvml_read) << nvml_read.error();
+  ASSERT_TRUE(cuda_read) << cuda_read.error();
+  const pp::NvmlSnapshot& nvml_back = *nvml_read;
+  const pp::CudaSnapshot& cuda_back = *cuda_read;
   EXPECT_EQ(pp::encode_nvml_snapshot(nvml_back), nvml);
   EXPECT_EQ(pp::encode_cuda_snapshot(cuda_back), cuda);
   ASSERT_EQ(nvml_back.devices.size(), 2U);
@@ -145,11 +146,13 @@ TEST(DriverWire, SnapshotsReadBackAsWritten) {
   EXPECT_EQ(nvml_back.devices[0].processes.at(0).name, "python3");
   EXPECT_EQ(cuda_back.peers.size(), 1U);
   // Cut short, a field missing, a value of the wrong type: refused, saying what.
-  EXPECT_FALSE(pp::decode_nvml_snapshot(nvml.substr(0, nvml.size() / 2), nvml_back, error));
-  EXPECT_NE(error.find("at byte"), std::string::npos) << error;
-  EXPECT_FALSE(pp::decode_cuda_snapshot(R"({"loaded":true})", cuda_back, error));
-  EXPECT_EQ(error, "no \"devices\"");
-  EXPECT_FALSE(pp::decode_cuda_snapshot(R"({"loaded":true,"devices":[{"cc":{"major":9}}]})",
-                                        cuda_back, error));
-  EXPECT_EQ(error, "devices[0].cc: expected a compute capability such as \"9.0\"");
+  const auto cut = pp::decode_nvml_snapshot(nvml.substr(0, nvml.size() / 2));
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().find("at byte"), std::string::npos) << cut.error();
+  const auto no_devices = pp::decode_cuda_snapshot(R"({"loaded":true})");
+  ASSERT_FALSE(no_devices);
+  EXPECT_EQ(no_devices.error(), "no \"devices\"");
+  const auto wrong = pp::decode_cuda_snapshot(R"({"loaded":true,"devices":[{"cc":{"major":9}}]})");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error(), "devices[0].cc: expected a compute capability such as \"9.0\"");
 }

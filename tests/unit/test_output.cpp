@@ -48,15 +48,23 @@ std::chrono::steady_clock::time_point soon() {
   return std::chrono::steady_clock::now() + std::chrono::seconds(10);
 }
 
+// What prepare_outputs refuses, the line a user would see; "" where it accepts.
+std::string refusal(const std::vector<pp::OutputRequest>& requests,
+                    const pp::StandardStreams& streams = {}, const std::string& quiet_flag = "") {
+  const auto prepared = pp::prepare_outputs(requests, streams, quiet_flag);
+  return prepared ? "" : prepared.error();
+}
+
 // Prepares and delivers `contents` to `paths` (flag "--json" for each); "" or the error.
 std::string deliver(const std::vector<std::string>& paths, const std::vector<std::string>& contents,
                     pp::StandardStreams streams = {}) {
   std::vector<pp::OutputRequest> requests;
   for (const std::string& p : paths) requests.push_back({p, "--json"});
   auto prepared = pp::prepare_outputs(requests, streams);
-  if (!prepared.error.empty()) return "prepare: " + prepared.error;
+  if (!prepared) return "prepare: " + prepared.error();
   bool stdout_failed = false;
-  return prepared.outputs->deliver(contents, soon(), stdout_failed);
+  const pp::Expected<void> delivered = (*prepared)->deliver(contents, soon(), stdout_failed);
+  return delivered ? "" : delivered.error();
 }
 
 // Runs `body` in a child process; its exit status 0 is success. For what changes the process
@@ -173,26 +181,24 @@ TEST(Output, TargetsThatCannotTakeAReportAreRefusedBeforeTheRun) {
       {"", "empty file name"},
   };
   for (const auto& [path, expected] : cases) {
-    const auto prepared = pp::prepare_outputs({{path, "-o"}}, {});
-    EXPECT_NE(prepared.error.find(expected), std::string::npos) << path << ": " << prepared.error;
-    EXPECT_EQ(prepared.error.find('\n'), std::string::npos);
+    const std::string error = refusal({{path, "-o"}});
+    EXPECT_NE(error.find(expected), std::string::npos) << path << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos);
   }
   if (can_make_device_nodes(dir)) {
     // A character device with no driver behind it: its open fails (ENXIO), and says so.
     ASSERT_EQ(::mknod((dir + "/nodriver").c_str(), S_IFCHR | 0600, makedev(240, 7)), 0);
-    const std::string no_driver = pp::prepare_outputs({{dir + "/nodriver", "-o"}}, {}).error;
+    const std::string no_driver = refusal({{dir + "/nodriver", "-o"}});
     EXPECT_NE(no_driver.find("No such device"), std::string::npos) << no_driver;
     EXPECT_EQ(no_driver.find("FIFO"), std::string::npos) << no_driver;
     ASSERT_EQ(::mknod((dir + "/disk").c_str(), S_IFBLK | 0600, makedev(7, 0)), 0);
-    EXPECT_NE(pp::prepare_outputs({{dir + "/disk", "-o"}}, {}).error.find("block device"),
-              std::string::npos);
+    EXPECT_NE(refusal({{dir + "/disk", "-o"}}).find("block device"), std::string::npos);
   }
   // A closed stdout is no place for a report.
   pp::StandardStreams closed;
   closed.out_closed = true;
-  EXPECT_NE(
-      pp::prepare_outputs({{"-", "the report on stdout"}}, closed).error.find("stdout is closed"),
-      std::string::npos);
+  EXPECT_NE(refusal({{"-", "the report on stdout"}}, closed).find("stdout is closed"),
+            std::string::npos);
 }
 
 TEST(Output, OneFileNamedTwiceIsAUsageError) {
@@ -207,13 +213,12 @@ TEST(Output, OneFileNamedTwiceIsAUsageError) {
       {dir + "/new.json", dir + "/sub/../new.json"},  // a file that does not exist yet
   };
   for (const auto& [a, b] : spellings) {
-    const auto prepared = pp::prepare_outputs({{a, "-o"}, {b, "--json"}}, {});
-    EXPECT_NE(prepared.error.find("-o and --json name the same file"), std::string::npos)
-        << a << " / " << b << ": " << prepared.error;
+    const std::string error = refusal({{a, "-o"}, {b, "--json"}});
+    EXPECT_NE(error.find("-o and --json name the same file"), std::string::npos)
+        << a << " / " << b << ": " << error;
   }
   EXPECT_EQ(read_all(dir + "/r.json"), "old");
-  EXPECT_EQ(pp::prepare_outputs({{dir + "/a.json", "-o"}, {dir + "/b.json", "--json"}}, {}).error,
-            "");
+  EXPECT_EQ(refusal({{dir + "/a.json", "-o"}, {dir + "/b.json", "--json"}}), "");
 }
 
 TEST(Output, AFailedWriteLeavesEveryFileAsItWasAndNoTemporary) {
@@ -270,8 +275,8 @@ TEST(Output, StandardStreamsAreWrittenThrough) {
   EXPECT_EQ(std::string(buffer), "through stdout");
   ::close(fds[0]);
   // Stdout twice (the report on stdout and --json -): one stream, one report.
-  const auto twice = pp::prepare_outputs({{"-", "the report on stdout"}, {"-", "--json"}}, {});
-  EXPECT_NE(twice.error.find("name the same file"), std::string::npos) << twice.error;
+  const std::string twice = refusal({{"-", "the report on stdout"}, {"-", "--json"}});
+  EXPECT_NE(twice.find("name the same file"), std::string::npos) << twice;
 }
 
 TEST(Output, AClosedPipeIsAnErrorNotASignal) {
@@ -282,12 +287,13 @@ TEST(Output, AClosedPipeIsAnErrorNotASignal) {
   pp::StandardStreams streams;
   streams.out_fd = fds[1];
   auto prepared = pp::prepare_outputs({{"-", "the report on stdout"}}, streams);
-  ASSERT_EQ(prepared.error, "");
+  ASSERT_TRUE(prepared) << prepared.error();
   bool stdout_failed = false;
-  const std::string error = prepared.outputs->deliver({"report"}, soon(), stdout_failed);
+  const pp::Expected<void> delivered = (*prepared)->deliver({"report"}, soon(), stdout_failed);
   ::signal(SIGPIPE, previous);
   ::close(fds[1]);
-  EXPECT_NE(error.find("Broken pipe"), std::string::npos) << error;
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().find("Broken pipe"), std::string::npos) << delivered.error();
   EXPECT_TRUE(stdout_failed);
 }
 
@@ -301,7 +307,7 @@ TEST(Output, OnlyDescriptorsTheProbeWasGivenCanBeNamed) {
   pp::StandardStreams streams;
   streams.inherited = {0, 1, 2, read_only, directory, fds[1]};
   auto error_for = [&streams](int fd) {
-    return pp::prepare_outputs({{"/dev/fd/" + std::to_string(fd), "--json"}}, streams).error;
+    return refusal({{"/dev/fd/" + std::to_string(fd), "--json"}}, streams);
   };
   EXPECT_NE(error_for(read_only).find("is not open for writing"), std::string::npos);
   EXPECT_NE(error_for(directory).find("is a directory"), std::string::npos);
@@ -314,11 +320,11 @@ TEST(Output, OnlyDescriptorsTheProbeWasGivenCanBeNamed) {
 
 TEST(Output, QuietRefusesEverySpellingOfStdout) {
   for (const char* path : {"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
-    const auto prepared = pp::prepare_outputs({{path, "--json"}}, {}, "--quiet");
-    EXPECT_NE(prepared.error.find("--quiet keeps stdout silent, but --json"), std::string::npos)
-        << path << ": " << prepared.error;
+    const std::string error = refusal({{path, "--json"}}, {}, "--quiet");
+    EXPECT_NE(error.find("--quiet keeps stdout silent, but --json"), std::string::npos)
+        << path << ": " << error;
   }
-  EXPECT_EQ(pp::prepare_outputs({{"/dev/stderr", "--json"}}, {}, "-q").error, "");
+  EXPECT_EQ(refusal({{"/dev/stderr", "--json"}}, {}, "-q"), "");
 }
 
 TEST(Output, StdoutAndStderrOnOnePipeAreNotOneFileNamedTwice) {
@@ -327,9 +333,7 @@ TEST(Output, StdoutAndStderrOnOnePipeAreNotOneFileNamedTwice) {
   pp::StandardStreams streams;
   streams.out_fd = fds[1];
   streams.err_fd = fds[1];
-  EXPECT_EQ(pp::prepare_outputs({{"-", "the report on stdout"}, {"/dev/stderr", "--json"}}, streams)
-                .error,
-            "");
+  EXPECT_EQ(refusal({{"-", "the report on stdout"}, {"/dev/stderr", "--json"}}, streams), "");
   ::close(fds[0]);
   ::close(fds[1]);
 }
@@ -338,7 +342,7 @@ TEST(Output, AtMostThirtyTwoOutputs) {
   const std::string dir = pp::testing::make_temp_dir();
   std::vector<pp::OutputRequest> many;
   for (int i = 0; i < 33; ++i) many.push_back({dir + "/r" + std::to_string(i), "--output-as"});
-  EXPECT_NE(pp::prepare_outputs(many, {}).error.find("at most 32"), std::string::npos);
+  EXPECT_NE(refusal(many).find("at most 32"), std::string::npos);
   many.pop_back();
-  EXPECT_EQ(pp::prepare_outputs(many, {}).error, "");
+  EXPECT_EQ(refusal(many), "");
 }

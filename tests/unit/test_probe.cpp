@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "binary.hpp"
 #include "fakes.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/run/probe.hpp"
@@ -56,6 +57,20 @@ std::vector<pp::WorkerPlan> main_plans(const FakeEngine& engine) {
     if (!plan.tf32_process) plans.push_back(plan);
   }
   return plans;
+}
+
+// What a run concluded, without its timings: each device's statuses and reasons, the diagnostics
+// and the exit code.
+std::string conclusions(const pp::Report& r) {
+  std::string s = "exit " + std::to_string(r.exit_code) + "\n";
+  for (const pp::DeviceReport& d : r.devices) {
+    for (const auto& [mode, p] : d.precisions) {
+      s += d.label() + " " + std::string(pp::mode_key(mode)) + ": " +
+           std::string(pp::to_string(p.status)) + " (" + p.reason + ")\n";
+    }
+  }
+  for (const pp::Diagnostic& d : r.diagnostics) s += d.code + ": " + d.message + "\n";
+  return s;
 }
 
 bool has_diagnostic(const pp::Report& r, const std::string& code) {
@@ -131,6 +146,26 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   EXPECT_EQ(p.driver.cuda_calls, 1);  // cuInit ran (alongside the workers)
 }
 
+// Where no thread can be started, the CPU's checks and cuInit run on the run's own thread, in their
+// turn: the run concludes the same, and nothing ends it (binary.hpp's child can start none).
+TEST(Probe, WithoutASecondThreadTheRunConcludesTheSame) {
+  const auto run = [] {
+    Probe p;
+    p.driver = pp::testing::driver_with({kH200, kT4});
+    p.options.require = {Mode::bf16, Mode::fp16};
+    p.system.paths.insert("/dev/nvidia0");
+    const pp::Report r = p.run();
+    return conclusions(r) + "cuInit asked " + std::to_string(p.driver.cuda_calls) + ", " +
+           std::to_string(p.engine.plans_seen.size()) + " plans run\n";
+  };
+  const std::string expected = run();
+  ASSERT_NE(expected.find("GPU 1 bf16: emulated"), std::string::npos) << expected;
+  ASSERT_NE(expected.find("cuInit asked 1, 5 plans run"), std::string::npos) << expected;
+  const pp::Expected<std::string> got = pp::testing::without_threads(run);
+  ASSERT_TRUE(got) << got.error();
+  EXPECT_EQ(*got, expected);
+}
+
 TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
@@ -147,7 +182,7 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusTheDeviceNodesSuggest) {
   const auto guess = [&](std::optional<std::string> visible, const char* devices) {
     return pp::expected_gpu_workers(pp::read_machine(p.system).nodes,
                                     pp::parse_cuda_visible_devices(visible),
-                                    pp::parse_device_selection(devices).selection);
+                                    *pp::parse_device_selection(devices));
   };
   EXPECT_EQ(guess(std::nullopt, "all"), 2);
   EXPECT_EQ(guess(std::string("1"), "all"), 1);
@@ -177,7 +212,7 @@ TEST(Probe, WorkersAreStartedAheadForTheGpusInView) {
   Probe second;
   second.driver = pp::testing::driver_with({kH200, kH200});
   second.system.paths = two.system.paths;
-  second.options.devices = pp::parse_device_selection("1").selection;
+  second.options.devices = *pp::parse_device_selection("1");
   second.run();
   ASSERT_EQ(second.engine.prestarts.size(), 1U);
   EXPECT_EQ(second.engine.prestarts[0].gpus, 1);

@@ -62,8 +62,8 @@ TEST(Process, WaitingIsBoundedAndTheStateIsReadable) {
   // A child that does not exit within the limit is not waited for beyond it; its state can be
   // named (a worker stuck in the kernel shows 'D').
   pp::ChildProcess child;
-  std::string error;
-  ASSERT_TRUE(child.start({"/bin/sleep", "30"}, pp::environment_with({}), "", error)) << error;
+  const auto started = child.start({"/bin/sleep", "30"}, pp::environment_with({}), "");
+  ASSERT_TRUE(started) << started.error();
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(child.wait_for(200ms));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);

@@ -69,7 +69,7 @@ TEST(ReportJson, EveryShapeOfReportReadsBackToTheSameDocument) {
   Machine cpu_only;
   cpu_only.image = pp::testing::cpu_stack();
   cpu_only.options.require = {Mode::fp8_e4m3};  // nothing can meet it: device "none"
-  cpu_only.options.devices = pp::parse_device_selection("gpu").selection;
+  cpu_only.options.devices = *pp::parse_device_selection("gpu");
   const pp::Report none = cpu_only.run();
   ASSERT_FALSE(none.requirements.empty());
   EXPECT_EQ(none.requirements[0].device, "");
@@ -270,7 +270,7 @@ TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {
 // whether GPUs were selected taken from its --device.
 TEST(ReportJson, ASchemaTwoReportIsReadWithGpusSelectedFromItsDevices) {
   Machine m;
-  m.options.devices = pp::parse_device_selection("cpu").selection;
+  m.options.devices = *pp::parse_device_selection("cpu");
   nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
   ASSERT_EQ(j.at("run").at("gpus_selected"), false);
   j["schema_version"] = 2;
@@ -332,7 +332,7 @@ TEST(ReportJson, EveryReportIsGatedAgainToTheExitCodeItSays) {
       {"a --device that does not exist", 2,
        [&](Machine& m) {
          gpus(m);
-         m.options.devices = pp::parse_device_selection("5").selection;
+         m.options.devices = *pp::parse_device_selection("5");
        }},
       {"a malformed PRECISION_PROBE_INJECT_FAULT", 2,
        [](Machine& m) {
@@ -340,7 +340,7 @@ TEST(ReportJson, EveryReportIsGatedAgainToTheExitCodeItSays) {
          m.system.env["PRECISION_PROBE_INJECT_FAULT"] = "bf16:never";
        }},
       {"--device 0 and no GPU", 3,
-       [](Machine& m) { m.options.devices = pp::parse_device_selection("0").selection; }},
+       [](Machine& m) { m.options.devices = *pp::parse_device_selection("0"); }},
       {"no engine, a GPU mode required", 3,
        [](Machine& m) {
          m.driver = pp::testing::driver_with({kH200});
@@ -359,7 +359,7 @@ TEST(ReportJson, EveryReportIsGatedAgainToTheExitCodeItSays) {
       {"a driver that crashed, the CPU alone gated", 0,
        [&](Machine& m) {
          crashed(m);
-         m.options.devices = pp::parse_device_selection("cpu").selection;
+         m.options.devices = *pp::parse_device_selection("cpu");
        }},
       {"a driver that hangs", 5,
        [&](Machine& m) {

@@ -1,5 +1,6 @@
 // common/threads.hpp: work on several cores runs to its end on every thread, and an exception of
-// any reaches the caller after all are done, never std::terminate.
+// any reaches the caller after all are done, never std::terminate; where no thread can be started,
+// the work runs on this one.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "binary.hpp"
 #include "common/threads.hpp"
 
 namespace pp = precision_probe;
@@ -76,4 +78,41 @@ TEST(RunOnThreads, EveryThreadWorksAndAnExceptionComesOnceAllAreDone) {
   };
   EXPECT_THROW(pp::run_on_threads(4, failing), std::runtime_error);
   EXPECT_EQ(done, 3);
+}
+
+// Where no thread can be started, start() says why, and the work runs on this thread: nothing is
+// lost and nothing ends the program. In a child that can start none (binary.hpp).
+TEST(Threads, WithoutASecondThreadTheWorkRunsHereAndStartSaysWhy) {
+  const pp::Expected<std::string> got = pp::testing::without_threads([] {
+    std::string seen;
+    pp::Threads threads;
+    bool ran = false;
+    const pp::Expected<void> started = threads.start([&ran] { ran = true; });
+    seen += started ? "started\n" : "start: " + started.error() + "\n";
+    seen += ran ? "ran\n" : "not run\n";
+    const std::thread::id here = std::this_thread::get_id();
+    std::thread::id where;
+    const bool beside = threads.start_or_run([&where] { where = std::this_thread::get_id(); });
+    seen += std::string(beside ? "beside" : "instead") + (where == here ? " here\n" : " there\n");
+    std::atomic<int> runs{0};
+    auto work = [&runs] { ++runs; };
+    pp::run_on_threads(4, work);
+    seen += "run_on_threads: " + std::to_string(runs) + "\n";
+    bool both = false;
+    try {
+      pp::run_both([] { throw std::logic_error("beside"); }, [&both] { both = true; });
+    } catch (const std::logic_error& e) {
+      seen += std::string("run_both: ") + e.what() + (both ? " after here\n" : "\n");
+    }
+    return seen;
+  });
+  ASSERT_TRUE(got) << got.error();
+  // The first line names the system's reason ("Resource temporarily unavailable").
+  const std::size_t first = got->find('\n');
+  EXPECT_EQ(got->rfind("start: no thread could be started (", 0), 0U) << *got;
+  EXPECT_EQ(got->substr(first + 1),
+            "not run\n"
+            "instead here\n"
+            "run_on_threads: 1\n"
+            "run_both: beside after here\n");
 }

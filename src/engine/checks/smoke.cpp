@@ -177,8 +177,8 @@ PreloadsUnderWay::PreloadsUnderWay(std::vector<Preload> preloads)
     };
     if (!s.preloads[i]) {
       s.done[i].set_value();
-    } else if (!s.threads.start(work)) {
-      s.threads.run_instead(work);
+    } else {
+      s.threads.start_or_run(work);
     }
   }
 }

@@ -21,14 +21,11 @@
 namespace precision_probe {
 
 // A list is the union of its entries: "gpu,cpu" is all, "cpu,0" GPU 0 and the CPU.
-DeviceSelectionParse parse_device_selection(std::string_view text) {
-  DeviceSelectionParse result;
-  DeviceSelection& s = result.selection;
+Expected<DeviceSelection> parse_device_selection(std::string_view text) {
+  DeviceSelection s;
   const std::string value = to_lower(trim(text));
-  if (value.empty()) {
-    result.error = "empty value (use all, gpu, cpu or GPU indices such as 0,1)";
-    return result;
-  }
+  if (value.empty())
+    return Unexpected{"empty value (use all, gpu, cpu or GPU indices such as 0,1)"};
   bool every_gpu = false;
   s.all_gpus = false;
   for (const std::string& raw : split(value, ',')) {
@@ -48,10 +45,9 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
         std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; });
     const auto index = digits ? parse_int(entry) : std::nullopt;
     if (!index || *index > 4095) {
-      result.error =
+      return Unexpected{
           fmt::format("'{}' is not a device (use all, gpu, cpu or GPU indices such as 0,1)",
-                      printable(entry.empty() ? "(empty)" : entry));
-      return result;
+                      printable(entry.empty() ? "(empty)" : entry))};
     }
     const int i = static_cast<int>(*index);
     if (std::find(s.gpu_indices.begin(), s.gpu_indices.end(), i) == s.gpu_indices.end()) {
@@ -62,7 +58,7 @@ DeviceSelectionParse parse_device_selection(std::string_view text) {
     s.all_gpus = true;
     s.gpu_indices.clear();
   }
-  return result;
+  return s;
 }
 
 std::string version_text() {
@@ -96,9 +92,9 @@ std::string typed_name(const AsTyped& typed, const CLI::App& app, const CLI::Opt
 }
 
 // --- The checks of values ------------------------------------------------------------------------
-// Each returns "" for a good value, else what is wrong with it, said after the option as typed;
-// a check may rewrite the value into the form CLI11 converts (a duration into seconds).
-using Check = std::string (*)(std::string& value);
+// Each accepts a good value, or says what is wrong with it (said after the option as typed); a
+// check may rewrite the value into the form CLI11 converts (a duration into seconds).
+using Check = Expected<void> (*)(std::string& value);
 
 // "12.5" or "30": a plain decimal number of seconds (no sign, exponent, hex or words).
 std::optional<double> parse_seconds(const std::string& text) {
@@ -123,86 +119,98 @@ std::optional<std::int64_t> parse_decimal(const std::string& text) {
   return parse_int(text);
 }
 
-std::string seconds_up_to(std::string& value, double most) {
+Expected<void> seconds_up_to(std::string& value, double most) {
   const auto seconds = parse_seconds(value);
   if (!seconds || *seconds <= 0.0 || *seconds > most) {
-    return fmt::format("'{}' is not a number of seconds above 0 and up to {}", printable(value, 40),
-                       most);
+    return Unexpected{fmt::format("'{}' is not a number of seconds above 0 and up to {}",
+                                  printable(value, 40), most)};
   }
   value = fmt::format("{}", *seconds);
-  return "";
+  return {};
 }
 
-std::string check_seconds(std::string& value) { return seconds_up_to(value, 86400.0); }
-std::string check_soak_seconds(std::string& value) { return seconds_up_to(value, 604800.0); }
+Expected<void> check_seconds(std::string& value) { return seconds_up_to(value, 86400.0); }
+Expected<void> check_soak_seconds(std::string& value) { return seconds_up_to(value, 604800.0); }
 
-std::string check_format(std::string& value) {
-  if (parse_format(value)) return "";
-  return fmt::format("'{}' is not a format (text, json, markdown, prometheus, nfd)",
-                     printable(value, 40));
+Expected<void> check_format(std::string& value) {
+  if (parse_format(value)) return {};
+  return Unexpected{fmt::format("'{}' is not a format (text, json, markdown, prometheus, nfd)",
+                                printable(value, 40))};
 }
 
-std::string check_summary_format(std::string& value) {
+Expected<void> check_summary_format(std::string& value) {
   const auto format = parse_format(value);
-  if (format == Format::text || format == Format::json || format == Format::markdown) return "";
-  return fmt::format("'{}' is not a format of summarize (text, json, markdown)",
-                     printable(value, 40));
+  if (format == Format::text || format == Format::json || format == Format::markdown) return {};
+  return Unexpected{fmt::format("'{}' is not a format of summarize (text, json, markdown)",
+                                printable(value, 40))};
 }
 
-std::string check_output_as(std::string& value) {
+Expected<void> check_output_as(std::string& value) {
   const std::size_t colon = value.find(':');
   if (colon != std::string::npos && colon + 1 < value.size() &&
       parse_format(value.substr(0, colon))) {
-    return "";
+    return {};
   }
-  return fmt::format("'{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus, nfd)",
-                     printable(value, 60));
+  return Unexpected{
+      fmt::format("'{}' is not FORMAT:FILE (formats: text, json, markdown, prometheus, nfd)",
+                  printable(value, 60))};
 }
 
-std::string check_device(std::string& value) { return parse_device_selection(value).error; }
-std::string check_modes(std::string& value) { return parse_mode_list(value).error; }
+// A check that the value parses; what it parses to is bound later.
+template <class T>
+Expected<void> parses(const Expected<T>& parsed) {
+  if (!parsed) return Unexpected{parsed.error()};
+  return {};
+}
 
-std::string check_soak_modes(std::string& value) {
-  const ModeListParse modes = parse_mode_list(value);
-  if (!modes.error.empty()) return modes.error;
-  for (Mode mode : modes.modes) {
+Expected<void> check_device(std::string& value) { return parses(parse_device_selection(value)); }
+Expected<void> check_modes(std::string& value) { return parses(parse_mode_list(value)); }
+
+Expected<void> check_soak_modes(std::string& value) {
+  const Expected<std::vector<Mode>> modes = parse_mode_list(value);
+  if (!modes) return Unexpected{modes.error()};
+  for (Mode mode : *modes) {
     if (is_amp_mode(mode)) {
-      return fmt::format("{} is a training mode; the soak runs matmul modes", mode_key(mode));
+      return Unexpected{
+          fmt::format("{} is a training mode; the soak runs matmul modes", mode_key(mode))};
     }
   }
-  return "";
+  return {};
 }
 
 // Seeds stay exact in every JSON reader (below 2^53).
-std::string check_seed(std::string& value) {
+Expected<void> check_seed(std::string& value) {
   const auto seed = parse_decimal(value);
-  if (seed && *seed <= (std::int64_t{1} << 53) - 1) return "";
-  return fmt::format("'{}' is not a whole number from 0 to 9007199254740991", printable(value, 40));
+  if (seed && *seed <= (std::int64_t{1} << 53) - 1) return {};
+  return Unexpected{
+      fmt::format("'{}' is not a whole number from 0 to 9007199254740991", printable(value, 40))};
 }
 
-std::string check_bench_size(std::string& value) {
+Expected<void> check_bench_size(std::string& value) {
   const auto size = parse_decimal(value);
-  if (size && *size >= 16 && *size <= 32768 && *size % 16 == 0) return "";
-  return fmt::format("'{}' is not a multiple of 16 from 16 to 32768", printable(value, 40));
+  if (size && *size >= 16 && *size <= 32768 && *size % 16 == 0) return {};
+  return Unexpected{
+      fmt::format("'{}' is not a multiple of 16 from 16 to 32768", printable(value, 40))};
 }
 
-std::string to_label_seconds(std::string& value) {
+Expected<void> to_label_seconds(std::string& value) {
   const auto ttl = parse_duration(value);
   if (!ttl || *ttl < 60 || *ttl > std::int64_t{366} * 86400) {
-    return fmt::format("'{}' is not a duration from 1m to 366d (such as 90m or 24h)",
-                       printable(value, 40));
+    return Unexpected{fmt::format("'{}' is not a duration from 1m to 366d (such as 90m or 24h)",
+                                  printable(value, 40))};
   }
   value = std::to_string(*ttl);
-  return "";
+  return {};
 }
 
-std::string to_age_seconds(std::string& value) {
+Expected<void> to_age_seconds(std::string& value) {
   const auto age = parse_duration(value);
   if (!age || *age <= 0) {
-    return fmt::format("'{}' is not a duration (such as 90m, 24h or 7d)", printable(value, 40));
+    return Unexpected{
+        fmt::format("'{}' is not a duration (such as 90m, 24h or 7d)", printable(value, 40))};
   }
   value = std::to_string(*age);
-  return "";
+  return {};
 }
 
 // --- The table -----------------------------------------------------------------------------------
@@ -253,9 +261,11 @@ class Table {
     const CLI::App& app = app_;
     option->transform(CLI::Validator(
         [&typed, &app, option, check](std::string& v) {
-          const std::string problem = v.empty() ? "empty value" : check ? check(v) : "";
-          if (!problem.empty()) throw UsageError(typed_name(typed, app, *option) + ": " + problem);
-          return std::string();
+          const Expected<void> good = v.empty() ? Unexpected{"empty value"}
+                                      : check   ? check(v)
+                                                : Expected<void>();
+          if (!good) throw UsageError(typed_name(typed, app, *option) + ": " + good.error());
+          return std::string();  // CLI11's word for a good value
         },
         ""));
     return option;
@@ -307,13 +317,12 @@ void add_selection_options(Table& t, Options& o) {
   t.value_to("--device", "SEL", kProbeOnly,
              "Devices to check and gate: all, gpu (default: every visible GPU), cpu, or GPU "
              "indices such as 0,1 (may include cpu)",
-             check_device,
-             [&o](const std::string& v) { o.devices = parse_device_selection(v).selection; });
+             check_device, [&o](const std::string& v) { o.devices = *parse_device_selection(v); });
   t.values_to("--require", "MODES", kAlsoArch,
               "Exit 1 unless every selected device runs these natively (comma separated, "
               "repeatable; the modes are listed below)",
               check_modes, [&o](const std::vector<std::string>& all) {
-                o.require = parse_mode_list(join(all, ",")).modes;
+                o.require = *parse_mode_list(join(all, ","));
               });
 }
 
@@ -351,7 +360,7 @@ void add_kernel_options(Table& t, Options& o) {
               "device)",
               check_soak_modes,
               [&o](const std::vector<std::string>& all) {
-                o.soak_modes = parse_mode_list(join(all, ",")).modes;
+                o.soak_modes = *parse_mode_list(join(all, ","));
               })
       ->needs(soak);
   t.value("--seed", "N", kKernels, "Seed of the random test inputs (default: a fresh one per run)",
@@ -433,7 +442,8 @@ void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) 
   t.values_to("--require", "MODES", group,
               "every gated device of every node must run these natively (repeatable)", check_modes,
               [&s](const std::vector<std::string>& all) {
-                for (Mode m : parse_mode_list(join(all, ",")).modes) {
+                const std::vector<Mode> modes = *parse_mode_list(join(all, ","));
+                for (Mode m : modes) {
                   if (std::find(s.require.begin(), s.require.end(), m) == s.require.end()) {
                     s.require.push_back(m);
                   }

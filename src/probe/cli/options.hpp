@@ -22,12 +22,9 @@ struct DeviceSelection {
   std::vector<int> gpu_indices;  // explicit visible indices (all_gpus false)
 };
 
-struct DeviceSelectionParse {
-  DeviceSelection selection;
-  std::string error;  // empty on success; said after the option ("'x' is not a device ...")
-};
-// "all", "gpu", "cpu", or a comma list of GPU indices and "cpu" ("0,1", "cpu,0").
-DeviceSelectionParse parse_device_selection(std::string_view text);
+// "all", "gpu", "cpu", or a comma list of GPU indices and "cpu" ("0,1", "cpu,0"); or what is
+// wrong, said after the option ("'x' is not a device ...").
+Expected<DeviceSelection> parse_device_selection(std::string_view text);
 
 // One more report of the same run: --json FILE, --markdown FILE, --prom FILE, --text FILE, or
 // --output-as FORMAT:FILE (repeatable). "-" is stdout.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/arch.hpp"
+#include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 
 namespace precision_probe {
@@ -85,7 +86,6 @@ class TelemetryRecording {
  public:
   virtual ~TelemetryRecording() = default;
   virtual std::vector<TelemetrySample> stop() = 0;
-  std::string error;  // why it could not start ("" when it runs)
 };
 
 class DriverApi {
@@ -93,8 +93,11 @@ class DriverApi {
   virtual ~DriverApi() = default;
   virtual NvmlSnapshot query_nvml() = 0;
   virtual CudaSnapshot query_cuda() = 0;
-  // NVML sampled every second until stop() (the soak's telemetry); nullptr where not offered.
-  virtual std::unique_ptr<TelemetryRecording> record_telemetry() { return nullptr; }
+  // NVML sampled every second until stop() (the soak's telemetry); where it is not offered or
+  // cannot start, why.
+  virtual Expected<std::unique_ptr<TelemetryRecording>> record_telemetry() {
+    return Unexpected{"NVML telemetry is not offered here"};
+  }
 };
 
 // The real driver, called in this process. Library names come from PRECISION_PROBE_LIBNVML /
@@ -107,8 +110,9 @@ std::string nvml_library(const System& system);
 // The snapshots as the driver agent sends them (one JSON document each).
 std::string encode_nvml_snapshot(const NvmlSnapshot& snapshot);
 std::string encode_cuda_snapshot(const CudaSnapshot& snapshot);
-bool decode_nvml_snapshot(std::string_view text, NvmlSnapshot& snapshot, std::string& error);
-bool decode_cuda_snapshot(std::string_view text, CudaSnapshot& snapshot, std::string& error);
+// The snapshots read back, or why the text is not one (one line).
+Expected<NvmlSnapshot> decode_nvml_snapshot(std::string_view text);
+Expected<CudaSnapshot> decode_cuda_snapshot(std::string_view text);
 
 // --- The merged view the report uses -----------------------------------------------------------
 

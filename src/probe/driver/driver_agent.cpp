@@ -77,20 +77,27 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
   return answer;
 }
 
+// The snapshot `answer` carries; where it is garbage, none and the answer a crash.
+template <class Snapshot>
+Snapshot read_snapshot(AgentAnswer& answer, Expected<Snapshot> (*decode)(std::string_view),
+                       const char* query) {
+  if (answer.fault != QueryFault::none) return Snapshot{};
+  Expected<Snapshot> read = decode(answer.text);
+  if (read) return std::move(*read);
+  answer.fault = QueryFault::crashed;
+  answer.message =
+      fmt::format("the {} query answered garbage ({})", query, printable(read.error(), 120));
+  return Snapshot{};
+}
+
 class ContainedDriver final : public DriverApi {
  public:
   ContainedDriver(std::string self, DriverQueryLimit limit)
       : self_(std::move(self)), limit_(limit) {}
 
   NvmlSnapshot query_nvml() override {
-    NvmlSnapshot snapshot;
     AgentAnswer answer = ask_agent(self_, "nvml", "NVML (nvmlInit and the device queries)", limit_);
-    std::string error;
-    if (answer.fault == QueryFault::none && !decode_nvml_snapshot(answer.text, snapshot, error)) {
-      snapshot = NvmlSnapshot{};
-      answer.fault = QueryFault::crashed;
-      answer.message = "the NVML query answered garbage (" + printable(error, 120) + ")";
-    }
+    NvmlSnapshot snapshot = read_snapshot(answer, decode_nvml_snapshot, "NVML");
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
     trace("NVML answered (driver agent)");
@@ -98,27 +105,21 @@ class ContainedDriver final : public DriverApi {
   }
 
   CudaSnapshot query_cuda() override {
-    CudaSnapshot snapshot;
     AgentAnswer answer =
         ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit_);
-    std::string error;
-    if (answer.fault == QueryFault::none && !decode_cuda_snapshot(answer.text, snapshot, error)) {
-      snapshot = CudaSnapshot{};
-      answer.fault = QueryFault::crashed;
-      answer.message = "the CUDA query answered garbage (" + printable(error, 120) + ")";
-    }
+    CudaSnapshot snapshot = read_snapshot(answer, decode_cuda_snapshot, "CUDA");
     snapshot.fault = answer.fault;
     snapshot.fault_message = answer.message;
     if (snapshot.fault != QueryFault::none) snapshot.loaded = true;  // it was there to hang
     return snapshot;
   }
 
-  std::unique_ptr<TelemetryRecording> record_telemetry() override {
+  Expected<std::unique_ptr<TelemetryRecording>> record_telemetry() override {
     auto recorder = std::make_unique<TelemetryRecorder>();
-    if (!recorder->start(self_, recorder->error)) {
-      recorder->error = "the telemetry agent could not start: " + recorder->error;
+    if (Expected<void> started = recorder->start(self_); !started) {
+      return Unexpected{"the telemetry agent could not start: " + started.error()};
     }
-    return recorder;
+    return std::unique_ptr<TelemetryRecording>(std::move(recorder));
   }
 
  private:
@@ -142,7 +143,7 @@ int run_driver_agent(std::string_view which) {
   if (which == "telemetry") {
     // A line per second until the probe stops reading (or kills it).
     return sample_nvml(nvml_library(*system), 1.0, [](const TelemetrySample& sample) {
-      return write_all(STDOUT_FILENO, encode_sample(sample) + "\n").empty();
+      return static_cast<bool>(write_all(STDOUT_FILENO, encode_sample(sample) + "\n"));
     });
   }
   const auto driver = make_system_driver(*system);
@@ -156,9 +157,9 @@ int run_driver_agent(std::string_view which) {
     return 2;
   }
   text += '\n';
-  const std::string problem = write_all(STDOUT_FILENO, text);
+  const Expected<void> written = write_all(STDOUT_FILENO, text);
   // Leave without unloading the driver (an initialised libcuda does not like being unloaded).
-  std::_Exit(problem.empty() ? 0 : 6);
+  std::_Exit(written ? 0 : 6);
 }
 
 }  // namespace precision_probe

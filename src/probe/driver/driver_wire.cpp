@@ -73,40 +73,37 @@ std::string encode_snapshot(const Snapshot& s) {
   return json_fields::encode(s).dump(-1, ' ', false, json_fields::json::error_handler_t::replace);
 }
 
-// The snapshot in `text`: false and `error` set where it is not one (not JSON, no "loaded" or
-// "devices": the agent did not finish; a value of the wrong type).
+// The snapshot in `text`, or why it is not one (not JSON, no "loaded" or "devices": the agent did
+// not finish; a value of the wrong type).
 template <class Snapshot>
-bool decode_snapshot(std::string_view text, Snapshot& s, std::string& error) {
+Expected<Snapshot> decode_snapshot(std::string_view text) {
   json_fields::JsonDocument doc;
-  if (error = doc.parse(text); !error.empty()) return false;
+  if (std::string error = doc.parse(text); !error.empty()) return Unexpected{error};
   const json_fields::JsonValue root = doc.root();
   for (const char* key : {"loaded", "devices"}) {
-    if (!root.is_object() || !root.find(key)) {
-      error = std::string("no \"") + key + "\"";
-      return false;
-    }
+    if (!root.is_object() || !root.find(key)) return Unexpected{std::string("no \"") + key + "\""};
   }
+  Snapshot s;
   try {
     json_fields::decode(root, s, "", kAnswerLimits);
-    return true;
   } catch (const json_fields::FieldError& e) {
-    error = e.what();
-    return false;
+    return Unexpected{e.what()};
   }
+  return s;
 }
 
 }  // namespace
 
 std::string encode_nvml_snapshot(const NvmlSnapshot& s) { return encode_snapshot(s); }
 
-bool decode_nvml_snapshot(std::string_view text, NvmlSnapshot& s, std::string& error) {
-  return decode_snapshot(text, s, error);
+Expected<NvmlSnapshot> decode_nvml_snapshot(std::string_view text) {
+  return decode_snapshot<NvmlSnapshot>(text);
 }
 
 std::string encode_cuda_snapshot(const CudaSnapshot& s) { return encode_snapshot(s); }
 
-bool decode_cuda_snapshot(std::string_view text, CudaSnapshot& s, std::string& error) {
-  return decode_snapshot(text, s, error);
+Expected<CudaSnapshot> decode_cuda_snapshot(std::string_view text) {
+  return decode_snapshot<CudaSnapshot>(text);
 }
 
 }  // namespace precision_probe

@@ -154,38 +154,46 @@ std::optional<int> temperature_at(const std::vector<TelemetrySample>& samples,
 
 TelemetryRecorder::~TelemetryRecorder() { (void)stop(); }
 
-bool TelemetryRecorder::start(const std::string& self_exe, std::string& why) {
+Expected<void> TelemetryRecorder::start(const std::string& self_exe) {
   const std::vector<std::string> env =
       environment_with({"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())});
-  if (!child_.start({self_exe, "--driver-agent", "telemetry"}, env, "", why)) return false;
+  if (Expected<void> started = child_.start({self_exe, "--driver-agent", "telemetry"}, env, "");
+      !started) {
+    return started;
+  }
   started_ = true;
-  reader_ = std::thread([this] {
-    std::string pending;
-    constexpr std::size_t kMaxLine = std::size_t{1} << 20;
-    while (!stopping_.load()) {
-      pollfd fd{child_.stdout_fd(), POLLIN, 0};
-      if (::poll(&fd, 1, 200) <= 0) continue;
-      std::string chunk;
-      const bool fits = drain_available(child_.stdout_fd(), chunk, kMaxLine);
-      if (chunk.empty() && (fd.revents & (POLLHUP | POLLERR)) != 0) break;  // the agent is gone
-      pending += chunk;
-      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-        if (auto sample = decode_sample(std::string_view(pending).substr(0, nl))) {
-          samples_.push_back(std::move(*sample));
-        }
-        pending.erase(0, nl + 1);
+  if (Expected<void> reading = reader_.start([this] { read_lines(); }); !reading) {
+    (void)stop();
+    return Unexpected{"its lines cannot be read: " + reading.error()};
+  }
+  return {};
+}
+
+void TelemetryRecorder::read_lines() {
+  std::string pending;
+  constexpr std::size_t kMaxLine = std::size_t{1} << 20;
+  while (!stopping_.load()) {
+    pollfd fd{child_.stdout_fd(), POLLIN, 0};
+    if (::poll(&fd, 1, 200) <= 0) continue;
+    std::string chunk;
+    const bool fits = drain_available(child_.stdout_fd(), chunk, kMaxLine);
+    if (chunk.empty() && (fd.revents & (POLLHUP | POLLERR)) != 0) break;  // the agent is gone
+    pending += chunk;
+    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+      if (auto sample = decode_sample(std::string_view(pending).substr(0, nl))) {
+        samples_.push_back(std::move(*sample));
       }
-      if (pending.size() > kMaxLine || !fits) pending.clear();  // a line too long is garbage
+      pending.erase(0, nl + 1);
     }
-  });
-  return true;
+    if (pending.size() > kMaxLine || !fits) pending.clear();  // a line too long is garbage
+  }
 }
 
 std::vector<TelemetrySample> TelemetryRecorder::stop() {
   if (!started_) return {};
   started_ = false;
   stopping_ = true;
-  if (reader_.joinable()) reader_.join();
+  reader_.join();  // what it threw (an allocation) is dropped: the samples read so far count
   child_.kill_group();
   if (!child_.wait_for(std::chrono::milliseconds(500))) child_.release();
   return std::move(samples_);

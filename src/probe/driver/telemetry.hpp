@@ -10,9 +10,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "common/threads.hpp"
+#include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 #include "probe/driver/driver.hpp"
 #include "probe/platform/process.hpp"
@@ -69,14 +70,17 @@ class TelemetryRecorder final : public TelemetryRecording {
   TelemetryRecorder(const TelemetryRecorder&) = delete;
   TelemetryRecorder& operator=(const TelemetryRecorder&) = delete;
   ~TelemetryRecorder() override;
-  // Starts `self_exe --driver-agent telemetry`; false (and `error`) when it cannot start.
-  bool start(const std::string& self_exe, std::string& why);
+  // Starts `self_exe --driver-agent telemetry` and the thread that reads its lines; where either
+  // cannot start, why (and nothing runs).
+  Expected<void> start(const std::string& self_exe);
   // Ends the agent (killed: it may be stuck in the driver) and returns what it sampled.
   std::vector<TelemetrySample> stop() override;
 
  private:
+  void read_lines();  // the reader's loop, until stop()
+
   ChildProcess child_;
-  std::thread reader_;
+  Threads reader_;
   std::atomic<bool> stopping_{false};
   std::vector<TelemetrySample> samples_;
   bool started_ = false;

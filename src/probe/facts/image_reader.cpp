@@ -113,7 +113,7 @@ int run_image_reader(int argc, const char* const* args) {
   const json_fields::ReaderLine line{wanted, wanted ? std::nullopt : stack};
   const std::string text =
       json_fields::encode(line).dump(-1, ' ', false, json_fields::json::error_handler_t::replace);
-  return write_all(STDOUT_FILENO, text + "\n").empty() ? 0 : 6;
+  return write_all(STDOUT_FILENO, text + "\n") ? 0 : 6;
 }
 
 namespace {
@@ -148,45 +148,45 @@ bool is_arch_target(const std::string& text) {
   return parsed.size() == 1 && parsed[0].to_string() == text;
 }
 
-// What a stack the child sent cannot be ("" when nothing): the reader reads files, it loads no
+// A stack the child sent, accepted, or what it cannot be: the reader reads files, it loads no
 // library, and it cannot have taken longer than the reading it was part of.
-std::string impossible(const StackInfo& s, double elapsed_ms) {
+Expected<void> possible(const StackInfo& s, double elapsed_ms) {
   const bool python = starts_with(s.found_by, "python3 (") && s.found_by.back() == ')';
-  if (s.source != "image files") return "source \"" + s.source + "\"";
+  if (s.source != "image files") return Unexpected{"source \"" + s.source + "\""};
   if (!python && s.found_by != "PRECISION_PROBE_TORCH" &&
       s.found_by != "the loader path (LD_LIBRARY_PATH)" && !(s.found_by.empty() && !s.available)) {
-    return "found_by \"" + s.found_by + "\"";
+    return Unexpected{"found_by \"" + s.found_by + "\""};
   }
   if (s.available && (s.libtorch_version.empty() || s.location.empty())) {
-    return "a stack without its version or location";
+    return Unexpected{"a stack without its version or location"};
   }
-  if (!s.available && s.error.empty()) return "a stack not available, without the reason";
-  if (s.cuda_built && !s.cuda_version) return "a CUDA build without its CUDA version";
+  if (!s.available && s.error.empty())
+    return Unexpected{"a stack not available, without the reason"};
+  if (s.cuda_built && !s.cuda_version) return Unexpected{"a CUDA build without its CUDA version"};
   if (!s.library.empty() || !s.abi_version.empty() || !s.release_note.empty() ||
       !s.load_error.empty() || s.cpu_threads != 0) {
-    return "what only a loaded library can say";
+    return Unexpected{"what only a loaded library can say"};
   }
-  if (s.read_failure != ErrorKind::none) return "a failure of its own reading";
+  if (s.read_failure != ErrorKind::none) return Unexpected{"a failure of its own reading"};
   for (const auto* list : {&s.arch_list, &s.arch_extras}) {
     for (const std::string& t : *list) {
-      if (!is_arch_target(t)) return "arch target \"" + t + "\"";
+      if (!is_arch_target(t)) return Unexpected{"arch target \"" + t + "\""};
     }
   }
   for (const std::string& r : s.refused) {
-    if (r.empty() || r.back() != ')') return "refused \"" + r + "\"";
+    if (r.empty() || r.back() != ')') return Unexpected{"refused \"" + r + "\""};
   }
   if (!s.read_ms || !std::isfinite(*s.read_ms) || *s.read_ms < 0.0 || *s.read_ms > elapsed_ms) {
-    return "read_ms " + (s.read_ms ? fmt::format("{}", *s.read_ms) : std::string("missing"));
+    return Unexpected{"read_ms " +
+                      (s.read_ms ? fmt::format("{}", *s.read_ms) : std::string("missing"))};
   }
-  return "";
+  return {};
 }
 
-// The child's one line, checked: nullopt and `problem` set where it is not an answer.
-std::optional<Answer> parse_answer(const std::string& out, bool may_ask, double elapsed_ms,
-                                   std::string& problem) {
+// The child's one line, checked: an answer, or what makes it none.
+Expected<Answer> parse_answer(const std::string& out, bool may_ask, double elapsed_ms) {
   if (out.empty() || out.back() != '\n' || out.find('\n') != out.size() - 1) {
-    problem = "not one line";
-    return std::nullopt;
+    return Unexpected{"not one line"};
   }
   json_fields::JsonDocument doc;
   json_fields::ReaderLine line;
@@ -195,23 +195,24 @@ std::optional<Answer> parse_answer(const std::string& out, bool may_ask, double 
   try {
     if (one) json_fields::decode(doc.root(), line, "", kLineLimits);
   } catch (const json_fields::FieldError& e) {
-    problem = std::string("malformed stack description: ") + e.what();
+    return Unexpected{std::string("malformed stack description: ") + e.what()};
   }
   Answer a;
-  if (problem.empty() && line.ask && may_ask) {
+  if (line.ask && may_ask) {
     const std::string& python = *line.ask;
     const bool path = starts_with(python, "/") && python.size() > 8 &&
                       python.compare(python.size() - 8, 8, "/python3") == 0 &&
                       printable(python, python.size()) == python;
     if (path) a.ask = python;
-  } else if (problem.empty() && one && !line.ask && !line.stack && doc.root().find("stack")) {
+  } else if (one && !line.ask && !line.stack && doc.root().find("stack")) {
     return a;  // {"stack": null}: none found
-  } else if (problem.empty() && line.stack) {
-    problem = impossible(*line.stack, elapsed_ms);
-    if (problem.empty()) a.stack = *line.stack;
+  } else if (line.stack) {
+    if (Expected<void> accepted = possible(*line.stack, elapsed_ms); !accepted) {
+      return Unexpected{accepted.error()};
+    }
+    a.stack = *line.stack;
   }
-  if (!a.ask && !a.stack && problem.empty()) problem = "not an answer: " + printable(out, 120);
-  if (!problem.empty()) return std::nullopt;
+  if (!a.ask && !a.stack) return Unexpected{"not an answer: " + printable(out, 120)};
   return a;
 }
 
@@ -254,13 +255,12 @@ Answer read_once(const std::string& self, const std::vector<std::string>& args,
                                    std::string(out.start_error.empty() ? "" : "process ") + why,
                                start);
   } else {
-    std::string problem;
-    std::optional<Answer> parsed = parse_answer(out.out, args.empty(), ms_since(start), problem);
+    Expected<Answer> parsed = parse_answer(out.out, args.empty(), ms_since(start));
     if (parsed) return std::move(*parsed);
-    a.failure = failed_reading(
-        ErrorKind::crashed,
-        "the image's PyTorch reader answered what cannot be (" + printable(problem, 160) + ")",
-        start);
+    a.failure = failed_reading(ErrorKind::crashed,
+                               "the image's PyTorch reader answered what cannot be (" +
+                                   printable(parsed.error(), 160) + ")",
+                               start);
   }
   return a;
 }

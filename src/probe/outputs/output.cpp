@@ -37,7 +37,6 @@ struct Resolved {
   std::string path;    // symbolic links followed
   bool exists = false;
   struct stat st {};
-  std::string error;  // refused: why
 };
 
 // The descriptor a path names without opening anything: /dev/stdout, /dev/stderr, /dev/stdin,
@@ -59,29 +58,26 @@ std::optional<int> descriptor_named(const std::string& path) {
   return std::nullopt;
 }
 
-Resolved resolve(std::string path) {
+// What `path` names, symbolic links followed, or why no report can be written there.
+Expected<Resolved> resolve(std::string path) {
   Resolved r;
   for (int hops = 0; hops < 40; ++hops) {
     if (const auto fd = descriptor_named(path)) {
+      if (*fd == 0) return Unexpected{"is standard input"};
       r.kind = Kind::standard_stream;
       r.fd_number = *fd;
-      if (*fd == 0) r.error = "is standard input";
       return r;
     }
     r.path = path;
     if (::lstat(path.c_str(), &r.st) != 0) {
       if (errno == ENOENT) return r;  // a new file (its directory is checked when it is opened)
-      r.error = error_string(errno);
-      return r;
+      return Unexpected{error_string(errno)};
     }
     r.exists = true;
     if (S_ISLNK(r.st.st_mode)) {
       std::array<char, PATH_MAX> target{};
       const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
-      if (n <= 0) {
-        r.error = "cannot read the symbolic link: " + error_string(errno);
-        return r;
-      }
+      if (n <= 0) return Unexpected{"cannot read the symbolic link: " + error_string(errno)};
       std::string next(target.data(), static_cast<std::size_t>(n));
       path = next.front() == '/' ? next : directory_of(path).append("/").append(next);
       r.exists = false;
@@ -92,17 +88,13 @@ Resolved resolve(std::string path) {
       r.kind = Kind::stream;
       return r;
     }
-    if (S_ISDIR(r.st.st_mode)) {
-      r.error = "is a directory";
-    } else if (S_ISBLK(r.st.st_mode)) {
-      r.error = "is a block device (a report is never written onto a disk)";
-    } else {
-      r.error = "is a socket or another special file";
+    if (S_ISDIR(r.st.st_mode)) return Unexpected{"is a directory"};
+    if (S_ISBLK(r.st.st_mode)) {
+      return Unexpected{"is a block device (a report is never written onto a disk)"};
     }
-    return r;
+    return Unexpected{"is a socket or another special file"};
   }
-  r.error = "too many levels of symbolic links";
-  return r;
+  return Unexpected{"too many levels of symbolic links"};
 }
 
 std::string random_name() {
@@ -153,32 +145,36 @@ std::string failure(const Target& t, const std::string& what) {
 
 // A file's unnamed temporary (or, where the file system has none, a check that a file can be
 // created in its directory).
-std::string open_file(Target& t) {
+Expected<void> open_file(Target& t) {
   t.dir = directory_of(t.path);
   t.base = t.path.substr(t.path.rfind('/') == std::string::npos ? 0 : t.path.rfind('/') + 1);
-  if (t.base.empty() || t.base == "." || t.base == "..") return failure(t, "not a file name");
+  if (t.base.empty() || t.base == "." || t.base == "..")
+    return Unexpected{failure(t, "not a file name")};
   t.dir_fd = ::open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (t.dir_fd < 0) {
-    return failure(t, fmt::format("directory {}: {}", printable_path(t.dir), error_string(errno)));
+    return Unexpected{
+        failure(t, fmt::format("directory {}: {}", printable_path(t.dir), error_string(errno)))};
   }
   struct stat dir {};
   if (t.existed && ::geteuid() != 0 && ::fstat(t.dir_fd, &dir) == 0 &&
       (dir.st_mode & S_ISVTX) != 0 && t.old.st_uid != ::geteuid() && dir.st_uid != ::geteuid()) {
-    return failure(t, "cannot replace it: it belongs to another user, in a sticky directory");
+    return Unexpected{
+        failure(t, "cannot replace it: it belongs to another user, in a sticky directory")};
   }
   // Replace only what the user may write (its mode, its owner, ACLs), as the shell's `>` would.
   if (t.existed && ::faccessat(t.dir_fd, t.base.c_str(), W_OK, AT_EACCESS) != 0) {
-    return failure(t, fmt::format("cannot replace it: you may not write it (mode {:04o}, owner uid "
-                                  "{}): {}; write the report elsewhere, or make the file writable",
-                                  t.old.st_mode & 07777, t.old.st_uid, error_string(errno)));
+    return Unexpected{failure(
+        t, fmt::format("cannot replace it: you may not write it (mode {:04o}, owner uid {}): {}; "
+                       "write the report elsewhere, or make the file writable",
+                       t.old.st_mode & 07777, t.old.st_uid, error_string(errno)))};
   }
   t.fd = ::openat(t.dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (t.fd >= 0) {
     t.owns_fd = true;
-    return "";
+    return {};
   }
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT) {
-    return failure(t, "cannot create a file in its directory: " + error_string(errno));
+    return Unexpected{failure(t, "cannot create a file in its directory: " + error_string(errno))};
   }
   // No unnamed temporaries here: check now that a file can be created, make it when delivering.
   t.named_temporary = true;
@@ -191,34 +187,39 @@ std::string open_file(Target& t) {
     ::unlinkat(t.dir_fd, probe.c_str(), 0);
   }
   unregister_pending(slot);
-  if (fd < 0) return failure(t, "cannot create a file in its directory: " + error_string(saved));
-  return "";
+  if (fd < 0)
+    return Unexpected{failure(t, "cannot create a file in its directory: " + error_string(saved))};
+  return {};
 }
 
 // A descriptor the probe was given (/dev/stdout, /dev/fd/N): open when the probe started, open
 // for writing, not a directory.
-std::string check_descriptor(const Target& t, int number, const StandardStreams& streams) {
-  if (number == 1 && streams.out_closed) return "stdout is closed (give -o FILE, or -q)";
+Expected<void> check_descriptor(const Target& t, int number, const StandardStreams& streams) {
+  if (number == 1 && streams.out_closed)
+    return Unexpected{"stdout is closed (give -o FILE, or -q)"};
   if (std::find(streams.inherited.begin(), streams.inherited.end(), number) ==
       streams.inherited.end()) {
-    return fmt::format("descriptor {} was not given to the probe", number);
+    return Unexpected{fmt::format("descriptor {} was not given to the probe", number)};
   }
   const int flags = ::fcntl(t.fd, F_GETFL);
   struct stat st {};
-  if (flags < 0 || ::fstat(t.fd, &st) != 0) return fmt::format("descriptor {} is not open", number);
-  if (S_ISDIR(st.st_mode)) return fmt::format("descriptor {} is a directory", number);
+  if (flags < 0 || ::fstat(t.fd, &st) != 0)
+    return Unexpected{fmt::format("descriptor {} is not open", number)};
+  if (S_ISDIR(st.st_mode)) return Unexpected{fmt::format("descriptor {} is a directory", number)};
   if ((flags & O_ACCMODE) == O_RDONLY) {
-    return fmt::format("descriptor {} is not open for writing", number);
+    return Unexpected{fmt::format("descriptor {} is not open for writing", number)};
   }
-  return "";
+  return {};
 }
 
-std::string prepare_target(Target& t, const StandardStreams& streams,
-                           const std::string& quiet_flag) {
-  if (t.request.path.empty()) return t.request.flag + ": empty file name";
-  const Resolved r = t.request.path == "-" ? Resolved{Kind::standard_stream, 1, "", false, {}, ""}
-                                           : resolve(t.request.path);
-  if (!r.error.empty()) return failure(t, r.error);
+Expected<void> prepare_target(Target& t, const StandardStreams& streams,
+                              const std::string& quiet_flag) {
+  if (t.request.path.empty()) return Unexpected{t.request.flag + ": empty file name"};
+  const Expected<Resolved> resolved = t.request.path == "-"
+                                          ? Resolved{Kind::standard_stream, 1, "", false, {}}
+                                          : resolve(t.request.path);
+  if (!resolved) return Unexpected{failure(t, resolved.error())};
+  const Resolved& r = *resolved;
   t.kind = r.kind;
   struct stat st {};
   if (r.kind == Kind::standard_stream) {
@@ -226,39 +227,40 @@ std::string prepare_target(Target& t, const StandardStreams& streams,
     t.fd = r.fd_number == 1 ? streams.out_fd : r.fd_number == 2 ? streams.err_fd : r.fd_number;
     t.stdout = r.fd_number == 1;
     if (t.stdout && !quiet_flag.empty()) {
-      return fmt::format("{} keeps stdout silent, but {} {} writes to it", quiet_flag,
-                         t.request.flag, shown(t));
+      return Unexpected{fmt::format("{} keeps stdout silent, but {} {} writes to it", quiet_flag,
+                                    t.request.flag, shown(t))};
     }
-    if (std::string problem = check_descriptor(t, r.fd_number, streams); !problem.empty()) {
-      return failure(t, problem);
+    if (Expected<void> usable = check_descriptor(t, r.fd_number, streams); !usable) {
+      return Unexpected{failure(t, usable.error())};
     }
     ::fstat(t.fd, &st);
     // Stdout redirected to a file is that file: naming it again would write it twice.
     if (S_ISREG(st.st_mode)) t.identity = fmt::format("{}:{}:", st.st_dev, st.st_ino);
-    return "";
+    return {};
   }
   if (r.kind == Kind::stream) {
     // A FIFO is opened without blocking: no reader is an error now, not a hang.
     const bool fifo = S_ISFIFO(r.st.st_mode);
     t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
     if (t.fd < 0) {
-      return failure(t, errno == ENXIO && fifo ? std::string("no process is reading the FIFO")
-                                               : error_string(errno));
+      return Unexpected{failure(t, errno == ENXIO && fifo
+                                       ? std::string("no process is reading the FIFO")
+                                       : error_string(errno))};
     }
     t.owns_fd = true;
-    return "";
+    return {};
   }
   t.path = r.path;
   t.existed = r.exists;
   t.old = r.st;
-  if (std::string problem = open_file(t); !problem.empty()) return problem;
+  if (Expected<void> done = open_file(t); !done) return done;
   if (t.existed) {
     st = t.old;
   } else {
     ::fstat(t.dir_fd, &st);
   }
   t.identity = fmt::format("{}:{}:{}", st.st_dev, st.st_ino, t.existed ? "" : t.base);
-  return "";
+  return {};
 }
 
 // Two targets that would write one file twice: the same regular file (by any spelling), or the
@@ -284,52 +286,52 @@ class Prepared final : public PreparedOutputs {
     }
   }
 
-  std::string deliver(const std::vector<std::string>& contents,
-                      std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
-                      const std::function<bool()>& stop) override {
+  Expected<void> deliver(const std::vector<std::string>& contents,
+                         std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
+                         const std::function<bool()>& stop) override {
     stdout_failed = false;
     // The files' new content first, in their unnamed temporaries: nothing is replaced yet.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (targets_[i].kind != Kind::file) continue;
-      if (std::string problem = fill(targets_[i], contents[i]); !problem.empty()) {
+      if (Expected<void> filled = fill(targets_[i], contents[i]); !filled) {
         abandon();
-        return problem;
+        return filled;
       }
     }
     // The streams but stdout: one that fails leaves every file as it was.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline, stop);
-          !problem.empty()) {
+      if (Expected<void> written = write_all(targets_[i].fd, contents[i], deadline, stop);
+          !written) {
         abandon();
-        return failure(targets_[i], problem);
+        return Unexpected{failure(targets_[i], written.error())};
       }
     }
     // The files, together: the old contents' names last only until every one is in place.
     for (Target& t : targets_) {
       if (t.kind != Kind::file) continue;
-      if (std::string problem = commit(t); !problem.empty()) {
+      if (Expected<void> committed = commit(t); !committed) {
         abandon();
-        return problem;
+        return committed;
       }
     }
     for (Target& t : targets_) finish(t);
     // Stdout last, so that it can still say what failed before it.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
       if (!targets_[i].stdout) continue;
-      if (std::string problem = write_all(targets_[i].fd, contents[i], deadline, stop);
-          !problem.empty()) {
+      if (Expected<void> written = write_all(targets_[i].fd, contents[i], deadline, stop);
+          !written) {
         stdout_failed = true;
-        return failure(targets_[i], problem);
+        return Unexpected{failure(targets_[i], written.error())};
       }
     }
-    return "";
+    return {};
   }
 
  private:
   // Writes a file's new content into its temporary, with the old file's mode (and owner, as
   // root), and makes it durable.
-  std::string fill(Target& t, const std::string& content) {
+  Expected<void> fill(Target& t, const std::string& content) {
     if (t.named_temporary) {
       t.temp = random_name();
       t.temp_slot = register_pending(t.dir_fd, t.temp);
@@ -338,12 +340,12 @@ class Prepared final : public PreparedOutputs {
         std::string problem = failure(t, "cannot create a temporary file: " + error_string(errno));
         unregister_pending(t.temp_slot);
         t.temp.clear();
-        return problem;
+        return Unexpected{problem};
       }
       t.owns_fd = true;
     }
-    if (std::string problem = write_all(t.fd, content); !problem.empty()) {
-      return failure(t, problem);
+    if (Expected<void> written = write_all(t.fd, content); !written) {
+      return Unexpected{failure(t, written.error())};
     }
     if (t.existed) {
       // Its owner as root; its group where the user may give it (one of the user's groups).
@@ -355,14 +357,14 @@ class Prepared final : public PreparedOutputs {
       }
       (void)::fchmod(t.fd, t.old.st_mode & 07777);
     }
-    if (::fsync(t.fd) != 0) return failure(t, "cannot flush: " + error_string(errno));
-    return "";
+    if (::fsync(t.fd) != 0) return Unexpected{failure(t, "cannot flush: " + error_string(errno))};
+    return {};
   }
 
   // Gives an unnamed temporary a short name in the target's directory (any length of target name
   // works: the temporary name does not grow with it).
-  std::string name_temporary(Target& t) {
-    if (t.named_temporary) return "";
+  Expected<void> name_temporary(Target& t) {
+    if (t.named_temporary) return {};
     const std::string by_fd = fmt::format("/proc/self/fd/{}", t.fd);
     for (int attempt = 0; attempt < 8; ++attempt) {
       t.temp = random_name();
@@ -370,23 +372,23 @@ class Prepared final : public PreparedOutputs {
       // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd works for everyone else.
       if (::linkat(t.fd, "", t.dir_fd, t.temp.c_str(), AT_EMPTY_PATH) == 0 ||
           ::linkat(AT_FDCWD, by_fd.c_str(), t.dir_fd, t.temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
-        return "";
+        return {};
       }
       const int saved = errno;
       unregister_pending(t.temp_slot);
       t.temp.clear();
       if (saved != EEXIST)
-        return failure(t, "cannot link the new report in: " + error_string(saved));
+        return Unexpected{failure(t, "cannot link the new report in: " + error_string(saved))};
     }
-    return failure(t, "cannot find a free temporary name");
+    return Unexpected{failure(t, "cannot find a free temporary name")};
   }
 
-  std::string commit(Target& t) {
-    if (std::string problem = name_temporary(t); !problem.empty()) return problem;
+  Expected<void> commit(Target& t) {
+    if (Expected<void> done = name_temporary(t); !done) return done;
     struct stat now {};
     const bool exists = ::fstatat(t.dir_fd, t.base.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
     if (exists && !S_ISREG(now.st_mode))
-      return failure(t, "was replaced by something else during the run");
+      return Unexpected{failure(t, "was replaced by something else during the run")};
     if (exists &&
         ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_EXCHANGE) == 0) {
       t.commit = Commit::exchanged;  // the temporary's name now holds the old content
@@ -394,17 +396,17 @@ class Prepared final : public PreparedOutputs {
       t.backup_slot = t.temp_slot;
       t.temp.clear();
       t.temp_slot = -1;
-      return "";
+      return {};
     }
     if (!exists &&
         ::renameat2(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str(), RENAME_NOREPLACE) == 0) {
       t.commit = Commit::created;
       unregister_pending(t.temp_slot);
       t.temp.clear();
-      return "";
+      return {};
     }
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
-      return failure(t, "cannot replace it: " + error_string(errno));
+      return Unexpected{failure(t, "cannot replace it: " + error_string(errno))};
     }
     // No exchange on this file system: keep the old file under a second name (a hard link),
     // then rename over it.
@@ -417,12 +419,12 @@ class Prepared final : public PreparedOutputs {
       }
     }
     if (::renameat(t.dir_fd, t.temp.c_str(), t.dir_fd, t.base.c_str()) != 0) {
-      return failure(t, "cannot replace it: " + error_string(errno));
+      return Unexpected{failure(t, "cannot replace it: " + error_string(errno))};
     }
     unregister_pending(t.temp_slot);
     t.temp.clear();
     t.commit = !exists ? Commit::created : t.backup.empty() ? Commit::replaced : Commit::backed_up;
-    return "";
+    return {};
   }
 
   // Puts every committed file back as it was and removes every temporary.
@@ -471,35 +473,32 @@ class Prepared final : public PreparedOutputs {
 
 }  // namespace
 
-PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
-                                      const StandardStreams& streams,
-                                      const std::string& quiet_flag) {
-  PreparedOutputsResult result;
+Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
+    const std::vector<OutputRequest>& requests, const StandardStreams& streams,
+    const std::string& quiet_flag) {
   if (requests.size() > kMaxOutputs) {
-    result.error = fmt::format("{} outputs asked for; at most {}", requests.size(), kMaxOutputs);
-    return result;
+    return Unexpected{
+        fmt::format("{} outputs asked for; at most {}", requests.size(), kMaxOutputs)};
   }
   std::vector<Target> targets(requests.size());
-  std::string error;
-  for (std::size_t i = 0; i < requests.size() && error.empty(); ++i) {
+  Expected<void> prepared;
+  for (std::size_t i = 0; i < requests.size() && prepared; ++i) {
     targets[i].request = requests[i];
-    error = prepare_target(targets[i], streams, quiet_flag);
-    for (std::size_t j = 0; j < i && error.empty(); ++j) {
+    prepared = prepare_target(targets[i], streams, quiet_flag);
+    for (std::size_t j = 0; j < i && prepared; ++j) {
       if (!same_target(targets[j], targets[i])) continue;
-      error = requests[j].flag == requests[i].flag
-                  ? fmt::format("{} names one file twice ({} and {})", requests[i].flag,
-                                shown(targets[j]), shown(targets[i]))
-                  : fmt::format("{} and {} name the same file ({})", requests[j].flag,
-                                requests[i].flag, shown(targets[i]));
+      prepared =
+          Unexpected{requests[j].flag == requests[i].flag
+                         ? fmt::format("{} names one file twice ({} and {})", requests[i].flag,
+                                       shown(targets[j]), shown(targets[i]))
+                         : fmt::format("{} and {} name the same file ({})", requests[j].flag,
+                                       requests[i].flag, shown(targets[i]))};
     }
   }
-  auto prepared = std::make_unique<Prepared>(std::move(targets), streams);
-  if (!error.empty()) {
-    result.error = error;
-    return result;
-  }
-  result.outputs = std::move(prepared);
-  return result;
+  // Made either way: a refusal closes what was opened.
+  auto outputs = std::make_unique<Prepared>(std::move(targets), streams);
+  if (!prepared) return Unexpected{prepared.error()};
+  return std::unique_ptr<PreparedOutputs>(std::move(outputs));
 }
 
 }  // namespace precision_probe

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "probe/platform/io.hpp"
+#include "precision_probe/expected.hpp"
 
 namespace precision_probe {
 
@@ -45,24 +46,20 @@ class PreparedOutputs {
   // Writes contents[i] to the i-th request's target, before `deadline` and before `stop` says
   // so (a signal while a reader does not read): first the streams other than stdout, then the
   // regular files (replaced together, or not at all: a stream that failed leaves them as they
-  // were), then stdout. Returns "" on success, else what failed (one line). `stdout_failed` tells
-  // whether the failure was on stdout itself (then nothing more can be printed there).
-  virtual std::string deliver(const std::vector<std::string>& contents,
-                              std::chrono::steady_clock::time_point deadline, bool& stdout_failed,
-                              const std::function<bool()>& stop = nullptr) = 0;
-};
-
-struct PreparedOutputsResult {
-  std::unique_ptr<PreparedOutputs> outputs;
-  std::string error;  // a usage error, one line, when a target cannot be written
+  // were), then stdout; where one fails, what failed (one line). `stdout_failed` tells whether
+  // the failure was on stdout itself (then nothing more can be printed there).
+  virtual Expected<void> deliver(const std::vector<std::string>& contents,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 bool& stdout_failed,
+                                 const std::function<bool()>& stop = nullptr) = 0;
 };
 
 // Checks and opens every target: a directory, a block device, a socket, a FIFO without a
 // reader, a closed stdout, a descriptor the probe was not given, an unwritable directory, one file
 // named twice (by any spelling), or stdout when `quiet_flag` (-q or --quiet, as typed) is given,
-// are refused here, before anything runs.
-PreparedOutputsResult prepare_outputs(const std::vector<OutputRequest>& requests,
-                                      const StandardStreams& streams,
-                                      const std::string& quiet_flag = "");
+// are refused here, before anything runs: a usage error, one line.
+Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
+    const std::vector<OutputRequest>& requests, const StandardStreams& streams,
+    const std::string& quiet_flag = "");
 
 }  // namespace precision_probe

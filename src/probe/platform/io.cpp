@@ -61,9 +61,9 @@ void remove_pending_temporaries() noexcept {
 
 // --- Writing through ---------------------------------------------------------------------------
 
-std::string write_all(int fd, const std::string& data,
-                      std::chrono::steady_clock::time_point deadline,
-                      const std::function<bool()>& stop) {
+Expected<void> write_all(int fd, const std::string& data,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<bool()>& stop) {
   struct stat st {};
   // Chunks a pipe takes whole once poll() says it has room (PIPE_BUF), larger ones for files.
   const std::size_t chunk = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1U << 20U : PIPE_BUF;
@@ -73,22 +73,22 @@ std::string write_all(int fd, const std::string& data,
     // the wait (`stop`), and a second signal ends the probe at once.
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return "the reader stopped reading (the run's time is up)";
-    if (stop && stop()) return "interrupted while the reader was not reading";
+    if (left.count() <= 0) return Unexpected{"the reader stopped reading (the run's time is up)"};
+    if (stop && stop()) return Unexpected{"interrupted while the reader was not reading"};
     pollfd p{fd, POLLOUT, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
-    if (ready < 0 && errno != EINTR) return error_string(errno);
+    if (ready < 0 && errno != EINTR) return Unexpected{error_string(errno)};
     if (ready <= 0) continue;
     const ssize_t n = ::write(fd, data.data() + written, std::min(chunk, data.size() - written));
     if (n > 0) {
       written += static_cast<std::size_t>(n);
     } else if (n == 0) {
-      return "nothing could be written";
+      return Unexpected{"nothing could be written"};
     } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-      return error_string(errno);
+      return Unexpected{error_string(errno)};
     }
   }
-  return "";
+  return {};
 }
 
 }  // namespace precision_probe

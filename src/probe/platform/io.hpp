@@ -8,14 +8,16 @@
 #include <functional>
 #include <string>
 
+#include "precision_probe/expected.hpp"
+
 namespace precision_probe {
 
 // Writes all of `data` to `fd`, through EINTR and partial writes, waiting while the reader does
-// not read, until `deadline` or until `stop` says so. Returns "" or the error text.
-std::string write_all(int fd, const std::string& data,
-                      std::chrono::steady_clock::time_point deadline =
-                          std::chrono::steady_clock::now() + std::chrono::seconds(30),
-                      const std::function<bool()>& stop = nullptr);
+// not read, until `deadline` or until `stop` says so; where it cannot, why.
+Expected<void> write_all(int fd, const std::string& data,
+                         std::chrono::steady_clock::time_point deadline =
+                             std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                         const std::function<bool()>& stop = nullptr);
 
 // The most temporary names that exist at once: two per output (outputs/output.hpp checks that its
 // kMaxOutputs fits) and a few more.

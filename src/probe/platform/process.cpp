@@ -89,30 +89,27 @@ ChildProcess::~ChildProcess() {
   close_fd(exit_fd_);
 }
 
-bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                         const std::string& input, std::string& error) {
-  if (!start(argv, env, error)) return false;
-  send_input(input);
-  return true;
+Expected<void> ChildProcess::start(const std::vector<std::string>& argv,
+                                   const std::vector<std::string>& env, const std::string& input) {
+  Expected<void> started = start(argv, env);
+  if (started) send_input(input);
+  return started;
 }
 
-bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                         std::string& error) {
-  if (argv.empty()) {
-    error = "no command";
-    return false;
-  }
+Expected<void> ChildProcess::start(const std::vector<std::string>& argv,
+                                   const std::vector<std::string>& env) {
+  if (argv.empty()) return Unexpected{"no command"};
   int in_pipe[2] = {-1, -1};
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
       ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    error = "pipe: " + error_string(errno);
+    const std::string error = "pipe: " + error_string(errno);
     for (int* p : {in_pipe, out_pipe, err_pipe}) {
       close_fd(p[0]);
       close_fd(p[1]);
     }
-    return false;
+    return Unexpected{error};
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -146,12 +143,11 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
   close_fd(out_pipe[1]);
   close_fd(err_pipe[1]);
   if (rc != 0) {
-    error = "cannot start " + argv[0] + ": " + error_string(rc);
     pid_ = -1;
     close_fd(in_pipe[1]);
     close_fd(out_pipe[0]);
     close_fd(err_pipe[0]);
-    return false;
+    return Unexpected{"cannot start " + argv[0] + ": " + error_string(rc)};
   }
   reaped_ = false;
   in_fd_ = in_pipe[1];
@@ -161,7 +157,7 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::vector
   // Through syscall(): the C library's wrapper is newer than some systems the probe runs on.
   exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
   if (exit_fd_ >= 0) ::fcntl(exit_fd_, F_SETFD, FD_CLOEXEC);
-  return true;
+  return {};
 }
 
 void ChildProcess::send_input(const std::string& input) {
@@ -270,7 +266,10 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
                           std::size_t max_output, std::chrono::milliseconds reap_limit) {
   ProcessOutput result;
   ChildProcess child;
-  if (!child.start(argv, env, input, result.start_error)) return result;
+  if (Expected<void> started = child.start(argv, env, input); !started) {
+    result.start_error = started.error();
+    return result;
+  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::map<int, std::string*> sinks = {{child.stdout_fd(), &result.out},
                                        {child.stderr_fd(), &result.err}};

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "precision_probe/expected.hpp"
+
 namespace precision_probe {
 
 // A spawned child. Its stdin receives `input` and is then closed; stdout and stderr are pipes.
@@ -24,13 +26,12 @@ class ChildProcess {
   ~ChildProcess();  // kills a child still running with its group, and reaps it (waiting 2 s at
                     // most)
 
-  // Starts `argv[0]` (a path) with `env` (KEY=VALUE entries) in its own process group.
-  // Returns false and sets `error` when it cannot be started.
-  bool start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-             const std::string& input, std::string& error);
+  // Starts `argv[0]` (a path) with `env` (KEY=VALUE entries) in its own process group; where it
+  // cannot be started, why.
+  Expected<void> start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       const std::string& input);
   // The same with stdin left open until send_input().
-  bool start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-             std::string& error);
+  Expected<void> start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
   // Writes `input` to the child's stdin and closes it (once; later calls do nothing). A child that
   // has exited without reading it is not an error: its output says what happened.
   void send_input(const std::string& input);

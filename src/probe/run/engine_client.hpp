@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/worker.hpp"
+#include "precision_probe/expected.hpp"
 
 namespace precision_probe {
 
@@ -66,11 +67,7 @@ class Engine {
 // $PRECISION_PROBE_ENGINE, next to `self_exe`, then in ../libexec/precision-probe/.
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe);
 
-// Where the engine executable is ("" when it is not installed), and why it is not there.
-struct EngineLocation {
-  std::string path;
-  std::string problem;  // "" when found
-};
-EngineLocation find_engine_executable(const System& system, const std::string& self_exe);
+// Where the engine executable is, or why it is not there.
+Expected<std::string> find_engine_executable(const System& system, const std::string& self_exe);
 
 }  // namespace precision_probe

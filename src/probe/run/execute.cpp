@@ -19,8 +19,8 @@ Execution::Execution(Engine& engine, DriverApi& driver, const Options& options,
 Execution::~Execution() {
   // Left early (an exception): the threads end before what they use does.
   cancelled_ = true;
-  if (cpu_done_.valid()) cpu_done_.wait();
-  if (cuda_.valid()) cuda_.wait();
+  cpu_checks_.join();
+  cuda_query_.join();
 }
 
 // The engine's limits for what is left of the run's budget.
@@ -51,27 +51,29 @@ void Execution::start(const StartPlan& plan) {
   if (plan.prestart) engine_.prestart(*plan.prestart);
   if (!plan.cpu) return;
   cpu_ = WorkerRun{*plan.cpu, std::nullopt};
-  cpu_done_ = std::async(std::launch::async, [this] { run_workers({&*cpu_}); });
+  // Where no thread can be started, the CPU's checks run now, before the driver is asked.
+  cpu_checks_.start_or_run([this] { run_workers({&*cpu_}); });
 }
 
 void Execution::ask_cuda_alongside() {
-  cuda_ = std::async(std::launch::async, [this] {
-    CudaSnapshot snapshot = driver_.query_cuda();
+  // Where no thread can be started, cuInit is asked now, before the GPUs' workers run.
+  cuda_query_.start_or_run([this] {
+    cuda_ = driver_.query_cuda();
     trace("cuInit done (in the background)");
-    return snapshot;
   });
 }
 
 void Execution::cancel() {
   cancelled_ = true;
-  if (cpu_done_.valid()) cpu_done_.wait();
+  cpu_checks_.join();
   engine_.stop_spares();
 }
 
 RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   RunResults r;
-  std::unique_ptr<TelemetryRecording> telemetry =
-      gpus.telemetry ? driver_.record_telemetry() : nullptr;
+  Expected<std::unique_ptr<TelemetryRecording>> telemetry =
+      Unexpected{"NVML telemetry is not offered here"};
+  if (gpus.telemetry) telemetry = driver_.record_telemetry();
   // Every GPU at once, and the collective with them unless measurements run alone.
   for (const WorkerPlan& p : gpus.gpus) r.gpus.push_back({p, std::nullopt});
   if (gpus.collective) r.collective = WorkerRun{*gpus.collective, std::nullopt};
@@ -80,10 +82,13 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   for (WorkerRun& w : r.gpus) together.push_back(&w);
   if (r.collective && !gpus.collective_alone) together.push_back(&*r.collective);
   run_workers(together);
-  if (telemetry) r.telemetry = telemetry->stop();
-  r.telemetry_note = telemetry ? telemetry->error : "NVML telemetry is not offered here";
+  if (telemetry) {
+    r.telemetry = (*telemetry)->stop();
+  } else {
+    r.telemetry_note = telemetry.error();
+  }
   engine_.stop_spares();
-  if (cpu_done_.valid()) cpu_done_.get();
+  cpu_checks_.wait();
   r.cpu = std::move(cpu_);
   // The measurements that run alone: the CPU's benchmark, then the collective's bandwidth.
   if (start.cpu_bench && r.cpu) {
@@ -92,8 +97,9 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   }
   if (r.collective && gpus.collective_alone) run_workers({&*r.collective});
   trace("workers finished");
-  if (cuda_.valid()) {
-    r.cuda = cuda_.get();
+  cuda_query_.wait();
+  if (cuda_) {
+    r.cuda = std::move(cuda_);
     trace("cuInit answered");
   }
   if (interrupt_requested()) r.interrupted = signal_name(interrupt_signal());

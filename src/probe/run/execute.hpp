@@ -4,14 +4,15 @@
 // answer beside its plan. The CPU's checks begin as soon as the start's plan is there, on a
 // thread of their own while the driver is asked; the GPUs' workers, cuInit where it is asked
 // alongside, and the soak's telemetry run together; the measurements that must run alone come
-// last.
+// last. Where no thread can be started, what would have run on one runs on this thread in its
+// turn: the run takes longer and reports the same.
 
 #include <atomic>
-#include <future>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/threads.hpp"
 #include "common/worker.hpp"
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
@@ -69,8 +70,10 @@ class Execution {
   RunClock clock_;
   std::atomic<bool> cancelled_{false};
   std::optional<WorkerRun> cpu_;
-  std::future<void> cpu_done_;
-  std::future<CudaSnapshot> cuda_;
+  std::optional<CudaSnapshot> cuda_;  // cuInit's answer, once cuda_query_ is done
+  // The run's threads (common/threads.hpp), each joined by the destructor at the latest.
+  Threads cpu_checks_;
+  Threads cuda_query_;
 };
 
 }  // namespace precision_probe

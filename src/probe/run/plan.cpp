@@ -254,15 +254,15 @@ GpuPlan plan_gpus(const Options& options, const GpuFacts& facts, const StartPlan
   return g;
 }
 
-std::string selection_error(const Options& options, const GpuFacts& facts) {
-  if (facts.gpus.empty()) return "";
+Expected<void> check_selection(const Options& options, const GpuFacts& facts) {
+  if (facts.gpus.empty()) return {};
   for (int index : options.devices.gpu_indices) {
     if (index >= static_cast<int>(facts.gpus.size())) {
-      return fmt::format("--device: GPU {} does not exist ({} visible: 0-{})", index,
-                         facts.gpus.size(), facts.gpus.size() - 1);
+      return Unexpected{fmt::format("--device: GPU {} does not exist ({} visible: 0-{})", index,
+                                    facts.gpus.size(), facts.gpus.size() - 1)};
     }
   }
-  return "";
+  return {};
 }
 
 bool gpu_selected(const Options& options, int index) {

@@ -67,9 +67,9 @@ struct GpuPlan {
 
 GpuPlan plan_gpus(const Options& options, const GpuFacts& facts, const StartPlan& start);
 
-// A --device index the driver does not know: a usage error ("" when every index exists, or when
+// A --device index the driver does not know is a usage error, said here (every index exists, or
 // no GPU is visible at all: then the plan's `unavailable_selection` says so).
-std::string selection_error(const Options& options, const GpuFacts& facts);
+Expected<void> check_selection(const Options& options, const GpuFacts& facts);
 
 bool gpu_selected(const Options& options, int index);
 

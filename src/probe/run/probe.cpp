@@ -41,9 +41,9 @@ Report run_probe(const Options& options, ProbeDeps deps, const RunClock& clock) 
   DriverAnswers driver = ask_driver(options, deps.driver, deps.system, facts.machine);
   if (driver.cuda_alongside) execution.ask_cuda_alongside();
   const GpuFacts seen = gpus_to_plan(driver, facts.machine);
-  if (const std::string bad = selection_error(options, seen); !bad.empty()) {
+  if (const Expected<void> selected = check_selection(options, seen); !selected) {
     execution.cancel();
-    return usage_error_report(bad, facts.machine.host);
+    return usage_error_report(selected.error(), facts.machine.host);
   }
   const GpuPlan gpus = plan_gpus(options, seen, *start);
   RunResults results = execution.finish(*start, gpus);

@@ -66,19 +66,18 @@ WorkerKind kind_of(const WorkerPlan& plan) { return {plan.kind, plan.tf32_proces
 
 class ProcessEngine final : public Engine {
  public:
-  ProcessEngine(const System& system, EngineLocation location)
+  ProcessEngine(const System& system, Expected<std::string> engine)
       : system_(system),
-        engine_path_(std::move(location.path)),
-        engine_problem_(std::move(location.problem)) {}
+        engine_path_(engine ? std::move(*engine) : ""),
+        engine_problem_(engine ? "" : engine.error()) {}
 
   void prestart(const Prestart& what) override {
     if (engine_path_.empty() || lib_dir_.empty()) return;
     auto spawn = [this](WorkerKind kind) {
-      std::string error;
       // A worker that cannot be started here is started (and its error reported) in run().
-      if (auto child = start_worker(kind, std::nullopt, error)) {
+      if (Expected<std::unique_ptr<ChildProcess>> child = start_worker(kind, std::nullopt)) {
         const std::lock_guard<std::mutex> lock(spares_mutex_);
-        spares_.push_back({kind, std::move(child)});
+        spares_.push_back({kind, std::move(*child)});
       }
     };
     if (what.cpu) spawn({DeviceKind::cpu, false});
@@ -102,13 +101,15 @@ class ProcessEngine final : public Engine {
         continue;
       }
       std::unique_ptr<ChildProcess> child = take_spare(kind_of(plans[i]));
-      std::string error;
-      if (!child) child = start_worker(kind_of(plans[i]), plans[i].cuda_visible_devices, error);
       if (!child) {
-        // An engine that cannot be started is a broken installation, not a failed check.
-        results[i].problem = ErrorKind::unavailable;
-        results[i].problem_message = "the kernel engine cannot be started: " + error;
-        continue;
+        auto started = start_worker(kind_of(plans[i]), plans[i].cuda_visible_devices);
+        if (!started) {
+          // An engine that cannot be started is a broken installation, not a failed check.
+          results[i].problem = ErrorKind::unavailable;
+          results[i].problem_message = "the kernel engine cannot be started: " + started.error();
+          continue;
+        }
+        child = std::move(*started);
       }
       // A held worker's stdin stays open for its "go".
       if (plans[i].hold) {
@@ -393,9 +394,9 @@ class ProcessEngine final : public Engine {
   // for the CPU, libtorch_cuda.so for GPUs. A CPU worker never sees a GPU. A GPU worker sees `gpu`
   // when it is known; started ahead (nullopt), it inherits the environment and narrows
   // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. TF32 is on in a TF32 process and
-  // off in every other. nullptr (and `error`) on failure.
-  std::unique_ptr<ChildProcess> start_worker(WorkerKind kind, const std::optional<std::string>& gpu,
-                                             std::string& error) const {
+  // off in every other. Where it cannot be started, why.
+  Expected<std::unique_ptr<ChildProcess>> start_worker(
+      WorkerKind kind, const std::optional<std::string>& gpu) const {
     // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     const bool cpu = kind.kind == DeviceKind::cpu;
@@ -406,7 +407,9 @@ class ProcessEngine final : public Engine {
     const std::vector<std::string> argv = {engine_path_, "--worker", cpu ? "cpu" : "gpu",
                                            "--libtorch", library};
     auto child = std::make_unique<ChildProcess>();
-    if (!child->start(argv, environment_with(overrides), error)) return nullptr;
+    if (Expected<void> started = child->start(argv, environment_with(overrides)); !started) {
+      return Unexpected{started.error()};
+    }
     return child;
   }
 
@@ -466,25 +469,27 @@ class ProcessEngine final : public Engine {
 
 }  // namespace
 
-EngineLocation find_engine_executable(const System& system, const std::string& self_exe) {
+Expected<std::string> find_engine_executable(const System& system, const std::string& self_exe) {
   // An empty variable is unset.
   const std::string configured = system.getenv("PRECISION_PROBE_ENGINE").value_or("");
   if (!configured.empty()) {
-    if (system.exists(configured)) return {configured, ""};
-    return {"", fmt::format("PRECISION_PROBE_ENGINE={} names no file, so no kernel ran; name the "
-                            "engine executable (precision-probe-engine), or unset it to use the "
-                            "one installed next to the probe",
-                            printable_path(configured))};
+    if (system.exists(configured)) return configured;
+    return Unexpected{
+        fmt::format("PRECISION_PROBE_ENGINE={} names no file, so no kernel ran; name the "
+                    "engine executable (precision-probe-engine), or unset it to use the "
+                    "one installed next to the probe",
+                    printable_path(configured))};
   }
   const std::string dir = self_exe.empty() ? "" : directory_of(self_exe);
   for (const std::string& candidate :
        {dir + "/" + kEngineName, dir + "/../libexec/precision-probe/" + kEngineName}) {
-    if (!dir.empty() && system.exists(candidate)) return {candidate, ""};
+    if (!dir.empty() && system.exists(candidate)) return candidate;
   }
-  return {"", fmt::format("the kernel engine ({}) is not installed next to the probe, so no "
-                          "kernel ran; install the whole package (bin/ and libexec/), or set "
-                          "PRECISION_PROBE_ENGINE",
-                          kEngineName)};
+  return Unexpected{
+      fmt::format("the kernel engine ({}) is not installed next to the probe, so no "
+                  "kernel ran; install the whole package (bin/ and libexec/), or set "
+                  "PRECISION_PROBE_ENGINE",
+                  kEngineName)};
 }
 
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {

@@ -310,9 +310,7 @@ void decode(const J& j, std::optional<T>& out, const Path& path, const ReadLimit
     out.reset();
     return;
   }
-  T value{};
-  decode(j, value, path, limits);
-  out = std::move(value);
+  decode(j, out.emplace(), path, limits);  // a refusal leaves `out` half read: the read fails
 }
 
 template <class J, class T>
@@ -322,10 +320,10 @@ void decode(const J& j, std::vector<T>& out, const Path& path, const ReadLimits&
     fail(path, "a list of more than " + std::to_string(limits.max_items));
   out.clear();
   out.reserve(j.size());
+  // Each item read where it stays: a device is 15 KiB, built and moved it would cost a copy.
   j.for_each([&](const J& element) {
-    T item{};
-    decode(element, item, Path(path, out.size()), limits);
-    out.push_back(std::move(item));
+    const std::size_t index = out.size();
+    decode(element, out.emplace_back(), Path(path, index), limits);
   });
 }
 

@@ -145,7 +145,7 @@ std::string encode_plan(const WorkerPlan& plan) {
 
 Expected<WorkerPlan> decode_plan(std::string_view text) {
   JsonDocument doc;
-  if (!doc.parse(text).empty() || !doc.root().is_object()) {
+  if (!doc.parse(text) || !doc.root().is_object()) {
     return Unexpected{"malformed plan: not a JSON object"};
   }
   if (!our_protocol(doc.root().find("protocol"))) {
@@ -173,7 +173,7 @@ std::string encode_stack(const StackInfo& stack) { return json_fields::encode(st
 
 Expected<StackInfo> decode_stack(std::string_view text) {
   JsonDocument doc;
-  if (!doc.parse(text).empty()) return Unexpected{"malformed stack description: not JSON"};
+  if (!doc.parse(text)) return Unexpected{"malformed stack description: not JSON"};
   try {
     StackInfo stack;
     json_fields::decode(doc.root(), stack, "stack", kLineLimits);
@@ -214,7 +214,7 @@ std::string encode_progress(std::string_view what) {
 
 Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
   JsonDocument doc;
-  if (!doc.parse(text).empty() || !doc.root().is_object()) {
+  if (!doc.parse(text) || !doc.root().is_object()) {
     return Unexpected{"malformed result line: not a JSON object"};
   }
   const JsonValue j = doc.root();

@@ -112,12 +112,12 @@ struct JsonDocument::Parser {
 JsonDocument::JsonDocument() : parser_(std::make_unique<Parser>()) {}
 JsonDocument::~JsonDocument() = default;
 
-std::string JsonDocument::parse(std::string_view text, bool padded) {
+Expected<void> JsonDocument::parse(std::string_view text, bool padded) {
   tape_ = nullptr;
   strings_ = nullptr;
   // A UTF-8 byte order mark (an editor's, PowerShell's) is not part of the document.
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
-  if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return "a text of 4 GiB or more";
+  if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return Unexpected{"a text of 4 GiB or more"};
   if (parser_->dom.max_depth() != kMaxDepth &&
       parser_->dom.allocate(std::max<std::size_t>(text.size(), 4096), kMaxDepth) !=
           simdjson::SUCCESS) {
@@ -128,16 +128,17 @@ std::string JsonDocument::parse(std::string_view text, bool padded) {
   if (error != simdjson::SUCCESS) {
     const std::string wide = widen_large_integers(text);
     if (!wide.empty()) error = parser_->parse(wide, false);
-    if (error != simdjson::SUCCESS) return refusal(text, simdjson::error_message(error));
+    if (error != simdjson::SUCCESS)
+      return Unexpected{refusal(text, simdjson::error_message(error))};
   }
   tape_ = parser_->dom.doc.tape.get();
   strings_ = parser_->dom.doc.string_buf.get();
   if (!unique_keys()) {
     tape_ = nullptr;
     strings_ = nullptr;
-    return refusal(text, "a member given twice");
+    return Unexpected{refusal(text, "a member given twice")};
   }
-  return "";
+  return {};
 }
 
 std::string JsonDocument::refusal(std::string_view text, const std::string& simdjson_error) const {

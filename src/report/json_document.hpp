@@ -10,7 +10,7 @@
 // tape directly, with the interface json_fields' reader needs.
 //
 //   JsonDocument doc;
-//   if (std::string error = doc.parse(text); !error.empty()) ...
+//   if (const Expected<void> parsed = doc.parse(text); !parsed) ... parsed.error() ...
 //   JsonValue root = doc.root();   // valid until the next parse
 
 #include <cstdint>
@@ -19,6 +19,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "precision_probe/expected.hpp"
 
 namespace precision_probe::json_fields {
 
@@ -35,9 +37,9 @@ class JsonDocument {
   JsonDocument(const JsonDocument&) = delete;
   JsonDocument& operator=(const JsonDocument&) = delete;
 
-  // Parses `text`; "" on success, else what is wrong and where. `padded`: kJsonPadding bytes
+  // Parses `text`; where it is refused, what is wrong and where. `padded`: kJsonPadding bytes
   // after the text may be read (their values do not matter), so it is parsed where it stands.
-  std::string parse(std::string_view text, bool padded = false);
+  Expected<void> parse(std::string_view text, bool padded = false);
   JsonValue root() const;
 
  private:

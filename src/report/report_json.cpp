@@ -86,8 +86,8 @@ namespace json_fields {
 Expected<Report> read_report(std::string_view text, ReadDepth depth, bool padded) {
   // One document a thread, its buffers kept: a fleet's summary reads thousands of reports.
   thread_local JsonDocument doc;
-  if (const std::string error = doc.parse(text, padded); !error.empty()) {
-    return Unexpected{"not a JSON document (" + error + ")"};
+  if (const Expected<void> parsed = doc.parse(text, padded); !parsed) {
+    return Unexpected{"not a JSON document (" + parsed.error() + ")"};
   }
   const JsonValue root = doc.root();
   const auto version = root.is_object() ? root.find("schema_version") : std::nullopt;

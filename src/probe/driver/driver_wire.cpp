@@ -78,7 +78,7 @@ std::string encode_snapshot(const Snapshot& s) {
 template <class Snapshot>
 Expected<Snapshot> decode_snapshot(std::string_view text) {
   json_fields::JsonDocument doc;
-  if (std::string error = doc.parse(text); !error.empty()) return Unexpected{error};
+  if (Expected<void> parsed = doc.parse(text); !parsed) return Unexpected{parsed.error()};
   const json_fields::JsonValue root = doc.root();
   for (const char* key : {"loaded", "devices"}) {
     if (!root.is_object() || !root.find(key)) return Unexpected{std::string("no \"") + key + "\""};

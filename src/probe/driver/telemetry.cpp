@@ -50,7 +50,7 @@ std::string encode_sample(const TelemetrySample& sample) {
 
 std::optional<TelemetrySample> decode_sample(std::string_view line) {
   json_fields::JsonDocument doc;
-  if (!doc.parse(line).empty() || !doc.root().is_object()) return std::nullopt;
+  if (!doc.parse(line) || !doc.root().is_object()) return std::nullopt;
   const auto t = doc.root().find("t");
   if (!t || !t->is_number()) return std::nullopt;
   TelemetrySample s;

@@ -191,7 +191,7 @@ Expected<Answer> parse_answer(const std::string& out, bool may_ask, double elaps
   json_fields::JsonDocument doc;
   json_fields::ReaderLine line;
   // One member: "ask" or "stack".
-  const bool one = doc.parse(out).empty() && doc.root().is_object() && doc.root().size() == 1;
+  const bool one = doc.parse(out) && doc.root().is_object() && doc.root().size() == 1;
   try {
     if (one) json_fields::decode(doc.root(), line, "", kLineLimits);
   } catch (const json_fields::FieldError& e) {

@@ -68,13 +68,13 @@ struct Outcome {
   bool conflict = false;  // the summary's own output, and no summary: it must not be replaced
 };
 
-// Reads a regular file whole (at most kMaxReportBytes) into `buffer`: "" or why not. It is opened
-// without blocking and judged by fstat before a byte is read, so that a FIFO (or a device) is
-// refused at once. `is_output`: the file is the summary's own output.
-std::string read_file(const std::string& path, const std::optional<FileIdentity>& output,
-                      std::string& buffer, bool& is_output) {
+// Reads a regular file whole (at most kMaxReportBytes) into `buffer`, and says whether it is the
+// summary's own output; or why it cannot. It is opened without blocking and judged by fstat before
+// a byte is read, so that a FIFO (or a device) is refused at once.
+Expected<bool> read_file(const std::string& path, const std::optional<FileIdentity>& output,
+                         std::string& buffer) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return error_string(errno);
+  if (fd < 0) return Unexpected{error_string(errno)};
   struct stat st {};
   std::string error;
   if (::fstat(fd, &st) != 0) {
@@ -84,7 +84,7 @@ std::string read_file(const std::string& path, const std::optional<FileIdentity>
   } else if (static_cast<std::size_t>(st.st_size) > kMaxReportBytes) {
     error = kTooLarge;
   }
-  is_output = error.empty() && output && identity_of(st) == *output;
+  const bool is_output = error.empty() && output && identity_of(st) == *output;
   // Read straight into the buffer, grown as needed (the file may grow while it is read), with room
   // for the parser's padding after it.
   std::size_t used = 0;
@@ -102,13 +102,14 @@ std::string read_file(const std::string& path, const std::optional<FileIdentity>
   }
   buffer.resize(used);
   ::close(fd);
-  return error;
+  if (!error.empty()) return Unexpected{error};
+  return is_output;
 }
 
 // A summary (what `summarize --format json` writes, its error documents too): not a report.
 bool is_summary(std::string_view text) {
   thread_local json_fields::JsonDocument doc;
-  if (!doc.parse(text).empty()) return false;
+  if (!doc.parse(text)) return false;
   const json_fields::JsonValue root = doc.root();
   return root.is_object() && root.find("summary_schema_version") && !root.find("schema_version");
 }
@@ -121,10 +122,9 @@ Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& op
   bool padded = item.padded;
   bool is_output = false;
   if (!item.path.empty()) {
-    if (const std::string error = read_file(item.path, options.output, buffer, is_output);
-        !error.empty()) {
-      return {std::nullopt, Unreadable{item.source, error}, std::nullopt};
-    }
+    const Expected<bool> read = read_file(item.path, options.output, buffer);
+    if (!read) return {std::nullopt, Unreadable{item.source, read.error()}, std::nullopt};
+    is_output = *read;
     text = buffer;
     padded = buffer.capacity() - buffer.size() >= json_fields::kJsonPadding;
   }

@@ -67,12 +67,10 @@ WorkerKind kind_of(const WorkerPlan& plan) { return {plan.kind, plan.tf32_proces
 class ProcessEngine final : public Engine {
  public:
   ProcessEngine(const System& system, Expected<std::string> engine)
-      : system_(system),
-        engine_path_(engine ? std::move(*engine) : ""),
-        engine_problem_(engine ? "" : engine.error()) {}
+      : system_(system), engine_(std::move(engine)) {}
 
   void prestart(const Prestart& what) override {
-    if (engine_path_.empty() || lib_dir_.empty()) return;
+    if (!engine_ || lib_dir_.empty()) return;
     auto spawn = [this](WorkerKind kind) {
       // A worker that cannot be started here is started (and its error reported) in run().
       if (Expected<std::unique_ptr<ChildProcess>> child = start_worker(kind, std::nullopt)) {
@@ -94,10 +92,9 @@ class ProcessEngine final : public Engine {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       results[i].kind = plans[i].kind;
       results[i].index = plans[i].index;
-      if (engine_path_.empty() || lib_dir_.empty()) {
+      if (!engine_ || lib_dir_.empty()) {
         results[i].problem = ErrorKind::unavailable;
-        results[i].problem_message =
-            engine_path_.empty() ? engine_problem_ : "no LibTorch to load was found";
+        results[i].problem_message = !engine_ ? engine_.error() : "no LibTorch to load was found";
         continue;
       }
       std::unique_ptr<ChildProcess> child = take_spare(kind_of(plans[i]));
@@ -134,8 +131,8 @@ class ProcessEngine final : public Engine {
     return results;
   }
 
-  bool installed() const override { return !engine_path_.empty(); }
-  std::string not_installed_reason() const override { return engine_problem_; }
+  bool installed() const override { return static_cast<bool>(engine_); }
+  std::string not_installed_reason() const override { return engine_ ? "" : engine_.error(); }
 
   void use_libtorch(const std::string& lib_dir) override { lib_dir_ = lib_dir; }
 
@@ -404,8 +401,8 @@ class ProcessEngine final : public Engine {
     if (!cpu && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
     overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
     const std::string library = lib_dir_ + (cpu ? "/libtorch_cpu.so" : "/libtorch_cuda.so");
-    const std::vector<std::string> argv = {engine_path_, "--worker", cpu ? "cpu" : "gpu",
-                                           "--libtorch", library};
+    const std::vector<std::string> argv = {*engine_, "--worker", cpu ? "cpu" : "gpu", "--libtorch",
+                                           library};
     auto child = std::make_unique<ChildProcess>();
     if (Expected<void> started = child->start(argv, environment_with(overrides)); !started) {
       return Unexpected{started.error()};
@@ -460,10 +457,9 @@ class ProcessEngine final : public Engine {
   }
 
   const System& system_;
-  std::string engine_path_;
-  std::string engine_problem_;  // why there is no engine_path_
-  std::string lib_dir_;         // the image's torch/lib (use_libtorch)
-  std::mutex spares_mutex_;     // the CPU's run and the GPUs' run may take spares at once
+  const Expected<std::string> engine_;  // the engine executable's path, or why there is none
+  std::string lib_dir_;                 // the image's torch/lib (use_libtorch)
+  std::mutex spares_mutex_;             // the CPU's run and the GPUs' run may take spares at once
   std::vector<Spare> spares_;
 };
 

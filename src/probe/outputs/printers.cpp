@@ -2,7 +2,9 @@
 
 #include "probe/outputs/printers.hpp"
 
+#include <array>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -58,23 +60,28 @@ std::string telemetry_summary(const SoakTelemetry& t) {
   return line;
 }
 
+// The formats' names, each format's own first; then the short names the command line takes too.
+constexpr std::array<std::pair<Format, std::string_view>, 7> kFormatNames = {{
+    {Format::text, "text"},
+    {Format::json, "json"},
+    {Format::markdown, "markdown"},
+    {Format::prometheus, "prometheus"},
+    {Format::nfd, "nfd"},
+    {Format::markdown, "md"},
+    {Format::prometheus, "prom"},
+}};
+
 std::string_view to_string(Format format) {
-  switch (format) {
-    case Format::text: return "text";
-    case Format::json: return "json";
-    case Format::markdown: return "markdown";
-    case Format::prometheus: return "prometheus";
-    case Format::nfd: return "nfd";
+  for (const auto& [f, name] : kFormatNames) {
+    if (f == format) return name;
   }
   return "text";
 }
 
 std::optional<Format> parse_format(std::string_view text) {
-  for (Format f : {Format::text, Format::json, Format::markdown, Format::prometheus, Format::nfd}) {
-    if (to_string(f) == text) return f;
+  for (const auto& [f, name] : kFormatNames) {
+    if (name == text) return f;
   }
-  if (text == "md") return Format::markdown;
-  if (text == "prom") return Format::prometheus;
   return std::nullopt;
 }
 

@@ -267,9 +267,11 @@ TEST(Image, AFifoInPlaceOfVersionPyIsAUsageErrorThatNamesIt) {
   const std::string tree = ppt::make_temp_dir() + "/T";
   copy_stack_with_fifo("cuda", tree, "torch/version.py");
   const std::vector<std::string> env = h200_with_torch(tree);
-  const std::string line = "precision-probe: error: PRECISION_PROBE_TORCH=" + tree +
-                           ": no version in " + tree + "/torch: " + tree +
-                           "/torch/version.py (a FIFO) is not a regular file, refused unread\n";
+  // The variable's value as the probe names a path (a long one shortened: a long TMPDIR).
+  const std::string line =
+      "precision-probe: error: PRECISION_PROBE_TORCH=" + precision_probe::printable_path(tree) +
+      ": no version in " + tree + "/torch: " + tree +
+      "/torch/version.py (a FIFO) is not a regular file, refused unread\n";
   for (const std::vector<std::string>& args : kThreeReaders) {
     std::vector<std::string> argv = args;
     argv.insert(argv.end(), {"--format", "json"});

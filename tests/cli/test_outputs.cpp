@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "binary.hpp"
+#include "common/strings.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -83,7 +84,9 @@ TEST(Outputs, AFifoWithoutAReaderIsAUsageErrorNotAHang) {
                                   {"FAKE_ENGINE=hang"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("-o: " + dir + "/pipe: no process is reading the FIFO"), std::string::npos)
+  EXPECT_NE(r.err.find("-o: " + precision_probe::printable_path(dir + "/pipe") +
+                       ": no process is reading the FIFO"),
+            std::string::npos)
       << r.err;
   EXPECT_NO_THROW(json::parse(r.out));  // the error as a JSON document on stdout
   // With a reader, the report goes through the FIFO.
@@ -189,6 +192,12 @@ TEST(Outputs, SignalsNeverLeaveATemporaryFile) {
                                         "FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids}),
         "");
     ASSERT_TRUE(started) << started.error();
+    // The signal comes once the worker runs (a fixed wait was too short for a loaded sanitizer
+    // build), then half a second more so that the probe waits for it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (pp::testing::pids_in(pids).empty() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ASSERT_EQ(::kill(child.pid(), sig), 0);
     const int status = child.wait();

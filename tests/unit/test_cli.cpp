@@ -272,12 +272,22 @@ TEST(Cli, HelpAndTheVersionAreAnsweredWhateverElseTheLineHolds) {
   }
   EXPECT_EQ(parse({"--version", "--bogus"}).action, Action::version);
   EXPECT_EQ(parse({"--device", "x", "--version"}).action, Action::version);
+  // Each command answers it, before or after its own words.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"summarize", "--version", "fleet/"},
+        {"summarize", "--format", "xml", "--version"},
+        {"--version", "summarize"},
+        {"arch", "9.0", "--version"}}) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::version) << args[1] << " " << cl.text;
+    EXPECT_NE(cl.text.find("precision-probe 0."), std::string::npos) << args[1];
+  }
 }
 
 TEST(Cli, SummarizeHelpListsItsOwnOptions) {
   const std::string help = parse({"summarize", "--help"}).text;
   for (const char* option : {"--format FORMAT", "-o,--output FILE", "--max-age DURATION",
-                             "--require MODES", "-q,--quiet", "-h,--help"}) {
+                             "--require MODES", "-q,--quiet", "--version", "-h,--help"}) {
     EXPECT_NE(help.find(option), std::string::npos) << option;
   }
   EXPECT_EQ(help.find("--device"), std::string::npos);  // the probe's

@@ -278,7 +278,7 @@ class Table {
 void add_report_options(Table& t, Options& o) {
   t.value_to("--format", "FORMAT", kAlsoArch,
              "The report on stdout: text (default), json, markdown, prometheus or nfd (node "
-             "labels)",
+             "labels; not with arch)",
              check_format, [&o](const std::string& v) { o.format = *parse_format(v); });
   t.value_to("-o,--output", "FILE", kAlsoArch,
              "Write that report to FILE instead of stdout (- is stdout); a regular file is "
@@ -376,7 +376,8 @@ void add_run_options(Table& t, Options& o, bool& version) {
   t.flag_to("--no-color", kAlsoArch, "No colour in the text report (NO_COLOR is honoured too)",
             [&o] { o.color = ColorMode::never; });
   t.flag("-q,--quiet", kAlsoArch, "Nothing on stdout; the exit code tells the result", o.quiet);
-  t.flag("--version", kAlsoArch, "The version and the LibTorch/CUDA it was built with", version);
+  t.flag("--version", kAlsoArch, "The version, and the LibTorch releases its engine loads",
+         version);
 }
 
 // The probe's combinations that depend on values, refused naming both (after every value is read).
@@ -426,7 +427,7 @@ void add_arch(const Apps& apps, Options& o) {
   apps.arch.callback([&o] { o.command = Command::arch; });
 }
 
-void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) {
+void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed, bool& version) {
   const std::string group = "summarize";
   CLI::App& app = apps.summarize;
   app.set_help_flag("-h,--help", "this help");
@@ -450,6 +451,7 @@ void add_summarize(const Apps& apps, SummarizeOptions& s, const AsTyped& typed) 
                 }
               });
   t.flag("-q,--quiet", group, "nothing on stdout: the exit code tells the result", s.quiet);
+  t.flag("--version", group, "the version", version);  // answered as the probe's
   // Every word after the options is a report, "--" anywhere among them too: the positional is
   // never full, where CLI11 would end the subcommand at a "--" after a full one.
   const int never_full = CLI::detail::expected_max_vector_size;
@@ -496,7 +498,7 @@ void build(const Apps& apps, CommandLine& cl, const AsTyped& typed, bool& versio
   add_kernel_options(t, cl.options);
   add_run_options(t, cl.options, version);
   add_arch(apps, cl.options);
-  add_summarize(apps, cl.summarize, typed);
+  add_summarize(apps, cl.summarize, typed, version);
   relate(apps);
   apps.probe.callback([&apps, &cl, &typed] {
     if (apps.summarize.parsed()) return;
@@ -649,7 +651,8 @@ void conclude(CommandLine& cl, const Apps& apps, const Specs& specs, const AsTyp
   if (const CommandSpec* asked = help_asked(apps, specs)) {
     cl.action = CommandLine::Action::help;
     cl.text = help_text(*asked);
-  } else if (apps.probe.get_option("--version")->count() > 0) {
+  } else if (apps.probe.get_option("--version")->count() > 0 ||
+             apps.summarize.get_option("--version")->count() > 0) {
     cl.action = CommandLine::Action::version;
     cl.text = version_text();
   } else if (!typed.error.empty() || !error.empty()) {

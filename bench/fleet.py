@@ -22,6 +22,7 @@ planted) in DIR; --reuse times it again.
 
   usage: bench/fleet.py [--probe build/bin/precision-probe] [--baseline PROBE] [--nodes 10000]
                         [--rounds 5] [--dir /tmp/pp-fleet] [--template REPORT.json] [--compact]
+                        [--schema 2]
                         [--keep | --reuse]
 """
 
@@ -80,6 +81,30 @@ def eight_gpus(report):
         copy_["gpu"]["pci_bus_id"] = f"00000000:{0x18 + len(gpus):02X}:00.0"
         gpus.append(copy_)
     report["devices"] = gpus + others
+    return report
+
+
+def as_schema_2(report):
+    """The report as schema 2 wrote it, for a baseline from before schema 3 (which refuses a newer
+    schema): without run.gpus_selected, unavailable_selection and interrupted, and with a failure
+    beside failed verdicts only (docs/report.md, schema_version)."""
+    if report.get("schema_version") != 3:
+        sys.exit(f"--schema 2 converts a schema 3 report; the template is {report.get('schema_version')}")
+    report["schema_version"] = 2
+    for key in ("gpus_selected", "unavailable_selection", "interrupted"):
+        report["run"].pop(key, None)
+
+    def drop_failures(node):
+        if isinstance(node, dict):
+            if node.get("status") in ("not_tested", "unsupported"):
+                node.pop("failure", None)
+            for value in node.values():
+                drop_failures(value)
+        elif isinstance(node, list):
+            for value in node:
+                drop_failures(value)
+
+    drop_failures(report)
     return report
 
 
@@ -213,6 +238,9 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep the reports (default: removed)")
     p.add_argument("--reuse", action="store_true",
                    help="time the fleet a run with --keep left in --dir (what it planted is kept there)")
+    p.add_argument("--schema", type=int, choices=[2, 3],
+                   help="write the reports as this schema (default: as the probe writes them); 2 for a "
+                        "baseline from before schema 3, which refuses newer reports")
     p.add_argument("--compact", action="store_true",
                    help="compact JSON (as a log store keeps reports) instead of the probe's indented form")
     a = p.parse_args()
@@ -224,6 +252,8 @@ def main():
         planted, a.nodes = saved["planted"], saved["nodes"]
     else:
         template = eight_gpus(json.load(open(a.template)) if a.template else template_report(a.probe, build))
+        if a.schema == 2:
+            template = as_schema_2(template)
         planted = make_fleet(template, a.nodes, a.dir, a.compact)
         with open(marker, "w") as f:
             json.dump({"planted": planted, "nodes": a.nodes}, f)
@@ -254,6 +284,10 @@ def main():
               f"{statistics.median(walls):.2f}x), CPU {' '.join(f'{x:.2f}' for x in cpus)}x (median "
               f"{statistics.median(cpus):.2f}x)")
     print("found what was planted" if not problems else "NOT FOUND: " + "; ".join(problems))
+    for name, _ in probes:
+        if runs[name][-1][0]["nodes"] == 0:
+            print(f"{name} read none of the reports (an older build refuses a newer schema: make the "
+                  "fleet with --schema 2, or --template of a report it reads); its time compares nothing")
     if not a.keep and not a.reuse:
         shutil.rmtree(a.dir, ignore_errors=True)
     return 1 if problems else 0

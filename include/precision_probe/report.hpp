@@ -17,6 +17,8 @@ namespace precision_probe {
 // not tested because the machine kept it from running, a collective the environment could not
 // run), not only beside a failed status. read_report_json reads schemas 1 and 2 too.
 inline constexpr int kSchemaVersion = 3;
+// The probe's exit codes are 0 to this one (docs/exit-codes.md); a report says one of them.
+inline constexpr int kLastExitCode = 6;
 
 // --- The devices and the driver, as the report describes them ---------------------------------
 

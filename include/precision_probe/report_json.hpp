@@ -29,10 +29,11 @@ enum class ReadDepth {
 };
 
 // A report read back from its JSON. Refuses (with the path of the bad value) what is not JSON,
-// not a report, a schema_version other than kSchemaVersion (or 1 and 2, upgraded), and values of
-// the wrong type. Fields it does not know are ignored; fields that are missing keep their
-// defaults. A report of schema 3 read back carries every input of the probe's exit decision, so
-// that it is gated again to the exit code it says (docs/report.md).
+// not a report, a schema_version other than kSchemaVersion (or 1 and 2, upgraded), values of the
+// wrong type, lists that would take more than 64 MiB in memory, and an exit_code that is missing
+// or not one of the probe's. Fields it does not know are ignored; other fields that are missing
+// keep their defaults. A report of schema 3 read back carries every input of the probe's exit
+// decision, so that it is gated again to the exit code it says (docs/report.md).
 Expected<Report> read_report_json(std::string_view text);  // ReadDepth::full
 Expected<Report> read_report_json(std::string_view text, ReadDepth depth);
 

@@ -185,31 +185,59 @@ std::string format_utc_timestamp(std::int64_t epoch_seconds) {
   return std::string(text.data(), n);
 }
 
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  if (b0 < 0x80) return 1;
+  std::size_t length = 0;
+  std::uint32_t cp = 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    length = 2;
+    cp = b0 & 0x1FU;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    length = 3;
+    cp = b0 & 0x0FU;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    length = 4;
+    cp = b0 & 0x07U;
+  }
+  if (length == 0 || text.size() - i < length) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    const auto b = static_cast<unsigned char>(text[i + k]);
+    if ((b & 0xC0U) != 0x80U) return 0;
+    cp = (cp << 6U) | (b & 0x3FU);
+  }
+  const std::uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  const bool valid = cp >= least && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+  return valid ? length : 0;
+}
+
 std::string printable(std::string_view text, std::size_t max_chars) {
   std::string out;
   std::size_t kept = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const bool starts_character = (c & 0xc0) != 0x80;  // not a UTF-8 continuation byte
-    if (starts_character && kept == max_chars) {
+  const auto escaped_byte = [&out](unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xf];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    if (kept == max_chars) {
       out += "...";
       break;
     }
-    if (starts_character) ++kept;
-    // C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F in UTF-8) act on terminals as ESC sequences do.
-    if (c == 0xc2 && i + 1 < text.size() &&
-        (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+    ++kept;
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t length = utf8_length(text, i);
+    if (length == 0 || c < 0x20 || c == 0x7f) {  // a byte that is no character, or a control
+      escaped_byte(c);
       ++i;
-      continue;
-    }
-    if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
+    } else if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+      // C1 controls (U+0080-U+009F: 0xC2 0x80-0x9F) act on terminals as ESC sequences do.
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+      i += 2;
     } else {
-      out += static_cast<char>(c);
+      out.append(text, i, length);
+      i += length;
     }
   }
   return out;

@@ -37,8 +37,13 @@ std::optional<std::int64_t> parse_utc_timestamp(std::string_view text);
 // Seconds since the epoch as RFC 3339 in UTC, whole seconds: "2026-12-01T07:52:08Z".
 std::string format_utc_timestamp(std::int64_t epoch_seconds);
 
-// Makes user input safe to quote in a one-line error: control characters escaped, at most
-// `max_chars` characters kept (with "..." appended when cut). UTF-8 text passes through.
+// The length of the UTF-8 character at text[i]: 1 for ASCII, 2 to 4 for a valid sequence (no
+// overlong form, no surrogate, at most U+10FFFF), 0 where none starts there.
+std::size_t utf8_length(std::string_view text, std::size_t i);
+
+// Makes user input safe to quote in a one-line error: control characters (C1's too) and bytes
+// that are not UTF-8 escaped, at most `max_chars` characters kept (with "..." appended when cut).
+// UTF-8 text passes through.
 std::string printable(std::string_view text, std::size_t max_chars = 80);
 
 // Control characters (C0, DEL, C1) escaped, nothing cut: for text from outside (a driver's

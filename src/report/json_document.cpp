@@ -115,11 +115,15 @@ JsonDocument::~JsonDocument() = default;
 Expected<void> JsonDocument::parse(std::string_view text, bool padded) {
   tape_ = nullptr;
   strings_ = nullptr;
-  // A UTF-8 byte order mark (an editor's, PowerShell's) is not part of the document.
+  // A UTF-8 byte order mark (an editor's, PowerShell's) is not part of the document; a refusal
+  // still counts its place from the file's first byte.
+  const std::string_view file = text;
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
   if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return Unexpected{"a text of 4 GiB or more"};
-  if (parser_->dom.max_depth() != kMaxDepth &&
-      parser_->dom.allocate(std::max<std::size_t>(text.size(), 4096), kMaxDepth) !=
+  // simdjson counts the lists and objects that hold something: one more than ours, so that 512
+  // such levels are read; unique_keys() counts them all.
+  if (parser_->dom.max_depth() != kMaxDepth + 1 &&
+      parser_->dom.allocate(std::max<std::size_t>(text.size(), 4096), kMaxDepth + 1) !=
           simdjson::SUCCESS) {
     throw std::bad_alloc();
   }
@@ -129,14 +133,14 @@ Expected<void> JsonDocument::parse(std::string_view text, bool padded) {
     const std::string wide = widen_large_integers(text);
     if (!wide.empty()) error = parser_->parse(wide, false);
     if (error != simdjson::SUCCESS)
-      return Unexpected{refusal(text, simdjson::error_message(error))};
+      return Unexpected{refusal(file, simdjson::error_message(error))};
   }
   tape_ = parser_->dom.doc.tape.get();
   strings_ = parser_->dom.doc.string_buf.get();
   if (!unique_keys()) {
     tape_ = nullptr;
     strings_ = nullptr;
-    return Unexpected{refusal(text, "a member given twice")};
+    return Unexpected{refusal(file, "a member given twice, or nested too deep")};
   }
   return {};
 }
@@ -154,13 +158,14 @@ JsonValue JsonDocument::root() const { return {*this, 1}; }
 // compared (of a report's 650 objects, about nine members each, a few dozen are).
 bool JsonDocument::unique_keys() const {
   const JsonValue root = this->root();
-  return !(root.is_object() || root.is_array()) || unique_within(1);
+  return !(root.is_object() || root.is_array()) || unique_within(1, 1);
 }
 
 // Moves `next` past the value at `value` (past the member, where a name stands before it), the
 // objects inside it checked.
 [[gnu::always_inline]] inline bool JsonDocument::skip_value(std::uint32_t value,
-                                                            std::uint32_t& next) const {
+                                                            std::uint32_t& next,
+                                                            std::uint32_t depth) const {
   const std::uint64_t word = tape_[value];
   const std::uint8_t words = kValueWords[word >> 56U];
   if (words != 0) {
@@ -168,10 +173,10 @@ bool JsonDocument::unique_keys() const {
     return true;
   }
   next = static_cast<std::uint32_t>(word);
-  return unique_within(value);
+  return depth < kMaxDepth && unique_within(value, depth + 1);
 }
 
-bool JsonDocument::unique_within(std::uint32_t container) const {
+bool JsonDocument::unique_within(std::uint32_t container, std::uint32_t depth) const {
   const std::uint64_t* tape = tape_;
   const auto end = static_cast<std::uint32_t>(tape[container]) - 1;
   const bool object = (tape[container] >> 56U) == '{';
@@ -187,11 +192,11 @@ bool JsonDocument::unique_within(std::uint32_t container) const {
     }
     seen_a |= a;
     seen_b |= b;
-    if (!skip_value(k + 1, k)) return false;
+    if (!skip_value(k + 1, k, depth)) return false;
   }
   // The values (or a list's elements) that are left: the objects and lists among them.
   while (k < end) {
-    if (!skip_value(object ? k + 1 : k, k)) return false;
+    if (!skip_value(object ? k + 1 : k, k, depth)) return false;
   }
   return true;
 }
@@ -297,7 +302,13 @@ std::string JsonValue::describe() const {
     case 'f': return "false";
     case 'l': return std::to_string(int64());
     case 'u': return std::to_string(uint64());
-    case 'd': return std::to_string(number());
+    case 'd': {  // the shortest form that reads back the same, a whole number with ".0"
+      std::array<char, 32> buffer{};
+      const auto written = std::to_chars(buffer.data(), buffer.data() + buffer.size(), number());
+      std::string shown(buffer.data(), written.ptr);
+      if (shown.find_first_of(".e") == std::string::npos) shown += ".0";
+      return shown;
+    }
     case '"': return "\"" + std::string(string_view().substr(0, 40)) + "\"";
     case '[': return "a list";
     case '{': return "an object";

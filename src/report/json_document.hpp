@@ -45,10 +45,11 @@ class JsonDocument {
  private:
   friend class JsonValue;
   struct Parser;
-  // Whether every object of the parsed document names each member once.
+  // Whether every object of the parsed document names each member once, and no value is nested
+  // deeper than the limit (simdjson's own limit does not count an empty list or object).
   bool unique_keys() const;
-  bool unique_within(std::uint32_t container) const;
-  bool skip_value(std::uint32_t value, std::uint32_t& next) const;
+  bool unique_within(std::uint32_t container, std::uint32_t depth) const;
+  bool skip_value(std::uint32_t value, std::uint32_t& next, std::uint32_t depth) const;
   bool names_differ(std::uint32_t object) const;
   std::string refusal(std::string_view text, const std::string& simdjson_error) const;
 

@@ -43,18 +43,30 @@ class FieldError : public std::runtime_error {
 // (read_report_json's ReadDepth::verdicts).
 // `schema_1`: the document is of schema 1, which named NVFP4 "fp4" (where a mode is named: a mode's
 // value, a key by mode).
+// `memory_left`: where set, what the lists read may still take in memory (each item's struct; a
+// device is 15 KiB, so a list of three-byte `{},` items could otherwise take 5,000 times the
+// text's size); a list past it is refused.
 struct ReadLimits {
   std::size_t max_text = std::size_t{16} * 1024;
   std::size_t max_items = 4096;
   bool details = true;
   bool schema_1 = false;
+  std::size_t* memory_left = nullptr;
 };
 
-// A mode by its key, as the document's schema names it.
+// A mode by its key, as the document's schema names it (schema 1 had no "nvfp4": its NVFP4 was
+// "fp4", so a document naming both would say two things of one mode).
 inline std::optional<Mode> mode_named(std::string_view key, const ReadLimits& limits) {
-  if (limits.schema_1 && key == "fp4") return Mode::nvfp4;
+  if (limits.schema_1) {
+    if (key == "fp4") return Mode::nvfp4;
+    if (key == "nvfp4") return std::nullopt;
+  }
   return parse_mode(key);
 }
+
+// A text of the document as a message shows it: control characters (a NUL too) escaped, cut at
+// 40 characters.
+std::string shown_text(std::string_view text);
 
 template <class S, class T>
 inline constexpr bool is = std::is_same_v<std::remove_const_t<S>, T>;
@@ -243,7 +255,7 @@ template <class J>
 void decode(const J& j, Mode& out, const Path& path, const ReadLimits& limits) {
   if (!j.is_string()) fail(path, "expected a mode");
   const auto mode = mode_named(j.string_view(), limits);
-  if (!mode) fail(path, "unknown mode '" + std::string(j.string_view()) + "'");
+  if (!mode) fail(path, "unknown mode '" + shown_text(j.string_view()) + "'");
   out = *mode;
 }
 
@@ -291,7 +303,7 @@ std::enable_if_t<std::is_enum_v<E> && !std::is_same_v<E, Mode>> decode(
     const J& j, E& out, const Path& path, const ReadLimits& /*limits*/) {
   if (!j.is_string()) fail(path, "expected a name");
   const auto value = enum_from_name<E>(j.string_view());
-  if (!value) fail(path, "unknown value '" + std::string(j.string_view()) + "'");
+  if (!value) fail(path, "unknown value '" + shown_text(j.string_view()) + "'");
   out = *value;
 }
 
@@ -318,6 +330,14 @@ void decode(const J& j, std::vector<T>& out, const Path& path, const ReadLimits&
   if (!j.is_array()) fail(path, "expected a list");
   if (j.size() > limits.max_items)
     fail(path, "a list of more than " + std::to_string(limits.max_items));
+  if (limits.memory_left != nullptr) {
+    const std::size_t need = j.size() * sizeof(T);
+    if (need > *limits.memory_left) {
+      fail(path, "a list of " + std::to_string(j.size()) + " items, more than the memory a " +
+                     "document may take allows");
+    }
+    *limits.memory_left -= need;
+  }
   out.clear();
   out.reserve(j.size());
   // Each item read where it stays: a device is 15 KiB, built and moved it would cost a copy.

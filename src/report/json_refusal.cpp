@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -36,35 +37,9 @@ std::string member_path(const std::string& parent, std::string_view name) {
   return parent.empty() ? shown : parent + "." + shown;
 }
 
-// The length of the UTF-8 sequence at text[i] (two to four bytes; no overlong forms, no
-// surrogates, at most U+10FFFF), or 0 where it is not one.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(text[i]);
-  std::size_t length = 0;
-  std::uint32_t cp = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2;
-    cp = b0 & 0x1FU;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3;
-    cp = b0 & 0x0FU;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4;
-    cp = b0 & 0x07U;
-  }
-  if (length == 0 || text.size() - i < length) return 0;
-  for (std::size_t k = 1; k < length; ++k) {
-    const auto b = static_cast<unsigned char>(text[i + k]);
-    if ((b & 0xC0U) != 0x80U) return 0;
-    cp = (cp << 6U) | (b & 0x3FU);
-  }
-  const std::uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
-  const bool valid = cp >= least && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-  return valid ? length : 0;
-}
-
 // What the bytes show alone, before any value is read: invalid UTF-8; a control character in a
-// text, or a text without its closing quote.
+// text, or a text without its closing quote; a backslash outside a text (simdjson would take the
+// quote after it as escaped and find a text never closed further on).
 std::optional<Problem> byte_problem(std::string_view text) {
   bool in_text = false;
   bool escaped = false;
@@ -87,6 +62,8 @@ std::optional<Problem> byte_problem(std::string_view text) {
     } else if (c == '"') {
       in_text = true;
       opened = i;
+    } else if (c == '\\') {
+      return Problem{i, "", "unexpected '\\' outside a text"};
     }
     ++i;
   }
@@ -121,17 +98,21 @@ std::string_view token_of(od::document& d) {
   return token;
 }
 
-// The walk: every value read as its type says, down to the first that does not read.
+// The walk: every value read as its type says, down to the first that does not read. The first
+// `skip` bytes (a byte order mark) are not read; every place counts from the text's first byte.
 class Walk {
  public:
-  Walk(std::string_view text, std::size_t max_depth)
-      : text_(text), copy_(text), max_depth_(max_depth) {}
+  Walk(std::string_view text, std::size_t skip, std::size_t max_depth)
+      : text_(text), skip_(skip), copy_(text.substr(skip)), max_depth_(max_depth) {}
 
   std::optional<Problem> run() {
-    if (auto p = byte_problem(text_)) return p;
+    if (auto p = byte_problem(text_.substr(skip_))) {
+      p->byte += skip_;
+      return p;
+    }
     auto document = parser_.iterate(copy_);
     if (document.error() == simdjson::EMPTY) {
-      return Problem{0, "", "no JSON value (the text is empty)"};
+      return Problem{skip_, "", "no JSON value (the text is empty)"};
     }
     if (document.error() != simdjson::SUCCESS) return std::nullopt;
     doc_ = std::move(document.value_unsafe());
@@ -154,7 +135,9 @@ class Walk {
   }
 
  private:
-  std::size_t offset(const char* p) const { return static_cast<std::size_t>(p - copy_.data()); }
+  std::size_t offset(const char* p) const {
+    return skip_ + static_cast<std::size_t>(p - copy_.data());
+  }
 
   // Where the walk stands when a container does not read on.
   Problem stuck(const std::string& path, simdjson::error_code e) {
@@ -197,7 +180,9 @@ class Walk {
   std::optional<Problem> object(od::value v, const std::string& path, std::size_t depth) {
     od::object members;
     if (const auto e = v.get_object().get(members)) return stuck(path, e);
-    std::vector<std::pair<std::string, std::size_t>> seen;  // names and where they stand
+    // Names and where they stand: looked up by hash, so that an object of many members costs what
+    // it holds, not its square (this walk runs when a document is refused).
+    std::unordered_map<std::string, std::size_t> seen;
     for (auto member : members) {
       od::field field;
       if (const auto e = std::move(member).get(field)) return stuck(path, e);
@@ -206,10 +191,8 @@ class Walk {
       if (field.unescaped_key().get(name) != simdjson::SUCCESS) {
         return Problem{at, path, "an invalid escape in a member's name"};
       }
-      for (const auto& [other, first] : seen) {
-        if (other == name) return duplicate(name, path, at, first);
-      }
-      seen.emplace_back(name, at);
+      const auto [first, fresh] = seen.emplace(name, at);
+      if (!fresh) return duplicate(name, path, at, first->second);
       if (auto p = value(field.value(), member_path(path, name), depth)) return p;
     }
     return std::nullopt;
@@ -228,6 +211,13 @@ class Walk {
   std::optional<Problem> scalar(V& v, od::json_type type, const std::string& path) {
     const std::string_view token = token_of(v);
     const Problem here{token.data() != nullptr ? offset(token.data()) : 0, path, ""};
+    // Inside a list or object, a value that does not read and runs to the text's end was cut.
+    const auto refused = [&](const char* what) {
+      if (!path.empty() && ends_the_text(here.byte)) {
+        return Problem{text_.size(), path, "the text ends before the document does"};
+      }
+      return Problem{here.byte, path, what};
+    };
     switch (type) {
       case od::json_type::number: {
         od::number n;
@@ -237,13 +227,12 @@ class Walk {
             v.get_double().get(d) == simdjson::SUCCESS) {
           return std::nullopt;
         }
-        return Problem{here.byte, path,
-                       json_number_form(token) ? "a number out of range" : "a malformed number"};
+        return refused(json_number_form(token) ? "a number out of range" : "a malformed number");
       }
       case od::json_type::string: {
         std::string_view s;
         if (v.get_string().get(s) == simdjson::SUCCESS) return std::nullopt;
-        return Problem{here.byte, path, "an invalid escape in a text"};
+        return refused("an invalid escape in a text");
       }
       case od::json_type::boolean:
       case od::json_type::null: {
@@ -252,7 +241,7 @@ class Walk {
                               ? v.get_bool().get(b) == simdjson::SUCCESS
                               : v.is_null().get(b) == simdjson::SUCCESS && b;
         if (read) return std::nullopt;
-        return Problem{here.byte, path, "unexpected text (true, false or null?)"};
+        return refused("unexpected text (true, false or null?)");
       }
       case od::json_type::array:
       case od::json_type::object: break;
@@ -260,7 +249,17 @@ class Walk {
     return std::nullopt;
   }
 
+  // Whether nothing but a scalar's own letters and digits stand from `byte` to the text's end.
+  bool ends_the_text(std::size_t byte) const {
+    const std::string_view rest = text_.substr(std::min(byte, text_.size()));
+    return std::all_of(rest.begin(), rest.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+             std::string_view(".+-E").find(c) != std::string_view::npos;
+    });
+  }
+
   std::string_view text_;
+  std::size_t skip_;
   simdjson::padded_string copy_;
   std::size_t max_depth_;
   od::parser parser_;
@@ -271,7 +270,9 @@ class Walk {
 
 std::string json_refusal(std::string_view text, std::size_t max_depth,
                          const std::string& fallback) {
-  const std::optional<Problem> p = Walk(text, max_depth).run();
+  // A byte order mark is skipped for the walk; the place is counted from the file's first byte.
+  const std::size_t bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  const std::optional<Problem> p = Walk(text, bom, max_depth).run();
   if (!p) return "not valid JSON: " + fallback;
   // A long place keeps its end, where the value is.
   constexpr std::size_t kShown = 120;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/strings.hpp"
 #include "report/json_fields.hpp"
 #include "report/report_reader.hpp"
 
@@ -26,6 +27,8 @@ std::string Path::str() const {
 void fail(const Path& path, const std::string& what) {
   throw FieldError((path.empty() ? std::string("the document") : path.str()) + ": " + what);
 }
+
+std::string shown_text(std::string_view text) { return printable(text, 40); }
 
 std::string cut_text(std::string_view text, const ReadLimits& limits) {
   // Cut at a character boundary (UTF-8 continuation bytes are 10xxxxxx).
@@ -99,14 +102,25 @@ Expected<Report> read_report(std::string_view text, ReadDepth depth, bool padded
   const std::int64_t read_version = version->is_number_integer() ? version->int64() : 0;
   const bool schema_1 = read_version == 1;
   if (read_version != 1 && read_version != 2 && read_version != kSchemaVersion) {
-    return Unexpected{"schema_version " + version->describe() + ", this reader reads " +
-                      std::to_string(kSchemaVersion) + " (and 1, 2)"};
+    return Unexpected{"schema_version " + version->describe() +
+                      (version->is_number_integer() ? "" : " (not an integer)") +
+                      ", this reader reads " + std::to_string(kSchemaVersion) + " (and 1, 2)"};
   }
+  // Its lists may take 64 MiB in memory (a real report's take well under one).
+  std::size_t memory_left = std::size_t{64} << 20;
   const ReadLimits limits{std::size_t{1} << 20, std::size_t{1} << 20, depth == ReadDepth::full,
-                          schema_1};
+                          schema_1, &memory_left};
   try {
     Report report;
     decode(root, report, "", limits);
+    // The one field a report cannot be without: missing, it would read as 0, a success.
+    const auto exit_code = root.find("exit_code");
+    if (!exit_code || exit_code->is_null()) fail("exit_code", "missing: every report says one");
+    if (report.exit_code < 0 || report.exit_code > kLastExitCode) {
+      fail("exit_code", std::to_string(report.exit_code) +
+                            " is not an exit code of the probe (0 to " +
+                            std::to_string(kLastExitCode) + ")");
+    }
     if (schema_1)
       std::replace(report.run.required.begin(), report.run.required.end(), std::string("fp4"),
                    std::string("nvfp4"));

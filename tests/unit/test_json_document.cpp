@@ -239,6 +239,31 @@ TEST(JsonDocument, RefusesWhatIsNotJsonAndSaysWhere) {
   EXPECT_EQ(parse_error(std::string(513, '[') + std::string(513, ']')),
             at(512, "nested more than 512 levels deep"));
   EXPECT_EQ(parse_error(std::string(512, '[') + std::string(512, ']')), "");
+  // The same with a value innermost (simdjson counts only what holds something), objects alike.
+  EXPECT_EQ(parse_error(std::string(512, '[') + "1" + std::string(512, ']')), "");
+  EXPECT_EQ(parse_error(std::string(513, '[') + "1" + std::string(513, ']')),
+            at(512, "nested more than 512 levels deep"));
+  std::string objects;
+  for (int i = 0; i < 513; ++i) objects += "{\"a\":";
+  EXPECT_NE(
+      parse_error(objects + "1" + std::string(513, '}')).find("nested more than 512 levels deep"),
+      std::string::npos);
+  EXPECT_EQ(parse_error(objects.substr(5) + "1" + std::string(512, '}')), "");
+  // A backslash outside a text is refused where it stands (simdjson took the quote after it as
+  // escaped, and said only that a text was never closed).
+  EXPECT_EQ(parse_error(R"({"a": \"x"})"), at(6, "unexpected '\\' outside a text"));
+  // A text cut in a value is cut, not a malformed value.
+  EXPECT_EQ(parse_error(R"({"a":12)"),
+            "at byte 7 (line 1, column 8), in a: the text ends before the "
+            "document does");
+  EXPECT_EQ(parse_error(R"([1, tru)"),
+            "at byte 7 (line 1, column 8), in [1]: the text ends before "
+            "the document does");
+  EXPECT_EQ(parse_error(R"([1, 2e)"),
+            "at byte 6 (line 1, column 7), in [1]: the text ends before "
+            "the document does");
+  EXPECT_EQ(parse_error(R"([1, 2e, 3])"),
+            "at byte 4 (line 1, column 5), in [1]: a malformed number");
   // Every prefix of a document is refused, never read past its end.
   const std::string text = R"({"a": [1, 2.5, "x\u00e9"], "b": {"c": null}})";
   for (std::size_t cut = 0; cut < text.size(); ++cut) {
@@ -271,6 +296,12 @@ TEST(JsonDocument, ABomIsSkippedAndATinyNumberIsZero) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->number(), 0.0);
   EXPECT_GT(b->number(), 0.0);
+  // A refusal counts its place from the file's first byte, the mark's three included.
+  EXPECT_EQ(parse_error("\xEF\xBB\xBF[1, x]"),
+            "at byte 7 (line 1, column 8), in [1]: unexpected 'x'");
+  EXPECT_EQ(parse_error("\xEF\xBB\xBF{\"a\":1,\"a\":2}"),
+            "at byte 10 (line 1, column 11): the member \"a\" of the top-level object is given "
+            "twice (first at byte 4, line 1, column 5): a strict reader refuses duplicate keys");
   EXPECT_EQ(parse_error("-1e400"), "at byte 0 (line 1, column 1): a number out of range");
   // Too small is zero of its sign, however it is written; too large is refused, however written.
   const std::string tiny = "0." + std::string(330, '0') + "1";

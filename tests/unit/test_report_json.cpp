@@ -124,11 +124,64 @@ TEST(ReportJson, WhatIsNotAReportIsRefusedWithWhere) {
   j["devices"][0]["precisions"]["fp16"]["status"] = "great";
   EXPECT_NE(refused(j.dump()).find("devices[0].precisions.fp16.status: unknown value 'great'"),
             std::string::npos);
+  // A text of the document is shown escaped, a NUL and what follows it too.
+  j["devices"][0]["precisions"]["fp16"]["status"] = std::string("\x1b[31mEVIL\0more", 14);
+  EXPECT_NE(refused(j.dump()).find("unknown value '\\x1b[31mEVIL\\x00more'"), std::string::npos)
+      << refused(j.dump());
   // Fields it does not know are ignored: a newer report with more fields still reads.
   j["devices"][0]["precisions"]["fp16"]["status"] = "native";
   j["a_field_from_the_future"] = {1, 2, 3};
   j["devices"][0]["gpu"]["another"] = true;
   EXPECT_TRUE(pp::read_report_json(j.dump()));
+}
+
+// The exit code is the one field a report cannot be without (missing, it would read as 0, a
+// success), and it is one of the probe's.
+TEST(ReportJson, AReportWithoutAnExitCodeOfTheProbeIsRefused) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
+  ASSERT_TRUE(pp::read_report_json(j.dump()));
+  const auto refused = [&j] {
+    const pp::Expected<pp::Report> r = pp::read_report_json(j.dump(), pp::ReadDepth::verdicts);
+    return r ? std::string("read") : r.error();
+  };
+  j.erase("exit_code");
+  EXPECT_EQ(refused(), "exit_code: missing: every report says one");
+  j["exit_code"] = nullptr;
+  EXPECT_EQ(refused(), "exit_code: missing: every report says one");
+  j["exit_code"] = 7;
+  EXPECT_EQ(refused(), "exit_code: 7 is not an exit code of the probe (0 to 6)");
+  j["exit_code"] = -1;
+  EXPECT_EQ(refused(), "exit_code: -1 is not an exit code of the probe (0 to 6)");
+  j["exit_code"] = 3.0;
+  EXPECT_EQ(refused(), "exit_code: expected an integer");
+  for (int code = 0; code <= pp::kLastExitCode; ++code) {
+    j["exit_code"] = code;
+    EXPECT_EQ(refused(), "read") << code;
+  }
+  // The schema version is an integer, and said as written where it is not.
+  j["schema_version"] = 3.0;
+  EXPECT_EQ(refused(), "schema_version 3.0 (not an integer), this reader reads 3 (and 1, 2)");
+}
+
+// A report's lists take memory by their items' structs, not their text: a device is 15 KiB, so a
+// few hundred kilobytes of empty devices would take gigabytes. What a document may take is bounded.
+TEST(ReportJson, AReportWhoseListsWouldTakeTooMuchMemoryIsRefused) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) many.push_back(nlohmann::json::object());
+  j["devices"] = many;
+  const pp::Expected<pp::Report> r = pp::read_report_json(j.dump(), pp::ReadDepth::verdicts);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(),
+            "devices: a list of 100000 items, more than the memory a document may take allows");
+  // A node's worth of devices is read.
+  j["devices"] = nlohmann::json::array();
+  for (int i = 0; i < 64; ++i) j["devices"].push_back(nlohmann::json::object());
+  EXPECT_TRUE(pp::read_report_json(j.dump(), pp::ReadDepth::verdicts));
 }
 
 // ReadDepth::verdicts (what `summarize` reads): what it names is read as a full read reads it, the
@@ -261,6 +314,15 @@ TEST(ReportJson, ASchemaOneReportIsReadWithFp4AsNvfp4) {
   const pp::Expected<pp::Report> named = pp::read_report_json(old.dump());
   ASSERT_TRUE(named) << named.error();
   EXPECT_EQ(named->host.hostname, "fp4");
+  // Schema 1 had no "nvfp4" (its NVFP4 was "fp4"): a report naming both would say two things of
+  // one mode, and is refused.
+  old["host"]["hostname"] = "node";
+  old["devices"][0]["precisions"]["nvfp4"] = old["devices"][0]["precisions"]["fp4"];
+  const pp::Expected<pp::Report> both = pp::read_report_json(old.dump());
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error(), "devices[0].precisions.nvfp4: not a mode of this section");
+  old["devices"][0]["precisions"].erase("nvfp4");
+  ASSERT_TRUE(pp::read_report_json(old.dump()));
   // A version this reader does not know is still refused.
   old["schema_version"] = pp::kSchemaVersion + 1;
   EXPECT_FALSE(pp::read_report_json(old.dump()));

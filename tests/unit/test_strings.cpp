@@ -21,6 +21,17 @@ TEST(Strings, PrintableEscapesControlsAndCutsLongInputOnCharacterBoundaries) {
   EXPECT_EQ(pp::printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");
   // "é" is two bytes: cutting after 2 characters keeps it whole.
   EXPECT_EQ(pp::printable("éé é", 2), "éé...");
+  // A byte that is no UTF-8 character is escaped: a lone 0x9b is CSI on a terminal in 8-bit mode.
+  EXPECT_EQ(pp::printable("\x9b"
+                          "2J"),
+            "\\x9b2J");
+  EXPECT_EQ(pp::printable("a\xc3"), "a\\xc3");                  // a character cut short
+  EXPECT_EQ(pp::printable("\xc0\xaf"), "\\xc0\\xaf");           // an overlong '/'
+  EXPECT_EQ(pp::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(pp::printable("\xc2\x9b"
+                          "2J"),
+            "\\u009b2J");  // C1 as UTF-8
+  EXPECT_EQ(pp::printable("\xf0\x9f\x99\x82 \xc2\xa0"), "\xf0\x9f\x99\x82 \xc2\xa0");  // kept
 }
 
 TEST(Strings, SplitKeepsEmptyParts) {

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 
+#include "precision_probe/report.hpp"
+
 namespace precision_probe::exit_code {
 
 inline constexpr int kOk = 0;                 // every requirement met natively, nothing failed
@@ -36,6 +38,8 @@ inline constexpr std::array<Meaning, 7> kMeanings = {{
     {kTimedOut, 5, "timed out or interrupted"},
     {kOutputFailed, 2, "the report could not be delivered (a write to stdout or a file failed)"},
 }};
+
+static_assert(kMeanings.back().code == kLastExitCode, "report.hpp's last exit code is the table's");
 
 // A code's rank in the severity order; a code not in the table ranks above them all.
 constexpr int severity(int code) {

@@ -87,7 +87,13 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   };
   Expected<std::unique_ptr<PreparedOutputs>> prepared =
       prepare_outputs(t.requests, deps.streams, o.quiet ? o.quiet_flag : "");
-  if (!prepared) return usage(prepared.error());
+  if (!prepared) {
+    // Stdout that is one of the files named (`--json r.json >> r.json`) is left as it was.
+    if (stdout_is_named(t.requests, deps.streams)) {
+      return console.fail(exit_code::kUsage, prepared.error(), "");
+    }
+    return usage(prepared.error());
+  }
 
   // The run's one clock: the image's reading, the workers and the delivery end by it.
   const RunClock clock = RunClock::start(o);
@@ -148,7 +154,9 @@ int run_summarize_command(const SummarizeOptions& s, const AppDeps& deps, const 
   Summarized made = summarize_reports(s, deps.streams);
   if (made.failure) {
     const SummaryFailure& f = *made.failure;
-    return console.fail(f.code, f.message, summary_error_document(f.kind, f.code, f.message));
+    return console.fail(f.code, f.message,
+                        f.stdout_is_a_report ? ""  // the report is left as it was
+                                             : summary_error_document(f.kind, f.code, f.message));
   }
   Delivery delivery;
   delivery.contents = {std::move(made.printed)};

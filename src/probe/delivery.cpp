@@ -20,7 +20,7 @@ void Console::say(const std::string& line) const {
 
 int Console::fail(int code, const std::string& message, const std::string& document) const {
   say(kErrorPrefix + message);
-  if (json_) print_after_failure(document);
+  if (json_ && !document.empty()) print_after_failure(document);
   return code;
 }
 

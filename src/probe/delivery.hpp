@@ -24,7 +24,8 @@ class Console {
   // One line on stderr, control characters escaped. Nothing can be done when stderr fails.
   void say(const std::string& line) const;
   // What could not be done: "precision-probe: error: MESSAGE" on stderr and, where JSON was asked
-  // for, `document` on stdout (not under -q, nor on a stdout closed when the program started).
+  // for, `document` on stdout (not under -q, nor on a stdout closed when the program started, nor
+  // where `document` is "": stdout is a file the refusal protects).
   // Returns `code`.
   int fail(int code, const std::string& message, const std::string& document) const;
   // Help or the version on stdout, unless -q: 0, 2 when stdout is closed, 6 when it fails.

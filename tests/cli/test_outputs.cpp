@@ -168,6 +168,31 @@ TEST(Outputs, OneFileNamedTwiceIsRefusedBeforeAnyCheckRuns) {
   EXPECT_NE(read_all(long_name).find("exit 0:"), std::string::npos);
 }
 
+// `--json r.json >> r.json`: the usage error's JSON document would go to stdout, which is r.json.
+TEST(Outputs, AFileNamedTwiceWithStdoutIsLeftAsItWas) {
+  const std::string dir = pp::testing::make_temp_dir();
+  std::ofstream(dir + "/r.json") << "{\"old\": true}\n";
+  const auto r = run_in_shell("\"$@\" --quick --format json --json \"" + dir + "/r.json\" >> \"" +
+                              dir + "/r.json\"");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(read_all(dir + "/r.json"), "{\"old\": true}\n");
+  // Stdout elsewhere still carries the error document.
+  const auto other = run_probe_binary({"--quick", "--format", "json", "--json", dir + "/r.json",
+                                       "--output-as", "json:" + dir + "/./r.json"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_EQ(json::parse(other.out).at("exit_code"), 2);
+}
+
+// A character device is written at once, without waiting for a poll() some never answer
+// (/dev/random's on Linux 6): opened without blocking, written first, waited on only when full.
+TEST(Outputs, ACharacterDeviceIsWrittenWithoutWaiting) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_probe_binary({"--quick", "--timeout", "20", "-o", "/dev/random"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 TEST(Outputs, AFileSizeLimitFailsTheDeliveryAndLeavesTheOldFile) {
   const std::string dir = pp::testing::make_temp_dir();
   std::ofstream(dir + "/r.json") << "old";

@@ -293,6 +293,10 @@ TEST(Summarize, AnOutputThatIsOneOfItsReportsIsRefusedAndTheReportKept) {
       << r.err;
   r = run_in_shell("\"$0\" summarize '" + n0 + "' >> '" + n0 + "'");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(ppt::read_all(n0), before);
+  // With --format json too: the error document would go to stdout, which is the report.
+  r = run_in_shell("\"$0\" summarize --format json '" + n0 + "' >> '" + n0 + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the summary on stdout and the report " +
                        precision_probe::printable_path(n0) + " name the same file"),
             std::string::npos)

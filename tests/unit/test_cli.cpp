@@ -252,6 +252,40 @@ TEST(Cli, JsonIsNoticedEvenWhenParsingFails) {
   EXPECT_TRUE(summarize.json_requested);
   EXPECT_EQ(summarize.program, pp::CommandLine::Program::summarize);
   EXPECT_TRUE(parse({"summarize", "-q", "--bogus"}).quiet);
+  // -q in a bundle of flags is -q too: help asked for with it prints nothing.
+  EXPECT_TRUE(parse({"-hq"}).quiet);
+  EXPECT_TRUE(parse({"summarize", "-hq"}).quiet);
+  EXPECT_FALSE(parse({"-h"}).quiet);
+}
+
+// "--" is for summarize's reports only: before arch or summarize, CLI11 read the words after it as
+// no command at all, and the probe ran here (`-- arch 7.5 --require bf16` exited 0).
+TEST(Cli, DoubleDashIsRefusedButBeforeSummarizesReports) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--", "arch", "7.5", "--require", "bf16"},
+        {"--", "summarize", "r.json"},
+        {"--quick", "--", "--format", "json"},
+        {"arch", "9.0", "--", "--quick"}}) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::usage_error) << args[1];
+    EXPECT_EQ(cl.text,
+              "'--' ends the options only before summarize's reports (precision-probe summarize "
+              "[OPTIONS] -- FILE...); the probe and arch take no words after it")
+        << args[1];
+  }
+  const auto reports = parse({"summarize", "--format", "json", "--", "-a.json", "--b.json"});
+  EXPECT_EQ(reports.action, Action::run) << reports.text;
+  EXPECT_EQ(reports.summarize.sources, (std::vector<std::string>{"-a.json", "--b.json"}));
+}
+
+// An unknown option is named even where a word the command needs is missing too.
+TEST(Cli, AnUnknownOptionIsNamedBeforeAMissingWord) {
+  EXPECT_EQ(parse({"summarize", "--bogus"}).text,
+            "summarize: unknown option '--bogus' (precision-probe summarize --help lists them)");
+  EXPECT_EQ(parse({"arch", "--bogus"}).text,
+            "unknown option '--bogus' (precision-probe --help lists them)");
+  EXPECT_EQ(parse({"summarize"}).text,
+            "summarize: no reports given (name files, directories, or - for JSON Lines on stdin)");
 }
 
 // Help and the version are what was asked for, whatever else the line holds; the help is the

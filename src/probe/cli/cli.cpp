@@ -595,8 +595,9 @@ std::string explain(const CLI::ParseError& error, const Apps& apps, const AsType
              dynamic_cast<const CLI::RequiresError*>(&error) != nullptr) {
     message = excluded_or_needed(apps, typed);
   } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
-    // A word a subcommand needs and did not get.
-    message = apps.summarize.parsed()
+    // A word a subcommand needs and did not get; an unknown option first (`summarize --bogus`).
+    message = !unexpected(apps).empty() ? unexpected(apps)
+              : apps.summarize.parsed()
                   ? "summarize: no reports given (name files, directories, or - for JSON Lines "
                     "on stdin)"
               : apps.arch.parsed() ? "arch: the compute capability is missing (e.g. arch 8.9)"

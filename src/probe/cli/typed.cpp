@@ -68,7 +68,10 @@ class Reader {
                         : long_form             ? ""
                                                 : arg.substr(2);
     if (option.value.empty()) {  // a flag
-      if (option.name == "--quiet") typed_.quiet = true;
+      // -q alone, or in a bundle of flags (-hq): CLI11 reads each letter of one.
+      if (option.name == "--quiet" || (!long_form && arg.find('q', 1) != std::string::npos)) {
+        typed_.quiet = true;
+      }
       if (attached) fail(name + " takes no value");
       return i;
     }
@@ -114,6 +117,13 @@ AsTyped read_as_typed(const CommandSpec& probe, int argc, const char* const* arg
       continue;
     }
     if (arg == "--") {
+      // Only summarize takes words that could be options (its reports). Elsewhere CLI11 would
+      // read what follows as no command at all: `-- arch 7.5` ran the probe on this machine.
+      if (scope->name != "summarize" && typed.error.empty()) {
+        typed.error =
+            "'--' ends the options only before summarize's reports (precision-probe summarize "
+            "[OPTIONS] -- FILE...); the probe and arch take no words after it";
+      }
       words_only = true;
       continue;
     }

@@ -75,7 +75,8 @@ Summarized summarize_reports(const SummarizeOptions& o, const StandardStreams& s
   trace("reports read");
   Summarized made;
   if (!inputs.conflict.empty()) {
-    made.failure = SummaryFailure{"usage", exit_code::kUsage, same_file(inputs.conflict, o)};
+    made.failure =
+        SummaryFailure{"usage", exit_code::kUsage, same_file(inputs.conflict, o), o.output.empty()};
     return made;
   }
   if (inputs.stopped || interrupt_requested()) {

@@ -18,6 +18,7 @@ struct SummaryFailure {
   std::string_view kind;
   int code = 0;
   std::string message;
+  bool stdout_is_a_report = false;  // the summary on stdout would have gone into a report read
 };
 
 struct Summarized {

@@ -241,7 +241,9 @@ Expected<void> prepare_target(Target& t, const StandardStreams& streams,
   if (r.kind == Kind::stream) {
     // A FIFO is opened without blocking: no reader is an error now, not a hang.
     const bool fifo = S_ISFIFO(r.st.st_mode);
-    t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    // Any other stream too (a character device): opened and written without blocking, so that
+    // one whose poll never says it takes data is written at once, and a full one is waited on.
+    t.fd = ::open(r.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (t.fd < 0) {
       return Unexpected{failure(t, errno == ENXIO && fifo
                                        ? std::string("no process is reading the FIFO")
@@ -472,6 +474,18 @@ class Prepared final : public PreparedOutputs {
 };
 
 }  // namespace
+
+bool stdout_is_named(const std::vector<OutputRequest>& requests, const StandardStreams& streams) {
+  struct stat out {};
+  if (streams.out_closed || ::fstat(streams.out_fd, &out) != 0 || !S_ISREG(out.st_mode)) {
+    return false;
+  }
+  return std::any_of(requests.begin(), requests.end(), [&out](const OutputRequest& r) {
+    struct stat st {};
+    return r.path != "-" && ::stat(r.path.c_str(), &st) == 0 && st.st_dev == out.st_dev &&
+           st.st_ino == out.st_ino;
+  });
+}
 
 Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
     const std::vector<OutputRequest>& requests, const StandardStreams& streams,

@@ -62,4 +62,8 @@ Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
     const std::vector<OutputRequest>& requests, const StandardStreams& streams,
     const std::string& quiet_flag = "");
 
+// Whether stdout is a regular file that one of `requests` names too (`--json r.json >> r.json`):
+// a refusal then leaves stdout, that file, as it was (no error document written to it).
+bool stdout_is_named(const std::vector<OutputRequest>& requests, const StandardStreams& streams);
+
 }  // namespace precision_probe

@@ -2,6 +2,7 @@
 
 #include "probe/platform/io.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,6 +68,11 @@ Expected<void> write_all(int fd, const std::string& data,
   struct stat st {};
   // Chunks a pipe takes whole once poll() says it has room (PIPE_BUF), larger ones for files.
   const std::size_t chunk = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 1U << 20U : PIPE_BUF;
+  // A descriptor that does not block is written first, and waited on only when it is full: some
+  // devices take data at once but never say so to poll() (/dev/kmsg).
+  const int flags = ::fcntl(fd, F_GETFL);
+  const bool write_first = flags >= 0 && (flags & O_NONBLOCK) != 0;
+  bool wait = !write_first;
   std::size_t written = 0;
   while (written < data.size()) {
     // An interrupted run still delivers its report; a signal while the reader does not read ends
@@ -75,11 +81,14 @@ Expected<void> write_all(int fd, const std::string& data,
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return Unexpected{"the reader stopped reading (the run's time is up)"};
     if (stop && stop()) return Unexpected{"interrupted while the reader was not reading"};
-    pollfd p{fd, POLLOUT, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
-    if (ready < 0 && errno != EINTR) return Unexpected{error_string(errno)};
-    if (ready <= 0) continue;
+    if (wait) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+      if (ready < 0 && errno != EINTR) return Unexpected{error_string(errno)};
+      if (ready <= 0) continue;
+    }
     const ssize_t n = ::write(fd, data.data() + written, std::min(chunk, data.size() - written));
+    wait = !write_first || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
     if (n > 0) {
       written += static_cast<std::size_t>(n);
     } else if (n == 0) {

@@ -118,7 +118,8 @@ Expected<void> JsonDocument::parse(std::string_view text, bool padded) {
   // A UTF-8 byte order mark (an editor's, PowerShell's) is not part of the document; a refusal
   // still counts its place from the file's first byte.
   const std::string_view file = text;
-  if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.remove_prefix(3);
+  const std::size_t bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  text.remove_prefix(bom);
   if (text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) return Unexpected{"a text of 4 GiB or more"};
   // simdjson counts the lists and objects that hold something: one more than ours, so that 512
   // such levels are read; unique_keys() counts them all.
@@ -133,20 +134,21 @@ Expected<void> JsonDocument::parse(std::string_view text, bool padded) {
     const std::string wide = widen_large_integers(text);
     if (!wide.empty()) error = parser_->parse(wide, false);
     if (error != simdjson::SUCCESS)
-      return Unexpected{refusal(file, simdjson::error_message(error))};
+      return Unexpected{refusal(file, bom, simdjson::error_message(error))};
   }
   tape_ = parser_->dom.doc.tape.get();
   strings_ = parser_->dom.doc.string_buf.get();
   if (!unique_keys()) {
     tape_ = nullptr;
     strings_ = nullptr;
-    return Unexpected{refusal(file, "a member given twice, or nested too deep")};
+    return Unexpected{refusal(file, bom, "a member given twice, or nested too deep")};
   }
   return {};
 }
 
-std::string JsonDocument::refusal(std::string_view text, const std::string& simdjson_error) const {
-  return json_refusal(text, kMaxDepth, simdjson_error);
+std::string JsonDocument::refusal(std::string_view text, std::size_t skipped,
+                                  const std::string& simdjson_error) const {
+  return json_refusal(text, skipped, kMaxDepth, simdjson_error);
 }
 
 JsonValue JsonDocument::root() const { return {*this, 1}; }

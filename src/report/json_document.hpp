@@ -51,7 +51,9 @@ class JsonDocument {
   bool unique_within(std::uint32_t container, std::uint32_t depth) const;
   bool skip_value(std::uint32_t value, std::uint32_t& next, std::uint32_t depth) const;
   bool names_differ(std::uint32_t object) const;
-  std::string refusal(std::string_view text, const std::string& simdjson_error) const;
+  // Why `text` (its first `skipped` bytes a byte order mark) was refused, and where.
+  std::string refusal(std::string_view text, std::size_t skipped,
+                      const std::string& simdjson_error) const;
 
   std::unique_ptr<Parser> parser_;
   const std::uint64_t* tape_ = nullptr;    // the parsed document's words

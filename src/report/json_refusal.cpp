@@ -268,11 +268,9 @@ class Walk {
 
 }  // namespace
 
-std::string json_refusal(std::string_view text, std::size_t max_depth,
+std::string json_refusal(std::string_view text, std::size_t skip, std::size_t max_depth,
                          const std::string& fallback) {
-  // A byte order mark is skipped for the walk; the place is counted from the file's first byte.
-  const std::size_t bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-  const std::optional<Problem> p = Walk(text, bom, max_depth).run();
+  const std::optional<Problem> p = Walk(text, skip, max_depth).run();
   if (!p) return "not valid JSON: " + fallback;
   // A long place keeps its end, where the value is.
   constexpr std::size_t kShown = 120;

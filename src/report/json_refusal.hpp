@@ -12,7 +12,9 @@
 namespace precision_probe::json_fields {
 
 // What is wrong with `text` and where; `fallback` (simdjson's message) where the walk finds
-// nothing wrong. Containers nested deeper than `max_depth` are refused.
-std::string json_refusal(std::string_view text, std::size_t max_depth, const std::string& fallback);
+// nothing wrong. Containers nested deeper than `max_depth` are refused. The first `skip` bytes
+// (a byte order mark the parser skipped) are not read, and a place counts them.
+std::string json_refusal(std::string_view text, std::size_t skip, std::size_t max_depth,
+                         const std::string& fallback);
 
 }  // namespace precision_probe::json_fields

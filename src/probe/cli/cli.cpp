@@ -596,7 +596,8 @@ std::string explain(const CLI::ParseError& error, const Apps& apps, const AsType
     message = excluded_or_needed(apps, typed);
   } else if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
     // A word a subcommand needs and did not get; an unknown option first (`summarize --bogus`).
-    message = !unexpected(apps).empty() ? unexpected(apps)
+    const std::string unknown = unexpected(apps);
+    message = !unknown.empty() ? unknown
               : apps.summarize.parsed()
                   ? "summarize: no reports given (name files, directories, or - for JSON Lines "
                     "on stdin)"

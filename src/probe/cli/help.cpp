@@ -124,9 +124,8 @@ std::string summarize_help(const CommandSpec& summarize) {
              "too); 3 a node unknown (a stale or unreadable report, or one that exited 2, 3 or 5); "
              "4 a device its report gated failed, or an internal error (memory ran out); 5 "
              "interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT): nothing written; 6 the summary could "
-             "not be "
-             "delivered. Silent data corruption (a --soak mismatch on a gated device) is 4 before "
-             "anything else; then the most severe wins: " +
+             "not be delivered. Silent data corruption (a --soak mismatch on a gated device) is 4 "
+             "before anything else; then the most severe wins: " +
              join(order, ", ") + ".");
 }
 

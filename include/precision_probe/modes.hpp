@@ -38,11 +38,46 @@ enum class Mode {
 
 // What the hardware offers for a mode, before anything runs.
 enum class Hardware { native, emulated, unsupported };
-// The verdict after the smoke test (or without it).
-enum class Status { native, emulated, unsupported, failed, not_tested };
+// The verdict after the smoke test (or without it). kStatuses below is the one table of them.
+enum class Status {
+  native,
+  emulated,
+  unsupported,
+  failed,       // wrong numbers, a runtime error in a check, a crash, a check past --check-timeout
+  cannot_run,   // the stack cannot run on this device (no kernel image, a driver too old for it)
+  refused,      // the device's own setting refused the work (compute mode Prohibited, Exclusive
+                // Process held by another process)
+  out_of_time,  // cut off by the run's deadline (--timeout) before it finished
+  interrupted,  // cut off by a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+  not_tested,
+};
+
+// A status's row: its key (JSON, text, metrics, labels) and its rank in a node-wide verdict
+// (worst first: the node's label for a mode is the worst of its GPUs' statuses, docs/nfd.md).
+// What the hardware lastingly is (failed, unsupported, emulated) ranks before what a setting or
+// the run kept from being proved.
+struct StatusInfo {
+  Status status;
+  std::string_view key;
+  int node_rank;
+};
+// clang-format off
+inline constexpr std::array<StatusInfo, 9> kStatuses = {{
+    {Status::native, "native", 8},
+    {Status::emulated, "emulated", 2},
+    {Status::unsupported, "unsupported", 1},
+    {Status::failed, "failed", 0},
+    {Status::cannot_run, "cannot_run", 4},
+    {Status::refused, "refused", 3},
+    {Status::out_of_time, "out_of_time", 5},
+    {Status::interrupted, "interrupted", 6},
+    {Status::not_tested, "not_tested", 7},
+}};
+// clang-format on
 
 std::string_view to_string(Hardware hardware);
 std::string_view to_string(Status status);
+const StatusInfo& status_info(Status status);
 
 // The marketing name of the architecture ("Hopper"), or "unknown".
 std::string architecture_name(ComputeCapability cc);

@@ -15,8 +15,12 @@ namespace precision_probe {
 // 3: the run's inputs of the exit decision (run.gpus_selected, run.unavailable_selection,
 // run.interrupted) are written, and a `failure` is written wherever there is one (a precision
 // not tested because the machine kept it from running, a collective the environment could not
-// run), not only beside a failed status. read_report_json reads schemas 1 and 2 too.
-inline constexpr int kSchemaVersion = 3;
+// run), not only beside a failed status.
+// 4: `failed` means wrong numbers, a runtime error, a crash or a check past --check-timeout; a
+// stack that cannot run, a device setting that refused the work, the run's deadline and a signal
+// have statuses of their own (cannot_run, refused, out_of_time, interrupted) and failure kinds
+// (refused, out_of_time, interrupted). read_report_json reads schemas 1 to 3 too.
+inline constexpr int kSchemaVersion = 4;
 // The probe's exit codes are 0 to this one (docs/exit-codes.md); a report says one of them.
 inline constexpr int kLastExitCode = 6;
 

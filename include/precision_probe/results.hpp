@@ -21,12 +21,17 @@ enum class ErrorKind {
   not_supported,  // LibTorch or the hardware refused the operation: status unsupported
   wrong_result,   // ran, but the numbers are wrong or not finite: status failed
   runtime,        // an unexpected runtime error: status failed
-  environment,    // the stack cannot run on this device (no kernel image, driver too old): failed
-  timed_out,      // the worker did not answer in time: failed, exit 5
+  environment,    // the stack cannot run on this device (no kernel image, driver too old):
+                  // status cannot_run, exit 3
+  timed_out,      // a check did not finish within --check-timeout (a hang): failed, exit 5
   crashed,        // the worker died (signal or bad output): failed
   unavailable,    // the machine's state or set-up kept it from running (out of memory, no usable
                   // engine, a LibTorch without CUDA): not_tested; an environment problem (exit 3)
                   // where the mode was required
+  refused,        // the device's setting refused the work (compute mode Prohibited, or Exclusive
+                  // Process and held by another process): status refused, exit 3
+  out_of_time,    // the run's deadline (--timeout) cut the check off: status out_of_time, exit 5
+  interrupted,    // a signal cut the check off: status interrupted, exit 5
 };
 std::string_view to_string(ErrorKind kind);
 std::optional<ErrorKind> parse_error_kind(std::string_view text);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -77,6 +78,20 @@ std::string probe_error_document(FailureKind kind, int code, const std::string& 
   return report_to_json(report) + "\n";
 }
 
+// A run ended by a signal proved nothing new of the node: the metrics and labels an earlier run
+// left stand (a file that does not exist yet is written, with the honest statuses).
+void keep_node_files(const Report& report, const Targets& t, PreparedOutputs& outputs,
+                     const Console& console) {
+  if (report.run.interrupted.empty()) return;
+  for (std::size_t i = 0; i < t.requests.size(); ++i) {
+    if (!node_facing(t.formats[i]) || !outputs.holds_a_file(i)) continue;
+    outputs.leave_as_is(i);
+    console.say(fmt::format("{} {}: left as the last run wrote it (this run was interrupted by {})",
+                            t.requests[i].flag, printable_path(t.requests[i].path),
+                            report.run.interrupted));
+  }
+}
+
 // The probe and `arch`: outputs checked before the run, the report delivered to all of them.
 int run_probe_command(const Options& o, const AppDeps& deps, const Console& console) {
   const Targets t = plan_targets(o);
@@ -110,13 +125,18 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   if (report.error) return usage(report.error->message);
 
   Delivery delivery;
+  // The labels' expiry counts from now, when they are delivered, not from the run's start.
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
   for (std::size_t i = 0; i < t.requests.size(); ++i) {
     const bool main = i == 0 && t.main_on_stdout;
-    PrintStyle file_style;
-    file_style.label_ttl_s = o.nfd_ttl_s;
-    delivery.contents.push_back(
-        render(report, t.formats[i], main ? main_style(o, t, deps.system) : file_style));
+    PrintStyle style = main ? main_style(o, t, deps.system) : PrintStyle{};
+    style.label_ttl_s = o.nfd_ttl_s;
+    style.delivered_at_s = now_s;
+    delivery.contents.push_back(render(report, t.formats[i], style));
   }
+  keep_node_files(report, t, **prepared, console);
   trace("report printed");
   // Delivery within what is left of the run's time (a few seconds at least).
   delivery.deadline = clock.delivery_deadline();

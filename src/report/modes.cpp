@@ -125,14 +125,12 @@ std::string_view to_string(Hardware hardware) {
 }
 
 std::string_view to_string(Status status) {
-  switch (status) {
-    case Status::native: return "native";
-    case Status::emulated: return "emulated";
-    case Status::unsupported: return "unsupported";
-    case Status::failed: return "failed";
-    case Status::not_tested: return "not_tested";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(status);
+  return i < kStatuses.size() ? kStatuses[i].key : "?";
+}
+
+const StatusInfo& status_info(Status status) {
+  return kStatuses.at(static_cast<std::size_t>(status));
 }
 
 std::string architecture_name(ComputeCapability cc) {

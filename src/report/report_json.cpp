@@ -74,6 +74,34 @@ void upgrade_from_schema_2(Report& report) {
   report.run.gpus_selected = report.run.devices != "cpu" && !report.run.devices.empty();
 }
 
+// Schema 3 said `failed` for every check that did not pass. Schema 4 keeps `failed` for wrong
+// numbers, runtime errors, crashes and hangs past --check-timeout; what a stack, the run's deadline
+// or a signal cut off has its own status, read here from the failure and the probe's own reasons.
+void upgrade_status(Status& status, ErrorKind& failure, const std::string& reason) {
+  if (status != Status::failed) return;
+  if (failure == ErrorKind::environment) {
+    status = Status::cannot_run;
+  } else if (failure == ErrorKind::timed_out && starts_with(reason, "interrupted by ")) {
+    status = Status::interrupted;
+    failure = ErrorKind::interrupted;
+  } else if (failure == ErrorKind::timed_out && starts_with(reason, "timed out after ") &&
+             reason.find("(--timeout)") != std::string::npos) {
+    status = Status::out_of_time;
+    failure = ErrorKind::out_of_time;
+  }
+}
+
+void upgrade_from_schema_3(Report& report) {
+  for (DeviceReport& d : report.devices) {
+    for (auto [mode, p] : d.precisions) upgrade_status(p.status, p.failure, p.reason);
+  }
+  for (RequirementResult& q : report.requirements) upgrade_status(q.status, q.failure, q.reason);
+  if (report.collectives) {
+    CollectivesReport& c = *report.collectives;
+    upgrade_status(c.status, c.failure, c.reason);
+  }
+}
+
 }  // namespace
 
 Expected<Report> read_report_json(std::string_view text) {
@@ -101,10 +129,11 @@ Expected<Report> read_report(std::string_view text, ReadDepth depth, bool padded
   // nothing else that a reader meets. Schema 2 lacked the run's inputs of the exit decision.
   const std::int64_t read_version = version->is_number_integer() ? version->int64() : 0;
   const bool schema_1 = read_version == 1;
-  if (read_version != 1 && read_version != 2 && read_version != kSchemaVersion) {
+  if (read_version < 1 || read_version > kSchemaVersion) {
     return Unexpected{"schema_version " + version->describe() +
                       (version->is_number_integer() ? "" : " (not an integer)") +
-                      ", this reader reads " + std::to_string(kSchemaVersion) + " (and 1, 2)"};
+                      ", this reader reads " + std::to_string(kSchemaVersion) + " (and 1 to " +
+                      std::to_string(kSchemaVersion - 1) + ")"};
   }
   // Its lists may take 64 MiB in memory (a real report's take well under one).
   std::size_t memory_left = std::size_t{64} << 20;
@@ -125,6 +154,7 @@ Expected<Report> read_report(std::string_view text, ReadDepth depth, bool padded
       std::replace(report.run.required.begin(), report.run.required.end(), std::string("fp4"),
                    std::string("nvfp4"));
     if (read_version < 3) upgrade_from_schema_2(report);
+    if (read_version < 4) upgrade_from_schema_3(report);
     report.schema_version = kSchemaVersion;
     return report;
   } catch (const FieldError& e) {

@@ -9,7 +9,7 @@
 namespace precision_probe {
 
 namespace {
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 9> kErrorKinds = {{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 12> kErrorKinds = {{
     {ErrorKind::none, "none"},
     {ErrorKind::not_run, "not_run"},
     {ErrorKind::not_supported, "not_supported"},
@@ -19,6 +19,9 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 9> kErrorKinds = {{
     {ErrorKind::timed_out, "timed_out"},
     {ErrorKind::crashed, "crashed"},
     {ErrorKind::unavailable, "unavailable"},
+    {ErrorKind::refused, "refused"},
+    {ErrorKind::out_of_time, "out_of_time"},
+    {ErrorKind::interrupted, "interrupted"},
 }};
 }  // namespace
 
@@ -72,6 +75,11 @@ ErrorKind classify_error(std::string_view message) {
       has("forward compatibility was attempted") || has("cuda driver initialization failed") ||
       has("found no nvidia driver")) {
     return ErrorKind::environment;
+  }
+  // cudaErrorDevicesUnavailable / CUDA_ERROR_DEVICE_UNAVAILABLE: the compute mode refused a
+  // context (Prohibited, or Exclusive Process with another process holding the GPU).
+  if (has("busy or unavailable") || has("device_unavailable") || has("devices unavailable")) {
+    return ErrorKind::refused;
   }
   if (has("not implemented for") || has("not supported") || has("only support") ||
       has("not_supported") || has("unsupported") || has("notimplementederror") ||

@@ -4,7 +4,8 @@
 // loaded it: the release is the first three numbers of the version.py beside LIB.
 //   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakbad:N | soakslow:N |
 //                      garbage | wrong:MODE | nan:MODE |
-//                      unsupported:MODE | noimage | slow | stall:MODE | slowbf16 |
+//                      unsupported:MODE | noimage | busy (the compute mode refuses a
+//                      context) | slow | stall:MODE | slowbf16 |
 //                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
 //                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
 //                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
@@ -181,6 +182,11 @@ pp::SmokeOutcome smoke(Mode mode, const std::string& behaviour) {
   } else if (behaviour == "noimage") {
     o.error_kind = pp::ErrorKind::environment;
     o.error = "CUDA error: no kernel image is available for execution on the device";
+  } else if (behaviour == "busy") {
+    // What a GPU in compute mode Prohibited (or Exclusive Process, held) answers, sorted as the
+    // real engine sorts it.
+    o.error = "CUDA error: CUDA-capable device(s) is/are busy or unavailable";
+    o.error_kind = pp::classify_error(o.error);
   } else {
     o.ran = o.ok = true;
     o.rel_error = pp::smoke_tolerance(mode) > 0.0 ? 1e-6 : 0.0;  // int8 is exact
@@ -200,6 +206,12 @@ pp::AmpOutcome amp(Mode mode, const std::string& behaviour) {
     o.error = behaviour == "oom:" + key
                   ? "CUDA out of memory. Tried to allocate 2.00 GiB"
                   : "Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype";
+    return o;
+  }
+  if (behaviour == "noimage" || behaviour == "busy") {  // as its smoke tests
+    const pp::SmokeOutcome as_smoke = smoke(Mode::fp32, behaviour);
+    o.error_kind = as_smoke.error_kind;
+    o.error = as_smoke.error;
     return o;
   }
   o.ran = true;

@@ -374,7 +374,7 @@ TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
       with(fake_driver_env(kH200), {"FAKE_ENGINE=wronggpu", "FAKE_ENGINE_ON=cuda"}));
   EXPECT_EQ(r.exit_code, 3) << r.out;
   const json bf16 = json::parse(r.out).at("devices").at(0).at("precisions").at("bf16");
-  EXPECT_EQ(bf16.at("status"), "failed");
+  EXPECT_EQ(bf16.at("status"), "cannot_run");
   EXPECT_NE(bf16.at("reason").get<std::string>().find("CUDA_VISIBLE_DEVICES was not honoured"),
             std::string::npos)
       << bf16;
@@ -567,22 +567,28 @@ std::map<std::string, std::string> nfd_labels(const std::string& file) {
 }  // namespace
 
 // --nfd: node labels for node-feature-discovery. Node-wide, a mode is native only where every GPU
-// proved it, else the worst verdict; the expiry comes first, one TTL after the run started.
+// proved it, else the worst verdict; the expiry comes first, one TTL after the labels were
+// delivered (not after the run started: a long soak would deliver labels that had expired).
 TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
   const std::string dir = pp::testing::make_temp_dir();
   const auto r = run_probe_binary({"--format", "json", "--nfd", dir + "/precision-probe", "--soak",
-                                   "1", "--soak-modes", "fp16"},
+                                   "2", "--soak-modes", "fp16"},
                                   fake_driver_env(std::string(kH200) + ";" + kT4));
+  const auto after_s = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const json j = json::parse(r.out);
   const std::string file = pp::testing::read_all(dir + "/precision-probe");
   EXPECT_LT(file.size(), 65536U);
   const auto started = pp::parse_utc_timestamp(j.at("started_at").get<std::string>());
   ASSERT_TRUE(started.has_value());
-  EXPECT_EQ(
-      file.rfind("# +expiry-time=" + pp::format_utc_timestamp(*started / 1000 + 3600) + "\n", 0),
-      0U)
-      << file;
+  ASSERT_EQ(file.rfind("# +expiry-time=", 0), 0U) << file;
+  const auto expires = pp::parse_utc_timestamp(file.substr(15, file.find('\n') - 15));
+  ASSERT_TRUE(expires.has_value()) << file;
+  // Delivered after the two seconds of soak, before the probe exited.
+  EXPECT_GE(*expires / 1000, *started / 1000 + 2 + 3600) << file;
+  EXPECT_LE(*expires / 1000, after_s + 3600) << file;
   const auto labels = nfd_labels(file);
   EXPECT_EQ(labels.at("gpu.count"), "2");
   EXPECT_EQ(labels.at("gpu.fp16"), "native");    // both GPUs
@@ -603,12 +609,12 @@ TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
   EXPECT_EQ(bad_labels.at("gpu.fp16"), "native");
   EXPECT_EQ(bad_labels.at("probe.severity"), "error");
   const std::string expiry = bad.out.substr(15, bad.out.find('\n') - 15);
-  const auto expires = pp::parse_utc_timestamp(expiry);
-  ASSERT_TRUE(expires.has_value()) << bad.out;
+  const auto bad_expires = pp::parse_utc_timestamp(expiry);
+  ASSERT_TRUE(bad_expires.has_value()) << bad.out;
   const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
-  EXPECT_NEAR(static_cast<double>(*expires / 1000 - now_s), 86400.0, 300.0) << expiry;
+  EXPECT_NEAR(static_cast<double>(*bad_expires / 1000 - now_s), 86400.0, 300.0) << expiry;
 
   // No GPU: the count says so, and no mode is labelled native.
   const auto none = run_probe_binary({"--format", "nfd"}, {});

@@ -23,6 +23,8 @@ class Outputs final : public pp::PreparedOutputs {
     if (problem_.empty()) return {};
     return pp::Unexpected{problem_};
   }
+  bool holds_a_file(std::size_t) const override { return false; }
+  void leave_as_is(std::size_t) override {}
 
  private:
   std::string problem_;

@@ -126,11 +126,29 @@ TEST(Gate, UnselectedDevicesAreNotGated) {
 
 TEST(Gate, EnvironmentFailureIsThreeAndTimeoutIsFive) {
   auto d = gpu(0, Status::native);
-  d.precisions[Mode::fp32] = result(Status::failed, Hardware::native, ErrorKind::environment);
+  d.precisions[Mode::fp32] = result(Status::cannot_run, Hardware::native, ErrorKind::environment);
   EXPECT_EQ(pp::decide_exit(report_with({d}, {Mode::bf16})).code, pp::exit_code::kEnvironment);
   auto t = gpu(0, Status::native);
   t.precisions[Mode::fp16] = result(Status::failed, Hardware::native, ErrorKind::timed_out);
   EXPECT_EQ(pp::decide_exit(report_with({t, d}, {Mode::bf16})).code, pp::exit_code::kTimedOut);
+}
+
+// Schema 4: what a setting, the run's deadline or a signal cut off is no failed check, and each
+// keeps its exit code: refused 3, out_of_time and interrupted 5; none of them is 4.
+TEST(Gate, RefusedIsThreeAndWhatWasCutOffIsFiveNeverFour) {
+  auto refused = gpu(0, Status::native);
+  refused.precisions[Mode::bf16] = result(Status::refused, Hardware::native, ErrorKind::refused);
+  const pp::ExitDecision by_setting = pp::decide_exit(report_with({refused}, {}));
+  EXPECT_EQ(by_setting.code, pp::exit_code::kEnvironment);
+  EXPECT_NE(by_setting.reason.find("GPU 0 refused the checks"), std::string::npos)
+      << by_setting.reason;
+  for (auto [status, kind] : {std::pair{Status::out_of_time, ErrorKind::out_of_time},
+                              std::pair{Status::interrupted, ErrorKind::interrupted}}) {
+    auto cut = gpu(0, Status::native);
+    cut.precisions[Mode::bf16] = result(status, Hardware::native, kind);
+    EXPECT_EQ(pp::decide_exit(report_with({cut}, {})).code, pp::exit_code::kTimedOut)
+        << pp::to_string(status);
+  }
 }
 
 TEST(Gate, QuickCountsNativeHardwareAsMet) {

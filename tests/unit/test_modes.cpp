@@ -92,6 +92,29 @@ TEST(Modes, TheSchemaListsTheTablesModes) {
             keys(pp::training_modes()));
 }
 
+// The status table: rows in the enum's order, every key distinct, a node rank each (failed first,
+// native last), and the schema's status enum is the table's keys.
+TEST(Modes, TheStatusTableIsInTheEnumsOrderAndTheSchemaListsIt) {
+  std::vector<std::string> keys;
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < pp::kStatuses.size(); ++i) {
+    const pp::StatusInfo& row = pp::kStatuses[i];
+    EXPECT_EQ(static_cast<std::size_t>(row.status), i) << row.key;
+    EXPECT_EQ(pp::to_string(row.status), row.key);
+    keys.emplace_back(row.key);
+    ranks.push_back(row.node_rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(std::adjacent_find(ranks.begin(), ranks.end()), ranks.end())
+      << "two statuses rank alike";
+  EXPECT_EQ(pp::status_info(pp::Status::failed).node_rank, ranks.front());
+  EXPECT_EQ(pp::status_info(pp::Status::native).node_rank, ranks.back());
+  std::ifstream in(PP_SOURCE_DIR "/docs/report.schema.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json schema = nlohmann::json::parse(in);
+  EXPECT_EQ(schema.at("definitions").at("status").at("enum").get<std::vector<std::string>>(), keys);
+}
+
 // What a LibTorch lacks for a mode: its release first (the C ABI the engine calls it through),
 // then (on GPUs) the CUDA it was built with.
 TEST(Modes, WhatALibTorchLacksIsSaidFromTheTable) {

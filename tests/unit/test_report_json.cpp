@@ -162,7 +162,7 @@ TEST(ReportJson, AReportWithoutAnExitCodeOfTheProbeIsRefused) {
   }
   // The schema version is an integer, and said as written where it is not.
   j["schema_version"] = 3.0;
-  EXPECT_EQ(refused(), "schema_version 3.0 (not an integer), this reader reads 3 (and 1, 2)");
+  EXPECT_EQ(refused(), "schema_version 3.0 (not an integer), this reader reads 4 (and 1 to 3)");
 }
 
 // A report's lists take memory by their items' structs, not their text: a device is 15 KiB, so a
@@ -347,6 +347,43 @@ TEST(ReportJson, ASchemaTwoReportIsReadWithGpusSelectedFromItsDevices) {
   const pp::Expected<pp::Report> named = pp::read_report_json(j.dump());
   ASSERT_TRUE(named) << named.error();
   EXPECT_TRUE(named->run.gpus_selected);
+}
+
+// Schema 3 said `failed` for what a signal, the run's deadline or a stack without kernels cut off;
+// read, they get schema 4's statuses from the failure and the probe's own reasons, and a failed
+// check stays failed.
+TEST(ReportJson, ASchemaThreeReportIsReadIntoSchemaFoursStatuses) {
+  Machine m;
+  m.driver = pp::testing::driver_with({kH200});
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(m.run()));
+  j["schema_version"] = 3;
+  nlohmann::json& p = j["devices"][0]["precisions"];
+  const auto set = [&p](const char* mode, const char* failure, const char* reason) {
+    p[mode]["status"] = "failed";
+    p[mode]["failure"] = failure;
+    p[mode]["reason"] = reason;
+  };
+  set("fp32", "timed_out", "interrupted by SIGTERM");
+  set("fp16", "timed_out", "timed out after 60 s (--timeout)");
+  set("bf16", "environment", "CUDA error: no kernel image is available for execution");
+  set("int8", "timed_out", "timed out: a check did not finish within 45 s (--check-timeout)");
+  set("tf32", "wrong_result", "wrong result: relative error 0.5 exceeds the tolerance 0.005");
+  const pp::Expected<pp::Report> read = pp::read_report_json(j.dump());
+  ASSERT_TRUE(read) << read.error();
+  const auto status = [&read](Mode mode) { return read->devices.at(0).find(mode)->status; };
+  EXPECT_EQ(status(Mode::fp32), pp::Status::interrupted);
+  EXPECT_EQ(read->devices.at(0).find(Mode::fp32)->failure, pp::ErrorKind::interrupted);
+  EXPECT_EQ(status(Mode::fp16), pp::Status::out_of_time);
+  EXPECT_EQ(status(Mode::bf16), pp::Status::cannot_run);
+  EXPECT_EQ(status(Mode::int8), pp::Status::failed);  // a hang past --check-timeout
+  EXPECT_EQ(status(Mode::tf32), pp::Status::failed);
+  // Schema 4 is read as written: its statuses are its own.
+  j["schema_version"] = 4;
+  const pp::Expected<pp::Report> as_four = pp::read_report_json(j.dump());
+  ASSERT_TRUE(as_four) << as_four.error();
+  EXPECT_EQ(as_four->devices.at(0).find(Mode::fp32)->status, pp::Status::failed);
+  j["schema_version"] = 5;
+  EXPECT_FALSE(pp::read_report_json(j.dump()));
 }
 
 // Every input of the exit decision is in the JSON: a report read back is gated again to the exit

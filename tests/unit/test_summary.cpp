@@ -146,8 +146,8 @@ TEST(Summary, CountsEachModelsGpusPerModeAndGroupsWhatIsNotNative) {
   EXPECT_EQ(s.models[1].gpus, 2);
   const pp::ModeSummary* bf16 = mode_summary(s, Mode::bf16);
   ASSERT_NE(bf16, nullptr);
-  EXPECT_EQ(bf16->native, 3);
-  EXPECT_EQ(bf16->emulated, 2);
+  EXPECT_EQ(bf16->count(Status::native), 3);
+  EXPECT_EQ(bf16->count(Status::emulated), 2);
   ASSERT_EQ(bf16->not_native.size(), 1U);
   const pp::NotNativeGroup& g = bf16->not_native[0];
   EXPECT_EQ(g.status, Status::emulated);
@@ -159,7 +159,9 @@ TEST(Summary, CountsEachModelsGpusPerModeAndGroupsWhatIsNotNative) {
   EXPECT_FALSE(g.whole_nodes);  // b's H200 is native
   EXPECT_EQ(s.exit_code, 0) << s.exit_reason;
   // The CPU is not counted among the GPUs.
-  EXPECT_EQ(bf16->native + bf16->emulated + bf16->unsupported + bf16->failed + bf16->not_tested, 5);
+  int counted = 0;
+  for (int n : bf16->gpus_by_status) counted += n;
+  EXPECT_EQ(counted, 5);
 }
 
 TEST(Summary, TheNewerOfTwoReportsOfAHostCounts) {
@@ -206,7 +208,8 @@ TEST(Summary, AGatedDeviceThatFailedIsExit4AndAnUngatedOneIsNot) {
   s = summarize({bad});
   EXPECT_TRUE(s.failed.empty());
   EXPECT_EQ(s.exit_code, 0);
-  EXPECT_EQ(mode_summary(s, Mode::bf16)->failed, 1);  // still counted: it is what the GPU did
+  EXPECT_EQ(mode_summary(s, Mode::bf16)->count(Status::failed),
+            1);  // still counted: it is what the GPU did
 }
 
 TEST(Summary, AReportThatExited3Or5LeavesItsNodeUnknown) {
@@ -440,7 +443,7 @@ TEST(Summary, ASchemaOneReportIsReadAsTheProbeReadsIt) {
   const pp::FleetSummary s = pp::summarize(in, {{}, std::nullopt, kNow});
   const pp::ModeSummary* nvfp4 = mode_summary(s, Mode::nvfp4);
   ASSERT_NE(nvfp4, nullptr);
-  EXPECT_EQ(nvfp4->unsupported, 1);
+  EXPECT_EQ(nvfp4->count(Status::unsupported), 1);
 }
 
 TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
@@ -470,7 +473,44 @@ TEST(Summary, PrintersSayTheVerdictsAndJsonCarriesEveryList) {
     EXPECT_TRUE(j[key].is_array()) << key;
   }
   const std::string md = pp::print_summary(s, pp::SummaryFormat::markdown);
-  EXPECT_NE(md.find("| bf16 | 1 | 1 | 0 | 0 | 0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bf16 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| mode | native | emulated | unsupported | failed | cannot run | refused | "
+                    "out of time | interrupted | not tested |"),
+            std::string::npos)
+      << md;
+}
+
+// Schema 4's statuses of checks that were kept from proving anything are counted each, never as
+// failed: the text's last column holds them together and a line says which they are.
+TEST(Summary, WhatWasCutOffOrCannotRunIsCountedApartFromFailed) {
+  pp::Report cut = node_report("cut", {kH200});
+  pp::Report image = node_report("image", {kH200});
+  pp::PrecisionResult& interrupted = *gpu(cut, 0).find(Mode::bf16);
+  interrupted.status = Status::interrupted;
+  interrupted.failure = pp::ErrorKind::interrupted;
+  interrupted.reason = "interrupted by SIGTERM";
+  pp::PrecisionResult& no_image = *gpu(image, 0).find(Mode::bf16);
+  no_image.status = Status::cannot_run;
+  no_image.failure = pp::ErrorKind::environment;
+  no_image.reason = "CUDA error: no kernel image is available for execution on the device";
+  pp::FleetSummary s = summarize({cut, image, node_report("ok", {kH200})});
+  const pp::ModeSummary* bf16 = mode_summary(s, Mode::bf16);
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(bf16->count(Status::native), 1);
+  EXPECT_EQ(bf16->count(Status::interrupted), 1);
+  EXPECT_EQ(bf16->count(Status::cannot_run), 1);
+  EXPECT_EQ(bf16->count(Status::failed), 0);
+  EXPECT_TRUE(s.failed.empty());
+  const nlohmann::json j = nlohmann::json::parse(pp::print_summary(s, pp::SummaryFormat::json));
+  EXPECT_EQ(j["modes"]["bf16"]["interrupted"], 1);
+  EXPECT_EQ(j["modes"]["bf16"]["cannot_run"], 1);
+  EXPECT_EQ(j["modes"]["bf16"]["failed"], 0);
+  const std::string text = pp::print_summary(s, pp::SummaryFormat::text);
+  EXPECT_NE(text.find("  bf16                 1         0            0        0           2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("not proved, over all modes: 1 cannot_run, 1 interrupted"), std::string::npos)
+      << text;
 }
 
 // Issue 30: a report dated in 2099 won over today's, which exited 4, and the summary said 0. One
@@ -583,7 +623,7 @@ TEST(Summary, ASoakMismatchOnAGatedDeviceComesBeforeEverythingElse) {
   gpu(sdc, 1).selected = false;
   s = summarize({stale, sdc}, o);
   EXPECT_EQ(s.exit_code, 3) << s.exit_reason;
-  EXPECT_EQ(mode_summary(s, Mode::bf16)->failed, 1);
+  EXPECT_EQ(mode_summary(s, Mode::bf16)->count(Status::failed), 1);
 }
 
 TEST(Summary, AReportThatGivesAKeyTwiceIsUnreadableWithTheKeyNamed) {

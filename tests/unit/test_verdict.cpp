@@ -73,6 +73,29 @@ TEST(Verdict, WrongNumbersNaNAndErrorsAreFailed) {
   EXPECT_EQ(r4.failure, ErrorKind::timed_out);
 }
 
+// Only what the device did is failed: a stack that cannot run, a setting that refuses the work,
+// the run's deadline and a signal each have their own status and failure, whether the check had
+// started or not.
+TEST(Verdict, WhatCutACheckOffIsNamedNotFailed) {
+  const std::vector<std::pair<ErrorKind, Status>> cases = {
+      {ErrorKind::environment, Status::cannot_run},  {ErrorKind::refused, Status::refused},
+      {ErrorKind::out_of_time, Status::out_of_time}, {ErrorKind::interrupted, Status::interrupted},
+      {ErrorKind::crashed, Status::failed},          {ErrorKind::timed_out, Status::failed}};
+  for (const auto& [kind, status] : cases) {
+    for (bool ran : {false, true}) {
+      const auto r = pp::combine_verdict({Hardware::native, ""}, failed_with(kind, "why", ran), "");
+      EXPECT_EQ(r.status, status) << pp::to_string(kind) << " ran=" << ran;
+      EXPECT_EQ(r.failure, kind) << pp::to_string(kind);
+      EXPECT_EQ(r.reason, "why");
+    }
+  }
+  // CUDA's answer where the compute mode refuses a context.
+  EXPECT_EQ(pp::classify_error("CUDA error: CUDA-capable device(s) is/are busy or unavailable"),
+            ErrorKind::refused);
+  EXPECT_EQ(pp::classify_error("CUDA_ERROR_DEVICE_UNAVAILABLE: devices unavailable"),
+            ErrorKind::refused);
+}
+
 TEST(Verdict, NothingRunIsNotTestedOrUnsupportedByHardware) {
   const auto quick =
       pp::combine_verdict({Hardware::native, ""}, std::nullopt, "--quick: no kernels run");

@@ -192,16 +192,6 @@ std::vector<ModelCount> count_models(const std::vector<NodeRecord>& nodes) {
   return models;
 }
 
-void count_status(ModeSummary& m, Status status) {
-  switch (status) {
-    case Status::native: ++m.native; break;
-    case Status::emulated: ++m.emulated; break;
-    case Status::unsupported: ++m.unsupported; break;
-    case Status::failed: ++m.failed; break;
-    case Status::not_tested: ++m.not_tested; break;
-  }
-}
-
 // One mode's verdicts while the GPUs are walked: its groups of verdicts that are not native, found
 // by (verdict, reason), and the GPUs in each.
 struct ModeTally {
@@ -242,7 +232,7 @@ void tally_node(const NodeRecord& n, std::array<ModeTally, kModeTable.size()>& t
       const NodeVerdict& v = *d.verdicts[m];
       ModeTally& tally = tallies[m];
       tally.any = true;
-      count_status(tally.summary, v.status);
+      ++tally.summary.count(v.status);
       if (v.status == Status::native) continue;
       const std::size_t group = group_of(tally, v);
       NotNativeGroup& g = tally.summary.not_native[group];

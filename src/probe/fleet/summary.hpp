@@ -133,8 +133,11 @@ struct NotNativeGroup {
 
 struct ModeSummary {
   Mode mode = Mode::fp32;
-  int native = 0, emulated = 0, unsupported = 0, failed = 0, not_tested = 0;
+  std::array<int, kStatuses.size()> gpus_by_status{};  // GPUs of each status (kStatuses' order)
   std::vector<NotNativeGroup> not_native;
+
+  int& count(Status status) { return gpus_by_status.at(static_cast<std::size_t>(status)); }
+  int count(Status status) const { return gpus_by_status.at(static_cast<std::size_t>(status)); }
 };
 
 // A GPU more than 10 % below the median of its model for a mode, by --bench or --soak figures.

@@ -1,5 +1,7 @@
 #include "probe/fleet/summary_printers.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -34,11 +36,7 @@ std::enable_if_t<is<S, NotNativeGroup>> fields(V& v, S& g) {
 
 template <class V, class S>
 std::enable_if_t<is<S, ModeSummary>> fields(V& v, S& m) {
-  v("native", m.native);
-  v("emulated", m.emulated);
-  v("unsupported", m.unsupported);
-  v("failed", m.failed);
-  v("not_tested", m.not_tested);
+  for (const StatusInfo& st : kStatuses) v(st.key.data(), m.count(st.status));
   v("not_native", m.not_native);
 }
 
@@ -297,6 +295,58 @@ std::string wrapped(std::string_view text, std::size_t first, std::size_t next) 
   return out;
 }
 
+// The GPUs of each status per mode, within 80 columns: the statuses of checks that were kept
+// from proving anything (not_tested, cannot_run, refused, out_of_time, interrupted) share the
+// last column, and a line beneath says which they are where any is not not_tested.
+std::string mode_table_text(const FleetSummary& s) {
+  constexpr std::array<Status, 4> kColumns = {Status::native, Status::emulated, Status::unsupported,
+                                              Status::failed};
+  std::string out = "\n  mode            native  emulated  unsupported   failed  not proved\n";
+  std::array<int, kStatuses.size()> not_proved{};
+  for (const ModeSummary& m : s.modes) {
+    int rest = 0;
+    for (const StatusInfo& st : kStatuses) {
+      if (std::find(kColumns.begin(), kColumns.end(), st.status) != kColumns.end()) continue;
+      rest += m.count(st.status);
+      not_proved.at(static_cast<std::size_t>(st.status)) += m.count(st.status);
+    }
+    out += fmt::format("  {:<14} {:>7} {:>9} {:>12} {:>8} {:>11}\n", mode_key(m.mode),
+                       m.count(Status::native), m.count(Status::emulated),
+                       m.count(Status::unsupported), m.count(Status::failed), rest);
+  }
+  std::vector<std::string> kinds;
+  for (const StatusInfo& st : kStatuses) {
+    if (const int n = not_proved.at(static_cast<std::size_t>(st.status)); n > 0) {
+      kinds.push_back(fmt::format("{} {}", n, st.key));
+    }
+  }
+  const bool only_not_tested =
+      kinds.size() == 1 && not_proved.at(static_cast<std::size_t>(Status::not_tested)) > 0;
+  if (!kinds.empty() && !only_not_tested) {
+    out += wrapped("not proved, over all modes: " + join(kinds, ", "), 2, 4);
+  }
+  return out;
+}
+
+// Markdown has the width: a column per status.
+std::string mode_table_markdown(const FleetSummary& s) {
+  std::string out = "\n| mode |";
+  std::string rule = "|---|";
+  for (const StatusInfo& st : kStatuses) {
+    std::string heading(st.key);
+    std::replace(heading.begin(), heading.end(), '_', ' ');
+    out += fmt::format(" {} |", heading);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  for (const ModeSummary& m : s.modes) {
+    out += fmt::format("| {} |", mode_key(m.mode));
+    for (const StatusInfo& st : kStatuses) out += fmt::format(" {} |", m.count(st.status));
+    out += "\n";
+  }
+  return out;
+}
+
 std::string print_text(const FleetSummary& s, std::size_t shown) {
   std::string out = wrapped(
       fmt::format("precision-probe {} summarize · {} report(s) · {} node(s) · {} GPU(s) · {:.2f} s",
@@ -308,13 +358,7 @@ std::string print_text(const FleetSummary& s, std::size_t shown) {
       out += fmt::format("  {:<30} {:>7} {:>8}\n", printable(m.model, 30), m.nodes, m.gpus);
     }
   }
-  if (!s.modes.empty()) {
-    out += "\n  mode            native  emulated  unsupported   failed  not_tested\n";
-    for (const ModeSummary& m : s.modes) {
-      out += fmt::format("  {:<14} {:>7} {:>9} {:>12} {:>8} {:>11}\n", mode_key(m.mode), m.native,
-                         m.emulated, m.unsupported, m.failed, m.not_tested);
-    }
-  }
+  if (!s.modes.empty()) out += mode_table_text(s);
   // Every line within kTextWidth columns: the lists' lines and details wrapped, as the verdict.
   for (const Section& section : sections(s, shown)) {
     out += "\n" + wrapped(section.heading, 0, 2);
@@ -354,15 +398,7 @@ std::string print_markdown(const FleetSummary& s, std::size_t shown) {
     for (const ModelCount& m : s.models)
       out += fmt::format("| {} | {} | {} |\n", cell(m.model), m.nodes, m.gpus);
   }
-  if (!s.modes.empty()) {
-    out +=
-        "\n| mode | native | emulated | unsupported | failed | not tested "
-        "|\n|---|---:|---:|---:|---:|---:|\n";
-    for (const ModeSummary& m : s.modes) {
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", mode_key(m.mode), m.native,
-                         m.emulated, m.unsupported, m.failed, m.not_tested);
-    }
-  }
+  if (!s.modes.empty()) out += mode_table_markdown(s);
   for (const Section& section : sections(s, shown)) {
     out += "\n### " + cell(section.heading) + "\n\n";
     for (std::size_t i = 0; i < section.items.size(); ++i) {

@@ -11,5 +11,10 @@ enum class Format { text, json, markdown, prometheus, nfd };
 // A format's name ("md" and "prom" too), nullopt for none.
 std::optional<Format> parse_format(std::string_view text);
 std::string_view to_string(Format format);
+// The formats fleets read unattended (metrics, node labels): a run ended by a signal leaves the
+// files of these that an earlier run wrote as they are (docs/reliability.md).
+inline bool node_facing(Format format) {
+  return format == Format::prometheus || format == Format::nfd;
+}
 
 }  // namespace precision_probe

@@ -31,6 +31,10 @@ std::string_view mark(Status s) {
     case Status::emulated: return "⚠️";
     case Status::unsupported: return "➖";
     case Status::failed: return "❌";
+    case Status::cannot_run:
+    case Status::refused: return "🚫";
+    case Status::out_of_time:
+    case Status::interrupted: return "⏱️";
     case Status::not_tested: return "⏭️";
   }
   return "";

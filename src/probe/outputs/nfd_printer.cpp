@@ -9,21 +9,16 @@
 
 #include "common/strings.hpp"
 #include "probe/outputs/printers.hpp"
+#include "probe/verdicts/verdict.hpp"
 
 namespace precision_probe {
 
 namespace {
 
-// Node-wide, the worst verdict of the node's GPUs wins, in this order (worst first): a GPU that
-// computes wrong numbers, then one that cannot run the mode, one that runs it slowly, one whose
-// check did not run. Native only where every GPU proved it.
-constexpr std::array<Status, 5> kWorstFirst = {
-    Status::failed, Status::unsupported, Status::emulated, Status::not_tested, Status::native};
-
-int rank(Status status) {
-  return static_cast<int>(std::find(kWorstFirst.begin(), kWorstFirst.end(), status) -
-                          kWorstFirst.begin());
-}
+// Node-wide, the worst verdict of the node's GPUs wins, in kStatuses' node order (worst first: a
+// GPU that computes wrong numbers, then what the hardware lacks, then what a setting or the run
+// kept from being proved). Native only where every GPU proved it.
+int rank(Status status) { return status_info(status).node_rank; }
 
 // A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
 // a letter or digit; anything else becomes '-'.
@@ -68,28 +63,52 @@ std::string node_recommendation(const std::vector<const DeviceReport*>& gpus) {
   return first == DType::none ? "none" : std::string(to_string(first));
 }
 
-// "passed" where every GPU's soak matched its golden results, "failed" where one did not; nothing
-// when no GPU soaked.
+// One soak outcome as a status: a mismatch or a broken soak is failed, one cut off says what cut
+// it, one that passed is native, one that did not run is not_tested.
+Status soak_status(const SoakOutcome& o) {
+  if (o.mismatches > 0) return Status::failed;
+  if (o.ran && o.ok) return Status::native;
+  if (o.error_kind == ErrorKind::none || o.error_kind == ErrorKind::not_run ||
+      o.error_kind == ErrorKind::unavailable) {
+    return Status::not_tested;
+  }
+  return status_of_broken_check(o.error_kind);
+}
+
+// "passed" where every GPU soaked at least one mode and each matched its golden results (and the
+// like GPUs' goldens agreed); "failed" where one did not; what cut a soak off, or "not_tested"
+// where a GPU soaked nothing; nothing when no GPU was asked to soak.
 std::string node_soak(const std::vector<const DeviceReport*>& gpus) {
-  bool soaked = false;
+  bool asked = false;
+  Status worst = Status::native;
   for (const DeviceReport* d : gpus) {
     if (!d->soak) continue;
-    soaked = true;
+    asked = true;
+    Status device = d->soak->golden_disagreement.empty() ? Status::native : Status::failed;
+    bool soaked = false;  // a mode that ran, or was cut off: not only modes that did not run
     for (const auto& [mode, o] : d->soak->modes) {
-      if (o.ran && !o.ok) return "failed";
+      const Status s = soak_status(o);
+      if (s == Status::not_tested) continue;
+      soaked = true;
+      if (rank(s) < rank(device)) device = s;
     }
+    if (!soaked && device == Status::native) device = Status::not_tested;
+    if (rank(device) < rank(worst)) worst = device;
   }
-  return soaked ? "passed" : "";
+  if (!asked) return "";
+  return worst == Status::native ? "passed" : std::string(to_string(worst));
 }
 
 class NfdPrinter final : public Printer {
  public:
-  explicit NfdPrinter(std::int64_t ttl_s) : ttl_s_(ttl_s) {}
+  explicit NfdPrinter(PrintStyle style) : style_(style) {}
 
  private:
   void do_print(const Report& r, std::ostream& out) const override {
-    const std::int64_t started_ms = parse_utc_timestamp(r.started_at).value_or(0);
-    out << "# +expiry-time=" << format_utc_timestamp(started_ms / 1000 + ttl_s_) << '\n';
+    const std::int64_t from_s = style_.delivered_at_s > 0
+                                    ? style_.delivered_at_s
+                                    : parse_utc_timestamp(r.started_at).value_or(0) / 1000;
+    out << "# +expiry-time=" << format_utc_timestamp(from_s + style_.label_ttl_s) << '\n';
     out << "# precision-probe " << label_value(r.tool.version) << ", report " << r.report_id
         << " (docs/nfd.md)\n";
     auto label = [&out](std::string_view name, std::string_view value) {
@@ -108,13 +127,13 @@ class NfdPrinter final : public Printer {
     if (const std::string soak = node_soak(gpus); !soak.empty()) label("gpu.soak", soak);
   }
 
-  std::int64_t ttl_s_;
+  PrintStyle style_;
 };
 
 }  // namespace
 
-std::unique_ptr<Printer> make_nfd_printer(std::int64_t ttl_s) {
-  return std::make_unique<NfdPrinter>(ttl_s);
+std::unique_ptr<Printer> make_nfd_printer(PrintStyle style) {
+  return std::make_unique<NfdPrinter>(style);
 }
 
 }  // namespace precision_probe

@@ -135,6 +135,7 @@ struct Target {
   Commit commit = Commit::none;
   std::string backup;  // the old content's name (exchanged, backed_up)
   int backup_slot = -1;
+  bool left_as_is = false;  // deliver() writes nothing here (leave_as_is)
 };
 
 std::string shown(const Target& t) { return printable_path(t.request.path); }
@@ -294,7 +295,7 @@ class Prepared final : public PreparedOutputs {
     stdout_failed = false;
     // The files' new content first, in their unnamed temporaries: nothing is replaced yet.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].kind != Kind::file) continue;
+      if (targets_[i].kind != Kind::file || targets_[i].left_as_is) continue;
       if (Expected<void> filled = fill(targets_[i], contents[i]); !filled) {
         abandon();
         return filled;
@@ -302,7 +303,7 @@ class Prepared final : public PreparedOutputs {
     }
     // The streams but stdout: one that fails leaves every file as it was.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].kind == Kind::file || targets_[i].stdout) continue;
+      if (targets_[i].kind == Kind::file || targets_[i].stdout || targets_[i].left_as_is) continue;
       if (Expected<void> written = write_all(targets_[i].fd, contents[i], deadline, stop);
           !written) {
         abandon();
@@ -311,7 +312,7 @@ class Prepared final : public PreparedOutputs {
     }
     // The files, together: the old contents' names last only until every one is in place.
     for (Target& t : targets_) {
-      if (t.kind != Kind::file) continue;
+      if (t.kind != Kind::file || t.left_as_is) continue;
       if (Expected<void> committed = commit(t); !committed) {
         abandon();
         return committed;
@@ -320,7 +321,7 @@ class Prepared final : public PreparedOutputs {
     for (Target& t : targets_) finish(t);
     // Stdout last, so that it can still say what failed before it.
     for (std::size_t i = 0; i < targets_.size(); ++i) {
-      if (!targets_[i].stdout) continue;
+      if (!targets_[i].stdout || targets_[i].left_as_is) continue;
       if (Expected<void> written = write_all(targets_[i].fd, contents[i], deadline, stop);
           !written) {
         stdout_failed = true;
@@ -329,6 +330,13 @@ class Prepared final : public PreparedOutputs {
     }
     return {};
   }
+
+  bool holds_a_file(std::size_t i) const override {
+    const Target& t = targets_.at(i);
+    return t.kind == Kind::file && t.existed;
+  }
+
+  void leave_as_is(std::size_t i) override { targets_.at(i).left_as_is = true; }
 
  private:
   // Writes a file's new content into its temporary, with the old file's mode (and owner, as

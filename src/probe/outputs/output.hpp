@@ -52,6 +52,10 @@ class PreparedOutputs {
                                  std::chrono::steady_clock::time_point deadline,
                                  bool& stdout_failed,
                                  const std::function<bool()>& stop = nullptr) = 0;
+  // Whether the i-th target is a file that exists (a delivery would replace what is there).
+  virtual bool holds_a_file(std::size_t i) const = 0;
+  // Leaves the i-th target as it is: deliver() writes nothing there.
+  virtual void leave_as_is(std::size_t i) = 0;
 };
 
 // Checks and opens every target: a directory, a block device, a socket, a FIFO without a

@@ -90,7 +90,7 @@ std::unique_ptr<Printer> make_printer(Format format, PrintStyle style) {
     case Format::json: return std::make_unique<JsonPrinter>();
     case Format::markdown: return make_markdown_printer();
     case Format::prometheus: return make_prometheus_printer();
-    case Format::nfd: return make_nfd_printer(style.label_ttl_s);
+    case Format::nfd: return make_nfd_printer(style);
     case Format::text: return make_text_printer(style);
   }
   return make_text_printer(style);

@@ -15,6 +15,8 @@ struct PrintStyle {
   bool color = false;  // ANSI colour (text only)
   int width = 80;      // free text (notes, recommendations, fixes) wraps at this column
   std::int64_t label_ttl_s = 3600;  // nfd: how long the node's labels stand (--nfd-ttl)
+  std::int64_t delivered_at_s = 0;  // nfd: when the labels are delivered (Unix seconds), from
+                                    // which they expire; 0: the run's start
 };
 
 // The node labels' domain (nfd), the project's own: NFD accepts any domain but kubernetes.io's
@@ -34,10 +36,10 @@ class Printer {
 std::unique_ptr<Printer> make_printer(Format format, PrintStyle style);
 
 // One per format (printers.cpp picks among them).
-std::unique_ptr<Printer> make_text_printer(PrintStyle style);   // text_printer.cpp
-std::unique_ptr<Printer> make_markdown_printer();               // markdown_printer.cpp
-std::unique_ptr<Printer> make_prometheus_printer();             // prometheus_printer.cpp
-std::unique_ptr<Printer> make_nfd_printer(std::int64_t ttl_s);  // nfd_printer.cpp
+std::unique_ptr<Printer> make_text_printer(PrintStyle style);  // text_printer.cpp
+std::unique_ptr<Printer> make_markdown_printer();              // markdown_printer.cpp
+std::unique_ptr<Printer> make_prometheus_printer();            // prometheus_printer.cpp
+std::unique_ptr<Printer> make_nfd_printer(PrintStyle style);   // nfd_printer.cpp
 
 // What NVML said of a GPU during its soak, in one line for people (text and Markdown):
 // "60 samples · up to 58 °C · SM clock 1365-1980 MHz · up to 696 W · clock events: sw_power_cap ·

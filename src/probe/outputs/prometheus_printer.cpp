@@ -159,9 +159,8 @@ void add_verdicts(Exposition& e, const Report& r) {
       const std::string ml = fmt::format(R"({},mode="{}")", labels, mode_key(mode));
       native.add(ml, p.status == Status::native ? 1 : 0);
       hardware.add(ml, p.hardware == Hardware::native ? 1 : 0);
-      for (Status st : {Status::native, Status::emulated, Status::unsupported, Status::failed,
-                        Status::not_tested}) {
-        status.add(fmt::format(R"({},status="{}")", ml, to_string(st)), p.status == st ? 1 : 0);
+      for (const StatusInfo& st : kStatuses) {
+        status.add(fmt::format(R"({},status="{}")", ml, st.key), p.status == st.status ? 1 : 0);
       }
     }
   }

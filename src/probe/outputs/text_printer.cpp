@@ -33,7 +33,11 @@ class Paint {
       case Status::native: return (*this)(padded, "32");
       case Status::emulated: return (*this)(padded, "33");
       case Status::failed: return (*this)(padded, "1;31");
+      case Status::cannot_run:
+      case Status::refused: return (*this)(padded, "35");
       case Status::unsupported:
+      case Status::out_of_time:
+      case Status::interrupted:
       case Status::not_tested: return (*this)(padded, "2");
     }
     return padded;

@@ -346,7 +346,8 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
 // Every all-reduce the check runs, over every GPU taking part, or it did not pass.
 void judge_all_reduce(CollectivesReport& c, const WorkerResult& worker, std::size_t gpus) {
   if (worker.problem != ErrorKind::none && worker.collectives.size() < kAllReduceDTypes.size()) {
-    c.status = worker.problem == ErrorKind::not_run ? Status::not_tested : Status::failed;
+    c.status = worker.problem == ErrorKind::not_run ? Status::not_tested
+                                                    : status_of_broken_check(worker.problem);
     c.failure = worker.problem;
     c.reason = worker.problem_message;
     return;
@@ -361,7 +362,8 @@ void judge_all_reduce(CollectivesReport& c, const WorkerResult& worker, std::siz
   c.status = Status::native;
   for (const CollectiveOutcome& a : c.all_reduce) {
     if (a.ok) continue;
-    c.status = a.error_kind == ErrorKind::not_supported ? Status::unsupported : Status::failed;
+    c.status = a.error_kind == ErrorKind::not_supported ? Status::unsupported
+                                                        : status_of_broken_check(a.error_kind);
     c.failure = a.error_kind == ErrorKind::not_supported ? ErrorKind::environment : a.error_kind;
     c.reason = std::string(to_string(a.dtype)) + " all-reduce: " + a.error;
     break;

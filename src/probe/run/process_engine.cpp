@@ -171,12 +171,10 @@ class ProcessEngine final : public Engine {
       const auto now = std::chrono::steady_clock::now();
       const bool stopped = limits.stop && limits.stop();
       if (stopped || now >= deadline) {
-        const std::string why =
-            !stopped ? fmt::format("timed out after {:g} s (--timeout)", limits.timeout_s)
-            : interrupt_requested()
-                ? fmt::format("interrupted by {}", signal_name(interrupt_signal()))
-                : std::string("stopped: the run was given up");
-        for (std::size_t i = 0; i < workers.size(); ++i) stop(workers[i], results[i], why);
+        const auto [kind, why] = cut_off(stopped, limits);
+        for (std::size_t i = 0; i < workers.size(); ++i) {
+          stop(workers[i], results[i], kind, why);
+        }
         return;
       }
       watch(workers, results, now, limits);
@@ -205,7 +203,7 @@ class ProcessEngine final : public Engine {
       Worker& w = workers[i];
       if (!w.out_open && !w.err_open) continue;
       if (!w.holding && now - w.last_line > limits.per_check) {
-        stop(w, results[i],
+        stop(w, results[i], ErrorKind::timed_out,
              fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
                          static_cast<double>(limits.per_check.count()) / 1000.0));
       } else if (w.child->exit_fd() < 0 && w.child->try_reap()) {
@@ -242,12 +240,27 @@ class ProcessEngine final : public Engine {
            line.find("\"what\":\"holding\"") != std::string::npos;
   }
 
-  // Kills a worker that is still running; its unfinished checks will say `why`.
-  static void stop(Worker& w, WorkerResult& result, const std::string& why) {
+  // What cut the workers off: a signal, the run given up (a --device found missing), or the run's
+  // deadline. None of them is the check's fault.
+  static std::pair<ErrorKind, std::string> cut_off(bool stopped, const Limits& limits) {
+    if (!stopped) {
+      return {ErrorKind::out_of_time,
+              fmt::format("out of time: the run's --timeout of {:g} s ran out before it finished",
+                          limits.timeout_s)};
+    }
+    if (interrupt_requested()) {
+      return {ErrorKind::interrupted,
+              fmt::format("interrupted by {}", signal_name(interrupt_signal()))};
+    }
+    return {ErrorKind::not_run, "stopped: the run was given up"};
+  }
+
+  // Kills a worker that is still running; its unfinished checks will say `why`, of `kind`.
+  static void stop(Worker& w, WorkerResult& result, ErrorKind kind, const std::string& why) {
     if (!w.out_open && !w.err_open) return;
     w.child->kill_group();
     if (!result.finished && result.problem == ErrorKind::none) {
-      result.problem = ErrorKind::timed_out;
+      result.problem = kind;
       result.problem_message = why;
     }
     close_streams(w);

@@ -88,7 +88,8 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   for (Mode mode : plan.soak_modes) {
     const SoakOutcome* answered = result != nullptr ? result->soak.find(mode) : nullptr;
     SoakOutcome o = answered != nullptr ? *answered : missing(mode, result, interrupted);
-    if (interrupted && o.error_kind == ErrorKind::timed_out) {
+    if (interrupted &&
+        (o.error_kind == ErrorKind::interrupted || o.error_kind == ErrorKind::timed_out)) {
       o = did_not_run<SoakOutcome>(ErrorKind::not_run, "cut short: the run was interrupted");
     }
     cut_short(o, result, interrupted);

@@ -79,14 +79,27 @@ void scan_device(const DeviceReport& device, Findings& f) {
     if (p.bench && !p.bench->outcome.ok && bench_kind != ErrorKind::not_run &&
         bench_kind != ErrorKind::none && bench_kind != ErrorKind::unavailable) {
       const std::string why = what + " benchmark: " + p.bench->outcome.error;
-      keep_first(bench_kind == ErrorKind::timed_out ? f.timed_out : f.other, why);
+      const bool cut = bench_kind == ErrorKind::timed_out || bench_kind == ErrorKind::out_of_time ||
+                       bench_kind == ErrorKind::interrupted;
+      keep_first(cut ? f.timed_out : f.other, why);
     }
-    if (p.status != Status::failed) continue;
-    if (p.failure == ErrorKind::timed_out) keep_first(f.timed_out, what + ": " + p.reason);
-    if (p.failure == ErrorKind::environment) {
-      keep_first(f.unrunnable, device.label() + " cannot run this stack: " + p.reason);
-    } else {
-      keep_first(f.failed, what + " failed: " + p.reason);
+    switch (p.status) {
+      case Status::failed:
+        if (p.failure == ErrorKind::timed_out) keep_first(f.timed_out, what + ": " + p.reason);
+        keep_first(f.failed, what + " failed: " + p.reason);
+        break;
+      case Status::out_of_time:
+      case Status::interrupted: keep_first(f.timed_out, what + ": " + p.reason); break;
+      case Status::cannot_run:
+        keep_first(f.unrunnable, device.label() + " cannot run this stack: " + p.reason);
+        break;
+      case Status::refused:
+        keep_first(f.unrunnable, device.label() + " refused the checks: " + p.reason);
+        break;
+      case Status::native:
+      case Status::emulated:
+      case Status::unsupported:
+      case Status::not_tested: break;
     }
   }
 }
@@ -98,8 +111,13 @@ Findings scan(const Report& report) {
   }
   if (const auto& c = report.collectives; c && c->requested) {
     const std::string why = "--nccl: " + c->reason;
-    if (c->failure == ErrorKind::timed_out) keep_first(f.timed_out, why);
-    if (c->failure == ErrorKind::environment) f.collective_unrunnable = why;
+    if (c->status == Status::out_of_time || c->status == Status::interrupted ||
+        c->failure == ErrorKind::timed_out) {
+      keep_first(f.timed_out, why);
+    }
+    if (c->failure == ErrorKind::environment || c->status == Status::refused) {
+      f.collective_unrunnable = why;
+    }
     if (c->status == Status::failed) keep_first(f.other, why);
   }
   return f;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.hpp"
+#include "probe/verdicts/verdict.hpp"
 
 namespace precision_probe {
 
@@ -52,8 +53,8 @@ void apply_to_precisions(DeviceReport& d) {
     const bool broke = o.error_kind != ErrorKind::none && o.error_kind != ErrorKind::not_run &&
                        o.error_kind != ErrorKind::unavailable;
     if (o.mismatches == 0 && !broke) continue;
-    p->status = Status::failed;
     p->failure = o.mismatches > 0 ? ErrorKind::wrong_result : o.error_kind;
+    p->status = status_of_broken_check(p->failure);
     p->reason = "soak: " + o.error;
   }
 }

@@ -6,6 +6,29 @@
 
 namespace precision_probe {
 
+Status status_of_failure(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::not_supported: return Status::unsupported;
+    case ErrorKind::wrong_result:
+    case ErrorKind::runtime:
+    case ErrorKind::timed_out:
+    case ErrorKind::crashed: return Status::failed;
+    case ErrorKind::environment: return Status::cannot_run;
+    case ErrorKind::refused: return Status::refused;
+    case ErrorKind::out_of_time: return Status::out_of_time;
+    case ErrorKind::interrupted: return Status::interrupted;
+    case ErrorKind::unavailable:
+    case ErrorKind::none:
+    case ErrorKind::not_run: return Status::not_tested;
+  }
+  return Status::failed;
+}
+
+Status status_of_broken_check(ErrorKind kind) {
+  const Status cut = status_of_failure(kind);
+  return cut == Status::unsupported || cut == Status::not_tested ? Status::failed : cut;
+}
+
 PrecisionResult combine_verdict(const HardwareVerdict& hardware,
                                 const std::optional<SmokeOutcome>& smoke,
                                 const std::string& not_run_reason) {
@@ -33,35 +56,17 @@ PrecisionResult combine_verdict(const HardwareVerdict& hardware,
 
     const ErrorKind kind = smoke ? smoke->error_kind : ErrorKind::not_run;
     const std::string why = smoke && !smoke->error.empty() ? smoke->error : not_run_reason;
-    switch (kind) {
-      case ErrorKind::not_supported:
-        r.status = Status::unsupported;
-        r.reason = why;
-        return r;
-      case ErrorKind::wrong_result:
-      case ErrorKind::runtime:
-      case ErrorKind::environment:
-      case ErrorKind::timed_out:
-      case ErrorKind::crashed:
-        r.status = Status::failed;
-        r.failure = kind;
-        r.reason = why;
-        return r;
-      case ErrorKind::unavailable:
-        r.status = Status::not_tested;
-        r.failure = kind;
-        r.reason = why;
-        return r;
-      case ErrorKind::none:
-      case ErrorKind::not_run:
-        r.status = Status::not_tested;
-        r.reason = why.empty() ? "not tested" : why;
-        return r;
+    r.status = status_of_failure(kind);
+    // A failure names its kind; an unsupported operation and a skipped check have none.
+    if (kind != ErrorKind::not_supported && kind != ErrorKind::none && kind != ErrorKind::not_run) {
+      r.failure = kind;
     }
+    r.reason = why.empty() && r.status == Status::not_tested ? "not tested" : why;
+    return r;
   }
   if (!smoke->ok) {
-    r.status = Status::failed;
     r.failure = smoke->error_kind == ErrorKind::none ? ErrorKind::wrong_result : smoke->error_kind;
+    r.status = status_of_broken_check(r.failure);
     if (!smoke->error.empty()) {
       r.reason = smoke->error;
     } else if (smoke->rel_error) {

@@ -9,10 +9,19 @@
 
 namespace precision_probe {
 
+// The status of a check that did not pass, by what kept it from passing: failed only for wrong
+// numbers, a runtime error, a crash or a hang past --check-timeout; cannot_run, refused,
+// out_of_time and interrupted for a stack, a setting, the run's deadline or a signal; unsupported
+// and not_tested for a refusal of the operation and a check that did not run.
+Status status_of_failure(ErrorKind kind);
+// The same for a check that ran and did not pass: failed, but where a deadline, a signal, a stack
+// or a setting cut it off.
+Status status_of_broken_check(ErrorKind kind);
+
 // Combines what the hardware offers with what the smoke test showed:
 //   ran correctly:        native (hardware native) or emulated (otherwise, with the reason)
 //   refused as unsupported: unsupported, with LibTorch's message
-//   wrong numbers, errors: failed
+//   did not pass:          status_of_failure (failed for wrong numbers and errors)
 //   not run:               unsupported when the hardware has no support, else not_tested
 PrecisionResult combine_verdict(const HardwareVerdict& hardware,
                                 const std::optional<SmokeOutcome>& smoke,

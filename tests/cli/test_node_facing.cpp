@@ -79,6 +79,7 @@ void expect_every_format_says(const Files& f, const std::string& status) {
   EXPECT_NE(prom.find(R"(status="failed"} 0)"), std::string::npos) << "the state set lost failed";
 
   const auto labels = labels_of(read_all(f.nfd));
+  ASSERT_EQ(labels.count("gpu.bf16"), 1U) << read_all(f.nfd);
   EXPECT_EQ(labels.at("gpu.bf16"), status);
   for (const auto& [name, value] : labels) EXPECT_NE(value, "failed") << name;
 
@@ -88,28 +89,33 @@ void expect_every_format_says(const Files& f, const std::string& status) {
   EXPECT_NE(markdown.find(status), std::string::npos) << markdown;
 }
 
-// Waits until the fake engine has written a PID: a worker runs.
-bool wait_for_worker(const std::string& pids) {
-  for (int i = 0; i < 250 && pp::testing::pids_in(pids).empty(); ++i) {
+// Waits until a GPU's worker has its plan (the fake engine logs "cuda ..."): the driver has
+// answered and the GPU's checks run. A worker started ahead (the CPU's) is not enough.
+bool wait_for_gpu_worker(const std::string& log) {
+  for (int i = 0; i < 500; ++i) {
+    const std::string lines = "\n" + read_all(log);
+    if (lines.find("\ncuda ") != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return !pp::testing::pids_in(pids).empty();
+  return false;
 }
 
-// Starts a run that hangs in its GPU's checks, SIGTERMs it once a worker runs, and returns its
-// exit status and stderr.
+// Starts a run that hangs in its GPU's checks, SIGTERMs it once the GPU's worker runs, and returns
+// its exit status and stderr.
 std::pair<int, std::string> terminated_run(const Files& f) {
   const std::string pids = f.dir + "/pids";
+  const std::string log = f.dir + "/log";
   pp::ChildProcess child;
   std::vector<std::string> argv = {PP_BINARY};
   for (const std::string& a : f.args()) argv.push_back(a);
   const auto started =
       child.start(argv,
                   pp::testing::probe_environment(with(
-                      fake_driver_env(kH200), {"FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids})),
+                      fake_driver_env(kH200),
+                      {"FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids, "FAKE_ENGINE_LOG=" + log})),
                   "");
   if (!started) return {-1, started.error()};
-  if (!wait_for_worker(pids)) {
+  if (!wait_for_gpu_worker(log)) {
     ::kill(child.pid(), SIGKILL);
     child.wait();
     return {-1, "no worker started"};
@@ -155,7 +161,7 @@ TEST(NodeFacing, ASettingThatRefusesTheWorkIsRefusedInEveryFormat) {
 // written (no signal ended the run).
 TEST(NodeFacing, TheRunsDeadlineIsOutOfTimeInEveryFormat) {
   const Files f;
-  const auto r = run_probe_binary(with(f.args(), {"--timeout", "1"}),
+  const auto r = run_probe_binary(with(f.args(), {"--timeout", "3"}),
                                   with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
   ASSERT_EQ(r.exit_code, 5) << r.err;
   expect_every_format_says(f, "out_of_time");

@@ -416,3 +416,249 @@ TEST(Outputs, AFileTheUserMayNotWriteIsRefusedAndAWritableOneKeepsItsMode) {
   EXPECT_EQ(files_in(dir).size(), refused.size() + 1) << "no temporary left";
   if (!root) GTEST_SKIP() << "another user's file needs root to make: only the user's own ran";
 }
+
+namespace {
+
+// The binary run as `uid` (group the same) through setpriv, or as this user where `uid` is this
+// user; the environment run_as_nobody gives.
+pp::testing::Run run_as(uid_t uid, const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  if (uid != ::geteuid()) {
+    argv = {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid),
+            "--clear-groups"};
+  }
+  argv.emplace_back(PP_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pp::ProcessOutput out =
+      pp::run_process(argv, pp::testing::probe_environment({"PRECISION_PROBE_TORCH=none"}), "",
+                      std::chrono::seconds(60));
+  return {out.exit_code, out.out, out.err, out.term_signal};
+}
+
+// Every option that writes a report to a file, the probe's, arch's and summarize's, given the file
+// and (for summarize) a report to read.
+std::vector<std::vector<std::string>> every_output_option(const std::string& file,
+                                                          const std::string& report) {
+  const std::vector<std::string> probe = {"--quick", "-q"};
+  std::vector<std::vector<std::string>> options;
+  for (const char* flag : {"-o", "--json", "--markdown", "--prom", "--text", "--nfd"}) {
+    options.push_back({"--quick", "-q", flag, file});
+  }
+  options.push_back({"--quick", "-q", "--output-as", "json:" + file});
+  options.push_back({"arch", "9.0", "-q", "-o", file});
+  options.push_back({"summarize", report, "-q", "-o", file});
+  return options;
+}
+
+// A directory for the sticky-directory tests: `base` (0755, root's) holding a report for
+// summarize to read, `pub` (a sticky world-writable directory like /tmp, owned by `pub_owner`),
+// and a home directory for each user, owned by that user.
+struct StickyScene {
+  std::string base, report, pub;
+  std::string home(uid_t uid) const { return base + "/home-" + std::to_string(uid); }
+};
+
+StickyScene sticky_scene(uid_t pub_owner, const std::vector<uid_t>& users) {
+  StickyScene s;
+  s.base = pp::testing::make_temp_dir();
+  ::chmod(s.base.c_str(), 0755);
+  s.report = s.base + "/in.json";
+  EXPECT_EQ(pp::testing::run_probe_binary({"--quick", "-q", "--json", s.report}).exit_code, 0);
+  ::chmod(s.report.c_str(), 0644);
+  s.pub = s.base + "/pub";
+  EXPECT_EQ(::mkdir(s.pub.c_str(), 0700), 0);
+  EXPECT_EQ(::chown(s.pub.c_str(), pub_owner, pub_owner), 0);
+  EXPECT_EQ(::chmod(s.pub.c_str(), 01777), 0);
+  for (uid_t uid : users) {
+    EXPECT_EQ(::mkdir(s.home(uid).c_str(), 0755), 0);
+    EXPECT_EQ(::chown(s.home(uid).c_str(), uid, uid), 0);
+  }
+  return s;
+}
+
+// A symbolic link at `link` to `target`, owned by `owner` (as if `owner` had made it).
+void plant_link(const std::string& target, const std::string& link, uid_t owner) {
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0) << link;
+  ASSERT_EQ(::lchown(link.c_str(), owner, owner), 0) << link;
+}
+
+bool can_run_as_others() { return ::geteuid() == 0 && ::access("/usr/bin/setpriv", X_OK) == 0; }
+
+}  // namespace
+
+// Issue 38: in a sticky world-writable directory (/tmp), another user's link is never followed,
+// by any output option, whoever runs the probe: root (the link names a file of root's) or another
+// user (the link names that user's own file); a dangling one creates nothing. Exit 2 before the
+// run, one line naming the link, the file it names as it was, nothing made in either directory.
+TEST(Outputs, AnotherUsersLinkInAStickyDirectoryIsNeverFollowed) {
+  if (!can_run_as_others()) {
+    GTEST_SKIP() << "needs root and /usr/bin/setpriv (util-linux): links of other users, and the "
+                    "probe run as another user";
+  }
+  // Who runs the probe, and who planted the links in the sticky directory (owned by root).
+  const std::vector<std::pair<uid_t, uid_t>> runs = {{0, 65534}, {65534, 65533}};
+  const StickyScene s = sticky_scene(0, {0, 65534});
+  for (const auto& [runner, planter] : runs) {
+    const std::string victim = s.home(runner) + "/important.conf";
+    std::ofstream(victim) << "precious";
+    ASSERT_EQ(::chown(victim.c_str(), runner, runner), 0);
+    const std::size_t options = every_output_option("", s.report).size();
+    for (std::size_t i = 0; i < options; ++i) {
+      const std::string tag = std::to_string(runner) + "-" + std::to_string(i);
+      const std::string link = s.pub + "/r-" + tag;
+      const std::string dangling = s.pub + "/d-" + tag;
+      const std::string made = s.home(runner) + "/made-" + tag;
+      plant_link(victim, link, planter);
+      plant_link(made, dangling, planter);
+      const std::vector<std::string> args = every_output_option(link, s.report)[i];
+      const std::string what = args[args.size() - 2] + " as uid " + std::to_string(runner);
+      const auto followed = run_as(runner, args);
+      EXPECT_EQ(followed.exit_code, 2) << what << ": " << followed.err;
+      EXPECT_NE(followed.err.find("/r-" + tag + ", owned by uid " + std::to_string(planter) +
+                                  " in the sticky world-writable directory"),
+                std::string::npos)
+          << what << ": " << followed.err;
+      EXPECT_NE(followed.err.find("is not followed"), std::string::npos) << followed.err;
+      EXPECT_EQ(followed.err.find('\n'), followed.err.size() - 1) << "one line: " << followed.err;
+      EXPECT_TRUE(read_all(victim) == "precious") << what << ": the link's target was replaced";
+      const auto created = run_as(runner, every_output_option(dangling, s.report)[i]);
+      EXPECT_EQ(created.exit_code, 2) << what << ": " << created.err;
+      EXPECT_NE(created.err.find("/d-" + tag + ", owned by uid"), std::string::npos) << created.err;
+      EXPECT_EQ(::access(made.c_str(), F_OK), -1) << what << ": the dangling link's target made";
+    }
+    EXPECT_EQ(files_in(s.home(runner)), std::vector<std::string>{"important.conf"});
+    EXPECT_EQ(stat_of(victim).st_uid, runner);
+  }
+  EXPECT_EQ(files_in(s.pub).size(), 4 * every_output_option("", "").size()) << "a temporary left";
+  // Under --format json, stdout is one JSON document that says why.
+  const auto j = run_as(0, {"--quick", "--format", "json", "--json", s.pub + "/r-0-1"});
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_NE(json::parse(j.out).at("error").at("message").get<std::string>().find(
+                "(the kernel's protected_symlinks rule)"),
+            std::string::npos)
+      << j.out;
+}
+
+// The rule's other side: in a sticky world-writable directory, the user's own link and one of the
+// directory's owner are followed (the target replaced, the link kept), as root and as another
+// user; a dangling one is refused even then (no file is created through it).
+TEST(Outputs, OwnLinksAndTheDirectoryOwnersInAStickyDirectoryAreFollowed) {
+  if (!can_run_as_others()) {
+    GTEST_SKIP() << "needs root and /usr/bin/setpriv (util-linux): the probe run as another user";
+  }
+  const uid_t owner = 65533;  // the sticky directory's owner
+  const StickyScene s = sticky_scene(owner, {0, 65534});
+  for (const uid_t runner : {0U, 65534U}) {
+    for (const uid_t link_owner : {runner, owner}) {
+      const std::string tag = std::to_string(runner) + "-" + std::to_string(link_owner);
+      const std::string target = s.home(runner) + "/r-" + tag + ".json";
+      std::ofstream(target) << "old";
+      ASSERT_EQ(::chown(target.c_str(), runner, runner), 0);
+      plant_link(target, s.pub + "/r-" + tag, link_owner);
+      const auto r = run_as(runner, {"--quick", "-q", "--json", s.pub + "/r-" + tag});
+      EXPECT_EQ(r.exit_code, 0) << tag << ": " << r.err;
+      EXPECT_NO_THROW(json::parse(read_all(target))) << tag;
+      struct stat st {};
+      EXPECT_EQ(::lstat((s.pub + "/r-" + tag).c_str(), &st), 0);
+      EXPECT_TRUE(S_ISLNK(st.st_mode)) << tag;
+    }
+    // The user's own dangling link there: refused, nothing made.
+    const std::string made = s.home(runner) + "/made.json";
+    plant_link(made, s.pub + "/d-" + std::to_string(runner), runner);
+    const auto r =
+        run_as(runner, {"--quick", "-q", "--json", s.pub + "/d-" + std::to_string(runner)});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("names nothing"), std::string::npos) << r.err;
+    EXPECT_EQ(::access(made.c_str(), F_OK), -1);
+  }
+  // A link of root's in the sticky directory reached through a link outside it: each hop is
+  // checked where it is; another user's link at the end of the chain is not followed.
+  const std::string victim = s.home(0) + "/victim";
+  std::ofstream(victim) << "precious";
+  plant_link(victim, s.pub + "/theirs", 65534);
+  plant_link(s.pub + "/theirs", s.home(0) + "/mine", 0);
+  const auto chain = run_as(0, {"--quick", "-q", "--json", s.home(0) + "/mine"});
+  EXPECT_EQ(chain.exit_code, 2) << chain.err;
+  EXPECT_NE(chain.err.find("/pub/theirs, owned by uid 65534"), std::string::npos) << chain.err;
+  EXPECT_EQ(read_all(victim), "precious");
+  // A link to a directory, on the way: the same rule.
+  plant_link(s.home(0), s.pub + "/dir", 65534);
+  const auto through = run_as(0, {"--quick", "-q", "--json", s.pub + "/dir/victim"});
+  EXPECT_EQ(through.exit_code, 2) << through.err;
+  EXPECT_NE(through.err.find("/pub/dir, owned by uid 65534"), std::string::npos) << through.err;
+  EXPECT_EQ(read_all(victim), "precious");
+}
+
+namespace {
+
+// Whether this test may make a private mount namespace (root, and unshare from util-linux).
+bool private_mounts_work() { return run_in_shell("unshare -m true 2>/dev/null").exit_code == 0; }
+
+}  // namespace
+
+// Issue 38: a file bind-mounted on its own (`docker run -v $PWD/r.json:/out/r.json`) cannot be
+// replaced by a rename: it is found before the run and written in place, cut to the report's
+// length, by every output option; the other outputs of the run are replaced as usual.
+TEST(Outputs, AFileBindMountedOnItsOwnIsWrittenInPlace) {
+  if (!private_mounts_work())
+    GTEST_SKIP() << "needs root for unshare -m (a private mount namespace)";
+  const std::string dir = pp::testing::make_temp_dir();
+  ASSERT_EQ(::mkdir((dir + "/mnt").c_str(), 0755), 0);
+  const std::string report = dir + "/in.json";
+  ASSERT_EQ(pp::testing::run_probe_binary({"--quick", "-q", "--json", report}).exit_code, 0);
+  // An earlier file, longer than any report, of a byte no report holds (control characters are
+  // escaped in every format).
+  const std::string longer(200000, '\x01');
+  const std::vector<std::vector<std::string>> options =
+      every_output_option(dir + "/mnt/r.out", report);
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    std::ofstream(dir + "/host.out") << longer;
+    std::ofstream(dir + "/mnt/r.out") << "";
+    std::ofstream(dir + "/other.json") << "old";
+    std::string words;
+    for (const std::string& arg : options[i]) words.append(" '").append(arg).append("'");
+    // The report of summarize is its text summary; the probe's a JSON one beside it.
+    if (options[i][0] != "summarize") words += " --output-as 'json:" + dir + "/other.json'";
+    const auto r = run_in_shell(
+        "unshare -m sh -c 'mount --bind \"$1/host.out\" \"$1/mnt/r.out\" "
+        "|| exit 90; shift; exec \"$0\" \"$@\"' \"$@\" '" +
+        dir + "'" + words);
+    const std::string& flag = options[i][options[i].size() - 2];
+    ASSERT_NE(r.exit_code, 90) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << flag << ": " << r.err;
+    const std::string got = read_all(dir + "/host.out");
+    EXPECT_FALSE(got.empty()) << flag;
+    EXPECT_EQ(got.find('\x01'), std::string::npos) << flag << ": the earlier file's tail is left";
+    if (flag == "--json" || flag == "--output-as") {
+      EXPECT_NO_THROW(json::parse(got)) << flag;
+    }
+    if (options[i][0] != "summarize") {
+      EXPECT_NO_THROW(json::parse(read_all(dir + "/other.json"))) << flag;
+    }
+    EXPECT_EQ(read_all(dir + "/mnt/r.out"), "") << "the mount reached the host's namespace";
+  }
+  EXPECT_EQ(files_in(dir + "/mnt"), std::vector<std::string>{"r.out"});
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"host.out", "in.json", "mnt", "other.json"}));
+}
+
+// A mount point that cannot take the report (its file system is full) fails the delivery before
+// any regular file is replaced: exit 6, saying why, the run's other files as they were.
+TEST(Outputs, AMountPointThatCannotTakeTheReportLeavesTheOtherFilesAsTheyWere) {
+  if (!private_mounts_work())
+    GTEST_SKIP() << "needs root for unshare -m (a private mount namespace)";
+  const std::string dir = pp::testing::make_temp_dir();
+  ASSERT_EQ(::mkdir((dir + "/small").c_str(), 0755), 0);
+  std::ofstream(dir + "/r.json") << "";
+  std::ofstream(dir + "/other.json") << "old";
+  // A 4 KiB tmpfs holds the mounted file: the JSON report (over 10 KB) does not fit.
+  const auto r = run_in_shell(
+      "unshare -m sh -c 'cd \"$1\" && mount -t tmpfs -o size=4k tmpfs small && echo old > "
+      "small/host.json && mount --bind small/host.json r.json || exit 90; "
+      "\"$0\" --quick -q --json r.json --output-as json:other.json' \"$@\" '" +
+      dir + "'");
+  ASSERT_NE(r.exit_code, 90) << r.err;
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("--json: r.json: No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(read_all(dir + "/other.json"), "old");
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"other.json", "r.json", "small"}));
+}

@@ -246,21 +246,72 @@ TEST(Output, ALateRenameFailurePutsBackTheFilesAlreadyReplaced) {
   write(dir + "/a.json", "old a");
   write(dir + "/b.json", "old b");
   write(dir + "/elsewhere", "mounted");
-  // b.json is a bind mount: renaming over it fails with EBUSY after a.json was replaced.
+  // b.json becomes a bind mount after the outputs were prepared (a mount point found then is
+  // written in place): renaming over it fails with EBUSY after a.json was replaced.
   const int status = in_child([&] {
     if (::unshare(CLONE_NEWNS) != 0) return 77;
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+    auto prepared =
+        pp::prepare_outputs({{dir + "/a.json", "--json"}, {dir + "/b.json", "--json"}}, {});
+    if (!prepared) return 4;
     if (::mount((dir + "/elsewhere").c_str(), (dir + "/b.json").c_str(), nullptr, MS_BIND,
                 nullptr) != 0) {
       return 77;
     }
-    const std::string error = deliver({dir + "/a.json", dir + "/b.json"}, {"new a", "new b"});
-    if (error.find("Device or resource busy") == std::string::npos) return 1;
-    if (read_all(dir + "/a.json") != "old a") return 2;
+    bool stdout_failed = false;
+    const pp::Expected<void> delivered =
+        (*prepared)->deliver({"new a", "new b"}, soon(), stdout_failed);
+    if (delivered || delivered.error().find("Device or resource busy") == std::string::npos) {
+      return 1;
+    }
+    if (read_all(dir + "/a.json") != "old a" || read_all(dir + "/b.json") != "mounted") return 2;
+    prepared->reset();
     return files_in(dir).size() == 3U ? 0 : 3;
   });
   if (status == 77) GTEST_SKIP() << "a private mount namespace needs root (CAP_SYS_ADMIN)";
-  EXPECT_EQ(status, 0) << "1: not EBUSY, 2: a.json not put back, 3: a temporary was left";
+  EXPECT_EQ(status, 0) << "1: not EBUSY, 2: a file not as it was, 3: a temporary was left, "
+                          "4: not prepared";
+}
+
+// A file bind-mounted on its own, found before the run, is written in place and cut to the
+// report's length: through the mount, the file mounted there gets the report.
+TEST(Output, AMountPointIsWrittenInPlace) {
+  const std::string dir = pp::testing::make_temp_dir();
+  write(dir + "/host.json", std::string(10000, 'x'));
+  write(dir + "/r.json", "");
+  write(dir + "/a.json", "old a");
+  const int status = in_child([&] {
+    if (::unshare(CLONE_NEWNS) != 0) return 77;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+    if (::mount((dir + "/host.json").c_str(), (dir + "/r.json").c_str(), nullptr, MS_BIND,
+                nullptr) != 0) {
+      return 77;
+    }
+    if (!deliver({dir + "/a.json", dir + "/r.json"}, {"new a", "new r"}).empty()) return 1;
+    return read_all(dir + "/r.json") == "new r" ? 0 : 2;
+  });
+  if (status == 77) GTEST_SKIP() << "a private mount namespace needs root (CAP_SYS_ADMIN)";
+  EXPECT_EQ(status, 0) << "1: the delivery failed, 2: not the report through the mount";
+  EXPECT_TRUE(read_all(dir + "/host.json") == "new r") << "the earlier content is left";
+  EXPECT_EQ(read_all(dir + "/r.json"), "");  // the mount was the child's alone
+  EXPECT_EQ(read_all(dir + "/a.json"), "new a");
+  EXPECT_EQ(files_in(dir).size(), 3U);
+}
+
+// Where statx cannot tell (before Linux 5.8), /proc/self/mountinfo does: its fifth field, with the
+// kernel's octal escapes for a space, a tab, a newline and a backslash.
+TEST(Output, MountinfoNamesMountPointsWithTheirEscapes) {
+  const std::string mountinfo =
+      "22 1 259:1 / / rw,relatime shared:1 - ext4 /dev/root rw\n"
+      "36 22 259:1 /srv/host.json /out/my\\040r\\011\\012\\134.json rw shared:1 - ext4 "
+      "/dev/root rw\n"
+      "37 22 0:5 / /dev rw - devtmpfs udev rw\n";
+  EXPECT_TRUE(pp::listed_as_mount_point(mountinfo, "/out/my r\t\n\\.json"));
+  EXPECT_TRUE(pp::listed_as_mount_point(mountinfo, "/dev"));
+  EXPECT_FALSE(pp::listed_as_mount_point(mountinfo, "/out/my\\040r\\011\\012\\134.json"));
+  EXPECT_FALSE(pp::listed_as_mount_point(mountinfo, "/srv/host.json"));  // the source, not a point
+  EXPECT_FALSE(pp::listed_as_mount_point(mountinfo, "/out"));
+  EXPECT_FALSE(pp::listed_as_mount_point("", "/"));
 }
 
 TEST(Output, StandardStreamsAreWrittenThrough) {

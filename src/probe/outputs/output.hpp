@@ -1,12 +1,16 @@
 #pragma once
 // Delivering the reports of a run: to stdout and to files, so that nothing is ever destroyed and
 // no failure goes unnoticed. A regular file (or a path that does not exist yet) is replaced
-// atomically, all the files of a run together or none; the target of a symbolic link is replaced,
-// not the link. A character device (/dev/null, a terminal), a FIFO and the descriptors the probe
-// was given (/dev/stdout, /dev/fd/N) are written through: they are never replaced. Every target is
-// opened and checked before the run (prepare), so that bad output paths are usage errors found at
-// once; deliver() then writes every report and checks every write. docs/reliability.md has the
-// rules.
+// atomically, all the files of a run together or none. The path is walked one name at a time and
+// its symbolic links followed here, under the kernel's protected_symlinks rule whatever the sysctl
+// says: the target of a link is replaced, not the link, except that a link in a sticky
+// world-writable directory (/tmp) is followed only where it is the user's or the directory
+// owner's, and a dangling one there is refused. A character device (/dev/null, a terminal), a
+// FIFO and the descriptors the probe was given (/dev/stdout, /dev/fd/N) are written through: they
+// are never replaced; a regular file that is a mount point (bind-mounted on its own) is written
+// in place, then cut to its length. Every target is opened and checked before the run (prepare),
+// so that bad output paths are usage errors found at once; deliver() then writes every report and
+// checks every write. docs/reliability.md has the rules.
 
 #include <chrono>
 #include <functional>
@@ -69,5 +73,11 @@ Expected<std::unique_ptr<PreparedOutputs>> prepare_outputs(
 // Whether stdout is a regular file that one of `requests` names too (`--json r.json >> r.json`):
 // a refusal then leaves stdout, that file, as it was (no error document written to it).
 bool stdout_is_named(const std::vector<OutputRequest>& requests, const StandardStreams& streams);
+
+// Whether `path` (absolute, as /proc/self/fd/N's link says) is a mount point that `mountinfo`
+// (/proc/self/mountinfo's text) lists: its fifth field, octal escapes (\040) undone. The way a
+// file bind-mounted on its own is found where statx has no STATX_ATTR_MOUNT_ROOT (before Linux
+// 5.8) and the mount keeps its directory's st_dev.
+bool listed_as_mount_point(const std::string& mountinfo, const std::string& path);
 
 }  // namespace precision_probe

@@ -226,6 +226,11 @@ TEST(TextPrinter, TrainingRunsAreRowsOfTheTable) {
       std::string::npos)
       << text;
   EXPECT_EQ(text.find("  training"), std::string::npos) << text;
+  // A second or more in seconds, within the column.
+  pp::Report slow = with_amp();
+  slow.devices[0].precisions[Mode::amp_fp16].amp->ms = 4543.5;
+  EXPECT_NE(render(slow, pp::Format::text).find("    2.0e-02    4.54 s\n"), std::string::npos)
+      << render(slow, pp::Format::text);
 }
 
 TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {

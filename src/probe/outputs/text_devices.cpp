@@ -228,6 +228,12 @@ std::optional<double> largest(const Group& g, Mode mode, Get get) {
   return out;
 }
 
+// "0.2 ms", "4.54 s": a time that fits the column.
+std::string time_cell(const std::optional<double>& ms) {
+  if (!ms) return "-";
+  return *ms < 1000.0 ? fmt::format("{:.1f} ms", *ms) : fmt::format("{:.2f} s", *ms / 1000.0);
+}
+
 // A row's figures: a matmul's relative error against float64, a training run's final loss's
 // relative distance from an fp32 run's, each with its tolerance, and the time it took; in a
 // group, the largest error and the longest time of its devices.
@@ -241,13 +247,12 @@ std::array<std::string, 3> row_figures(const Group& g, Mode mode, const Precisio
       return q.amp ? q.amp->ms : std::optional<double>();
     });
     return {number_cell(diff, "{:.2e}"), fmt::format("{:.1e}", p.amp->loss_tolerance),
-            number_cell(ms, "{:.1f} ms")};
+            time_cell(ms)};
   }
   if (!p.smoke.ran) return {"-", "-", "-"};
   const auto rel = largest(g, mode, [](const PrecisionResult& q) { return q.smoke.rel_error; });
   const auto ms = largest(g, mode, [](const PrecisionResult& q) { return q.smoke.ms; });
-  return {number_cell(rel, "{:.2e}"), fmt::format("{:.1e}", p.smoke.tolerance),
-          number_cell(ms, "{:.1f} ms")};
+  return {number_cell(rel, "{:.2e}"), fmt::format("{:.1e}", p.smoke.tolerance), time_cell(ms)};
 }
 
 // One row per mode that is not folded, the training runs' last; returns how many.

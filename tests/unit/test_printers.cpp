@@ -592,7 +592,7 @@ TEST(TextPrinter, ARunInWhichNoKernelRanSaysSoOnItsLastLine) {
     p.reason = "no engine";
   }
   EXPECT_NE(last_line(render(cpu_only, pp::Format::text))
-                .find("--device cpu --require fp32 gates a CI\n    step: exit 0 only where a fp32 "
+                .find("--device cpu --require fp32 gates a CI\n    step: exit 0 only where an fp32 "
                       "kernel runs and is right (here: exit 3)."),
             std::string::npos)
       << render(cpu_only, pp::Format::text);

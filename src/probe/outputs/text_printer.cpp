@@ -307,18 +307,20 @@ std::string nothing_proven(const Report& r) {
                        r.run.quick ? "; the requirements were judged on the hardware alone" : "");
   }
   const SuggestedGate gate = suggested_gate(r);
-  const std::string_view mode = mode_key(gate.mode);
+  // "a bf16 kernel", "an fp32 kernel"
+  const std::string kernel =
+      fmt::format("{} {} kernel", gate.mode == Mode::bf16 ? "a" : "an", mode_key(gate.mode));
   if (r.run.quick) {
     return fmt::format(
         "no kernel ran (--quick): nothing here is proven. {} gates a CI step: without --quick, "
-        "exit 0 only where a {} kernel runs and is right; under --quick the hardware alone meets "
-        "it (here: exit {}).",
-        gate.flags, mode, gate.exit_code);
+        "exit 0 only where {} runs and is right; under --quick the hardware alone meets it "
+        "(here: exit {}).",
+        gate.flags, kernel, gate.exit_code);
   }
   return fmt::format(
-      "no kernel ran: nothing here is proven. {} gates a CI step: exit 0 only where a {} kernel "
-      "runs and is right (here: exit {}).",
-      gate.flags, mode, gate.exit_code);
+      "no kernel ran: nothing here is proven. {} gates a CI step: exit 0 only where {} runs and "
+      "is right (here: exit {}).",
+      gate.flags, kernel, gate.exit_code);
 }
 
 class TextPrinter final : public Printer {

@@ -11,8 +11,9 @@
 //                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
 //                      then stays) | flood (an endless line) | loadfail (LIB cannot be loaded:
 //                      every check answered unavailable) | abi:X.Y.Z (LIB says it is X.Y.Z) |
-//                      schema:MODE (MODE's operator has another schema in the image)
-//   FAKE_ENGINE_ON     cpu | cuda | any (default): which workers misbehave
+//                      schema:MODE (MODE's operator has another schema in the image) |
+//                      near:MODE (MODE's smoke test right, its error half its tolerance)
+//   FAKE_ENGINE_ON     cpu | cuda | any (default) | gpu:N (GPU N's only): which workers misbehave
 //   FAKE_ENGINE_PATCH  a JSON object from line type to a JSON merge patch applied to every line of
 //                      that type (null: such lines are not sent), for hostile workers:
 //                      {"amp":{"loss_rel_diff":-1},"collective":null}
@@ -190,6 +191,7 @@ pp::SmokeOutcome smoke(Mode mode, const std::string& behaviour) {
   } else {
     o.ran = o.ok = true;
     o.rel_error = pp::smoke_tolerance(mode) > 0.0 ? 1e-6 : 0.0;  // int8 is exact
+    if (behaviour == "near:" + key) o.rel_error = pp::smoke_tolerance(mode) / 2.0;
     o.ms = 0.25;
     o.method = "fake";
   }
@@ -390,7 +392,9 @@ int run_worker(const std::string& args, const std::string& library) {
   append(env("FAKE_ENGINE_PIDS"), std::to_string(::getpid()));
   std::string behaviour = env("FAKE_ENGINE", "ok");
   const std::string on = env("FAKE_ENGINE_ON", "any");
-  if (on != "any" && on != kind) behaviour = "ok";
+  const bool this_gpu =
+      plan.kind == pp::DeviceKind::cuda && on == "gpu:" + std::to_string(plan.index);
+  if (on != "any" && on != kind && !this_gpu) behaviour = "ok";
 
   const pp::StackInfo s = stack(library, behaviour);
   emit(pp::encode_hello(s));

@@ -33,6 +33,37 @@ std::vector<std::string> with(std::vector<std::string> env, const std::vector<st
   return env;
 }
 
+// The text report's wrapped lines joined: a line break and a continuation's indent (four spaces
+// or more; a table's rows have two) read as a space.
+std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    std::size_t next = i + 1;
+    while (next < text.size() && text[next] == ' ') ++next;
+    if (next < i + 5) {
+      out += '\n';
+    } else {
+      out += ' ';
+      i = next - 1;
+    }
+  }
+  return out;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
 }  // namespace
 
 TEST(FakeGpus, H200ReportsFactsAndNativeBf16AndFp8) {
@@ -82,7 +113,7 @@ TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
   // On an H200 the blocks-scaled formats are the architecture's to lack.
   const auto h200 = run_probe_binary({"--require", "nvfp4"}, fake_driver_env(kH200));
   EXPECT_EQ(h200.exit_code, 1);
-  EXPECT_NE(h200.out.find("block-scaled MMA (MX and NVFP4 formats) needs Blackwell"),
+  EXPECT_NE(unwrapped(h200.out).find("block-scaled MMA (MX and NVFP4 formats) needs Blackwell"),
             std::string::npos)
       << h200.out;
 }
@@ -499,7 +530,8 @@ TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
   EXPECT_EQ(c.at("peer_access").at(0).at("access"), true);
   const auto text = run_probe_binary({"--nccl"}, fake_driver_env(two));
   EXPECT_NE(text.out.find("collectives (NCCL 2.27.7) · GPUs 0,1"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("peer access GPU 0 -> GPU 1: yes"), std::string::npos);
+  EXPECT_NE(text.out.find("peer access between GPUs 0 and 1 both ways: yes"), std::string::npos)
+      << text.out;
 }
 
 TEST(FakeGpus, NcclFailuresAndRefusals) {
@@ -658,7 +690,7 @@ TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
     }
     EXPECT_GT(count, 10) << r.out;
     if (args.front() == "--bench") {
-      for (const char* section : {"  training", "  bench", "  soak", "collectives"}) {
+      for (const char* section : {"  amp_fp16", "  bench", "  soak", "collectives"}) {
         EXPECT_NE(r.out.find(section), std::string::npos) << section << "\n" << r.out;
       }
     }
@@ -732,4 +764,119 @@ TEST(FakeGpus, AVisibleDevicesEntryNamingNoGpuOrRepeatedIsDiagnosed) {
   const auto fine = run_probe_binary({"--format", "json"},
                                      with(fake_driver_env(two), {"CUDA_VISIBLE_DEVICES=1,0"}));
   EXPECT_EQ(fine.out.find("cuda-visible-devices"), std::string::npos) << fine.out;
+}
+
+// A default run (no flags, 80 columns: stdout is a pipe) of a healthy node fits a screen: eight
+// H200s share one table in 60 lines, one H200 and the CPU take 45; the MX formats' reason is said
+// once, the CPU (reported, not gated) summarised.
+TEST(FakeGpus, TheTextReportOfAHealthyNodeFitsAScreen) {
+  std::string eight = kH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  const auto node = run_probe_binary({}, fake_driver_env(eight));
+  ASSERT_EQ(node.exit_code, 0) << node.err << node.out;
+  EXPECT_LE(lines_of(node.out), 60U) << node.out;
+  EXPECT_NE(node.out.find("\nGPU 0-7 NVIDIA H200 ×8 · cc 9.0 Hopper · "), std::string::npos)
+      << node.out;
+  EXPECT_EQ(count(node.out, "  mode "), 1U) << node.out;
+  EXPECT_EQ(count(unwrapped(node.out), "block-scaled MMA (MX and NVFP4 formats)"), 1U) << node.out;
+  EXPECT_NE(unwrapped(node.out).find("peer access between every pair of the 8 GPUs: yes"),
+            std::string::npos)
+      << node.out;
+  const auto one = run_probe_binary({}, fake_driver_env(kH200));
+  ASSERT_EQ(one.exit_code, 0) << one.err << one.out;
+  EXPECT_LE(lines_of(one.out), 45U) << one.out;
+  EXPECT_NE(unwrapped(one.out).find("\nCPU "), std::string::npos) << one.out;
+  EXPECT_NE(unwrapped(one.out).find(" · reported, not gated: "), std::string::npos) << one.out;
+}
+
+// A GPU whose bf16 verdict differs has its own table, the others share one; a GPU whose error is
+// larger within the tolerance shares the table, whose error column shows its figure.
+TEST(FakeGpus, AGpuWhoseVerdictDiffersHasItsOwnTableAndAGroupShowsItsLargestError) {
+  std::string eight = kH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  const auto odd = run_probe_binary(
+      {}, with(fake_driver_env(eight), {"FAKE_ENGINE=wrong:bf16", "FAKE_ENGINE_ON=gpu:3"}));
+  EXPECT_EQ(odd.exit_code, 4) << odd.out;
+  EXPECT_NE(odd.out.find("\nGPU 0-2,4-7 NVIDIA H200 ×7 · "), std::string::npos) << odd.out;
+  EXPECT_NE(odd.out.find("\nGPU 3 NVIDIA H200 · "), std::string::npos) << odd.out;
+  EXPECT_EQ(count(odd.out, "  mode "), 2U) << odd.out;
+  EXPECT_NE(odd.out.find("  bf16          native       failed         5.00e-01"), std::string::npos)
+      << odd.out;
+  const auto near = run_probe_binary(
+      {}, with(fake_driver_env(eight), {"FAKE_ENGINE=near:bf16", "FAKE_ENGINE_ON=gpu:5"}));
+  EXPECT_EQ(near.exit_code, 0) << near.out;
+  EXPECT_EQ(count(near.out, "  mode "), 1U) << near.out;
+  EXPECT_NE(near.out.find("  bf16          native       native         5.00e-03    1.0e-02"),
+            std::string::npos)
+      << near.out;
+  // Each GPU's own figure stays in the JSON.
+  const auto json_near = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(eight), {"FAKE_ENGINE=near:bf16", "FAKE_ENGINE_ON=gpu:5"}));
+  const json j = json::parse(json_near.out);
+  const auto rel = [&j](int gpu) {
+    return j.at("devices").at(gpu).at("precisions").at("bf16").at("smoke").at("rel_error");
+  };
+  EXPECT_DOUBLE_EQ(rel(0).get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(rel(5).get<double>(), 5e-3);
+}
+
+namespace {
+
+// The report's last line, wrapped lines joined.
+std::string last_line(const std::string& text) {
+  const std::string joined = unwrapped(text);
+  const std::size_t end = joined.find_last_not_of('\n');
+  return joined.substr(joined.rfind('\n', end) + 1, end - joined.rfind('\n', end));
+}
+
+}  // namespace
+
+// Without a PyTorch the one reason is said once per report, not per device and mode; the last
+// line says that no kernel ran, and which gate would make a CI step fail (exit 3 here).
+TEST(FakeGpus, WithoutATorchTheReasonIsSaidOnceAndTheLastLineSaysNothingIsProven) {
+  std::string eight = kH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  const auto gpus =
+      run_probe_binary({}, with(fake_driver_env(eight), {"PRECISION_PROBE_TORCH=none"}));
+  EXPECT_EQ(gpus.exit_code, 0) << gpus.out;
+  EXPECT_EQ(count(unwrapped(gpus.out), "no PyTorch or LibTorch was found"), 1U) << gpus.out;
+  EXPECT_LE(lines_of(gpus.out), 60U) << gpus.out;
+  EXPECT_EQ(last_line(gpus.out),
+            "no kernel ran: nothing here is proven. --require bf16 gates a CI step: exit 0 only "
+            "where a bf16 kernel runs and is right (here: exit 3).")
+      << gpus.out;
+  EXPECT_EQ(run_probe_binary({"--require", "bf16"},
+                             with(fake_driver_env(eight), {"PRECISION_PROBE_TORCH=none"}))
+                .exit_code,
+            3);
+  // No GPU: the CPU is gated by --device cpu, whose table says the reason once too.
+  const auto cpu = run_probe_binary({"--device", "cpu"}, {"PRECISION_PROBE_TORCH=none"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.out;
+  EXPECT_EQ(count(unwrapped(cpu.out), "no PyTorch or LibTorch was found"), 1U) << cpu.out;
+  EXPECT_EQ(last_line(cpu.out).rfind("no kernel ran: nothing here is proven. --require ", 0), 0U)
+      << cpu.out;
+  const auto bare = run_probe_binary({}, {"PRECISION_PROBE_TORCH=none"});
+  EXPECT_NE(last_line(bare.out).find(". --device cpu --require "), std::string::npos) << bare.out;
+  EXPECT_NE(last_line(bare.out).find("(here: exit 3)."), std::string::npos) << bare.out;
+  // --quick: the hardware alone meets a requirement there, and the line says so.
+  const auto quick = run_probe_binary({"--quick"}, fake_driver_env(kH200));
+  EXPECT_NE(last_line(quick.out).find("under --quick the hardware alone meets it (here: exit 0)."),
+            std::string::npos)
+      << quick.out;
+}
+
+// A CI step on a machine without a GPU that requires bf16 exits 3, and is told to gate the CPU.
+TEST(FakeGpus, ACiStepWithoutAGpuIsToldToGateTheCpu) {
+  const auto text = run_probe_binary({"--require", "bf16"});
+  EXPECT_EQ(text.exit_code, 3) << text.out;
+  EXPECT_NE(unwrapped(text.out).find("; to gate the CPU, add --device cpu\n"), std::string::npos)
+      << text.out;
+  const auto doc = run_probe_binary({"--require", "bf16", "--format", "json"});
+  const std::string reason = json::parse(doc.out).at("exit_reason");
+  EXPECT_NE(reason.find("to gate the CPU, add --device cpu"), std::string::npos) << reason;
+  // Where the CPU is gated, the advice is not given.
+  const auto gated = run_probe_binary({"--device", "cpu", "--require", "fp32"});
+  EXPECT_EQ(gated.exit_code, 0) << gated.out;
+  EXPECT_EQ(unwrapped(gated.out).find("add --device cpu"), std::string::npos) << gated.out;
 }

@@ -99,6 +99,12 @@ TEST(Gate, NoGpuWhereOneIsRequiredIsThree) {
   const auto exit = pp::decide_exit(r);
   EXPECT_EQ(exit.code, pp::exit_code::kEnvironment);
   EXPECT_NE(exit.reason.find("no usable GPU"), std::string::npos);
+  // The CPU is there to be gated instead.
+  EXPECT_NE(exit.reason.find("; to gate the CPU, add --device cpu"), std::string::npos)
+      << exit.reason;
+  r.devices.clear();
+  r.requirements = pp::evaluate_requirements(r, {Mode::bf16}, false);
+  EXPECT_EQ(pp::decide_exit(r).reason.find("--device cpu"), std::string::npos);
 }
 
 TEST(Gate, FailedCheckIsFourEvenWithoutRequirements) {

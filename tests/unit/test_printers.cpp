@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -138,12 +139,11 @@ TEST(TextPrinter, PrintsTheReportAsExpected) {
       "    /image/torch/lib/libtorch_cuda.so\n"
       "driver 580.1 (supports CUDA 13.0) · 1 GPU(s) visible to CUDA\n"
       "\n"
-      "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · selected\n"
-      "      kernels: sm_90 in this LibTorch build\n"
-      "  mode          hardware     status        rel.error  tolerance      time  note\n"
+      "GPU 0 NVIDIA H200 · cc 9.0 Hopper · 132 SMs · 144.0 GiB · kernels sm_90 ·\n"
+      "      selected\n"
+      "  mode          hardware     status        rel.error  tolerance      time\n"
       "  bf16          native       native         2.50e-03    1.0e-02    0.5 ms\n"
-      "  nvfp4         unsupported  unsupported           -          -         -\n"
-      "      FP4 needs cc 10.0+\n"
+      "  unsupported nvfp4: FP4 needs cc 10.0+\n"
       "  recommendation: bf16 (BF16 is native)\n"
       "\n"
       "diagnostics\n"
@@ -217,15 +217,20 @@ TEST(JsonPrinter, TrainingRunsGoUnderAmp) {
   }
 }
 
-TEST(TextPrinter, TrainingRunsHaveTheirOwnTable) {
+// A training run is a row of the table: its final loss's relative distance from an fp32 run's,
+// the tolerance, its time.
+TEST(TextPrinter, TrainingRunsAreRowsOfTheTable) {
   const std::string text = render(with_amp(), pp::Format::text);
-  EXPECT_NE(text.find("  training      hardware"), std::string::npos) << text;
-  EXPECT_NE(text.find("2.300 -> 0.500"), std::string::npos) << text;
-  EXPECT_NE(text.find("0.4% (<=2%)"), std::string::npos) << text;
-  EXPECT_NE(text.find("131072 (1 skipped)"), std::string::npos) << text;
-  EXPECT_NE(text.find("      loss scale 131072 (1 skipped) · peak memory 60.0 MiB (0.55x fp32)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("  amp_fp16      native       native         4.00e-03    2.0e-02   40.0 ms\n"),
+      std::string::npos)
       << text;
+  EXPECT_EQ(text.find("  training"), std::string::npos) << text;
+  // A second or more in seconds, within the column.
+  pp::Report slow = with_amp();
+  slow.devices[0].precisions[Mode::amp_fp16].amp->ms = 4543.5;
+  EXPECT_NE(render(slow, pp::Format::text).find("    2.0e-02    4.54 s\n"), std::string::npos)
+      << render(slow, pp::Format::text);
 }
 
 TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {
@@ -251,10 +256,11 @@ TEST(TextPrinter, FreeTextWrapsAtTheWidthWithoutTrailingSpaces) {
   EXPECT_NE(narrow.str().find("\n                (NVIDIA Container Toolkit), `runtime: nvidia`"),
             std::string::npos)
       << narrow.str();
-  // On a wide terminal the note stays on its row.
+  // On a wide terminal the recommendation stays on one line.
   std::ostringstream wide;
   pp::make_printer(pp::Format::text, pp::PrintStyle{false, 200})->print(r, wide);
-  EXPECT_NE(wide.str().find("         -  FP4 needs cc 10.0+\n"), std::string::npos) << wide.str();
+  EXPECT_NE(wide.str().find("long enough to wrap twice)\n"), std::string::npos) << wide.str();
+  EXPECT_NE(wide.str().find("\n  recommendation: bf16 (cc 9.0"), std::string::npos) << wide.str();
 }
 
 TEST(TextPrinter, CpuThroughputIsInGigaflops) {
@@ -372,7 +378,7 @@ TEST(TextPrinter, EveryLineFitsEightyColumns) {
     pp::make_printer(pp::Format::text, pp::PrintStyle{color, 80})->print(r, out);
     const std::string text = out.str();
     for (const char* expected :
-         {"  training", "  bench", "  soak", "collectives", "peer access", "a fault was injected",
+         {"  amp_fp16", "  bench", "  soak", "collectives", "peer access", "a fault was injected",
           "golden: ", "straggler: ", "diagnostics", "requirements", "NOT MET"}) {
       EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
     }
@@ -409,4 +415,271 @@ TEST(Printers, AnUnknownStackIsSaidToBeUnknown) {
   r.stack.cuda_version.reset();
   EXPECT_NE(render(r, pp::Format::markdown).find("LibTorch 2.11.0+cu130 (CPU only)"),
             std::string::npos);
+}
+
+namespace {
+
+// A visible H200 like sample()'s, at `index`, with bf16's error and time as given.
+pp::DeviceReport h200(int index, double rel_error = 2.5e-3, double ms = 0.5) {
+  pp::DeviceReport d = sample().devices.front();
+  d.index = index;
+  d.gpu->index = index;
+  d.gpu->uuid = "GPU-" + std::to_string(index);
+  d.gpu->pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x17 + index);
+  d.gpu->memory_free = static_cast<std::uint64_t>(140 - index) << 30U;
+  d.precisions[Mode::bf16].smoke.rel_error = rel_error;
+  d.precisions[Mode::bf16].smoke.ms = ms;
+  return d;
+}
+
+pp::Report node(std::vector<pp::DeviceReport> devices) {
+  pp::Report r = sample();
+  r.devices = std::move(devices);
+  r.requirements.clear();
+  r.exit_reason = "no requirement given; nothing failed";
+  return r;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+// GPUs of the same model with the same verdicts share a table: it names them, their PCI bus ids
+// and free memory briefly, and shows each mode's largest error and longest time.
+TEST(TextPrinter, IdenticalGpusShareATableWithTheirLargestErrorAndLongestTime) {
+  const std::string text =
+      render(node({h200(0, 1e-3, 0.2), h200(1, 4e-3, 0.3), h200(2, 2e-3, 0.9)}), pp::Format::text);
+  EXPECT_NE(
+      text.find("GPU 0-2 NVIDIA H200 ×3 · cc 9.0 Hopper · 132 SMs · 144.0 GiB (138.0-140.0 GiB\n"
+                "      free) · 0000:{17,18,19}:00.0 · kernels sm_90 · selected\n"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(count(text, "  mode "), 1U) << text;
+  EXPECT_NE(
+      text.find("  mode          hardware     status        max error  tolerance  max time\n"
+                "  bf16          native       native         4.00e-03    1.0e-02    0.9 ms\n"),
+      std::string::npos)
+      << text;
+}
+
+// A GPU whose verdict differs, or another model, has a table of its own; the others still share.
+TEST(TextPrinter, AGpuWhoseVerdictDiffersHasATableOfItsOwn) {
+  std::vector<pp::DeviceReport> gpus = {h200(0), h200(1), h200(2), h200(3), h200(4)};
+  gpus[2].precisions[Mode::bf16].status = Status::failed;
+  gpus[2].precisions[Mode::bf16].reason = "wrong result: relative error 0.5";
+  gpus[4].name = gpus[4].gpu->name = "NVIDIA H100";
+  const std::string text = render(node(gpus), pp::Format::text);
+  EXPECT_NE(text.find("\nGPU 0,1,3 NVIDIA H200 ×3 · "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nGPU 2 NVIDIA H200 · "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nGPU 4 NVIDIA H100 · "), std::string::npos) << text;
+  EXPECT_EQ(count(text, "  mode "), 3U) << text;
+  EXPECT_NE(text.find("  bf16          native       failed"), std::string::npos) << text;
+  EXPECT_NE(text.find("  bf16: wrong result: relative error 0.5\n"), std::string::npos) << text;
+}
+
+// A reason is said once: with the modes it explains, after the first table it explains; later
+// tables, the requirements and the recommendation point back to it or leave it out.
+TEST(TextPrinter, EachReasonIsSaidOnce) {
+  const std::string why = "no PyTorch was found, so no kernel ran";
+  std::vector<pp::DeviceReport> gpus = {h200(0), h200(1)};
+  for (pp::DeviceReport& d : gpus) {
+    for (Mode mode : {Mode::fp8_e4m3, Mode::fp8_e5m2}) {
+      pp::PrecisionResult p;
+      p.hardware = pp::Hardware::native;
+      p.reason = why;
+      d.precisions.set(mode, p);
+    }
+    d.recommendation = {
+        pp::DType::fp32, false,
+        "it has fp8_e4m3 in hardware, but here it is not_tested (" + why + "): train in fp32"};
+  }
+  gpus[1].precisions[Mode::bf16].status = Status::failed;
+  gpus[1].precisions[Mode::bf16].reason = "wrong result";
+  pp::Report r = node(gpus);
+  r.requirements.push_back({Mode::fp8_e4m3, "GPU 1", false, Status::not_tested, why});
+  const std::string text = render(r, pp::Format::text);
+  EXPECT_EQ(count(text, why), 1U) << text;
+  EXPECT_EQ(count(text, "FP4 needs cc 10.0+"), 1U) << text;
+  EXPECT_NE(text.find("  fp8_e4m3, fp8_e5m2: " + why + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fp8_e4m3, fp8_e5m2: as for GPU 0 above\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  unsupported nvfp4: as for GPU 0 above\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  recommendation: fp32 (it has fp8_e4m3 in hardware, but here it is "
+                      "not_tested:\n    train in fp32)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("NOT MET (not_tested): as for GPU 0 above\n"), std::string::npos) << text;
+}
+
+namespace {
+
+pp::DeviceReport a_cpu(bool selected) {
+  pp::DeviceReport cpu;
+  cpu.kind = pp::DeviceKind::cpu;
+  cpu.name = "AMD EPYC";
+  cpu.selected = selected;
+  cpu.cpu = pp::CpuInfo{"AMD EPYC", "x86_64", 8, 4, std::nullopt, {"avx2"}};
+  pp::PrecisionResult bf16 = native(2e-3, 1e-2);
+  bf16.hardware = pp::Hardware::emulated;
+  bf16.status = Status::emulated;
+  bf16.reason = "no AVX512-BF16: slower than FP32";
+  cpu.precisions = {{Mode::fp32, native(2e-7, 1e-5)},
+                    {Mode::tf32, unsupported("no TF32 on CPUs")},
+                    {Mode::bf16, bf16},
+                    {Mode::nvfp4, unsupported("no FP4 on CPUs")},
+                    {Mode::mxfp4, unsupported("no FP4 on CPUs")}};
+  cpu.recommendation = {pp::DType::fp32, false, "this CPU has no native BF16 or FP16"};
+  return cpu;
+}
+
+}  // namespace
+
+// A device reported beside gated ones, not gated itself, is summarised in a line or two; where
+// nothing is gated, it has its table.
+TEST(TextPrinter, ADeviceNotGatedBesideGatedOnesIsSummarised) {
+  const std::string text = render(node({h200(0), a_cpu(false)}), pp::Format::text);
+  EXPECT_NE(text.find("\nCPU   AMD EPYC · x86_64 · 8 threads · reported, not gated: native fp32 ·\n"
+                      "      emulated bf16 · 3 unsupported · recommendation fp32\n\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count(text, "  mode "), 1U) << text;
+  const std::string alone = render(node({a_cpu(false)}), pp::Format::text);
+  EXPECT_NE(alone.find("  bf16          emulated     emulated       2.00e-03"), std::string::npos)
+      << alone;
+  EXPECT_NE(alone.find("  unsupported nvfp4, mxfp4: no FP4 on CPUs\n"), std::string::npos) << alone;
+}
+
+// A run in which no kernel ran says so on its last line, with the gate a CI step would use and
+// what it would give; a run in which one ran does not.
+TEST(TextPrinter, ARunInWhichNoKernelRanSaysSoOnItsLastLine) {
+  auto last_line = [](const std::string& text) {
+    const std::size_t end = text.find_last_not_of('\n');
+    std::size_t start = text.rfind("\n", end);
+    // A wrapped last line: from the line that does not start with spaces.
+    while (start != std::string::npos && text.compare(start + 1, 4, "    ") == 0) {
+      start = text.rfind("\n", start - 1);
+    }
+    return text.substr(start + 1);
+  };
+  EXPECT_EQ(last_line(render(node({h200(0)}), pp::Format::text)),
+            "exit 0: no requirement given; nothing failed\n");
+  pp::DeviceReport gpu = h200(0);
+  pp::PrecisionResult& bf16 = gpu.precisions[Mode::bf16];
+  bf16.status = Status::not_tested;
+  bf16.smoke = {};
+  bf16.failure = pp::ErrorKind::unavailable;
+  bf16.reason = "no engine";
+  EXPECT_EQ(last_line(render(node({gpu}), pp::Format::text)),
+            "no kernel ran: nothing here is proven. --require bf16 gates a CI step: exit 0\n"
+            "    only where a bf16 kernel runs and is right (here: exit 3).\n");
+  pp::Report quick = node({gpu});
+  quick.run.quick = true;
+  quick.devices[0].precisions[Mode::bf16].failure = pp::ErrorKind::none;
+  EXPECT_NE(last_line(render(quick, pp::Format::text))
+                .find("without --quick, exit 0 only where a bf16 kernel runs and is right; under\n"
+                      "    --quick the hardware alone meets it (here: exit 0)."),
+            std::string::npos);
+  // No GPU: the CPU is there to be gated, by its best native precision.
+  pp::Report cpu_only = node({a_cpu(false)});
+  for (auto [mode, p] : cpu_only.devices[0].precisions) {
+    if (p.status == Status::unsupported) continue;
+    p.smoke = {};
+    p.status = Status::not_tested;
+    p.failure = pp::ErrorKind::unavailable;
+    p.reason = "no engine";
+  }
+  EXPECT_NE(last_line(render(cpu_only, pp::Format::text))
+                .find("--device cpu --require fp32 gates a CI\n    step: exit 0 only where an fp32 "
+                      "kernel runs and is right (here: exit 3)."),
+            std::string::npos)
+      << render(cpu_only, pp::Format::text);
+}
+
+// Peer access alike between every pair of GPUs is one line; links that differ are listed by kind.
+TEST(TextPrinter, PeerAccessAlikeBetweenEveryPairIsOneLine) {
+  pp::Report r = node({h200(0), h200(1), h200(2)});
+  pp::CollectivesReport c;
+  c.devices = {0, 1, 2};
+  for (int from = 0; from < 3; ++from) {
+    for (int to = 0; to < 3; ++to) {
+      if (from != to) c.peers.push_back({from, to, true, 0, true});
+    }
+  }
+  r.collectives = c;
+  EXPECT_NE(render(r, pp::Format::text)
+                .find("  peer access between every pair of the 3 GPUs: yes, performance rank 0, "
+                      "native\n    atomics\n"),
+            std::string::npos)
+      << render(r, pp::Format::text);
+  r.collectives->peers.back() = {2, 1, false, std::nullopt, false};
+  const std::string text = render(r, pp::Format::text);
+  EXPECT_NE(text.find("  peer access yes, performance rank 0, native atomics: GPU 0->1, 0->2, "
+                      "1->0,\n    1->2, 2->0\n  peer access no: GPU 2->1\n"),
+            std::string::npos)
+      << text;
+}
+
+// A fix said for an earlier diagnostic is pointed back to, not said again.
+TEST(TextPrinter, AFixSaidForAnEarlierDiagnosticIsPointedBackTo) {
+  pp::Report r = sample();
+  r.diagnostics.push_back({"another-one", pp::Severity::warning, "it happened", "enable it"});
+  const std::string text = render(r, pp::Format::text);
+  EXPECT_EQ(count(text, "fix: enable it"), 1U) << text;
+  EXPECT_NE(text.find("           fix: as for tf32-off-by-default above\n"), std::string::npos)
+      << text;
+}
+
+// In a group each GPU's soak is its own (a row per GPU and mode, its telemetry); the benchmark
+// shows each mode's slowest GPU and says how far apart they are. Every line fits 80 columns.
+TEST(TextPrinter, AGroupsSoakIsPerGpuAndItsBenchTheSlowest) {
+  std::vector<pp::DeviceReport> gpus = {h200(0), h200(1)};
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    pp::BenchResult b;
+    b.outcome.ran = b.outcome.ok = true;
+    b.outcome.size = 8192;
+    b.outcome.tflops = i == 0 ? 800.0 : 600.0;
+    b.outcome.ms = i == 0 ? 1.4 : 1.8;
+    b.peak_tflops = 989.4;
+    b.peak_source = "datasheet: NVIDIA H200";
+    gpus[i].precisions[Mode::bf16].bench = b;
+    pp::SoakReport soak;
+    pp::SoakOutcome o;
+    o.ran = o.ok = true;
+    o.iterations = 1000 + static_cast<std::int64_t>(i);
+    o.tflops = 700.0;
+    o.seconds = 30.0;
+    soak.modes = {{Mode::bf16, o}};
+    pp::SoakTelemetry t;
+    t.samples = 60;
+    t.max_temperature_c = 58 + static_cast<int>(i);
+    soak.telemetry = t;
+    gpus[i].soak = soak;
+  }
+  const std::string text = render(node(gpus), pp::Format::text);
+  EXPECT_NE(text.find("  bf16                600 "), std::string::npos) << text;
+  EXPECT_NE(text.find("  each row the slowest of the 2 GPUs; more than 5 % apart: bf16 600 (GPU 1) "
+                      "to\n    800 (GPU 0)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  bf16            0      1000          0"), std::string::npos) << text;
+  EXPECT_NE(text.find("  bf16            1      1001          0"), std::string::npos) << text;
+  EXPECT_NE(text.find("  telemetry GPU 1: 60 samples · up to 59 °C"), std::string::npos) << text;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(pp::visible_width(line), 80U) << line;
+  }
+}
+
+// Markdown says each reason once, with the devices and modes it explains.
+TEST(MarkdownPrinter, EachReasonOnceWithTheDevicesAndModesItExplains) {
+  std::vector<pp::DeviceReport> gpus = {h200(0), h200(1), h200(2), h200(3)};
+  gpus[3].precisions.set(Mode::mxfp4, unsupported("FP4 needs cc 10.0+"));
+  const std::string md = render(node(gpus), pp::Format::markdown);
+  EXPECT_NE(md.find("- **GPU 0-2 nvfp4** (unsupported): FP4 needs cc 10.0+\n"
+                    "- **GPU 3 nvfp4, mxfp4** (unsupported): FP4 needs cc 10.0+\n"),
+            std::string::npos)
+      << md;
 }

@@ -1,10 +1,12 @@
 // Markdown for CI job summaries ($GITHUB_STEP_SUMMARY, GitLab notes): the verdict first, one table
 // of devices by precision, then requirements and diagnostics.
 
+#include <algorithm>
 #include <ostream>
 
 #include <fmt/format.h>
 
+#include "common/strings.hpp"
 #include "probe/outputs/printers.hpp"
 
 namespace precision_probe {
@@ -73,6 +75,44 @@ void soak_section(const Report& r, std::ostream& out) {
   if (!telemetry.empty()) out << "\nTelemetry during the soak (NVML):\n\n" << telemetry;
 }
 
+// Why a mode is not native on a gated device, each reason once: with the modes it explains and
+// the devices where it explains the same modes ("GPU 0-7 mxfp8, nvfp4, mxfp4").
+void why_not_native(const Report& r, std::ostream& out) {
+  struct Entry {
+    Status status;
+    std::string reason;
+    std::vector<std::string> modes;
+    std::vector<const DeviceReport*> devices;
+  };
+  std::vector<Entry> entries;
+  for (const DeviceReport& d : r.devices) {
+    if (!d.selected) continue;
+    std::vector<Entry> own;  // this device's reasons, with their modes
+    for (const auto& [mode, p] : d.precisions) {
+      if (p.status == Status::native || p.reason.empty()) continue;
+      const PrecisionResult& result = p;
+      auto same = std::find_if(own.begin(), own.end(), [&result](const Entry& e) {
+        return e.status == result.status && e.reason == result.reason;
+      });
+      if (same == own.end()) same = own.insert(own.end(), Entry{p.status, p.reason, {}, {}});
+      same->modes.emplace_back(mode_key(mode));
+    }
+    for (Entry& e : own) {
+      auto same = std::find_if(entries.begin(), entries.end(), [&](const Entry& x) {
+        return x.status == e.status && x.reason == e.reason && x.modes == e.modes;
+      });
+      if (same == entries.end()) same = entries.insert(entries.end(), std::move(e));
+      same->devices.push_back(&d);
+    }
+  }
+  if (entries.empty()) return;
+  out << "\n### Why not native\n\n";
+  for (const Entry& e : entries) {
+    out << fmt::format("- **{} {}** ({}): {}\n", device_labels(e.devices), join(e.modes, ", "),
+                       to_string(e.status), cell_text(e.reason));
+  }
+}
+
 class MarkdownPrinter final : public Printer {
   void do_print(const Report& r, std::ostream& out) const override {
     if (!has_findings(r)) {
@@ -129,17 +169,7 @@ class MarkdownPrinter final : public Printer {
       }
     }
     soak_section(r, out);
-    // Reasons for everything that is not native, once per device and mode.
-    bool notes = false;
-    for (const DeviceReport& d : r.devices) {
-      for (const auto& [mode, p] : d.precisions) {
-        if (p.status == Status::native || p.reason.empty() || !d.selected) continue;
-        if (!notes) out << "\n### Why not native\n\n";
-        notes = true;
-        out << fmt::format("- **{} {}** ({}): {}\n", d.label(), mode_key(mode), to_string(p.status),
-                           cell_text(p.reason));
-      }
-    }
+    why_not_native(r, out);
     if (!r.diagnostics.empty()) {
       out << "\n### Diagnostics\n\n";
       for (const Diagnostic& dg : r.diagnostics) {

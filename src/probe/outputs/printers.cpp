@@ -60,6 +60,33 @@ std::string telemetry_summary(const SoakTelemetry& t) {
   return line;
 }
 
+std::string device_labels(const std::vector<const DeviceReport*>& devices) {
+  std::vector<int> gpus;
+  std::vector<std::string> others;
+  for (const DeviceReport* d : devices) {
+    if (d->kind == DeviceKind::cuda && d->index >= 0) {
+      gpus.push_back(d->index);
+    } else {
+      others.push_back(d->label());
+    }
+  }
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
+    if (j >= i + 2) {
+      runs.push_back(fmt::format("{}-{}", gpus[i], gpus[j]));
+    } else {
+      for (std::size_t k = i; k <= j; ++k) runs.push_back(std::to_string(gpus[k]));
+    }
+    i = j + 1;
+  }
+  std::vector<std::string> parts;
+  if (!runs.empty()) parts.push_back("GPU " + join(runs, ","));
+  parts.insert(parts.end(), others.begin(), others.end());
+  return join(parts, ", ");
+}
+
 // The formats' names, each format's own first; then the short names the command line takes too.
 constexpr std::array<std::pair<Format, std::string_view>, 7> kFormatNames = {{
     {Format::text, "text"},

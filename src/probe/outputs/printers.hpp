@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "precision_probe/report.hpp"
 #include "probe/outputs/format.hpp"
@@ -45,5 +46,9 @@ std::unique_ptr<Printer> make_nfd_printer(PrintStyle style);   // nfd_printer.cp
 // "60 samples · up to 58 °C · SM clock 1365-1980 MHz · up to 696 W · clock events: sw_power_cap ·
 // ECC errors +0 corrected, +0 uncorrectable · remapped rows +0 · no Xid".
 std::string telemetry_summary(const SoakTelemetry& t);
+
+// Devices named together (text and Markdown): "GPU 0-7", "GPU 0,2,4-7", "GPU 3, CPU"; runs of
+// three or more GPUs as a range.
+std::string device_labels(const std::vector<const DeviceReport*>& devices);
 
 }  // namespace precision_probe

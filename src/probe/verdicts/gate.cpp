@@ -2,6 +2,8 @@
 
 #include "probe/verdicts/soak.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "probe/verdicts/exit_codes.hpp"
@@ -130,8 +132,15 @@ std::string environment_problem(const Report& report) {
     return "the NVIDIA driver crashed: " + report.driver.message;
   }
   if (!report.run.unavailable_selection.empty()) return report.run.unavailable_selection;
+  // Nothing selected where the CPU is there to be gated (a CI step on a machine without a GPU).
+  const bool cpu_reported =
+      std::any_of(report.devices.begin(), report.devices.end(),
+                  [](const DeviceReport& d) { return d.kind == DeviceKind::cpu && !d.selected; });
   for (const RequirementResult& r : report.requirements) {
-    if (r.device.empty()) return fmt::format("--require {}: {}", mode_key(r.mode), r.reason);
+    if (r.device.empty()) {
+      return fmt::format("--require {}: {}{}", mode_key(r.mode), r.reason,
+                         cpu_reported ? "; to gate the CPU, add --device cpu" : "");
+    }
     if (!r.met && r.failure == ErrorKind::unavailable) {
       return fmt::format("--require {} on {}: not tested: {}", mode_key(r.mode), r.device,
                          r.reason);

@@ -130,6 +130,17 @@ Expected<void> seconds_up_to(std::string& value, double most) {
 }
 
 Expected<void> check_seconds(std::string& value) { return seconds_up_to(value, 86400.0); }
+
+// --check-timeout: no check can finish in less than kLeastCheckSeconds (a worker's start alone).
+Expected<void> check_check_seconds(std::string& value) {
+  const std::string given = value;
+  if (Expected<void> seconds = seconds_up_to(value, 86400.0); !seconds) return seconds;
+  if (std::stod(value) >= kLeastCheckSeconds) return {};
+  return Unexpected{fmt::format(
+      "'{}' is shorter than any check can finish in: give {:g} s or more (a worker's start "
+      "alone, loading LibTorch, takes about half a second)",
+      printable(given, 40), kLeastCheckSeconds)};
+}
 Expected<void> check_soak_seconds(std::string& value) { return seconds_up_to(value, 604800.0); }
 
 Expected<void> check_format(std::string& value) {
@@ -371,8 +382,8 @@ void add_run_options(Table& t, Options& o, bool& version) {
   t.value("--timeout", "SECONDS", kAlsoArch, "Bound on the whole run, in seconds (default 60)",
           check_seconds, o.timeout_s);
   t.value("--check-timeout", "SECONDS", kProbeOnly,
-          "Bound on any one check, in seconds (default 45): a hung kernel is stopped",
-          check_seconds, o.check_timeout_s);
+          "Bound on any one check, in seconds (default 45, at least 1): a hung kernel is stopped",
+          check_check_seconds, o.check_timeout_s);
   t.flag_to("--no-color", kAlsoArch, "No colour in the text report (NO_COLOR is honoured too)",
             [&o] { o.color = ColorMode::never; });
   t.flag("-q,--quiet", kAlsoArch, "Nothing on stdout; the exit code tells the result", o.quiet);

@@ -78,10 +78,11 @@ const char* const kGpuContainerHint =
 void driver_fault(Collector& c, const Report& r) {
   if (r.driver.status == DriverStatus::out_of_time) {
     c.add(DiagnosticCode::driver_out_of_time, Severity::error,
-          "the run's time ran out before the NVIDIA driver answered: " + r.driver.message +
+          "the NVIDIA driver did not answer in the time this run gave it: " + r.driver.message +
               "; the GPUs were not tested",
-          "give the run more time (--timeout; a driver query alone may take up to "
-          "--check-timeout): a driver that still does not answer hangs (driver-hung)");
+          "give it more time: a --timeout longer than --check-timeout, and a --check-timeout of "
+          "at least 3 s for each GPU (a driver that starts its GPUs takes 1-3 s each where "
+          "persistence mode is off); a driver that still does not answer hangs (driver-hung)");
   } else if (r.driver.status == DriverStatus::hung) {
     c.add(DiagnosticCode::driver_hung, Severity::error,
           "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",

@@ -400,6 +400,16 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
   return c;
 }
 
+// Whether a worker was asked to inject PRECISION_PROBE_INJECT_FAULT's fault.
+bool injection_planned(const RunResults& results) {
+  const auto planned = [](const std::optional<WorkerRun>& w) {
+    return w && w->plan.inject_iteration > 0;
+  };
+  return planned(results.cpu) ||
+         std::any_of(results.gpus.begin(), results.gpus.end(),
+                     [](const WorkerRun& w) { return w.plan.inject_iteration > 0; });
+}
+
 }  // namespace
 
 Report assemble(const Options& options, const StartFacts& facts, const DriverAnswers& driver,
@@ -412,6 +422,7 @@ Report assemble(const Options& options, const StartFacts& facts, const DriverAns
   report.stack = stack_from(start.stack.stack, results.cpu, results.gpus);
   add_gpu_devices(report, options, seen, start.stack.gpu_blocker, results);
   add_cpu_device(report, options, facts.machine.cpu, start.stack.kernel_blocker, results);
+  note_unplaced_injection(report.devices, start.inject, injection_planned(results));
   report.collectives = collectives_report(options, seen, gpus.collective_on, results.collective);
   return report;
 }

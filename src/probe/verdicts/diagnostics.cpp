@@ -662,6 +662,27 @@ void soak_health(Collector& c, const DeviceReport& d) {
                        : kDrainHint);
 }
 
+// Each note of a fault that was not injected, once, with the devices whose soak says it (a note
+// of the run, one DEVICE that is not soaked, is every soaked device's).
+void injection_notes(Collector& c, const Report& r) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak || d.soak->injected || d.soak->injection_note.empty()) continue;
+    const auto it = std::find_if(notes.begin(), notes.end(),
+                                 [&d](const auto& n) { return n.first == d.soak->injection_note; });
+    if (it != notes.end()) {
+      it->second.push_back(d.label());
+    } else {
+      notes.push_back({d.soak->injection_note, {d.label()}});
+    }
+  }
+  for (const auto& [note, devices] : notes) {
+    c.add(DiagnosticCode::soak_fault_injected, Severity::warning, join(devices, ", ") + ": " + note,
+          "name a result the soak reaches (an earlier ITERATION, or a longer --soak) of a mode "
+          "(--soak-modes) on a device (--device) this run soaks");
+  }
+}
+
 void soak(Collector& c, const Report& r) {
   for (const DeviceReport& d : r.devices) {
     if (!d.soak) continue;
@@ -683,12 +704,9 @@ void soak(Collector& c, const Report& r) {
             fmt::format("{} was set: a bit of one result of {} was flipped on purpose",
                         kInjectFaultVariable, d.label()),
             "unset it for a real soak: it is a test facility of the detector");
-    } else if (!d.soak->injection_note.empty()) {
-      c.add(DiagnosticCode::soak_fault_injected, Severity::warning,
-            d.label() + ": " + d.soak->injection_note,
-            "name an earlier result, or soak longer, for the detector to be tested");
     }
   }
+  injection_notes(c, r);
 }
 
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticFacts& facts) {

@@ -357,10 +357,7 @@ void add_kernel_options(Table& t, Options& o) {
              "GEMM size for --bench and --soak, M=N=K, a multiple of 16 (--bench: 8192 on GPUs, "
              "1024 on the CPU; --soak: 16384 on GPUs of 16 GiB or more, 8192 on smaller ones, 256 "
              "on the CPU)",
-             check_bench_size, [&o](const std::string& v) {
-               o.bench_size = parse_int(v);
-               o.bench = true;  // asking for a size asks for the benchmark
-             });
+             check_bench_size, [&o](const std::string& v) { o.bench_size = parse_int(v); });
   CLI::Option* soak = t.value(
       "--soak", "SECONDS", kKernels,
       "Run each native matmul mode back to back for SECONDS on every selected device, each result "
@@ -409,6 +406,13 @@ void check_probe_rules(const Apps& apps, const Options& o, const AsTyped& typed)
     if (o.quiet && e.path == "-") {
       throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it", quiet, e.flag));
     }
+  }
+  const CLI::Option& size = *apps.probe.get_option("--bench-size");
+  if (size.count() > 0 && !o.bench && o.soak_s <= 0.0) {
+    throw UsageError(fmt::format(
+        "{} is the GEMM size of --bench and --soak, but neither is given (add --bench or --soak "
+        "SECONDS)",
+        typed_name(typed, apps.probe, size)));
   }
   const CLI::Option& ttl = *apps.probe.get_option("--nfd-ttl");
   if (ttl.count() > 0 && !labels) {

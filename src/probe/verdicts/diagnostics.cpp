@@ -403,11 +403,14 @@ void libtorch(Collector& c, const Report& r) {
               s.library + "` shows what is missing");
     return;
   }
-  if (!s.abi_version.empty() && version_release(s.libtorch_version) != s.abi_version) {
+  // The files' claim (the report's stack gives the release that ran).
+  const std::string& files = r.image_stack ? r.image_stack->libtorch_version : s.libtorch_version;
+  if (!s.abi_version.empty() && !files.empty() && version_release(files) != s.abi_version) {
     c.add(DiagnosticCode::libtorch_version_mismatch, Severity::warning,
           fmt::format("torch/version.py says {}, but the library the engine loaded ({}) says it is "
-                      "{} (aoti_torch_abi_version): the checks ran on {}",
-                      s.libtorch_version, s.library, s.abi_version, s.abi_version),
+                      "{} (aoti_torch_abi_version): the checks ran on {}, the release this report "
+                      "gives",
+                      files, s.library, s.abi_version, s.abi_version),
           "the package's files and its libraries come from different installations: reinstall "
           "torch");
   }

@@ -79,7 +79,37 @@ std::string_view to_string(Hardware hardware);
 std::string_view to_string(Status status);
 const StatusInfo& status_info(Status status);
 
-// The marketing name of the architecture ("Hopper"), or "unknown".
+// The compute capabilities NVIDIA's GPUs have, each with its architecture: a closed table (NVIDIA's
+// "CUDA GPUs - Compute Capability" list; 10.1 is Jetson Thor as drivers before CUDA 13 number it,
+// 11.0 as CUDA 13 does). The mode table's verdicts are given for these alone: a compute capability
+// no GPU has (8.8, 9.9) gets no family's verdicts, and one newer than the last here (13.0) no
+// verdict at all; both are "unknown" (docs/precision-matrix.md).
+struct KnownCc {
+  ComputeCapability cc;
+  std::string_view architecture;
+};
+inline constexpr std::array<KnownCc, 30> kKnownCcs = {{
+    {{1, 0}, "Tesla"},      {{1, 1}, "Tesla"},        {{1, 2}, "Tesla"},
+    {{1, 3}, "Tesla"},      {{2, 0}, "Fermi"},        {{2, 1}, "Fermi"},
+    {{3, 0}, "Kepler"},     {{3, 2}, "Kepler"},       {{3, 5}, "Kepler"},
+    {{3, 7}, "Kepler"},     {{5, 0}, "Maxwell"},      {{5, 2}, "Maxwell"},
+    {{5, 3}, "Maxwell"},    {{6, 0}, "Pascal"},       {{6, 1}, "Pascal"},
+    {{6, 2}, "Pascal"},     {{7, 0}, "Volta"},        {{7, 2}, "Volta"},
+    {{7, 5}, "Turing"},     {{8, 0}, "Ampere"},       {{8, 6}, "Ampere"},
+    {{8, 7}, "Ampere"},     {{8, 9}, "Ada Lovelace"}, {{9, 0}, "Hopper"},
+    {{10, 0}, "Blackwell"}, {{10, 1}, "Blackwell"},   {{10, 3}, "Blackwell"},
+    {{11, 0}, "Blackwell"}, {{12, 0}, "Blackwell"},   {{12, 1}, "Blackwell"},
+}};
+
+// Whether a GPU of this compute capability exists (kKnownCcs).
+bool known_gpu_cc(ComputeCapability cc);
+
+// Why a compute capability outside kKnownCcs gets no verdict: no GPU has it, or it is newer than
+// every one this probe knows. "" for a known one.
+std::string unknown_cc_reason(ComputeCapability cc);
+
+// The marketing name of the architecture ("Hopper"), or "unknown" for a compute capability no GPU
+// has (kKnownCcs).
 std::string architecture_name(ComputeCapability cc);
 
 // The LibTorch releases the engine runs: from the floor (older ones lack the stable C ABI it

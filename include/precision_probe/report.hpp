@@ -80,8 +80,9 @@ struct PeerLink {
   bool native_atomics = false;
 };
 
-// out_of_time: the run's --timeout ran out before the driver answered (shorter than
-// --check-timeout: not proof of a hang).
+// out_of_time: the driver did not answer within a limit too short to prove a hang: the run's
+// --timeout (shorter than --check-timeout), or a --check-timeout shorter than the driver may take
+// to start the machine's GPUs (driver_agent.hpp).
 enum class DriverStatus { ok, not_found, init_failed, no_devices, hung, crashed, out_of_time };
 std::string_view to_string(DriverStatus status);
 

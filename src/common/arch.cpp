@@ -10,6 +10,10 @@
 namespace precision_probe {
 
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode) {
+  // No family's verdicts for a compute capability no GPU has, and none for a future one.
+  if (std::string unknown = unknown_cc_reason(cc); !unknown.empty()) {
+    return {Hardware::unsupported, std::move(unknown)};
+  }
   const GpuRule& rule = mode_info(mode).gpu;
   for (const CcSpan& span : rule.native) {
     if (span.holds(cc)) return {Hardware::native, ""};

@@ -26,7 +26,8 @@ struct HardwareVerdict {
   std::string stack_lacks;
 };
 
-// What the GPU of this compute capability offers for a matmul precision or AMP mode.
+// What the GPU of this compute capability offers for a matmul precision or AMP mode; for one no
+// GPU has (kKnownCcs), unsupported with unknown_cc_reason: no mode is native there.
 HardwareVerdict gpu_hardware_support(ComputeCapability cc, Mode mode);
 // The same, with what `stack` (the LibTorch build the engine carries) lacks for it on this GPU;
 // nothing is said of a stack that is not known.

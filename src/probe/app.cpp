@@ -266,12 +266,17 @@ int main_entry(int argc, char** argv) {
   install_signal_handlers();
   const auto system = make_real_system();
   const std::string self = self_executable_path();
-  // A driver query is bounded as one check is, and by the run.
+  // A driver query is bounded as one check is, and by the run; a limit shorter than the driver may
+  // take to start the machine's GPUs (their device nodes, one at least) proves no hang.
   auto make_driver = [&system, &self](const Options& o) {
     const double seconds = std::min(o.timeout_s, o.check_timeout_s);
-    return make_contained_driver(*system, self,
-                                 {std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
-                                  o.timeout_s < o.check_timeout_s});
+    const std::vector<std::string> nodes = system->list_dir("/dev", "nvidia");
+    const auto gpus =
+        std::max<std::ptrdiff_t>(1, std::count_if(nodes.begin(), nodes.end(), is_gpu_device_node));
+    return make_contained_driver(
+        *system, self,
+        {std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
+         o.timeout_s < o.check_timeout_s, kDriverStartPerGpu * static_cast<long long>(gpus)});
   };
   // The image's files are read in a child killed at the run's deadline (a hung network mount).
   auto find_torch =

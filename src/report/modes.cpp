@@ -133,19 +133,37 @@ const StatusInfo& status_info(Status status) {
   return kStatuses.at(static_cast<std::size_t>(status));
 }
 
-std::string architecture_name(ComputeCapability cc) {
-  switch (cc.major) {
-    case 3: return "Kepler";
-    case 5: return "Maxwell";
-    case 6: return "Pascal";
-    case 7: return cc.minor >= 5 ? "Turing" : "Volta";
-    case 8: return cc.minor == 9 ? "Ada Lovelace" : "Ampere";
-    case 9: return "Hopper";
-    case 10:
-    case 11:
-    case 12: return "Blackwell";
-    default: return "unknown";
+namespace {
+
+const KnownCc* known_cc(ComputeCapability cc) {
+  const auto it = std::find_if(kKnownCcs.begin(), kKnownCcs.end(),
+                               [cc](const KnownCc& known) { return known.cc == cc; });
+  return it != kKnownCcs.end() ? &*it : nullptr;
+}
+
+}  // namespace
+
+bool known_gpu_cc(ComputeCapability cc) { return known_cc(cc) != nullptr; }
+
+std::string unknown_cc_reason(ComputeCapability cc) {
+  if (known_gpu_cc(cc)) return "";
+  const ComputeCapability first = kKnownCcs.front().cc;
+  const ComputeCapability last = kKnownCcs.back().cc;
+  if (last < cc) {
+    return fmt::format(
+        "cc {}: unknown compute capability, newer than every one this precision-probe knows "
+        "({} to {}): nothing is claimed for its hardware; a newer precision-probe may know it",
+        cc.to_string(), first.to_string(), last.to_string());
   }
+  return fmt::format(
+      "cc {}: unknown compute capability: no NVIDIA GPU has it (those that exist, {} to {}, are "
+      "listed in docs/precision-matrix.md), so nothing is claimed for its hardware",
+      cc.to_string(), first.to_string(), last.to_string());
+}
+
+std::string architecture_name(ComputeCapability cc) {
+  const KnownCc* known = known_cc(cc);
+  return known != nullptr ? std::string(known->architecture) : std::string("unknown");
 }
 
 }  // namespace precision_probe

@@ -209,6 +209,42 @@ TEST(Binary, ArchAnswersWithoutAGpu) {
   EXPECT_EQ(json::parse(narrow.out).at("devices").at(0).at("kernels").at("covered"), false);
 }
 
+// A compute capability no GPU has is given no family's verdicts (8.8 was Ampere's), and a future
+// one no verdict at all (14.0 was native in every mode but fp8_blockwise): nothing native, each
+// mode says why, and a requirement is not met, with or without the image's LibTorch.
+TEST(Binary, ArchGivesAnUnknownComputeCapabilityNoNativeVerdict) {
+  for (const std::string& torch : {std::string("PRECISION_PROBE_TORCH=none"), std::string()}) {
+    std::vector<std::string> env;
+    if (!torch.empty()) env.push_back(torch);
+    const auto future = run_probe_binary({"arch", "14.0", "--require", "nvfp4,fp8"}, env);
+    EXPECT_EQ(future.exit_code, 1) << torch << "\n" << future.out << future.err;
+    EXPECT_NE(future.out.find("compute capability 14.0 (unknown)"), std::string::npos)
+        << future.out;
+    EXPECT_NE(future.out.find("newer than every one this precision-probe knows"), std::string::npos)
+        << future.out;
+    const auto none = run_probe_binary({"arch", "8.8", "--format", "json"}, env);
+    EXPECT_EQ(none.exit_code, 0) << none.err;  // a report, nothing required
+    const json d = json::parse(none.out).at("devices").at(0);
+    EXPECT_EQ(d.at("name"), "compute capability 8.8 (unknown)");
+    for (const auto& [mode, p] : d.at("precisions").items()) {
+      EXPECT_EQ(p.at("hardware"), "unsupported") << mode;
+      EXPECT_NE(p.at("status"), "native") << mode;
+      EXPECT_NE(p.at("hardware_reason")
+                    .get<std::string>()
+                    .find("cc 8.8: unknown compute capability: no NVIDIA GPU has it"),
+                std::string::npos)
+          << mode << ": " << p.dump();
+    }
+    expect_schema_valid(none.out);
+    EXPECT_EQ(run_probe_binary({"arch", "9.9", "--require", "fp32"}, env).exit_code, 1);
+  }
+  // Jetson Thor under a driver before CUDA 13 (10.1) is a GPU that exists.
+  EXPECT_EQ(run_probe_binary({"arch", "10.1", "--require", "nvfp4", "--format", "json"},
+                             {"PRECISION_PROBE_TORCH=none"})
+                .exit_code,
+            0);
+}
+
 TEST(Binary, MarkdownIsAJobSummary) {
   const auto r =
       run_probe_binary({"--format", "markdown", "--device", "cpu", "--require", "fp32,tf32"});

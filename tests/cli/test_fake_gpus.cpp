@@ -231,6 +231,63 @@ TEST(FakeGpus, ASoakCutShortFailsAndAnInjectionNeverReachedIsSaid) {
   EXPECT_TRUE(warned) << missed.out;
 }
 
+// A fault that no device's soak takes (no GPU 99; the CPU, not soaked) injects nothing, and the
+// report says so (docs/soak.md); an empty value is unset, as for every variable.
+TEST(FakeGpus, AnInjectionNoDeviceTakesIsSaidAndAnEmptyOneIsUnset) {
+  for (const char* spec : {"bf16:1:99", "bf16:1:cpu", "fp8_e4m3:1"}) {
+    const auto r = run_probe_binary(
+        {"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
+        with(fake_driver_env(kH200), {std::string("PRECISION_PROBE_INJECT_FAULT=") + spec}));
+    EXPECT_EQ(r.exit_code, 0) << spec << ": " << r.out;
+    const json j = json::parse(r.out);
+    const json& soak = j.at("devices").at(0).at("soak");
+    EXPECT_FALSE(soak.at("injected").get<bool>());
+    const std::string note = soak.at("injection_note");
+    EXPECT_NE(note.find("PRECISION_PROBE_INJECT_FAULT names"), std::string::npos) << spec;
+    EXPECT_NE(note.find("nothing was injected"), std::string::npos) << note;
+    const std::string where = std::string(spec) == "bf16:1:99" ? "bf16 on GPU 99, which this run"
+                              : std::string(spec) == "bf16:1:cpu"
+                                  ? "bf16 on the CPU, which this run"
+                                  : "fp8_e4m3, which no device";
+    EXPECT_NE(note.find(where), std::string::npos) << note;
+    int warnings = 0;
+    for (const json& x : j.at("diagnostics")) {
+      if (x.at("code") == "soak-fault-injected" && x.at("severity") == "warning") {
+        ++warnings;
+        EXPECT_NE(x.at("message").get<std::string>().find("GPU 0: " + note), std::string::npos)
+            << x.dump();
+      }
+    }
+    EXPECT_EQ(warnings, 1) << r.out;
+  }
+  const auto empty =
+      run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
+                       with(fake_driver_env(kH200), {"PRECISION_PROBE_INJECT_FAULT="}));
+  EXPECT_EQ(empty.exit_code, 0) << empty.out;
+  EXPECT_EQ(json::parse(empty.out).at("devices").at(0).at("soak").at("injection_note"), "");
+}
+
+// A GPU newer than this probe (a compute capability it does not know) gets no native verdict: no
+// check runs on it, each mode says why, and a requirement is not met.
+TEST(FakeGpus, AGpuOfAnUnknownComputeCapabilityGetsNoNativeVerdict) {
+  const auto r = run_probe_binary({"--require", "fp32", "--format", "json"},
+                                  fake_driver_env("NVIDIA Future:13.0:160:192"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const json gpu = json::parse(r.out).at("devices").at(0);
+  EXPECT_EQ(gpu.at("gpu").at("architecture"), "unknown");
+  for (const auto& [mode, p] : gpu.at("precisions").items()) {
+    EXPECT_EQ(p.at("hardware"), "unsupported") << mode;
+    EXPECT_EQ(p.at("status"), "unsupported") << mode;
+    EXPECT_NE(p.at("reason").get<std::string>().find(
+                  "cc 13.0: unknown compute capability, newer than every one"),
+              std::string::npos)
+        << p.dump();
+    // No check was asked of it.
+    EXPECT_FALSE(p.at("smoke").at("ran").get<bool>()) << mode;
+  }
+  EXPECT_EQ(gpu.at("recommendation").at("dtype"), "fp32");
+}
+
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
   const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -166,6 +166,85 @@ TEST(Image, ALibTorchTheEngineCannotLoadIsNamedWithDlopensError) {
   EXPECT_TRUE(said) << m["diagnostics"].dump();
 }
 
+// Libraries of one release under another's version.py: the release that ran is the one reported,
+// in every output (the JSON's stack, the text header, Markdown, Prometheus' label), the files'
+// claim stays in image_stack, and the mismatch is said with both. --quick loads nothing: there the
+// files' release stands.
+TEST(Image, TheReleaseTheEngineLoadedIsTheOneReported) {
+  const std::string dir = ppt::make_temp_dir();
+  std::vector<std::string> env = image_env("NVIDIA H200:9.0:132:141");
+  env.emplace_back("FAKE_ENGINE=abi:2.10.0");
+  const ppt::Run r =
+      ppt::run_probe_binary({"--format", "json", "--no-amp", "--text", dir + "/r.txt", "--markdown",
+                             dir + "/r.md", "--prom", dir + "/r.prom"},
+                            env);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stack"]["libtorch_version"], "2.10.0") << r.out;
+  EXPECT_EQ(j["stack"]["abi_version"], "2.10.0");
+  EXPECT_EQ(j["image_stack"]["libtorch_version"], "2.9.1+cu128");
+  std::string said;
+  for (const auto& d : j["diagnostics"]) {
+    if (d["code"] == "libtorch-version-mismatch") said = d["message"];
+  }
+  EXPECT_NE(said.find("torch/version.py says 2.9.1+cu128, but the library the engine loaded"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("says it is 2.10.0"), std::string::npos) << said;
+  EXPECT_NE(ppt::read_all(dir + "/r.txt").find("\nLibTorch 2.10.0 ("), std::string::npos)
+      << ppt::read_all(dir + "/r.txt");
+  EXPECT_NE(ppt::read_all(dir + "/r.md").find("2.10.0 (CUDA"), std::string::npos)
+      << ppt::read_all(dir + "/r.md");
+  const std::string prom = ppt::read_all(dir + "/r.prom");
+  EXPECT_NE(prom.find("libtorch=\"2.10.0\""), std::string::npos) << prom;
+  EXPECT_EQ(prom.find("2.9.1"), std::string::npos) << prom;
+  // Where the two agree, the files' fuller name stands (its local version, +cu128).
+  const nlohmann::json agree = nlohmann::json::parse(
+      ppt::run_probe_binary({"--format", "json", "--no-amp"}, image_env("NVIDIA H200:9.0:132:141"))
+          .out);
+  EXPECT_EQ(agree["stack"]["libtorch_version"], "2.9.1+cu128");
+  const nlohmann::json quick =
+      nlohmann::json::parse(ppt::run_probe_binary({"--quick", "--format", "json"}, env).out);
+  EXPECT_EQ(quick["stack"]["libtorch_version"], "2.9.1+cu128");
+}
+
+// A PRECISION_PROBE_TORCH this user may not reach is said as permission denied, with the place
+// that denies it, not as "no PyTorch there" (run as nobody: root passes every permission).
+TEST(Image, APrecisionProbeTorchThisUserMayNotReadIsPermissionDenied) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the probe as another user (nobody)";
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no setpriv (util-linux)";
+  const std::string dir = ppt::make_temp_dir();  // 0700, root's
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  std::filesystem::create_directories(dir + "/torch");
+  std::ofstream(dir + "/torch/version.py") << "__version__ = '2.11.0+cu130'\n";
+  const std::string open_dir = ppt::make_temp_dir();
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0755), 0);
+  std::filesystem::create_directories(open_dir + "/torch");
+  const std::string unreadable = open_dir + "/torch/version.py";
+  std::ofstream(unreadable) << "__version__ = '2.11.0+cu130'\n";
+  ASSERT_EQ(::chmod(unreadable.c_str(), 0600), 0);
+  struct Case {
+    std::string torch;
+    std::string before;  // what the line says before the denial
+    std::string where;   // what denies it
+    std::string verb;
+  };
+  for (const Case& c :
+       {Case{dir + "/torch", "", dir, "enter"}, Case{dir, "", dir, "read"},
+        Case{open_dir + "/torch", "no version in " + open_dir + "/torch: ", unreadable, "read"}}) {
+    const precision_probe::ProcessOutput out = precision_probe::run_process(
+        {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PP_BINARY,
+         "--quick", "--format", "json"},
+        ppt::probe_environment({"PRECISION_PROBE_TORCH=" + c.torch}), "", std::chrono::seconds(30));
+    EXPECT_EQ(out.exit_code, 2) << c.torch << ": " << out.err;
+    using precision_probe::printable_path;
+    EXPECT_EQ(out.err, "precision-probe: error: PRECISION_PROBE_TORCH=" + printable_path(c.torch) +
+                           ": " + c.before + "permission denied: " + printable_path(c.where) +
+                           " (this user, uid 65534, may not " + c.verb + " it)\n");
+    EXPECT_EQ(out.err.find("no PyTorch there"), std::string::npos);
+    EXPECT_EQ(nlohmann::json::parse(out.out)["exit_code"], 2) << out.out;
+  }
+}
+
 // --- Files that could hang a reader: a FIFO in the tree, a python3 that never answers ------------
 
 namespace {

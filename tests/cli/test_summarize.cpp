@@ -167,6 +167,39 @@ TEST(Summarize, ReadsTheProbesReportsAndGatesTheFleet) {
   EXPECT_EQ(j["superseded"][0]["source"], h200);
 }
 
+// A file is counted once, by identity: named twice, by two spellings, through a link, or found
+// twice through one directory named twice (or by another path), it is one report.
+TEST(Summarize, AFileIsCountedOnceHoweverOftenItIsNamed) {
+  const std::string dir = ppt::make_temp_dir();
+  const std::string a = probe_report(dir, "a.json", "NVIDIA H200:9.0:132:141");
+  ASSERT_EQ(::symlink(a.c_str(), (dir + "/link.json").c_str()), 0);
+  ASSERT_EQ(::link(a.c_str(), (dir + "/hard.json").c_str()), 0);
+  const std::string parent = precision_probe::directory_of(dir);
+  const std::string other = parent + "/./" + dir.substr(parent.size() + 1) + "/";
+  const std::vector<std::vector<std::string>> cases = {
+      {a, a, dir + "/./a.json"},
+      {dir, dir},
+      {dir, other, a},
+      {dir + "/link.json", dir + "/hard.json", a},
+  };
+  for (const std::vector<std::string>& sources : cases) {
+    std::vector<std::string> args = {"summarize", "--format", "json"};
+    args.insert(args.end(), sources.begin(), sources.end());
+    const ppt::Run r = ppt::run_probe_binary(args);
+    EXPECT_EQ(r.exit_code, 0) << sources.front() << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["reports"], 1) << sources.front() << " " << sources.back();
+    EXPECT_EQ(j["gpus"], 1);
+    EXPECT_TRUE(j["superseded"].empty()) << j["superseded"];
+  }
+  // Standard input is counted as given: its line is a report of its own.
+  const std::string lines = ppt::make_temp_dir() + "/reports.jsonl";
+  std::ofstream(lines) << nlohmann::json::parse(ppt::read_all(a)).dump() << "\n";
+  const ppt::Run piped =
+      run_in_shell("\"$0\" summarize --format json - '" + a + "' < '" + lines + "'");
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["reports"], 2) << piped.err;
+}
+
 TEST(Summarize, AnUnreadableOrStaleReportIsExit3AndNamed) {
   const std::string dir = ppt::make_temp_dir();
   const std::string h200 = probe_report(dir, "h200.json", "NVIDIA H200:9.0:132:141");

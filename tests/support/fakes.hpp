@@ -19,8 +19,9 @@ class FakeSystem : public System {
  public:
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> files;
-  std::set<std::string> paths;         // exist
-  std::set<std::string> inaccessible;  // exist but not read/write
+  std::set<std::string> paths;                 // exist
+  std::set<std::string> inaccessible;          // exist but not read/write
+  std::map<std::string, std::string> denials;  // a path -> where permission is denied on it
   std::string host = "testhost";
   std::string arch = "x86_64";
   bool terminal = false;
@@ -40,6 +41,10 @@ class FakeSystem : public System {
   }
   bool accessible(const std::string& path) const override {
     return exists(path) && inaccessible.count(path) == 0;
+  }
+  std::string denied(const std::string& path) const override {
+    const auto it = denials.find(path);
+    return it != denials.end() ? it->second : "";
   }
   std::vector<std::string> list_dir(const std::string& dir,
                                     const std::string& prefix) const override {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -90,6 +91,7 @@ TEST(Arch, MatrixAgreesWithTheTableInDocs) {
     if (!cc || header.empty() || cells.size() != header.size()) continue;
     ++rows;
     seen.push_back(cells[0]);
+    EXPECT_TRUE(pp::known_gpu_cc(*cc)) << "cc " << cells[0] << " is not in kKnownCcs";
     EXPECT_EQ(pp::architecture_name(*cc), cells[1]) << "cc " << cells[0];
     for (std::size_t col = 3; col < header.size(); ++col) {
       const auto mode = pp::parse_mode(header[col]);
@@ -109,6 +111,68 @@ TEST(Arch, MatrixAgreesWithTheTableInDocs) {
     EXPECT_NE(std::find(seen.begin(), seen.end(), wanted), seen.end()) << wanted;
   }
   EXPECT_GE(rows, 9);
+}
+
+// The compute capabilities that exist are a closed table: one no GPU has gets no family's verdicts
+// (8.8 is not 8.6's), one newer than the last known none at all (13.0 is not 12.x's); no mode is
+// native on either, each says why.
+TEST(Arch, AnUnknownComputeCapabilityGetsNoVerdictOfAFamily) {
+  for (const ComputeCapability cc :
+       {ComputeCapability{8, 8}, ComputeCapability{9, 9}, ComputeCapability{8, 3},
+        ComputeCapability{10, 2}, ComputeCapability{4, 0}, ComputeCapability{13, 0},
+        ComputeCapability{14, 0}, ComputeCapability{15, 9}}) {
+    EXPECT_FALSE(pp::known_gpu_cc(cc)) << cc.to_string();
+    EXPECT_EQ(pp::architecture_name(cc), "unknown") << cc.to_string();
+    for (Mode mode : pp::all_modes()) {
+      const auto verdict = pp::gpu_hardware_support(cc, mode);
+      EXPECT_EQ(verdict.hardware, Hardware::unsupported)
+          << cc.to_string() << " " << pp::mode_key(mode);
+      EXPECT_EQ(verdict.reason.rfind("cc " + cc.to_string() + ": unknown compute capability", 0),
+                0U)
+          << verdict.reason;
+    }
+  }
+  EXPECT_NE(pp::unknown_cc_reason({8, 8}).find("no NVIDIA GPU has it"), std::string::npos);
+  EXPECT_NE(pp::unknown_cc_reason({14, 0}).find("newer than every one this precision-probe knows "
+                                                "(1.0 to 12.1)"),
+            std::string::npos);
+  // Those that exist keep their rules: Jetson Thor's two numbers, GB10, Orin, Xavier.
+  for (const ComputeCapability cc :
+       {ComputeCapability{10, 1}, ComputeCapability{11, 0}, ComputeCapability{12, 1},
+        ComputeCapability{8, 7}, ComputeCapability{7, 2}, ComputeCapability{3, 7}}) {
+    EXPECT_TRUE(pp::known_gpu_cc(cc)) << cc.to_string();
+    EXPECT_EQ(pp::unknown_cc_reason(cc), "");
+    EXPECT_EQ(pp::gpu_hardware_support(cc, Mode::fp32).hardware, Hardware::native);
+  }
+  EXPECT_EQ(pp::architecture_name({10, 1}), "Blackwell");
+  EXPECT_EQ(pp::gpu_hardware_support({10, 1}, Mode::nvfp4).hardware, Hardware::native);
+  // The table is in order, each capability once; docs/precision-matrix.md lists every one.
+  std::ifstream in(PP_SOURCE_DIR "/docs/precision-matrix.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const std::size_t from = text.find("## Compute capabilities the probe does not know");
+  ASSERT_NE(from, std::string::npos);
+  const std::string listed = text.substr(from, text.find("Any other is", from) - from);
+  // Listed as a word of its own: 5.3 is not 15.3, 1.0 not 1.05.
+  auto listed_has = [&listed](const std::string& cc) {
+    for (std::size_t at = listed.find(cc); at != std::string::npos; at = listed.find(cc, at + 1)) {
+      const bool starts = at == 0 || std::isdigit(static_cast<unsigned char>(listed[at - 1])) == 0;
+      const std::size_t end = at + cc.size();
+      if (starts &&
+          (end == listed.size() || std::isdigit(static_cast<unsigned char>(listed[end])) == 0)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < pp::kKnownCcs.size(); ++i) {
+    if (i > 0) {
+      EXPECT_LT(pp::kKnownCcs[i - 1].cc, pp::kKnownCcs[i].cc) << i;
+    }
+    const std::string cc = pp::kKnownCcs[i].cc.to_string();
+    EXPECT_TRUE(listed_has(cc)) << cc << " is not listed";
+  }
 }
 
 TEST(Arch, HardwareVerdictsCarryReasonsWhenNotNative) {

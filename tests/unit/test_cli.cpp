@@ -97,14 +97,106 @@ TEST(Cli, OptionsThatCannotDoWhatTheySayTogetherAreRefused) {
     EXPECT_EQ(cl.text.find('\n'), std::string::npos) << cl.text;
   }
   // What each does alone, or with what it needs, stands.
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"--bench-size", "16"},
-                                               {"--nccl", "--no-amp", "--seed", "7"},
-                                               {"--nfd", "labels", "--nfd-ttl", "2h"},
-                                               {"--format", "nfd", "--nfd-ttl", "90m"},
-                                               {"--quick", "--nfd", "labels", "--nfd-ttl", "2h"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--bench-size", "16", "--bench"},
+        {"--soak", "5", "--bench-size", "64"},
+        {"--nccl", "--no-amp", "--seed", "7"},
+        {"--nfd", "labels", "--nfd-ttl", "2h"},
+        {"--format", "nfd", "--nfd-ttl", "90m"},
+        {"--quick", "--nfd", "labels", "--nfd-ttl", "2h"}}) {
     EXPECT_EQ(parse(args).action, Action::run) << parse(args).text;
   }
-  EXPECT_TRUE(parse({"--bench-size", "16"}).options.bench);  // a size asks for the benchmark
+  // A size is the benchmark's or the soak's: it asks for neither.
+  EXPECT_FALSE(parse({"--soak", "5", "--bench-size", "64"}).options.bench);
+}
+
+// An option that would do nothing is refused, as --quick --bench is: --bench-size sizes the GEMMs
+// of --bench and --soak, and without either the probe would run and ignore it.
+TEST(Cli, ABenchSizeWithoutBenchOrSoakIsRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--bench-size", "64"}, {"--bench-size=64", "--device", "cpu"}}) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::usage_error) << args.front();
+    EXPECT_EQ(cl.text,
+              "--bench-size is the GEMM size of --bench and --soak, but neither is given (add "
+              "--bench or --soak SECONDS)");
+  }
+  // --quick is said first: it refuses the size whatever else is given.
+  EXPECT_NE(parse({"--quick", "--bench-size", "64"}).text.find("--quick runs none"),
+            std::string::npos);
+  const auto bench = parse({"--bench", "--bench-size", "64"});
+  ASSERT_EQ(bench.action, Action::run) << bench.text;
+  EXPECT_EQ(bench.options.bench_size, 64);
+}
+
+// No check can finish in less than a worker's start: a --check-timeout below 1 s is refused, with
+// the least it takes; 1 s is taken.
+TEST(Cli, ACheckTimeoutNoCheckCanMeetIsRefused) {
+  for (const char* value : {"0.001", "0.5", "0.999"}) {
+    const auto cl = parse({"--check-timeout", value});
+    EXPECT_EQ(cl.action, Action::usage_error) << value;
+    EXPECT_EQ(cl.text, std::string("--check-timeout: '") + value +
+                           "' is shorter than any check can finish in: give 1 s or more (a "
+                           "worker's start alone, loading LibTorch, takes about half a second)");
+  }
+  const auto least = parse({"--check-timeout", "1"});
+  ASSERT_EQ(least.action, Action::run) << least.text;
+  EXPECT_DOUBLE_EQ(least.options.check_timeout_s, 1.0);
+  EXPECT_NE(parse({"--check-timeout", "0"}).text.find("is not a number of seconds above 0"),
+            std::string::npos);
+}
+
+// A negative number is the option's value, refused by the option's own range; nothing is suggested
+// that would be refused in turn (--seed=-1 was). Only a file's name gets the --name=./VALUE form.
+TEST(Cli, ANegativeNumberIsRefusedByItsRangeWithNoBrokenSuggestion) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--seed", "-1"}, "--seed: '-1' is not a whole number from 0 to 9007199254740991"},
+      {{"--timeout", "-5"}, "--timeout: '-5' is not a number of seconds above 0 and up to 86400"},
+      {{"--bench", "--bench-size", "-16"},
+       "--bench-size: '-16' is not a multiple of 16 from 16 to 32768"},
+      {{"--soak", "-3"}, "--soak: '-3' is not a number of seconds above 0 and up to 604800"},
+      {{"--seed", "-x"}, "--seed: '-x' looks like an option, not a N"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto cl = parse(args);
+    EXPECT_EQ(cl.action, Action::usage_error) << args.back();
+    EXPECT_EQ(cl.text, message);
+  }
+  EXPECT_EQ(parse({"--json", "-1"}).text,
+            "--json: '-1' looks like an option, not a FILE (write --json=./-1 if you mean it)");
+}
+
+// The words of a vocabulary are read in any case, everywhere; the report keeps the lower-case one.
+TEST(Cli, VocabularyValuesAreCaseInsensitive) {
+  const auto cl =
+      parse({"--format", "JSON", "--device", "CPU,0", "--require", "BF16,Fp8", "--soak", "1",
+             "--soak-modes", "FP32", "--output-as", "MarkDown:r.md", "--output-as", "PROM:m.prom"});
+  ASSERT_EQ(cl.action, Action::run) << cl.text;
+  EXPECT_TRUE(cl.json_requested);
+  EXPECT_EQ(cl.options.format, pp::Format::json);
+  EXPECT_TRUE(cl.options.devices.cpu);
+  EXPECT_EQ(cl.options.devices.gpu_indices, std::vector<int>{0});
+  EXPECT_EQ(cl.options.require,
+            (std::vector<pp::Mode>{pp::Mode::bf16, pp::Mode::fp8_e4m3, pp::Mode::fp8_e5m2}));
+  EXPECT_EQ(cl.options.soak_modes, std::vector<pp::Mode>{pp::Mode::fp32});
+  ASSERT_EQ(cl.options.extra_outputs.size(), 2U);
+  EXPECT_EQ(cl.options.extra_outputs[0].format, pp::Format::markdown);
+  EXPECT_EQ(cl.options.extra_outputs[0].path, "r.md");  // the file's name keeps its case
+  EXPECT_EQ(cl.options.extra_outputs[1].format, pp::Format::prometheus);
+  EXPECT_EQ(parse({"--format=Text"}).options.format, pp::Format::text);
+  // A usage error after --format JSON is a JSON document, as after --format json.
+  EXPECT_TRUE(parse({"--format=JSON", "--bogus"}).json_requested);
+  const auto arch = parse({"arch", "SM_90", "--format", "Json", "--require", "BF16"});
+  ASSERT_EQ(arch.action, Action::run) << arch.text;
+  EXPECT_EQ(arch.options.format, pp::Format::json);
+  EXPECT_EQ(arch.options.require, std::vector<pp::Mode>{pp::Mode::bf16});
+  const auto summarize = parse({"summarize", "--format", "MD", "--require", "AMP", "r.json"});
+  ASSERT_EQ(summarize.action, Action::run) << summarize.text;
+  EXPECT_EQ(summarize.summarize.format, pp::Format::markdown);
+  EXPECT_EQ(summarize.summarize.require,
+            (std::vector<pp::Mode>{pp::Mode::amp_fp16, pp::Mode::amp_bf16}));
+  EXPECT_TRUE(parse({"summarize", "--format", "JSON"}).json_requested);
+  EXPECT_EQ(parse({"summarize", "--format", "PROM", "r.json"}).action, Action::usage_error);
 }
 
 TEST(Cli, DeviceKeywords) {
@@ -140,7 +232,7 @@ TEST(Cli, BadInputIsAOneLineUsageError) {
       {{"--format", ""}, "--format: empty value"},
       {{"--json", "-q"}, "--json: '-q' looks like an option, not a FILE (write --json=./-q"},
       {{"--output", "--quick"}, "--output: '--quick' looks like an option"},
-      {{"--timeout", "-5"}, "--timeout: '-5' looks like an option"},
+      {{"--timeout", "-5"}, "--timeout: '-5' is not a number of seconds"},
       {{"--json"}, "--json: FILE is missing"},
       {{"--seed", "0x10"}, "--seed: '0x10' is not a whole number"},
       {{"--seed", "1e3"}, "--seed: '1e3' is not a whole number"},

@@ -98,6 +98,31 @@ TEST(TorchFiles, PrecisionProbeTorchComesFirstAndMustNameAPyTorch) {
             "or lib/libtorch_cpu.so)");
 }
 
+// Where this user may not reach or read PRECISION_PROBE_TORCH, that is what is said, with the place
+// that denies it: a directory on the way it may not enter, a version.py it may not read.
+TEST(TorchFiles, APrecisionProbeTorchThisUserMayNotReadIsPermissionDenied) {
+  pp::testing::FakeSystem sys;
+  const std::string uid = std::to_string(::getuid());
+  sys.env["PRECISION_PROBE_TORCH"] = "/root/venv/torch/";
+  sys.denials["/root/venv/torch"] = "/root";
+  auto stack = pp::find_image_torch(sys);
+  ASSERT_TRUE(stack);
+  EXPECT_FALSE(stack->available);
+  EXPECT_EQ(stack->error,
+            "PRECISION_PROBE_TORCH=/root/venv/torch/: permission denied: /root (this "
+            "user, uid " +
+                uid + ", may not enter it)");
+  sys.env["PRECISION_PROBE_TORCH"] = "/opt/torch";
+  sys.paths.insert("/opt/torch/version.py");  // there, and not readable
+  sys.denials["/opt/torch/version.py"] = "/opt/torch/version.py";
+  stack = pp::find_image_torch(sys);
+  ASSERT_TRUE(stack);
+  EXPECT_EQ(stack->error,
+            "PRECISION_PROBE_TORCH=/opt/torch: no version in /opt/torch: permission "
+            "denied: /opt/torch/version.py (this user, uid " +
+                uid + ", may not read it)");
+}
+
 TEST(TorchFiles, ALibTorchOnTheLoaderPathIsReadFromItsBuildVersion) {
   pp::testing::FakeSystem sys;
   sys.env["LD_LIBRARY_PATH"] = "/usr/lib:/opt/libtorch/lib";

@@ -130,6 +130,17 @@ Expected<void> seconds_up_to(std::string& value, double most) {
 }
 
 Expected<void> check_seconds(std::string& value) { return seconds_up_to(value, 86400.0); }
+
+// --check-timeout: no check can finish in less than kLeastCheckSeconds (a worker's start alone).
+Expected<void> check_check_seconds(std::string& value) {
+  const std::string given = value;
+  if (Expected<void> seconds = seconds_up_to(value, 86400.0); !seconds) return seconds;
+  if (std::stod(value) >= kLeastCheckSeconds) return {};
+  return Unexpected{fmt::format(
+      "'{}' is shorter than any check can finish in: give {:g} s or more (a worker's start "
+      "alone, loading LibTorch, takes about half a second)",
+      printable(given, 40), kLeastCheckSeconds)};
+}
 Expected<void> check_soak_seconds(std::string& value) { return seconds_up_to(value, 604800.0); }
 
 Expected<void> check_format(std::string& value) {
@@ -346,10 +357,7 @@ void add_kernel_options(Table& t, Options& o) {
              "GEMM size for --bench and --soak, M=N=K, a multiple of 16 (--bench: 8192 on GPUs, "
              "1024 on the CPU; --soak: 16384 on GPUs of 16 GiB or more, 8192 on smaller ones, 256 "
              "on the CPU)",
-             check_bench_size, [&o](const std::string& v) {
-               o.bench_size = parse_int(v);
-               o.bench = true;  // asking for a size asks for the benchmark
-             });
+             check_bench_size, [&o](const std::string& v) { o.bench_size = parse_int(v); });
   CLI::Option* soak = t.value(
       "--soak", "SECONDS", kKernels,
       "Run each native matmul mode back to back for SECONDS on every selected device, each result "
@@ -371,8 +379,8 @@ void add_run_options(Table& t, Options& o, bool& version) {
   t.value("--timeout", "SECONDS", kAlsoArch, "Bound on the whole run, in seconds (default 60)",
           check_seconds, o.timeout_s);
   t.value("--check-timeout", "SECONDS", kProbeOnly,
-          "Bound on any one check, in seconds (default 45): a hung kernel is stopped",
-          check_seconds, o.check_timeout_s);
+          "Bound on any one check, in seconds (default 45, at least 1): a hung kernel is stopped",
+          check_check_seconds, o.check_timeout_s);
   t.flag_to("--no-color", kAlsoArch, "No colour in the text report (NO_COLOR is honoured too)",
             [&o] { o.color = ColorMode::never; });
   t.flag("-q,--quiet", kAlsoArch, "Nothing on stdout; the exit code tells the result", o.quiet);
@@ -398,6 +406,13 @@ void check_probe_rules(const Apps& apps, const Options& o, const AsTyped& typed)
     if (o.quiet && e.path == "-") {
       throw UsageError(fmt::format("{} keeps stdout silent, but {} - writes to it", quiet, e.flag));
     }
+  }
+  const CLI::Option& size = *apps.probe.get_option("--bench-size");
+  if (size.count() > 0 && !o.bench && o.soak_s <= 0.0) {
+    throw UsageError(fmt::format(
+        "{} is the GEMM size of --bench and --soak, but neither is given (add --bench or --soak "
+        "SECONDS)",
+        typed_name(typed, apps.probe, size)));
   }
   const CLI::Option& ttl = *apps.probe.get_option("--nfd-ttl");
   if (ttl.count() > 0 && !labels) {

@@ -15,6 +15,10 @@ namespace precision_probe {
 
 enum class ColorMode { automatic, never };
 
+// The least --check-timeout: no check can finish sooner, as a worker's start alone (loading
+// LibTorch) takes about half a second (docs/performance.md). A smaller value is refused, exit 2.
+inline constexpr double kLeastCheckSeconds = 1.0;
+
 // --device: which devices the gate checks. The CPU is always reported.
 struct DeviceSelection {
   bool all_gpus = true;          // every visible GPU

@@ -33,15 +33,26 @@ Found find_option(const CommandSpec* command, const std::string& name) {
   return {};
 }
 
-// "--json -q" is a forgotten value, not a file named "-q": the form that takes it as it is,
-// --name=VALUE (a short option keeps an '=' in its value), is said.
+// "--json -q" is a forgotten value, not a file named "-q": for a file, the form that takes it as
+// it is, --name=./VALUE, is said. No other value starting with '-' is one its option takes (no
+// negative number is), so nothing is suggested there.
 std::string looks_like_an_option(const OptionSpec& option, const std::string& as_typed,
                                  const std::string& value) {
   const std::string spelled = as_typed.compare(0, 2, "--") == 0 ? as_typed : option.name;
   const std::string shown = printable(value, 40);
-  return fmt::format("{}: '{}' looks like an option, not a {} (write {}={} if you mean it)",
-                     as_typed, shown, option.value, spelled,
-                     option.value == "FILE" ? "./" + shown : shown);
+  if (option.value != "FILE") {
+    return fmt::format("{}: '{}' looks like an option, not a {}", as_typed, shown, option.value);
+  }
+  return fmt::format("{}: '{}' looks like an option, not a FILE (write {}=./{} if you mean it)",
+                     as_typed, shown, spelled, shown);
+}
+
+// "-1", "-0.5": a negative number, which CLI11 takes as the value of an option that takes one
+// (there is no option -1), for the option's own check to refuse in its words ("--seed: '-1' is
+// not a whole number from 0 to ..."). Not a file's name: "--json -1" is a forgotten value.
+bool negative_number(const OptionSpec& option, const std::string& value) {
+  return option.value != "FILE" && value.size() > 1 && value[0] == '-' && value[1] >= '0' &&
+         value[1] <= '9';
 }
 
 // The words that are options, each with the value it takes (the next word, where it is not
@@ -81,11 +92,13 @@ class Reader {
         return i;
       }
       value = word(++i);
-      if (value.size() > 1 && value.front() == '-') fail(looks_like_an_option(option, name, value));
+      if (value.size() > 1 && value.front() == '-' && !negative_number(option, value)) {
+        fail(looks_like_an_option(option, name, value));
+      }
     } else if (value.empty()) {
       fail(name + ": empty value");
     }
-    if (option.name == "--format" && value == "json") typed_.json = true;
+    if (option.name == "--format" && to_lower(value) == "json") typed_.json = true;
     return i;
   }
 

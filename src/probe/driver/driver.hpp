@@ -24,7 +24,8 @@ enum class QueryFault {
   none,
   hung,         // no answer within the deadline (a GPU fallen off the bus: Xid 79)
   crashed,      // the query process died (a driver library that segfaults), or answered garbage
-  out_of_time,  // no answer before the run's --timeout ran out (shorter than --check-timeout):
+  out_of_time,  // no answer within a limit too short to prove a hang (the run's --timeout,
+                // or a --check-timeout below what the driver may take to start its GPUs):
                 // slow or hung, not known which
 };
 std::string_view to_string(QueryFault fault);

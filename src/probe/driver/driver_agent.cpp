@@ -49,6 +49,14 @@ AgentAnswer ask_agent(const std::string& self, const std::string& which, const s
     answer.fault = QueryFault::out_of_time;
     answer.message = fmt::format("{} had not answered when the run's time ran out ({}, --timeout)",
                                  what, seconds);
+  } else if (out.timed_out && limit.timeout < limit.driver_start) {
+    answer.fault = QueryFault::out_of_time;
+    answer.message = fmt::format(
+        "{} did not answer within {} (--check-timeout), less than the {:g} s a driver may take "
+        "to start this machine's GPUs (up to {:g} s each where persistence mode is off): too "
+        "short to tell a hang",
+        what, seconds, static_cast<double>(limit.driver_start.count()) / 1000.0,
+        static_cast<double>(kDriverStartPerGpu.count()) / 1000.0);
   } else if (out.timed_out) {
     answer.fault = QueryFault::hung;
     answer.message = fmt::format("{} did not answer within {} (--check-timeout): the driver hangs",

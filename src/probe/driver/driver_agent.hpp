@@ -21,10 +21,18 @@ class System;
 // The argument that makes the probe's executable a driver agent.
 inline constexpr std::string_view kDriverAgentFlag = "--driver-agent";
 
+// What a driver may take to answer its first query where it starts its GPUs then (persistence
+// mode off): 1-3 s a GPU (ECC scrubbing; NVIDIA's Driver Persistence guide), the upper figure.
+inline constexpr std::chrono::milliseconds kDriverStartPerGpu{3000};
+
 // How long a driver query may take: --check-timeout, or the run's --timeout when that is shorter.
+// Running out of either is proof of a hang only where the limit is --check-timeout and it is no
+// shorter than `driver_start`; otherwise the query is out of time and the message names the
+// setting, never the driver.
 struct DriverQueryLimit {
   std::chrono::milliseconds timeout{45000};
   bool by_run_timeout = false;  // --timeout is the limit: running out of it is not proof of a hang
+  std::chrono::milliseconds driver_start{0};  // kDriverStartPerGpu for each GPU of the machine
 };
 
 // The probe's driver: each query in a child (`self_exe` is the probe's own executable), killed

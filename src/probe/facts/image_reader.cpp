@@ -77,6 +77,10 @@ class TracingSystem final : public System {
     note(path);
     return real_.not_regular(path);
   }
+  std::string denied(const std::string& path) const override {
+    note(path);
+    return real_.denied(path);
+  }
   std::vector<std::string> list_dir(const std::string& dir,
                                     const std::string& prefix) const override {
     note(dir);

@@ -247,6 +247,18 @@ std::optional<StackInfo> torch_of_python(Search& search) {
   return std::nullopt;
 }
 
+// "permission denied: ..." where this user may not reach or read one of `paths` (the first such
+// place named), else "".
+std::string permission_denied(const System& sys, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    const std::string where = sys.denied(path);
+    if (where.empty()) continue;
+    return fmt::format("permission denied: {} (this user, uid {}, may not {} it)",
+                       printable_path(where), ::getuid(), where == path ? "read" : "enter");
+  }
+  return "";
+}
+
 // PRECISION_PROBE_TORCH=DIR: its PyTorch, or a stack that says why there is none there.
 StackInfo torch_named(const System& sys, const std::string& named) {
   if (const auto torch = torch_dir_in(sys, named)) {
@@ -259,18 +271,27 @@ StackInfo torch_named(const System& sys, const std::string& named) {
   s.source = "image files";
   s.found_by = "PRECISION_PROBE_TORCH";
   s.location = named;
-  s.error = fmt::format(
-      "PRECISION_PROBE_TORCH={}: no PyTorch there (no version.py, "
-      "torch/version.py or lib/libtorch_cpu.so)",
-      printable_path(named));
+  const std::string dir = without_slash(named);
+  const std::string denied = permission_denied(
+      sys, {dir, dir + "/version.py", dir + "/torch/version.py", dir + "/lib/libtorch_cpu.so"});
+  s.error = !denied.empty()
+                ? fmt::format("PRECISION_PROBE_TORCH={}: {}", printable_path(named), denied)
+                : fmt::format(
+                      "PRECISION_PROBE_TORCH={}: no PyTorch there (no version.py, "
+                      "torch/version.py or lib/libtorch_cpu.so)",
+                      printable_path(named));
   return s;
 }
 
 // "no version in DIR ...": what kept the version from being read.
-std::string no_version(const std::string& dir, const StackInfo& s) {
-  if (s.refused.empty()) return "no version in " + dir + " (version.py or build-version)";
-  return fmt::format("no version in {}: {} is not a regular file, refused unread", dir,
-                     s.refused.front());
+std::string no_version(const System& sys, const std::string& dir, const StackInfo& s) {
+  if (!s.refused.empty()) {
+    return fmt::format("no version in {}: {} is not a regular file, refused unread", dir,
+                       s.refused.front());
+  }
+  const std::string denied = permission_denied(sys, {dir + "/version.py", dir + "/build-version"});
+  if (!denied.empty()) return "no version in " + dir + ": " + denied;
+  return "no version in " + dir + " (version.py or build-version)";
 }
 
 }  // namespace
@@ -306,7 +327,7 @@ StackInfo read_torch_dir(const System& sys, const std::string& given, const std:
     site = dir;
   }
   if (s.libtorch_version.empty()) {
-    s.error = no_version(dir, s);
+    s.error = no_version(sys, dir, s);
     return s;
   }
   s.available = true;

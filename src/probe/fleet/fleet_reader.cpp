@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cerrno>
 #include <optional>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "common/strings.hpp"
 #include "common/threads.hpp"
@@ -66,20 +68,22 @@ struct Outcome {
   std::optional<Unreadable> unreadable;
   std::optional<Unreadable> skipped;
   bool conflict = false;  // the summary's own output, and no summary: it must not be replaced
+  std::optional<FileIdentity> file = std::nullopt;  // the file opened, where one was: counted once
 };
 
 // Reads a regular file whole (at most kMaxReportBytes) into `buffer`, and says whether it is the
 // summary's own output; or why it cannot. It is opened without blocking and judged by fstat before
-// a byte is read, so that a FIFO (or a device) is refused at once.
+// a byte is read, so that a FIFO (or a device) is refused at once. `file` is what was opened,
+// whether or not it could be read.
 Expected<bool> read_file(const std::string& path, const std::optional<FileIdentity>& output,
-                         std::string& buffer) {
+                         std::string& buffer, std::optional<FileIdentity>& file) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Unexpected{error_string(errno)};
   struct stat st {};
   std::string error;
   if (::fstat(fd, &st) != 0) {
     error = error_string(errno);
-  } else if (!S_ISREG(st.st_mode)) {
+  } else if (file = identity_of(st); !S_ISREG(st.st_mode)) {
     error = not_regular(st.st_mode);
   } else if (static_cast<std::size_t>(st.st_size) > kMaxReportBytes) {
     error = kTooLarge;
@@ -116,18 +120,9 @@ bool is_summary(std::string_view text) {
 
 bool blank(std::string_view text) { return text.find_first_not_of(" \t\r\n\f\v") == text.npos; }
 
-Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& options,
-                 TextPool& texts, std::string& buffer) {
-  std::string_view text = item.line;
-  bool padded = item.padded;
-  bool is_output = false;
-  if (!item.path.empty()) {
-    const Expected<bool> read = read_file(item.path, options.output, buffer);
-    if (!read) return {std::nullopt, Unreadable{item.source, read.error()}, std::nullopt};
-    is_output = *read;
-    text = buffer;
-    padded = buffer.capacity() - buffer.size() >= json_fields::kJsonPadding;
-  }
+// What a report's text is: a report's record, or why it is not one.
+Outcome judge_text(const Item& item, std::string_view text, bool padded, bool is_output,
+                   std::size_t order, const FleetReadOptions& options, TextPool& texts) {
   if (text.size() > kMaxReportBytes) {
     return {std::nullopt, Unreadable{item.source, kTooLarge}, std::nullopt};
   }
@@ -147,6 +142,22 @@ Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& op
     return {std::nullopt, std::nullopt, Unreadable{item.source, "a summary, not a report"}};
   }
   return {std::nullopt, Unreadable{item.source, report.error()}, std::nullopt};
+}
+
+Outcome read_one(const Item& item, std::size_t order, const FleetReadOptions& options,
+                 TextPool& texts, std::string& buffer) {
+  if (item.path.empty()) {
+    return judge_text(item, item.line, item.padded, false, order, options, texts);
+  }
+  std::optional<FileIdentity> file;
+  const Expected<bool> read = read_file(item.path, options.output, buffer, file);
+  Outcome outcome =
+      read
+          ? judge_text(item, buffer, buffer.capacity() - buffer.size() >= json_fields::kJsonPadding,
+                       *read, order, options, texts)
+          : Outcome{std::nullopt, Unreadable{item.source, read.error()}, std::nullopt};
+  outcome.file = file;
+  return outcome;
 }
 
 // A directory's *.json files, sorted, that are not directories (a FIFO or a device among them is
@@ -221,6 +232,7 @@ class Reader {
   const FleetReadOptions& options_;
   FleetInputs inputs_;
   std::vector<Item> pending_;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> files_;  // the files read, by identity
   std::size_t order_ = 0;  // of the next report: of two equally old ones, the later counts
   std::atomic<bool> stopped_{false};
 };
@@ -243,6 +255,8 @@ void Reader::read_pending() {
   inputs_.nodes.reserve(inputs_.nodes.size() + outcomes.size());
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     Outcome& o = outcomes[i];
+    // A file is counted once, however often it is named or found (a.json ./a.json, dir dir).
+    if (o.file && !files_.insert({o.file->device, o.file->inode}).second) continue;
     if (o.node) inputs_.nodes.push_back(std::move(*o.node));
     if (o.unreadable) inputs_.unreadable.push_back(std::move(*o.unreadable));
     if (o.skipped) inputs_.skipped.push_back(std::move(*o.skipped));

@@ -8,7 +8,7 @@
 namespace precision_probe {
 
 enum class Format { text, json, markdown, prometheus, nfd };
-// A format's name ("md" and "prom" too), nullopt for none.
+// A format's name ("md" and "prom" too), in any case ("JSON"), nullopt for none.
 std::optional<Format> parse_format(std::string_view text);
 std::string_view to_string(Format format);
 // The formats fleets read unattended (metrics, node labels): a run ended by a signal leaves the

@@ -106,8 +106,9 @@ std::string_view to_string(Format format) {
 }
 
 std::optional<Format> parse_format(std::string_view text) {
+  const std::string lower = to_lower(text);  // JSON is json: a vocabulary's case is not its word
   for (const auto& [f, name] : kFormatNames) {
-    if (name == text) return f;
+    if (name == lower) return f;
   }
   return std::nullopt;
 }

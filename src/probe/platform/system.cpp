@@ -84,6 +84,16 @@ class RealSystem final : public System {
     return ::access(path.c_str(), R_OK | W_OK) == 0;
   }
 
+  std::string denied(const std::string& path) const override {
+    if (path.empty() || ::access(path.c_str(), R_OK) == 0 || errno != EACCES) return "";
+    for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      std::string dir = path.substr(0, slash);
+      if (::access(dir.c_str(), X_OK) != 0 && errno == EACCES) return dir;
+    }
+    return path;
+  }
+
   std::vector<std::string> list_dir(const std::string& dir,
                                     const std::string& prefix) const override {
     std::vector<std::string> names;

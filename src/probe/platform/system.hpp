@@ -24,6 +24,10 @@ class System {
   virtual std::string not_regular(const std::string& /*path*/) const { return ""; }
   // Whether this process may open the path for reading and writing (device nodes).
   virtual bool accessible(const std::string& path) const = 0;
+  // Where permission is denied on the way to reading `path` (EACCES): the first directory on it
+  // that this process may not search, else the path itself; "" when nothing denies it (it can be
+  // read, or is not there).
+  virtual std::string denied(const std::string& path) const = 0;
   // Names in a directory matching a prefix ("nvidia" in /dev), sorted.
   virtual std::vector<std::string> list_dir(const std::string& dir,
                                             const std::string& prefix) const = 0;

@@ -237,7 +237,9 @@ std::optional<WorkerRun> cpu_work(const RunResults& results) {
 }
 
 // The stack: the image's, with what the engine's workers said of the library they loaded (a GPU
-// worker's, which loaded libtorch_cuda.so, before the CPU's).
+// worker's, which loaded libtorch_cuda.so, before the CPU's). The release reported is the one that
+// ran: the library's own word where it loaded and the files say another (the files' claim stays
+// in image_stack, and libtorch-version-mismatch says both).
 StackInfo stack_from(const StackInfo& at_start, const std::optional<WorkerRun>& cpu,
                      const std::vector<WorkerRun>& gpus) {
   StackInfo stack = at_start;
@@ -256,6 +258,10 @@ StackInfo stack_from(const StackInfo& at_start, const std::optional<WorkerRun>& 
   stack.abi_version = said->abi_version;
   stack.release_note = said->release_note;
   stack.load_error = said->load_error;
+  if (said->load_error.empty() && !said->abi_version.empty() &&
+      version_release(stack.libtorch_version) != said->abi_version) {
+    stack.libtorch_version = said->abi_version;
+  }
   if (cpu && cpu->result && cpu->result->stack && cpu->result->stack->cpu_threads > 0) {
     stack.cpu_threads = cpu->result->stack->cpu_threads;
   }
@@ -402,6 +408,16 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
   return c;
 }
 
+// Whether a worker was asked to inject PRECISION_PROBE_INJECT_FAULT's fault.
+bool injection_planned(const RunResults& results) {
+  const auto planned = [](const std::optional<WorkerRun>& w) {
+    return w && w->plan.inject_iteration > 0;
+  };
+  return planned(results.cpu) ||
+         std::any_of(results.gpus.begin(), results.gpus.end(),
+                     [](const WorkerRun& w) { return w.plan.inject_iteration > 0; });
+}
+
 }  // namespace
 
 Report assemble(const Options& options, const StartFacts& facts, const DriverAnswers& driver,
@@ -414,6 +430,7 @@ Report assemble(const Options& options, const StartFacts& facts, const DriverAns
   report.stack = stack_from(start.stack.stack, results.cpu, results.gpus);
   add_gpu_devices(report, options, seen, start.stack.gpu_blocker, results);
   add_cpu_device(report, options, facts.machine.cpu, start.stack.kernel_blocker, results);
+  note_unplaced_injection(report.devices, start.inject, injection_planned(results));
   report.collectives = collectives_report(options, seen, gpus.collective_on, results.collective);
   return report;
 }

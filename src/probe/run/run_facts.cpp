@@ -32,6 +32,7 @@ StartFacts read_start_facts(const System& system, const Engine& engine,
   f.machine = read_machine(system);
   trace("probe start");
   f.inject_fault = system.getenv("PRECISION_PROBE_INJECT_FAULT");
+  if (f.inject_fault && f.inject_fault->empty()) f.inject_fault.reset();  // empty is unset
   f.image = find_torch(system);
   trace("image stack read");
   f.engine_installed = engine.installed();

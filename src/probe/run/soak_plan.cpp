@@ -110,4 +110,24 @@ std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& 
   return s;
 }
 
+void note_unplaced_injection(std::vector<DeviceReport>& devices,
+                             const std::optional<FaultInjection>& inject, bool planned) {
+  if (!inject || planned) return;
+  const std::string mode(mode_key(inject->mode));
+  const std::string where = inject->device.empty()    ? ""
+                            : inject->device == "cpu" ? "the CPU"
+                                                      : "GPU " + inject->device;
+  const std::string note =
+      where.empty()
+          ? fmt::format("{} names {}, which no device of this run soaks: nothing was injected",
+                        kInjectFaultVariable, mode)
+          : fmt::format(
+                "{} names {} on {}, which this run does not soak in {}: nothing was "
+                "injected",
+                kInjectFaultVariable, mode, where, mode);
+  for (DeviceReport& d : devices) {
+    if (d.soak && d.soak->injection_note.empty()) d.soak->injection_note = note;
+  }
+}
+
 }  // namespace precision_probe

@@ -27,4 +27,10 @@ void plan_soak(WorkerPlan& plan, const Options& options,
 std::optional<SoakReport> soak_report(const Options& options, const WorkerPlan& plan,
                                       const WorkerResult* result, bool interrupted);
 
+// PRECISION_PROBE_INJECT_FAULT that no device's plan took (`planned` false: its DEVICE is not
+// soaked in this run, no such GPU, or no soaked device runs its MODE): nothing was injected, and
+// every device that soaked says so in its injection_note (docs/soak.md).
+void note_unplaced_injection(std::vector<DeviceReport>& devices,
+                             const std::optional<FaultInjection>& inject, bool planned);
+
 }  // namespace precision_probe

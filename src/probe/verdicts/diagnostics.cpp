@@ -78,10 +78,11 @@ const char* const kGpuContainerHint =
 void driver_fault(Collector& c, const Report& r) {
   if (r.driver.status == DriverStatus::out_of_time) {
     c.add(DiagnosticCode::driver_out_of_time, Severity::error,
-          "the run's time ran out before the NVIDIA driver answered: " + r.driver.message +
+          "the NVIDIA driver did not answer in the time this run gave it: " + r.driver.message +
               "; the GPUs were not tested",
-          "give the run more time (--timeout; a driver query alone may take up to "
-          "--check-timeout): a driver that still does not answer hangs (driver-hung)");
+          "give it more time: a --timeout longer than --check-timeout, and a --check-timeout of "
+          "at least 3 s for each GPU (a driver that starts its GPUs takes 1-3 s each where "
+          "persistence mode is off); a driver that still does not answer hangs (driver-hung)");
   } else if (r.driver.status == DriverStatus::hung) {
     c.add(DiagnosticCode::driver_hung, Severity::error,
           "the NVIDIA driver does not answer: " + r.driver.message + "; the GPUs were not tested",
@@ -402,11 +403,14 @@ void libtorch(Collector& c, const Report& r) {
               s.library + "` shows what is missing");
     return;
   }
-  if (!s.abi_version.empty() && version_release(s.libtorch_version) != s.abi_version) {
+  // The files' claim (the report's stack gives the release that ran).
+  const std::string& files = r.image_stack ? r.image_stack->libtorch_version : s.libtorch_version;
+  if (!s.abi_version.empty() && !files.empty() && version_release(files) != s.abi_version) {
     c.add(DiagnosticCode::libtorch_version_mismatch, Severity::warning,
           fmt::format("torch/version.py says {}, but the library the engine loaded ({}) says it is "
-                      "{} (aoti_torch_abi_version): the checks ran on {}",
-                      s.libtorch_version, s.library, s.abi_version, s.abi_version),
+                      "{} (aoti_torch_abi_version): the checks ran on {}, the release this report "
+                      "gives",
+                      files, s.library, s.abi_version, s.abi_version),
           "the package's files and its libraries come from different installations: reinstall "
           "torch");
   }
@@ -661,6 +665,27 @@ void soak_health(Collector& c, const DeviceReport& d) {
                        : kDrainHint);
 }
 
+// Each note of a fault that was not injected, once, with the devices whose soak says it (a note
+// of the run, one DEVICE that is not soaked, is every soaked device's).
+void injection_notes(Collector& c, const Report& r) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> notes;
+  for (const DeviceReport& d : r.devices) {
+    if (!d.soak || d.soak->injected || d.soak->injection_note.empty()) continue;
+    const auto it = std::find_if(notes.begin(), notes.end(),
+                                 [&d](const auto& n) { return n.first == d.soak->injection_note; });
+    if (it != notes.end()) {
+      it->second.push_back(d.label());
+    } else {
+      notes.push_back({d.soak->injection_note, {d.label()}});
+    }
+  }
+  for (const auto& [note, devices] : notes) {
+    c.add(DiagnosticCode::soak_fault_injected, Severity::warning, join(devices, ", ") + ": " + note,
+          "name a result the soak reaches (an earlier ITERATION, or a longer --soak) of a mode "
+          "(--soak-modes) on a device (--device) this run soaks");
+  }
+}
+
 void soak(Collector& c, const Report& r) {
   for (const DeviceReport& d : r.devices) {
     if (!d.soak) continue;
@@ -682,12 +707,9 @@ void soak(Collector& c, const Report& r) {
             fmt::format("{} was set: a bit of one result of {} was flipped on purpose",
                         kInjectFaultVariable, d.label()),
             "unset it for a real soak: it is a test facility of the detector");
-    } else if (!d.soak->injection_note.empty()) {
-      c.add(DiagnosticCode::soak_fault_injected, Severity::warning,
-            d.label() + ": " + d.soak->injection_note,
-            "name an earlier result, or soak longer, for the detector to be tested");
     }
   }
+  injection_notes(c, r);
 }
 
 std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticFacts& facts) {

@@ -188,8 +188,9 @@ ExitDecision decide_exit(const Report& report) {
     return {exit_code::kTimedOut, "the NVIDIA driver hangs: " + report.driver.message};
   }
   if (report.run.gpus_selected && report.driver.status == DriverStatus::out_of_time) {
-    return {exit_code::kTimedOut,
-            "the run's time ran out before the NVIDIA driver answered: " + report.driver.message};
+    return {
+        exit_code::kTimedOut,
+        "the NVIDIA driver did not answer in the time this run gave it: " + report.driver.message};
   }
   const Findings f = scan(report);
   if (!f.timed_out.empty()) return {exit_code::kTimedOut, f.timed_out};

@@ -16,7 +16,9 @@
 # not installed, or where no tmpfs can be mounted. Everything it started is stopped and its directory removed, whatever happens.
 #   usage: slurm-healthcheck-slurmd-test.sh EXAMPLE PROBE FAKE_DRIVER FAKE_ENGINE FAKE_TORCH
 set -uo pipefail
-example=$1 probe=$2 fake_driver=$3 fake_engine=$4 fake_torch=$5
+[ $# -eq 5 ] || { echo "usage: $0 EXAMPLE PROBE FAKE_DRIVER FAKE_ENGINE FAKE_TORCH" >&2; exit 2; }
+example=$(realpath "$1") probe=$(realpath "$2") fake_driver=$(realpath "$3")
+fake_engine=$(realpath "$4") fake_torch=$(realpath "$5")
 
 skip() {
   echo "skipped: $*"
@@ -36,6 +38,9 @@ fi
 
 dir=$(mktemp -d /tmp/pp-slurmd-XXXXXX)
 chmod 755 "$dir"
+# The daemons' working directory, and so the health check's: slurmd allows core dumps, and a case
+# crashes the fake driver's process on purpose; its core is removed with the directory.
+cd "$dir" || exit 1
 daemons=()
 # Stops what this test started: the daemons, then any health check they left running (a process
 # whose command line names this directory), then removes the directory.

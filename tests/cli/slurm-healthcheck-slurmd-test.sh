@@ -71,8 +71,11 @@ for entry in /dev/* /dev/.[!.]*; do
   ln -s "/dev/.host/${entry##*/}" "$dir/dev/${entry##*/}"
 done
 rm -f "$dir/dev/nvidiactl" "$dir/dev/nvidia0"
-mknod -m 666 "$dir/dev/nvidiactl" c 195 255 && mknod -m 666 "$dir/dev/nvidia0" c 195 0 &&
-  mount --move "$dir/dev" /dev || { echo "FAIL: the namespace's /dev"; exit 1; }
+if ! mknod -m 666 "$dir/dev/nvidiactl" c 195 255 || ! mknod -m 666 "$dir/dev/nvidia0" c 195 0 ||
+  ! mount --move "$dir/dev" /dev; then
+  echo "FAIL: the namespace's /dev"
+  exit 1
+fi
 
 failures=0
 fail() {
@@ -215,9 +218,12 @@ if drained; then
   fail "drained: $(node_reason)"
 fi
 # slurmd logs the check's exit 1 with its output (stderr), whose lines follow.
-grep -q "error: health_check failed: rc:1 output:precision-probe: exit 3: " "$dir/log/slurmd.log" &&
-  grep -qxF "precision-probe-healthcheck: NOT drained $node: precision-probe exit 3: a setting of this check, not the node: libtorch-not-found (the defaults at the top of $dir/healthcheck): $(grep -o 'precision-probe: exit 3: .*' "$dir/log/slurmd.log" | head -n 1)" "$dir/log/slurmd.log" ||
+probe_line=$(grep -o 'health_check failed: rc:1 output:precision-probe: exit 3: .*' "$dir/log/slurmd.log" |
+  head -n 1 | sed 's/^health_check failed: rc:1 output://')
+if [ -z "$probe_line" ] ||
+  ! grep -qxF "precision-probe-healthcheck: NOT drained $node: precision-probe exit 3: a setting of this check, not the node: libtorch-not-found (the defaults at the top of $dir/healthcheck): $probe_line" "$dir/log/slurmd.log"; then
   fail "slurmd did not log the setting mistake: $(cat "$dir/log/slurmd.log")"
+fi
 
 run_case "(b) no GPU, and no torch" "$base
 export FAKE_NVIDIA_GPUS= FAKE_CUINIT_RESULT=100

@@ -43,7 +43,8 @@ set -uo pipefail
 REQUIRE=${PROBE_REQUIRE:-bf16}
 export PATH=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 # export PRECISION_PROBE_TORCH=/opt/pytorch/lib/python3.12/site-packages/torch
-# export SLURM_CONF=/etc/slurm/slurm.conf   (where scontrol and squeue do not find it themselves)
+# Where scontrol and squeue do not find slurm.conf themselves:
+# export SLURM_CONF=/etc/slurm/slurm.conf
 # --- end of the defaults
 node=${SLURMD_NODENAME:-$(hostname -s)}
 

@@ -40,15 +40,42 @@ check(gl["train"]["needs"] == ["precision-gate"], "gitlab: train must need the g
 for name in ("precision-gate", "train"):
     bash_ok("\n".join(gl[name]["script"]), f"gitlab {name}")
 
+def env_of(container):
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def names_the_node(container, name):
+    """PRECISION_PROBE_NODE_NAME from the downward API: the node's name, not the pod's."""
+    ref = env_of(container).get("PRECISION_PROBE_NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {})
+    check(ref.get("fieldPath") == "spec.nodeName",
+          f"{name}: PRECISION_PROBE_NODE_NAME from the downward API's spec.nodeName")
+
+
+def sees_every_gpu_of_any_node(pod, name):
+    """A DaemonSet runs on nodes of any GPU count: it requests no GPU (a count), and sees them all
+    through the NVIDIA container runtime."""
+    for c in pod["containers"] + pod.get("initContainers", []):
+        for kind in ("limits", "requests"):
+            asked = c.get("resources", {}).get(kind, {})
+            check(not any(k.startswith("nvidia.com/") for k in asked),
+                  f"{name}: {c['name']} {kind} {asked}: a GPU count keeps it off nodes with fewer")
+    c = pod["containers"][0]
+    check(env_of(c).get("NVIDIA_VISIBLE_DEVICES", {}).get("value") == "all",
+          f"{name}: NVIDIA_VISIBLE_DEVICES=all")
+    check(pod.get("runtimeClassName") == "nvidia", f"{name}: the nvidia runtime class")
+
+
 job = yaml.safe_load((ex / "k8s-job.yaml").read_text())
 check(job["kind"] == "Job", "k8s-job: kind Job")
 c = job["spec"]["template"]["spec"]["containers"][0]
 check("nvidia.com/gpu" in c["resources"]["limits"], "k8s-job: nvidia.com/gpu limit")
+names_the_node(c, "k8s-job")
 
 ds = yaml.safe_load((ex / "k8s-daemonset.yaml").read_text())
 check(ds["kind"] == "DaemonSet", "k8s-daemonset: kind DaemonSet")
 c = ds["spec"]["template"]["spec"]["containers"][0]
-check("nvidia.com/gpu" in c["resources"]["limits"], "k8s-daemonset: nvidia.com/gpu limit")
+sees_every_gpu_of_any_node(ds["spec"]["template"]["spec"], "k8s-daemonset")
+names_the_node(c, "k8s-daemonset")
 check(any("--prom" in a for a in c["args"]), "k8s-daemonset: writes Prometheus metrics")
 bash_ok(c["args"][0], "k8s-daemonset script")
 check(ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"]["labels"],
@@ -57,6 +84,8 @@ check(ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"
 nfd = yaml.safe_load((ex / "nfd-daemonset.yaml").read_text())
 check(nfd["kind"] == "DaemonSet", "nfd-daemonset: kind DaemonSet")
 c = nfd["spec"]["template"]["spec"]["containers"][0]
+sees_every_gpu_of_any_node(nfd["spec"]["template"]["spec"], "nfd-daemonset")
+names_the_node(c, "nfd-daemonset")
 bash_ok(c["args"][0], "nfd-daemonset script")
 check("--nfd /features.d/" in c["args"][0], "nfd-daemonset: writes the feature file")
 mount = next(m for m in c["volumeMounts"] if m["mountPath"] == "/features.d")

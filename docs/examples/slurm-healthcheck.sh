@@ -1,26 +1,51 @@
 #!/bin/bash
 # A Slurm health check (HealthCheckProgram in slurm.conf, or a prolog): probe this node and drain
-# it, with a reason a person can act on, exactly when the probe says the node is bad: exit 1 (a
-# required precision is not natively usable), 3 (no usable GPU, driver, engine or LibTorch), 4 (a
-# check failed: wrong numbers) or 5 (timed out: a hung GPU or driver). Every other outcome says
-# nothing about the node (2: a usage error such as PROBE_REQUIRE=bf61, 6: the report could not be
-# written, 126/127: the probe cannot be run, a probe killed by a signal, anything unknown): it is
-# logged loudly and the node is left as it is, so that one typo in the configuration never drains
-# a cluster. The probe only reports; this script decides and calls scontrol. The table of codes and
-# what this does with each: docs/integrations.md#slurm.
+# it, with a reason a person can act on, exactly when the probe says the node itself is bad, and
+# never for a mistake in how the check is set up, so that one wrong setting never drains a cluster.
+# The probe only reports; this script decides and calls scontrol. docs/integrations.md#slurm has
+# the tables below with more words.
 #   HealthCheckProgram=/usr/local/sbin/precision-probe-healthcheck   (this file)
 #   HealthCheckInterval=3600
-#   HealthCheckNodeState=IDLE   (a job holding a GPU's memory makes the check exit 3: see the docs)
+#   HealthCheckNodeState=IDLE   (a job holding a GPU's memory is no fault: see gpu-memory-busy)
+#
+# The probe's exit code (docs/exit-codes.md), and what this does:
+#   0        healthy: nothing
+#   1        a required precision is not natively usable here: drain
+#   3        an environment problem: decided from the report's diagnostics (docs/diagnostics.md):
+#            - the node's own fault: drain
+#                driver-library-not-found cuda-library-not-found device-nodes-missing
+#                device-nodes-inaccessible cuinit-failed no-cuda-device driver-crashed driver-hung
+#                compute-mode-prohibited
+#            - a GPU held by another process (gpu-memory-busy compute-mode-exclusive-busy): drain
+#              where no job runs on the node (a process left behind), else no drain, log
+#            - a setting of this check, the same on every node: no drain, log (fix the defaults
+#              below)
+#                engine-not-installed libtorch-not-found libtorch-too-old libtorch-load-failed
+#                libtorch-without-cuda torch-file-refused arch-not-in-build driver-too-old
+#                nvidia-visible-devices-none cuda-visible-devices-empty cuda-visible-devices-invalid
+#            - none of these, or no report to read: no drain, log
+#            The first that applies wins, in this order: a fault, a held GPU with no job, a
+#            setting, a held GPU under a job, the rest.
+#   4        a check failed (wrong numbers, NaN, a crashed worker): drain
+#   5        timed out (a hung GPU or driver): drain
+#   2, 6, 124, 126, 127, 128+N, any other: the check could not judge the node: no drain, log
+# "log" is loud: syslog at daemon.err (tag precision-probe-healthcheck) and stderr, exit 1, which
+# slurmd logs as "health_check failed: rc:1 output:...".
 # Exit status: 0 the node is healthy or was drained; 1 the check could not judge the node, or could
-# not drain or log (slurmd then logs "health_check failed: rc:1 output:..." with this script's
-# stderr); 128+N this script was stopped by signal N before the probe finished (nothing drained).
+# not drain or log; 128+N this script was stopped by signal N before the probe finished (nothing
+# drained).
 set -uo pipefail
 
-# slurmd starts this program with an empty environment (SLURMD_NODENAME alone): these defaults are
-# what it gets. Edit them here (PATH must lead to the python3 of the image's PyTorch, or set
-# PRECISION_PROBE_TORCH: docs/images.md).
+# --- The defaults: slurmd starts this program with an almost empty environment (SLURMD_NODENAME
+# alone), so what the probe and scontrol need is set here. PATH must lead to the python3 of the
+# image's PyTorch, or set PRECISION_PROBE_TORCH (docs/images.md): where it leads to none, every
+# node says libtorch-not-found, which this logs and drains nothing for.
 REQUIRE=${PROBE_REQUIRE:-bf16}
 export PATH=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
+# export PRECISION_PROBE_TORCH=/opt/pytorch/lib/python3.12/site-packages/torch
+# Where scontrol and squeue do not find slurm.conf themselves:
+# export SLURM_CONF=/etc/slurm/slurm.conf
+# --- end of the defaults
 node=${SLURMD_NODENAME:-$(hostname -s)}
 
 # slurmd kills this program 60 s after it started it. The probe ends its run within RUN_S (a hung
@@ -30,15 +55,24 @@ node=${SLURMD_NODENAME:-$(hostname -s)}
 # left to drain (scontrol waits up to slurm.conf's MessageTimeout, 10 s by default) or to log.
 RUN_S=40 CHECK_S=30 STOP_S=50 KILL_S=5
 
+# The diagnostics of exit 3, by what they say (the table above).
+NODE_FAULTS="driver-library-not-found cuda-library-not-found device-nodes-missing
+  device-nodes-inaccessible cuinit-failed no-cuda-device driver-crashed driver-hung
+  compute-mode-prohibited"
+GPU_HELD="gpu-memory-busy compute-mode-exclusive-busy"
+SETTINGS="engine-not-installed libtorch-not-found libtorch-too-old libtorch-load-failed
+  libtorch-without-cuda torch-file-refused arch-not-in-build driver-too-old
+  nvidia-visible-devices-none cuda-visible-devices-empty cuda-visible-devices-invalid"
+
 # What each exit status of the probe (or of the timeout(1) and shell around it) means for the node:
-# "drain" (the node is bad; the codes of docs/exit-codes.md), "alert" (the check could not judge
-# the node: log loudly, drain nothing) or "healthy".
+# "drain" (the node is bad), "alert" (the check could not judge the node: log loudly, drain
+# nothing), "healthy", or "diagnose" (3: the diagnostics decide).
 classify() {
   case $1 in
     0) verdict=healthy meaning="every requirement met natively" ;;
     1) verdict=drain meaning="a required mode is not natively usable" ;;
     2) verdict=alert meaning="usage error (PROBE_REQUIRE='$REQUIRE' or the probe's options)" ;;
-    3) verdict=drain meaning="environment problem: no usable GPU, driver, engine or LibTorch" ;;
+    3) verdict=diagnose meaning="environment problem" ;;
     4) verdict=drain meaning="a check failed: wrong numbers, NaN or a crashed worker" ;;
     5) verdict=drain meaning="timed out or interrupted: a hung GPU or driver" ;;
     6) verdict=alert meaning="the report could not be delivered to $work (a full file system?)" ;;
@@ -52,6 +86,64 @@ classify() {
       fi
       ;;
   esac
+}
+
+# The report's diagnostic codes, one a line, in its order. Only a diagnostic has a "code" member,
+# and a quote inside a text is escaped (\"), so a message cannot fake one; no jq or python needed.
+diagnostic_codes() {
+  grep -o '"code": *"[a-z0-9-]*"' "$1" 2>/dev/null | sed 's/.*"\([a-z0-9-]*\)"$/\1/'
+}
+
+# The first of CODES (one a line) that LIST names; nothing when none does. first_of LIST CODES
+first_of() {
+  local code word
+  for code in $2; do
+    for word in $1; do
+      [ "$code" != "$word" ] || { echo "$code"; return; }
+    done
+  done
+}
+
+# Whether a job runs on the node (squeue answers); "unknown" when squeue cannot say.
+job_on_node() {
+  local jobs
+  if ! jobs=$(squeue -h -w "$node" -t RUNNING,COMPLETING -o %i 2>/dev/null); then
+    echo unknown
+  elif [ -n "$jobs" ]; then
+    echo yes
+  else
+    echo no
+  fi
+}
+
+# Exit 3: which of its diagnostics decides (the table at the top). Sets verdict and meaning.
+diagnose() {
+  local codes fault held setting
+  codes=$(diagnostic_codes "$work/report.json")
+  fault=$(first_of "$NODE_FAULTS" "$codes")
+  held=$(first_of "$GPU_HELD" "$codes")
+  setting=$(first_of "$SETTINGS" "$codes")
+  if [ -n "$fault" ]; then
+    verdict=drain meaning="$fault"
+    return
+  fi
+  local job=
+  [ -z "$held" ] || job=$(job_on_node)
+  verdict=alert
+  if [ "$job" = no ]; then
+    verdict=drain meaning="$held with no job on the node"
+  elif [ -n "$setting" ]; then
+    meaning="a setting of this check, not the node: $setting (the defaults at the top of $0)"
+  elif [ "$job" = yes ]; then
+    meaning="$held: a job runs on the node (HealthCheckNodeState=IDLE keeps the check off busy nodes)"
+  elif [ -n "$held" ]; then
+    meaning="$held, and squeue could not say whether a job runs on the node"
+  elif [ -n "$codes" ]; then
+    meaning="an environment problem this check does not judge: $(tr '\n' ' ' <<<"$codes")"
+    meaning=${meaning% }
+  else
+    meaning="an environment problem, and no report says which"
+  fi
 }
 
 failed_log=
@@ -69,7 +161,7 @@ alert() { log err precision-probe-healthcheck "NOT drained $node: $1"; }
 
 # The first failing (or not native) requirement, with the GPU's UUID: "bf16 failed on GPU 3
 # (GPU-...)", or with its reason where no device was tested ("bf16 not_tested: no usable GPU:
-# ..."), else the report's exit_reason; nothing when there is no readable report.
+# ..."), else the report's exit_reason; nothing when there is no readable report or no python3.
 first_failure() {
   python3 - "$1" <<'PY' 2>/dev/null
 import json, sys
@@ -125,6 +217,7 @@ cat "$work/stderr" >&2
 detail=$(head -n 1 "$work/stderr" | cut -c 1-300)
 
 classify "$code"
+[ "$verdict" != diagnose ] || diagnose
 case $verdict in
   healthy)
     exit 0
@@ -135,6 +228,10 @@ case $verdict in
     ;;
   drain)
     reason=$(first_failure "$work/report.json")
+    # Exit 3's diagnostic first: it names what is wrong with the node.
+    if [ "$code" -eq 3 ]; then
+      reason="$meaning${reason:+: $reason}"
+    fi
     reason="precision-probe: ${reason:-$meaning} (exit $code)"
     out=$(scontrol update nodename="$node" state=drain reason="${reason:0:200}" 2>&1)
     rc=$?

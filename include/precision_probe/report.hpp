@@ -188,11 +188,17 @@ struct ToolInfo {
 };
 
 struct HostInfo {
-  std::string hostname;
+  std::string hostname;  // what the kernel says (in a Kubernetes pod: the pod's name)
+  // The node's name: PRECISION_PROBE_NODE_NAME where set (Kubernetes' spec.nodeName through the
+  // downward API), else the hostname; what the metrics and summarize name the node by. Empty in a
+  // report written before the field existed: node() is then the hostname.
+  std::string node_name;
   std::string os;  // PRETTY_NAME of /etc/os-release
   std::string kernel;
   std::string machine;
   bool container = false;
+
+  const std::string& node() const { return node_name.empty() ? hostname : node_name; }
 };
 
 // What was run: the probe, or `arch CC` (the offline answer for a compute capability).

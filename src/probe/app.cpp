@@ -15,6 +15,7 @@
 #include "probe/delivery.hpp"
 #include "probe/driver/driver_agent.hpp"
 #include "probe/facts/image_reader.hpp"
+#include "probe/facts/machine.hpp"
 #include "probe/fleet/summarize_command.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/outputs/printers.hpp"
@@ -109,6 +110,8 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
     }
     return usage(prepared.error());
   }
+  // The node's name, which every output names the node by, is checked before anything runs.
+  if (const std::string bad = node_name_problem(deps.system); !bad.empty()) return usage(bad);
 
   // The run's one clock: the image's reading, the workers and the delivery end by it.
   const RunClock clock = RunClock::start(o);

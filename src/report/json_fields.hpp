@@ -893,6 +893,7 @@ std::enable_if_t<is<S, ToolInfo>> fields(V& v, S& t) {
 template <class V, class S>
 std::enable_if_t<is<S, HostInfo>> fields(V& v, S& h) {
   v("hostname", h.hostname);
+  v("node_name", h.node_name);
   v("os", h.os);
   v("kernel", h.kernel);
   v("machine", h.machine);

@@ -120,9 +120,9 @@ void make_printable(DeviceReport& d) {
 
 void make_printable(Report& r) {
   for (std::string* s :
-       {&r.host.hostname, &r.host.os, &r.host.kernel, &r.host.machine, &r.stack.source,
-        &r.stack.libtorch_version, &r.stack.cudnn_version, &r.stack.error, &r.driver.version,
-        &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
+       {&r.host.hostname, &r.host.node_name, &r.host.os, &r.host.kernel, &r.host.machine,
+        &r.stack.source, &r.stack.libtorch_version, &r.stack.cudnn_version, &r.stack.error,
+        &r.driver.version, &r.driver.message, &r.driver.libcuda_path, &r.driver.cu_init_error_name,
         &r.run.unavailable_selection, &r.exit_reason}) {
     safe(*s);
   }

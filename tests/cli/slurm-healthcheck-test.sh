@@ -1,8 +1,10 @@
 #!/bin/sh
-# docs/examples/slurm-healthcheck.sh drains the node on exactly the probe's exit codes that say the
-# node is bad (1, 3, 4, 5) and for every other outcome (0, 2, 6, 126, 127, a probe killed by a
-# signal, 124 from timeout(1), an unknown code, the check itself interrupted) drains nothing; it
-# logs loudly instead. Each case runs the example itself as slurmd does (an empty environment but
+# docs/examples/slurm-healthcheck.sh drains the node on exactly the probe's outcomes that say the
+# node is bad (1, 4, 5; 3 with a diagnostic of the node's own fault, or of a GPU held where no job
+# runs) and for every other outcome (0, 2, 6, 126, 127, a probe killed by a signal, 124 from
+# timeout(1), an unknown code, 3 for a setting of the check or with no diagnostic it knows, the
+# check itself interrupted) drains nothing; it logs loudly instead. The same under a real slurmd:
+# slurm-healthcheck-slurmd-test.sh. Each case runs the example itself as slurmd does (an empty environment but
 # SLURMD_NODENAME), with stubs first on PATH: a precision-probe that exits as told (and writes a
 # report for the drain codes), and scontrol and logger that record their arguments. Shellcheck
 # checks the example where it is installed.
@@ -41,10 +43,24 @@ case $STUB_PROBE in
     wait
     exit 99 ;;
   3)
+    # STUB_CODES: the report's diagnostics (their codes), as the probe writes them.
+    diagnostics= sep=
+    for c in ${STUB_CODES:-}; do
+      diagnostics="$diagnostics$sep
+    {
+      \"code\": \"$c\",
+      \"severity\": \"error\",
+      \"message\": \"${STUB_MESSAGE:-what $c says}\",
+      \"hint\": \"\"
+    }"
+      sep=,
+    done
     [ -n "${STUB_NO_REPORT:-}" ] || cat > "$out" <<JSON
 {"exit_code": 3, "exit_reason": "--require bf16: no usable GPU", "devices": [],
  "requirements": [{"mode": "bf16", "device": "none", "status": "not_tested", "met": false,
-                   "reason": "no usable GPU: libcuda.so.1: cannot open shared object file"}]}
+                   "reason": "no usable GPU: libcuda.so.1: cannot open shared object file"}],
+  "diagnostics": [$diagnostics
+  ]}
 JSON
     echo "precision-probe: exit 3: --require bf16: no usable GPU" >&2 ;;
   1|4|5)
@@ -65,13 +81,21 @@ printf '%s\n' "$@" > "$STUB_DIR/scontrol.args"
 [ "${STUB_SCONTROL_EXIT:-0}" -eq 0 ] || echo "slurm_update error: Invalid node name specified" >&2
 exit "${STUB_SCONTROL_EXIT:-0}"
 EOF
+# squeue: STUB_SQUEUE is the jobs it lists on the node, or "fail".
+cat > "$dir/bin/squeue" <<'EOF'
+#!/bin/sh
+printf '%s\n' "$@" > "$STUB_DIR/squeue.args"
+[ "${STUB_SQUEUE:-}" != fail ] || { echo "squeue: error: Unable to contact slurm controller" >&2; exit 1; }
+[ -z "${STUB_SQUEUE:-}" ] || echo "$STUB_SQUEUE"
+exit 0
+EOF
 cat > "$dir/bin/logger" <<'EOF'
 #!/bin/sh
 printf '%s|' "$@" >> "$STUB_DIR/logger.log"
 echo >> "$STUB_DIR/logger.log"
 exit "${STUB_LOGGER_EXIT:-0}"
 EOF
-chmod +x "$dir/probe/precision-probe" "$dir/bin/scontrol" "$dir/bin/logger"
+chmod +x "$dir/probe/precision-probe" "$dir/bin/scontrol" "$dir/bin/squeue" "$dir/bin/logger"
 path="$dir/probe:$dir/bin:/usr/bin:/bin"
 
 failures=0
@@ -81,7 +105,7 @@ fail() { echo "FAIL $case: $*"; failures=$((failures + 1)); }
 run() {
   case=$1 stub=$2
   shift 2
-  rm -f "$dir/probe.args" "$dir/scontrol.args" "$dir/logger.log" "$dir/stderr"
+  rm -f "$dir/probe.args" "$dir/scontrol.args" "$dir/squeue.args" "$dir/logger.log" "$dir/stderr"
   rc=0
   env -i PATH="$path" SLURMD_NODENAME=gpu-07 TMPDIR="$dir/tmp" STUB_DIR="$dir" STUB_PROBE="$stub" \
     "$@" bash "$example" > "$dir/stdout" 2> "$dir/stderr" || rc=$?
@@ -126,8 +150,48 @@ for code in 1 4 5; do
   run "exit $code" "$code"
   expect_drain 0 "precision-probe: bf16 failed on GPU 3 (GPU-1234abcd) (exit $code)"
 done
-run "exit 3" 3
-expect_drain 0 "precision-probe: bf16 not_tested: no usable GPU: libcuda.so.1: cannot open shared object file (exit 3)"
+# Exit 3 is decided by the report's diagnostics: the node's own fault drains, naming it, whatever
+# else is wrong (a setting too).
+run "exit 3, no-cuda-device" 3 STUB_CODES=no-cuda-device
+expect_drain 0 "precision-probe: no-cuda-device: bf16 not_tested: no usable GPU: libcuda.so.1: cannot open shared object file (exit 3)"
+for fault in driver-library-not-found cuda-library-not-found device-nodes-missing \
+  device-nodes-inaccessible cuinit-failed driver-crashed driver-hung compute-mode-prohibited; do
+  run "exit 3, $fault after a setting" 3 STUB_CODES="nvidia-visible-devices-unset libtorch-not-found $fault"
+  expect_drain 0 "precision-probe: $fault: bf16 not_tested: no usable GPU: libcuda.so.1: cannot open shared object file (exit 3)"
+done
+# A setting of the check (the same on every node: the first deployment's PATH without torch) never
+# drains: it is logged, naming the diagnostic and the defaults to edit.
+for setting in engine-not-installed libtorch-not-found libtorch-too-old libtorch-load-failed \
+  libtorch-without-cuda torch-file-refused arch-not-in-build driver-too-old \
+  nvidia-visible-devices-none cuda-visible-devices-empty cuda-visible-devices-invalid; do
+  run "exit 3, $setting" 3 STUB_CODES="nvidia-visible-devices-unset $setting"
+  expect_alert 1 "precision-probe exit 3: a setting of this check, not the node: $setting (the defaults at the top of $example): precision-probe: exit 3: --require bf16: no usable GPU"
+done
+# A message that spells a code is no diagnostic of that code.
+run "exit 3, a message naming a fault" 3 STUB_CODES=libtorch-not-found \
+  STUB_MESSAGE='torch at /x/\"code\": \"no-cuda-device\" not found'
+expect_alert 1 "precision-probe exit 3: a setting of this check, not the node: libtorch-not-found"
+# A GPU another process holds: a drain where no job runs on the node (a process left behind), a
+# log where one does or squeue cannot say; a setting comes before a held GPU under a job.
+run "exit 3, memory held, no job" 3 STUB_CODES=gpu-memory-busy
+expect_drain 0 "precision-probe: gpu-memory-busy with no job on the node: bf16 not_tested: no usable GPU: libcuda.so.1: cannot open shared object file (exit 3)"
+[ "$(tr '\n' ' ' < "$dir/squeue.args")" = "-h -w gpu-07 -t RUNNING,COMPLETING -o %i " ] ||
+  fail "squeue was called with: $(tr '\n' ' ' < "$dir/squeue.args" 2>&1)"
+run "exit 3, GPU held exclusively, no job, a setting" 3 STUB_CODES="libtorch-not-found compute-mode-exclusive-busy"
+expect_drain 0 "precision-probe: compute-mode-exclusive-busy with no job on the node: bf16 not_tested: no usable GPU: libcuda.so.1: cannot open shared object file (exit 3)"
+run "exit 3, memory held by a job" 3 STUB_CODES=gpu-memory-busy STUB_SQUEUE=4242
+expect_alert 1 "precision-probe exit 3: gpu-memory-busy: a job runs on the node (HealthCheckNodeState=IDLE keeps the check off busy nodes)"
+run "exit 3, memory held, squeue fails" 3 STUB_CODES=gpu-memory-busy STUB_SQUEUE=fail
+expect_alert 1 "precision-probe exit 3: gpu-memory-busy, and squeue could not say whether a job runs on the node"
+run "exit 3, memory held by a job, a setting" 3 STUB_CODES="gpu-memory-busy libtorch-too-old" STUB_SQUEUE=4242
+expect_alert 1 "precision-probe exit 3: a setting of this check, not the node: libtorch-too-old"
+# What the check does not know, or no report: a log.
+run "exit 3, an unknown diagnostic" 3 STUB_CODES="mig-enabled some-new-code"
+expect_alert 1 "precision-probe exit 3: an environment problem this check does not judge: mig-enabled some-new-code: precision-probe: exit 3"
+run "exit 3, no diagnostic" 3
+expect_alert 1 "precision-probe exit 3: an environment problem, and no report says which: precision-probe: exit 3"
+run "exit 3, no report" 3 STUB_NO_REPORT=1
+expect_alert 1 "precision-probe exit 3: an environment problem, and no report says which: precision-probe: exit 3"
 # The probe's limits fit under slurmd's 60 s, and PROBE_REQUIRE is passed on.
 run "exit 4, PROBE_REQUIRE" 4 PROBE_REQUIRE=bf16,fp8
 expect_drain 0 "precision-probe: bf16 failed on GPU 3 (GPU-1234abcd) (exit 4)"
@@ -209,4 +273,4 @@ if command -v shellcheck >/dev/null; then
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "slurm-healthcheck.sh: drains on 1, 3, 4, 5; logs 0, 2, 6, 124, 126, 127, 137, 42 and SIGTERM without draining"
+echo "slurm-healthcheck.sh: drains on 1, 4, 5 and 3 for the node's faults; logs 0, 2, 3 for settings, 6, 124, 126, 127, 137, 42 and SIGTERM without draining"

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -286,6 +289,110 @@ TEST(Binary, PrometheusPassesPromtool) {
   std::string own = r.out;
   own.replace(own.find("kind="), 5, "deviceKind=");
   EXPECT_NE(pp::testing::promtool_problems(own, available), "");
+}
+
+// docs/prometheus.md's claim, as written: `promtool check metrics` of the output as it is finds no
+// error (its exit 1), only its lint (exit 3), and every line of that lint is the camelCase one that
+// dcgm-exporter's four label names draw (with them respelled it is clean: the test above).
+TEST(Binary, PromtoolFindsNoErrorAndLintsOnlyTheCamelCaseLabelNames) {
+  const auto r =
+      run_probe_binary({"--format", "prometheus", "--device", "cpu", "--require", "fp32"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  bool available = false;
+  const pp::testing::PromtoolCheck check = pp::testing::promtool_check(r.out, available);
+  if (!available) GTEST_SKIP() << "promtool not installed (apt-get install prometheus)";
+  EXPECT_EQ(check.exit_code, 3) << check.output;
+  std::istringstream lines(check.output);
+  int linted = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++linted;
+    EXPECT_TRUE(std::regex_match(
+        line, std::regex("precision_probe_[a-z_]+ label names should be written in "
+                         "'snake_case' not 'camelCase'")))
+        << line;
+  }
+  EXPECT_GT(linted, 10) << check.output;
+  // Exit 3 is the lint's alone here: an error in the exposition is exit 1.
+  const pp::testing::PromtoolCheck broken =
+      pp::testing::promtool_check(r.out + "precision_probe_gpus{ 1\n", available);
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+}
+
+// In a Kubernetes pod without hostNetwork the hostname is the pod's name: PRECISION_PROBE_NODE_NAME
+// (spec.nodeName through the downward API) names the node in every output, and host.hostname
+// stays what the kernel says.
+TEST(Binary, PrecisionProbeNodeNameNamesTheNodeAndTheHostnameStaysTheKernels) {
+  char kernel[256] = {};
+  ASSERT_EQ(::gethostname(kernel, sizeof kernel - 1), 0);
+  const std::string hostname = kernel;
+  ASSERT_NE(hostname, "gpu-node-07.example");
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary({"--format", "json", "--device", "cpu", "--prom", dir + "/m.prom",
+                                   "--text", dir + "/r.txt", "--markdown", dir + "/r.md"},
+                                  {"PRECISION_PROBE_NODE_NAME=gpu-node-07.example"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("host").at("hostname"), hostname);
+  EXPECT_EQ(j.at("host").at("node_name"), "gpu-node-07.example");
+  expect_schema_valid(r.out);
+  const std::string prom = read_all(dir + "/m.prom");
+  EXPECT_NE(prom.find(R"(driver_cuda="",Hostname="gpu-node-07.example"})"), std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find(R"(modelName=")"), std::string::npos) << prom;
+  EXPECT_EQ(prom.find("Hostname=\"" + hostname + "\""), std::string::npos) << prom;
+  // Every device series too (the CPU's: its precisions, its selection).
+  const std::string device_label = R"(,Hostname="gpu-node-07.example",DCGM_FI_DRIVER_VERSION=)";
+  std::size_t device_series = 0;
+  for (std::size_t at = prom.find(device_label); at != std::string::npos;
+       at = prom.find(device_label, at + 1)) {
+    ++device_series;
+  }
+  EXPECT_GT(device_series, 10U) << prom;
+  EXPECT_NE(read_all(dir + "/r.txt").find(" on gpu-node-07.example (hostname " + hostname + ", "),
+            std::string::npos)
+      << read_all(dir + "/r.txt");
+  EXPECT_NE(read_all(dir + "/r.md").find("`gpu-node-07.example` · "), std::string::npos);
+  // Unset or empty, the node is the hostname.
+  for (const char* unset : {"PRECISION_PROBE_NODE_NAME", "PRECISION_PROBE_NODE_NAME="}) {
+    const auto plain = run_probe_binary({"--format", "json", "--device", "cpu"}, {unset});
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+    const json h = json::parse(plain.out).at("host");
+    EXPECT_EQ(h.at("hostname"), hostname);
+    EXPECT_EQ(h.at("node_name"), hostname) << unset;
+  }
+}
+
+TEST(Binary, ANodeNameThatIsNotOneIsExitTwoBeforeAnythingRuns) {
+  const std::string label63(63, 'a');
+  const std::string longest = label63 + "." + label63 + "." + label63 + "." + std::string(61, 'b');
+  ASSERT_EQ(longest.size(), 253U);
+  for (const std::string& good :
+       {std::string("a"), std::string("GPU-07"), std::string("0.x-1.y"), label63, longest}) {
+    const auto r = run_probe_binary({"--format", "json", "--device", "cpu"},
+                                    {"PRECISION_PROBE_NODE_NAME=" + good});
+    EXPECT_EQ(r.exit_code, 0) << good << ": " << r.err;
+    EXPECT_EQ(json::parse(r.out).at("host").at("node_name"), good);
+  }
+  for (const std::string& bad :
+       {std::string("gpu_07"), std::string("-gpu"), std::string("gpu-"), std::string("a..b"),
+        std::string(".a"), std::string("a."), std::string("gpu 07"), label63 + "a", longest + "c",
+        std::string("n\x01") + "de", std::string("n\u00e9ud")}) {
+    const auto text = run_probe_binary({}, {"PRECISION_PROBE_NODE_NAME=" + bad});
+    EXPECT_EQ(text.exit_code, 2) << bad;
+    EXPECT_EQ(text.out, "");
+    EXPECT_EQ(count_lines(text.err), 1) << text.err;
+    EXPECT_EQ(text.err.rfind("precision-probe: error: PRECISION_PROBE_NODE_NAME='", 0), 0U)
+        << text.err;
+    EXPECT_NE(text.err.find("is not a node name (RFC 1123"), std::string::npos) << text.err;
+    const auto j = run_probe_binary({"--format", "json"}, {"PRECISION_PROBE_NODE_NAME=" + bad});
+    EXPECT_EQ(j.exit_code, 2);
+    const json doc = json::parse(j.out);
+    EXPECT_EQ(doc.at("exit_code"), 2);
+    EXPECT_EQ(doc.at("error").at("kind"), "usage");
+    // The error document names the host by its hostname: the value given is no name.
+    EXPECT_EQ(doc.at("host").at("node_name"), doc.at("host").at("hostname"));
+    expect_schema_valid(j.out);
+  }
 }
 
 TEST(Binary, OneProbeFeedsEveryConsumer) {

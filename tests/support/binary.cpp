@@ -42,6 +42,7 @@ std::vector<std::string> probe_environment(const std::vector<std::string>& env) 
       "CUDA_VISIBLE_DEVICES",
       "NVIDIA_VISIBLE_DEVICES",
       "NO_COLOR",
+      "PRECISION_PROBE_NODE_NAME",
   };
   // Later entries win: the caller's overrides replace the defaults above.
   overrides.insert(overrides.end(), env.begin(), env.end());
@@ -209,10 +210,18 @@ std::string promtool_problems(const std::string& exposition, bool& available) {
       }
     }
   }
-  const ProcessOutput check = run_process({promtool, "check", "metrics"}, environment_with({}),
-                                          text, std::chrono::seconds(60));
+  const PromtoolCheck check = promtool_check(text, available);
   if (check.exit_code == 0) return "";
-  return "promtool exited " + std::to_string(check.exit_code) + ": " + check.out + check.err;
+  return "promtool exited " + std::to_string(check.exit_code) + ": " + check.output;
+}
+
+PromtoolCheck promtool_check(const std::string& exposition, bool& available) {
+  const std::string promtool = PP_PROMTOOL;
+  available = !promtool.empty();
+  if (!available) return {};
+  const ProcessOutput out = run_process({promtool, "check", "metrics"}, environment_with({}),
+                                        exposition, std::chrono::seconds(60));
+  return {out.exit_code, out.out + out.err};
 }
 
 }  // namespace precision_probe::testing

@@ -73,4 +73,12 @@ std::string validate_against_schema(const std::string& json_text, bool& availabl
 // configure time.
 std::string promtool_problems(const std::string& exposition, bool& available);
 
+// `promtool check metrics` of the exposition as it is: its exit code (0 clean, 1 an error, 3 lint
+// problems alone) and what it printed. Sets `available` as promtool_problems does.
+struct PromtoolCheck {
+  int exit_code = -1;
+  std::string output;
+};
+PromtoolCheck promtool_check(const std::string& exposition, bool& available);
+
 }  // namespace precision_probe::testing

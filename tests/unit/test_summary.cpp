@@ -46,6 +46,7 @@ pp::Report node_report(const std::string& host, const std::vector<pp::testing::F
   pp::Report r =
       pp::run_probe(options, pp::ProbeDeps{system, driver, engine, pp::testing::image_of(&image)});
   r.host.hostname = host;
+  r.host.node_name = host;
   r.started_at = pp::format_utc_timestamp(kNow / 1000 - age_s);
   return r;
 }
@@ -175,6 +176,45 @@ TEST(Summary, TheNewerOfTwoReportsOfAHostCounts) {
     ASSERT_EQ(s.superseded.size(), 1U);
     EXPECT_EQ(s.superseded[0].node, "a");
   }
+}
+
+// In Kubernetes without hostNetwork each pod has its own hostname: a node is known by its node name
+// (PRECISION_PROBE_NODE_NAME), so a replaced pod's report supersedes its predecessor's; a report
+// written before node_name existed is known by its hostname.
+TEST(Summary, ANodeIsKnownByItsNodeNameNotItsPodsHostname) {
+  pp::Report old = node_report("precision-probe-x7k2p", {kT4}, 7200);
+  old.host.node_name = "gpu-07";
+  pp::Report now = node_report("precision-probe-9qzmd", {kH200}, 60);
+  now.host.node_name = "gpu-07";
+  pp::Report other = node_report("precision-probe-5b8wc", {kH200}, 60);
+  other.host.node_name = "gpu-08";
+  for (const auto& order :
+       {std::vector<pp::Report>{old, now, other}, std::vector<pp::Report>{now, other, old}}) {
+    const pp::FleetSummary s = summarize(order);
+    EXPECT_EQ(s.reports, 3);
+    EXPECT_EQ(s.nodes, 2);
+    ASSERT_EQ(s.models.size(), 1U);
+    EXPECT_EQ(s.models[0].model, "NVIDIA H200");
+    EXPECT_EQ(s.models[0].nodes, 2);
+    ASSERT_EQ(s.superseded.size(), 1U);
+    EXPECT_EQ(s.superseded[0].node, "gpu-07");
+  }
+  // A report of before (no node_name in its JSON) is its hostname's.
+  pp::Report before = node_report("gpu-07", {kT4}, 7200);
+  nlohmann::json j = nlohmann::json::parse(pp::report_to_json(before));
+  j["host"].erase("node_name");
+  const auto read = pp::read_report_json(j.dump());
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(read->host.node_name, "");
+  EXPECT_EQ(read->host.node(), "gpu-07");
+  pp::FleetInputs inputs = inputs_of({now}, {});
+  inputs.nodes.push_back(pp::node_record(*read, "before.json", 1, {}, *inputs.texts));
+  pp::SummaryOptions o;
+  o.now_ms = kNow;
+  const pp::FleetSummary s = pp::summarize(std::move(inputs), o);
+  EXPECT_EQ(s.nodes, 1);
+  ASSERT_EQ(s.superseded.size(), 1U);
+  EXPECT_EQ(s.superseded[0].node, "gpu-07");
 }
 
 TEST(Summary, AReportOlderThanMaxAgeOrOfNoKnownAgeIsStaleAndExits3) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
 
@@ -46,11 +48,50 @@ DeviceNodes read_device_nodes(const System& system) {
   return nodes;
 }
 
+constexpr const char* kNodeNameVariable = "PRECISION_PROBE_NODE_NAME";
+
+// A host name of RFC 1123 (as Kubernetes' node names, which are its lower-case subset): labels of
+// 1 to 63 letters, digits and '-', neither first nor last, joined by '.'; 253 characters at most.
+bool is_node_name(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  std::size_t label = 0;
+  char previous = '.';
+  for (const char c : name) {
+    if (c == '.') {
+      if (label == 0 || previous == '-') return false;
+      label = 0;
+    } else {
+      const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      if (!alnum && (c != '-' || label == 0)) return false;
+      if (++label > 63) return false;
+    }
+    previous = c;
+  }
+  return previous != '.' && previous != '-';
+}
+
+// The variable's value where it names a node; nothing where it is unset, empty or not a name.
+std::optional<std::string> node_name_set(const System& system) {
+  std::optional<std::string> value = system.getenv(kNodeNameVariable);
+  if (!value || !is_node_name(*value)) return std::nullopt;
+  return value;
+}
+
 }  // namespace
+
+std::string node_name_problem(const System& system) {
+  const std::optional<std::string> value = system.getenv(kNodeNameVariable);
+  if (!value || value->empty() || is_node_name(*value)) return "";
+  return fmt::format(
+      "{}='{}' is not a node name (RFC 1123: letters, digits and '-' in labels of 1 to 63 "
+      "characters joined by '.', 253 at most; Kubernetes' spec.nodeName is one)",
+      kNodeNameVariable, printable(*value));
+}
 
 HostInfo collect_host(const System& system) {
   HostInfo host;
   host.hostname = system.hostname();
+  host.node_name = node_name_set(system).value_or(host.hostname);
   host.os = os_pretty_name(system);
   host.kernel = system.kernel_release();
   host.machine = system.machine();

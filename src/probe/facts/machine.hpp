@@ -39,6 +39,11 @@ struct MachineFacts {
 MachineFacts read_machine(const System& system);
 
 HostInfo collect_host(const System& system);
+
+// What is wrong with PRECISION_PROBE_NODE_NAME, one line ("" where it is unset, empty, or a node
+// name: RFC 1123, labels of letters, digits and '-' joined by '.', 253 characters at most).
+// collect_host takes it only when it is right; the run refuses to start otherwise (exit 2).
+std::string node_name_problem(const System& system);
 // PRECISION_PROBE_TORCH=none: no PyTorch is looked for, the hardware alone answers.
 bool torch_not_looked_for(const System& system);
 

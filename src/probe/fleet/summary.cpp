@@ -113,7 +113,7 @@ NodeRecord node_record(const Report& report, std::string source, std::size_t ord
   NodeRecord n;
   n.source = std::move(source);
   n.order = order;
-  n.hostname = report.host.hostname;
+  n.hostname = report.host.node();
   n.started_at = report.started_at;
   n.started_ms = parse_utc_timestamp(report.started_at);
   n.exit_code = report.exit_code;

@@ -73,7 +73,7 @@ struct NodeRequirement {
 struct NodeRecord {
   std::string source;  // the file, or "-:LINE" for a line of standard input
   std::size_t order = 0;
-  std::string hostname;
+  std::string hostname;  // the node's name: the report's host.node_name, else host.hostname
   std::string started_at;
   std::optional<std::int64_t> started_ms;  // started_at, parsed
   bool future = false;  // started more than kFutureSlackMs after the summary's clock (summarize())

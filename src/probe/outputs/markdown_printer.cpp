@@ -130,7 +130,7 @@ class MarkdownPrinter final : public Printer {
                                   ? cell_text(r.stack.libtorch_version) + " (CUDA " +
                                         version_or_empty(r.stack.cuda_version) + ")"
                                   : cell_text(r.stack.libtorch_version) + " (CPU only)";
-    out << fmt::format("`{}` · {} · LibTorch {} · driver {}\n\n", cell_text(r.host.hostname),
+    out << fmt::format("`{}` · {} · LibTorch {} · driver {}\n\n", cell_text(r.host.node()),
                        cell_text(r.host.os), stack,
                        r.driver.status == DriverStatus::ok
                            ? r.driver.version

@@ -104,7 +104,7 @@ std::string device_labels(const Report& r, const DeviceReport* d) {
       escape(gpu != nullptr ? gpu->uuid : ""),
       escape(gpu != nullptr ? dcgm_bus_id(gpu->pci_bus_id) : ""),
       d != nullptr ? device_value(*d) : "none", escape(d != nullptr ? d->name : ""),
-      escape(r.host.hostname), escape(r.driver.version), d != nullptr ? to_string(d->kind) : "");
+      escape(r.host.node()), escape(r.driver.version), d != nullptr ? to_string(d->kind) : "");
 }
 
 // A requirement's device labels: the device it was checked on, or device="none".
@@ -128,14 +128,14 @@ void add_info(Exposition& e, const Report& r) {
   Family& info =
       e.family("precision_probe_info",
                "Build and stack of the probe (the value is always 1; the facts are labels).");
-  info.add(fmt::format(
-               R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",Hostname="{}")",
-               escape(r.tool.version),
-               r.stack.available ? escape(r.stack.libtorch_version) : std::string("unknown"),
-               r.stack.available ? version_or_empty(r.stack.cuda_version) : std::string("unknown"),
-               escape(r.driver.version), version_or_empty(r.driver.cuda_version),
-               escape(r.host.hostname)),
-           1);
+  info.add(
+      fmt::format(
+          R"(version="{}",libtorch="{}",cuda="{}",driver="{}",driver_cuda="{}",Hostname="{}")",
+          escape(r.tool.version),
+          r.stack.available ? escape(r.stack.libtorch_version) : std::string("unknown"),
+          r.stack.available ? version_or_empty(r.stack.cuda_version) : std::string("unknown"),
+          escape(r.driver.version), version_or_empty(r.driver.cuda_version), escape(r.host.node())),
+      1);
 }
 
 // Per device and mode: natively usable, the status, the hardware's verdict; per device, gated.

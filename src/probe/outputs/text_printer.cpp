@@ -81,8 +81,12 @@ std::string stack_line(const StackInfo& s, const std::string& what) {
 }
 
 void print_header(const Report& r, Writer& w) {
+  // The node, and the kernel's hostname where it is another (a Kubernetes pod's name).
+  const std::string hostname =
+      r.host.node() != r.host.hostname ? "hostname " + r.host.hostname + ", " : "";
   std::string first = w.paint().bold(fmt::format("{} {}", r.tool.name, r.tool.version)) + " on " +
-                      r.host.hostname + " (" + (r.host.os.empty() ? r.host.machine : r.host.os) +
+                      r.host.node() + " (" + hostname +
+                      (r.host.os.empty() ? r.host.machine : r.host.os) +
                       (r.host.container ? ", container" : "") + ")";
   if (r.run.command == Command::probe) first += fmt::format(" · {:.2f} s", r.duration_ms / 1000.0);
   w.text("", first, 4);

@@ -145,7 +145,7 @@ class ProcessEngine final : public Engine {
   // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
   void pump(const std::vector<WorkerPlan>& plans, std::vector<Worker>& workers,
             std::vector<WorkerResult>& results, std::chrono::steady_clock::time_point deadline,
-            Limits limits) {
+            const Limits& limits) {
     while (true) {
       release_held(plans, workers);
       std::vector<pollfd> fds;

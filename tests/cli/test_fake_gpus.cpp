@@ -22,16 +22,12 @@ namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
 using pp::testing::run_probe_binary;
+using pp::testing::with;
 
 namespace {
 
 const char* kH200 = "NVIDIA H200:9.0:132:141";
 const char* kT4 = "Tesla T4:7.5:40:15";
-
-std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
-  env.insert(env.end(), more.begin(), more.end());
-  return env;
-}
 
 // The text report's wrapped lines joined: a line break and a continuation's indent (four spaces
 // or more; a table's rows have two) read as a space.

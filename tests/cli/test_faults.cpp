@@ -18,15 +18,11 @@ namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
 using pp::testing::run_probe_binary;
+using pp::testing::with;
 
 namespace {
 
 const char* kH200 = "NVIDIA H200:9.0:132:141";
-
-std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
-  env.insert(env.end(), more.begin(), more.end());
-  return env;
-}
 
 bool has_diagnostic(const json& report, const std::string& code) {
   for (const auto& d : report.at("diagnostics")) {

@@ -22,15 +22,11 @@ using nlohmann::json;
 using pp::testing::fake_driver_env;
 using pp::testing::read_all;
 using pp::testing::run_probe_binary;
+using pp::testing::with;
 
 namespace {
 
 const char* kH200 = "NVIDIA H200:9.0:132:141";
-
-std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
-  env.insert(env.end(), more.begin(), more.end());
-  return env;
-}
 
 // The files of one run, one per format.
 struct Files {

@@ -343,12 +343,13 @@ TEST(Outputs, MessagesSayWhatToTypeAndRoundNothing) {
 
 namespace {
 
-// The binary run as another user: `nobody`, through setpriv, where this test runs as root; as
-// this user otherwise.
-pp::testing::Run run_as_nobody(const std::vector<std::string>& args) {
+// The binary run as `uid` (group the same) through setpriv, or as this user where `uid` is this
+// user; the image's PyTorch none (the outputs are what these tests look at).
+pp::testing::Run run_as(uid_t uid, const std::vector<std::string>& args) {
   std::vector<std::string> argv;
-  if (::geteuid() == 0) {
-    argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  if (uid != ::geteuid()) {
+    argv = {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid),
+            "--clear-groups"};
   }
   argv.emplace_back(PP_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
@@ -356,6 +357,12 @@ pp::testing::Run run_as_nobody(const std::vector<std::string>& args) {
       pp::run_process(argv, pp::testing::probe_environment({"PRECISION_PROBE_TORCH=none"}), "",
                       std::chrono::seconds(60));
   return {out.exit_code, out.out, out.err, out.term_signal};
+}
+
+// The binary run as another user: `nobody`, through setpriv, where this test runs as root; as
+// this user otherwise.
+pp::testing::Run run_as_nobody(const std::vector<std::string>& args) {
+  return run_as(::geteuid() == 0 ? 65534 : ::geteuid(), args);
 }
 
 struct stat stat_of(const std::string& path) {
@@ -418,22 +425,6 @@ TEST(Outputs, AFileTheUserMayNotWriteIsRefusedAndAWritableOneKeepsItsMode) {
 }
 
 namespace {
-
-// The binary run as `uid` (group the same) through setpriv, or as this user where `uid` is this
-// user; the environment run_as_nobody gives.
-pp::testing::Run run_as(uid_t uid, const std::vector<std::string>& args) {
-  std::vector<std::string> argv;
-  if (uid != ::geteuid()) {
-    argv = {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid),
-            "--clear-groups"};
-  }
-  argv.emplace_back(PP_BINARY);
-  argv.insert(argv.end(), args.begin(), args.end());
-  const pp::ProcessOutput out =
-      pp::run_process(argv, pp::testing::probe_environment({"PRECISION_PROBE_TORCH=none"}), "",
-                      std::chrono::seconds(60));
-  return {out.exit_code, out.out, out.err, out.term_signal};
-}
 
 // Every option that writes a report to a file, the probe's, arch's and summarize's, given the file
 // and (for summarize) a report to read.

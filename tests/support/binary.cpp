@@ -68,6 +68,11 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
   return r;
 }
 
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
 std::vector<std::string> fake_driver_env(const std::string& gpus) {
   return {"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER, "PRECISION_PROBE_LIBNVML=" PP_FAKE_DRIVER,
           "FAKE_NVIDIA_GPUS=" + gpus};

@@ -29,6 +29,9 @@ Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::stri
 // and then `env` applied), for tests that start it themselves.
 std::vector<std::string> probe_environment(const std::vector<std::string>& env);
 
+// `env` with `more` after it (overrides: a later "KEY=VALUE" wins).
+std::vector<std::string> with(std::vector<std::string> env, const std::vector<std::string>& more);
+
 // The environment overrides that point the binary at the fake NVIDIA driver describing `gpus`
 // ("NVIDIA H200:9.0:132:141;Tesla T4:7.5:40:15" = name:cc:SMs:GiB, separated by ';').
 std::vector<std::string> fake_driver_env(const std::string& gpus);

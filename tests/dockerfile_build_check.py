@@ -139,15 +139,21 @@ def run(command, cwd, env):
     return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, env=env).returncode
 
 
-def copy_context(destination):
-    """COPY . . of a fresh clone: the checkout's files (tracked, and untracked ones git does not
-    ignore), not its build directories."""
+def context_files():
+    """The files COPY . . of a fresh clone takes: the checkout's tracked ones, and untracked ones
+    git does not ignore (not its build directories)."""
     listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--cached", "--others",
                              "--exclude-standard"], capture_output=True)
     if listed.returncode != 0:
         sys.exit(f"FAIL: git ls-files in {source}: {listed.stderr.decode().strip()}")
-    for name in sorted(set(filter(None, listed.stdout.decode().split("\0")))):
-        src = source / name
+    return sorted(set(filter(None, listed.stdout.decode().split("\0"))))
+
+
+def copy_context(destination, files, root):
+    """COPY . .: `files` from `root`, the checkout as it was before the namespace's tmpfs mounts
+    (which may lie over it: a clone under /tmp)."""
+    for name in files:
+        src = root / name
         if not src.exists() and not src.is_symlink():
             continue  # deleted in the working tree
         dst = destination / name
@@ -156,6 +162,12 @@ def copy_context(destination):
 
 
 def inside():
+    # The checkout, read before the tmpfs mounts may hide it (a clone under /tmp, say): its
+    # Dockerfile, its files, and a descriptor of its directory, whose /proc/self/fd link reaches
+    # it under any mount.
+    dockerfile_text = dockerfile.read_text()
+    files = context_files()
+    root = pathlib.Path(f"/proc/self/fd/{os.open(source, os.O_RDONLY | os.O_DIRECTORY)}")
     for path in WRITTEN + SCRATCH:
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "pp-dockerfile", path],
                        check=True)
@@ -170,7 +182,7 @@ def inside():
     os.mkdir(HOME, 0o700)
     env = {"PATH": DOCKER_PATH, "HOME": HOME, "APT_CONFIG": "/tmp/apt.conf"}
     workdir = "/"
-    steps = instructions(dockerfile.read_text())
+    steps = instructions(dockerfile_text)
     final = [(k, a) for stage, k, a in steps if stage == 1]
     for stage, keyword, args in steps:
         if stage != 0:
@@ -184,7 +196,7 @@ def inside():
         elif keyword == "COPY":
             if args.split() != [".", "."]:
                 sys.exit(f"FAIL: the test copies only `COPY . .`, not COPY {args}")
-            copy_context(pathlib.Path(workdir))
+            copy_context(pathlib.Path(workdir), files, root)
         elif keyword == "ENV":
             name, _, value = args.partition("=")
             env[name.strip()] = value.strip().strip('"')

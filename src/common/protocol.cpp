@@ -1,5 +1,8 @@
 #include "common/protocol.hpp"
 
+#include <algorithm>
+
+#include "common/strings.hpp"
 #include "common/worker_checks.hpp"
 #include "report/json_fields.hpp"
 
@@ -9,9 +12,11 @@ namespace json_fields {
 // The plan's fields (the protocol's own struct; the outcomes' are the report's).
 template <class V, class S>
 std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
+  v("slot", p.slot);
   v("kind", p.kind);
   v("index", p.index);
   v("cuda_visible_devices", p.cuda_visible_devices);
+  v("ordinals", p.ordinals);
   v("smoke", p.smoke);
   v("amp", p.amp);
   v("seed", p.seed);
@@ -38,10 +43,14 @@ using json_fields::JsonValue;
 // A worker's line: small texts (a LibTorch error with its backtrace is cut), short lists.
 const json_fields::ReadLimits kLineLimits{std::size_t{16} * 1024, 1024};
 
-// One line: the type, then the fields of what it carries. Invalid UTF-8 is replaced.
+// The slots a session's lines may name (a plan's number; far more than a node's devices).
+constexpr int kMaxSlot = 1 << 16;
+
+// One line: the type, its slot, then the fields of what it carries. Invalid UTF-8 is replaced.
 template <class T>
-json line_json(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
-  json j = {{"type", type}};
+json line_json(const char* type, int slot, const T& value,
+               std::optional<Mode> mode = std::nullopt) {
+  json j = {{"type", type}, {"slot", slot}};
   if (mode) j["mode"] = std::string(mode_key(*mode));
   const json fields = json_fields::encode(value);
   for (const auto& [key, field] : fields.items()) j[key] = field;
@@ -51,8 +60,9 @@ json line_json(const char* type, const T& value, std::optional<Mode> mode = std:
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 template <class T>
-std::string line(const char* type, const T& value, std::optional<Mode> mode = std::nullopt) {
-  return dump(line_json(type, value, mode));
+std::string line(const char* type, int slot, const T& value,
+                 std::optional<Mode> mode = std::nullopt) {
+  return dump(line_json(type, slot, value, mode));
 }
 
 template <class T>
@@ -80,7 +90,7 @@ bool our_protocol(const std::optional<JsonValue>& protocol) {
          protocol->number() == static_cast<double>(kProtocolVersion);
 }
 
-void read_hello(const JsonValue& j, WorkerResult& result) {
+void read_hello(const JsonValue& j, std::optional<StackInfo>& hello) {
   const auto protocol = j.find("protocol");
   if (!our_protocol(protocol)) {
     json_fields::fail("protocol", "the engine speaks protocol " +
@@ -92,7 +102,7 @@ void read_hello(const JsonValue& j, WorkerResult& result) {
   const auto value = j.find("stack");
   if (!value) json_fields::fail("stack", "missing");
   json_fields::decode(*value, stack, "stack", kLineLimits);
-  result.stack = stack;
+  hello = stack;
 }
 
 void read_device(const JsonValue& j, WorkerResult& result) {
@@ -161,6 +171,16 @@ Expected<WorkerPlan> decode_plan(std::string_view text) {
   if (plan.collective_ranks < 0 || plan.collective_ranks > 1024) {
     return Unexpected{"collective_ranks out of range"};
   }
+  if (plan.slot < 0 || plan.slot >= kMaxSlot) return Unexpected{"slot out of range"};
+  const bool gpu_ordinals = std::all_of(plan.ordinals.begin(), plan.ordinals.end(),
+                                        [](int o) { return o >= 0 && o < 1024; });
+  const std::size_t want = plan.collective_ranks > 0
+                               ? static_cast<std::size_t>(plan.collective_ranks)
+                           : plan.kind == DeviceKind::cuda ? 1U
+                                                           : 0U;
+  if (!gpu_ordinals || plan.ordinals.size() != want) {
+    return Unexpected{"ordinals do not name the plan's GPUs"};
+  }
   if (plan.bench_size < 0 || plan.bench_size > 65536) return Unexpected{"bench_size out of range"};
   if (!(plan.soak_seconds >= 0.0 && plan.soak_seconds <= 7.0 * 86400.0) || plan.soak_size < 0 ||
       plan.soak_size > 65536 || plan.inject_iteration < 0) {
@@ -189,30 +209,84 @@ std::string encode_hello(const StackInfo& stack) {
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string encode_device(const std::string& name, const std::string& uuid) {
-  return json{{"type", "device"}, {"name", name}, {"uuid", uuid}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+std::string encode_device(int slot, const std::string& name, const std::string& uuid) {
+  return dump(json{{"type", "device"}, {"slot", slot}, {"name", name}, {"uuid", uuid}});
 }
 
-std::string encode_smoke(Mode mode, const SmokeOutcome& o) { return line("smoke", o, mode); }
-std::string encode_amp(Mode mode, const AmpOutcome& o) { return line("amp", o, mode); }
-std::string encode_bench(Mode mode, const BenchOutcome& o) { return line("bench", o, mode); }
-std::string encode_soak(Mode mode, const SoakOutcome& o) { return line("soak", o, mode); }
+std::string encode_smoke(int slot, Mode mode, const SmokeOutcome& o) {
+  return line("smoke", slot, o, mode);
+}
+std::string encode_amp(int slot, Mode mode, const AmpOutcome& o) {
+  return line("amp", slot, o, mode);
+}
+std::string encode_bench(int slot, Mode mode, const BenchOutcome& o) {
+  return line("bench", slot, o, mode);
+}
+std::string encode_soak(int slot, Mode mode, const SoakOutcome& o) {
+  return line("soak", slot, o, mode);
+}
 
-std::string encode_collective(const CollectiveOutcome& o, const std::string& nccl_version) {
-  json j = line_json("collective", o);
+std::string encode_collective(int slot, const CollectiveOutcome& o,
+                              const std::string& nccl_version) {
+  json j = line_json("collective", slot, o);
   j["nccl_version"] = nccl_version;
   return dump(j);
 }
 
-std::string encode_done() { return json{{"type", "done"}}.dump(); }
+std::string encode_done(int slot) { return dump(json{{"type", "done"}, {"slot", slot}}); }
 
-std::string encode_progress(std::string_view what) {
-  return json{{"type", "progress"}, {"what", std::string(what)}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+std::string encode_progress(int slot, std::string_view what) {
+  return dump(json{{"type", "progress"}, {"slot", slot}, {"what", std::string(what)}});
 }
 
-Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
+std::string encode_go(int slot) { return "go " + std::to_string(slot); }
+
+std::optional<int> decode_go(std::string_view line) {
+  if (line.substr(0, 3) != "go ") return std::nullopt;
+  const std::optional<std::int64_t> slot = parse_int(trim(line.substr(3)));
+  if (!slot || *slot < 0 || *slot >= kMaxSlot) return std::nullopt;
+  return static_cast<int>(*slot);
+}
+
+namespace {
+
+// The slot a plan's line names.
+int read_slot(const JsonValue& j) {
+  const auto value = j.find("slot");
+  if (!value || !value->is_number_integer()) json_fields::fail("slot", "missing");
+  const std::int64_t slot = value->int64();
+  if (slot < 0 || slot >= kMaxSlot) json_fields::fail("slot", "out of range");
+  return static_cast<int>(slot);
+}
+
+// A plan's line: its slot's result takes what it carries.
+LineNote apply_plan_line(const std::string& type, const JsonValue& j,
+                         const std::function<WorkerResult*(int)>& result_of) {
+  LineNote note;
+  note.slot = read_slot(j);
+  WorkerResult* result = result_of(*note.slot);
+  if (result == nullptr) json_fields::fail("slot", std::to_string(*note.slot) + " is no plan's");
+  if (type == "device") {
+    read_device(j, *result);
+  } else if (type == "progress") {
+    // The line itself tells the probe's watchdog the plan is alive; a hold is said.
+    std::string what;
+    json_fields::Reader(j, "", kLineLimits)("what", what);
+    note.holding = what == kHolding;
+  } else if (type == "done") {
+    result->finished = true;
+    note.done = true;
+  } else {
+    read_outcome(type, j, *result);
+  }
+  return note;
+}
+
+}  // namespace
+
+Expected<LineNote> apply_engine_line(std::string_view text,
+                                     const std::function<WorkerResult*(int)>& result_of,
+                                     std::optional<StackInfo>& hello) {
   JsonDocument doc;
   if (!doc.parse(text) || !doc.root().is_object()) {
     return Unexpected{"malformed result line: not a JSON object"};
@@ -223,20 +297,20 @@ Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
     if (!type_value || !type_value->is_string()) json_fields::fail("type", "missing");
     const std::string type(type_value->string_view());
     if (type == "hello") {
-      read_hello(j, result);
-    } else if (type == "device") {
-      read_device(j, result);
-    } else if (type == "progress") {
-      // Nothing to record: the line itself tells the probe's watchdog the worker is alive.
-    } else if (type == "done") {
-      result.finished = true;
-    } else {
-      read_outcome(type, j, result);
+      read_hello(j, hello);
+      return LineNote{};
     }
-    return {};
+    return apply_plan_line(type, j, result_of);
   } catch (const json_fields::FieldError& e) {
     return Unexpected{std::string("malformed result line: ") + e.what()};
   }
+}
+
+Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
+  const Expected<LineNote> note = apply_engine_line(
+      text, [&result](int) { return &result; }, result.stack);
+  if (!note) return Unexpected{note.error()};
+  return {};
 }
 
 }  // namespace precision_probe

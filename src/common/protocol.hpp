@@ -1,9 +1,13 @@
 #pragma once
-// The wire between the probe and an engine worker: the plan goes in as one JSON document on
-// stdin; results come back as JSON lines on stdout, one per finished check, so that a worker that
-// hangs or dies mid-way still leaves every finished result behind. Versioned; the probe never
-// trusts a line blindly (a malformed line is a crashed worker).
+// The wire between the probe and an engine session: one engine process loads the image's LibTorch
+// once and runs several plans at once, a device each (its slot). Plans go in as JSON lines on
+// stdin, "go SLOT" releases a held plan, and the end of stdin says no more plans come; results
+// come back as JSON lines on stdout, each naming its slot, one per finished check, so that a
+// session that hangs or dies mid-way still leaves every finished result behind. Versioned; the
+// probe never trusts a line blindly (a malformed line is a crashed session).
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,31 +20,52 @@ namespace precision_probe {
 // 3: outcomes carry the report's JSON of their struct (report/json_fields.hpp).
 // 4: the soak. 5: the engine loads the image's LibTorch (the library and its release in the
 // hello), the TF32 process and the hold before measurements; the plan is one line.
-inline constexpr int kProtocolVersion = 5;
+// 6: sessions: several plans in one engine process, each line of a plan naming its slot; a plan
+// names its GPUs by the session's device ordinals; "go SLOT".
+inline constexpr int kProtocolVersion = 6;
 
 std::string encode_plan(const WorkerPlan& plan);
 Expected<WorkerPlan> decode_plan(std::string_view text);
+// The line that releases a held plan ("go 3"), and the slot such a line names (nullopt: not one).
+std::string encode_go(int slot);
+std::optional<int> decode_go(std::string_view line);
 
-// Result lines (each one line of JSON, no newline inside).
+// Result lines (each one line of JSON, no newline inside). All but the session's hello name the
+// slot of the plan they answer.
 std::string encode_hello(const StackInfo& stack);
-// The device a worker runs on: its name, and its UUID ("GPU-...", "" for the CPU).
-std::string encode_device(const std::string& name, const std::string& uuid);
-std::string encode_smoke(Mode mode, const SmokeOutcome& outcome);
-std::string encode_amp(Mode mode, const AmpOutcome& outcome);
-std::string encode_bench(Mode mode, const BenchOutcome& outcome);
-std::string encode_soak(Mode mode, const SoakOutcome& outcome);
-std::string encode_collective(const CollectiveOutcome& outcome, const std::string& nccl_version);
-std::string encode_done();
+// The device a plan runs on: its name, and its UUID ("GPU-...", "" for the CPU).
+std::string encode_device(int slot, const std::string& name, const std::string& uuid);
+std::string encode_smoke(int slot, Mode mode, const SmokeOutcome& outcome);
+std::string encode_amp(int slot, Mode mode, const AmpOutcome& outcome);
+std::string encode_bench(int slot, Mode mode, const BenchOutcome& outcome);
+std::string encode_soak(int slot, Mode mode, const SoakOutcome& outcome);
+std::string encode_collective(int slot, const CollectiveOutcome& outcome,
+                              const std::string& nccl_version);
+std::string encode_done(int slot);
 // A check that finished without a result of its own yet (a benchmark's first figure): it resets
-// the probe's per-check watchdog.
-std::string encode_progress(std::string_view what);
+// the probe's per-check watchdog. kHolding says the plan waits for its "go".
+std::string encode_progress(int slot, std::string_view what);
+inline constexpr std::string_view kHolding = "holding";
 
 // The stack alone (engine --describe and the build cache).
 std::string encode_stack(const StackInfo& stack);
 Expected<StackInfo> decode_stack(std::string_view text);
 
-// Applies one result line to `result`, its figures checked (worker_checks.hpp). A malformed line
-// (not JSON, an unknown type or mode, a value of the wrong type) is an error: a broken worker.
+// What a line says of its plan besides the result it carries.
+struct LineNote {
+  std::optional<int> slot;  // the plan it answers; none for the session's hello
+  bool holding = false;     // the plan waits for its "go"
+  bool done = false;        // the plan is finished
+};
+
+// Applies one line of a session: the hello to `hello`, a plan's line to `result_of(slot)`'s
+// result, its figures checked (worker_checks.hpp). A malformed line (not JSON, an unknown type,
+// mode or slot, a value of the wrong type) is an error: a broken session.
+Expected<LineNote> apply_engine_line(std::string_view line,
+                                     const std::function<WorkerResult*(int)>& result_of,
+                                     std::optional<StackInfo>& hello);
+
+// The same for a session of one plan, whatever its slot: the hello goes to `result.stack`.
 Expected<void> apply_result_line(std::string_view line, WorkerResult& result);
 
 }  // namespace precision_probe

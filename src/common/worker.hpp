@@ -11,12 +11,17 @@
 
 namespace precision_probe {
 
-// What one worker is asked to do.
+// What one plan of an engine session is asked to do: a device's checks (or the collective).
 struct WorkerPlan {
+  int slot = 0;  // the plan's number in its session: every line answering it names it
   DeviceKind kind = DeviceKind::cpu;
   int index = -1;                    // the visible GPU index in the report; -1 for the CPU
-  std::string cuda_visible_devices;  // the worker's CUDA_VISIBLE_DEVICES (the GPU's UUID); the
-                                     // worker sets it before it touches CUDA
+  std::string cuda_visible_devices;  // the GPU's UUID (or the collective's, comma separated): an
+                                     // isolated session is started with it as its
+                                     // CUDA_VISIBLE_DEVICES, and the GPU it runs on must be it
+  std::vector<int> ordinals;         // the GPUs as the session's process numbers them (CUDA's
+                                     // ordinals under its CUDA_VISIBLE_DEVICES): one for a GPU's
+                                     // checks, the collective's ranks in order
   std::vector<Mode> smoke;           // matmul precisions to smoke-test
   std::vector<Mode> amp;             // mixed-precision training modes to run
   std::uint64_t seed = 0;            // random inputs are drawn from this seed
@@ -28,8 +33,8 @@ struct WorkerPlan {
   // benchmarks and the soak: the GPU's TF32 process measures after the GPU's main worker.
   bool hold = false;
   std::int64_t bench_size = 0;  // > 0: benchmark every smoke mode that passed, at this size
-  int collective_ranks = 0;     // > 0: this worker runs the NCCL all-reduce over that many
-                                // GPUs (its CUDA_VISIBLE_DEVICES lists them) and nothing else
+  int collective_ranks = 0;     // > 0: this plan runs the NCCL all-reduce over that many
+                                // GPUs (`ordinals`) and nothing else
   double soak_seconds = 0.0;    // > 0: soak these modes for that long (and nothing else)
   std::vector<Mode> soak_modes;
   std::int64_t soak_size = 0;   // the soak's GEMM size, M = N = K

@@ -13,13 +13,17 @@
 //                      every check answered unavailable) | abi:X.Y.Z (LIB says it is X.Y.Z) |
 //                      schema:MODE (MODE's operator has another schema in the image) |
 //                      near:MODE (MODE's smoke test right, its error half its tolerance)
-//   FAKE_ENGINE_ON     cpu | cuda | any (default) | gpu:N (GPU N's only): which workers misbehave
+//   FAKE_ENGINE_ON     cpu | cuda | any (default) | gpu:N (GPU N's only): which plans misbehave
+//                      (loadfail: the sessions of that kind's library)
 //   FAKE_ENGINE_PATCH  a JSON object from line type to a JSON merge patch applied to every line of
 //                      that type (null: such lines are not sent), for hostile workers:
 //                      {"amp":{"loss_rel_diff":-1},"collective":null}
-//   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS tf32=OVERRIDE" to, once it has its
-//                      plan (OVERRIDE: its TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, "-" where unset)
-//   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
+//   FAKE_ENGINE_LOG    a file each plan appends "KIND ARGS tf32=OVERRIDE" to, once it runs
+//                      (OVERRIDE: its session's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, "-" where unset)
+//   FAKE_ENGINE_PIDS   a file each plan appends its session's PID to (and an orphan's)
+//   FAKE_ENGINE_SESSIONS a file each session appends "PID KIND ARGS" to when it starts
+// Like the real engine, a session runs every plan it is given at once, a thread each: a hang is
+// that plan's (its thread sleeps), a crash the whole session's.
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -35,6 +39,9 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -87,8 +94,37 @@ pp::StackInfo stack(const std::string& library, const std::string& behaviour) {
   return s;
 }
 
-// Sends a line, changed by FAKE_ENGINE_PATCH for its type.
+// The slot of the plan this thread runs (each plan of the session has a thread of its own).
+thread_local int t_slot = 0;
+int slot() { return t_slot; }
+
+std::mutex g_stdout;
+
+// The session's held plans: released by "go SLOT", or by the end of stdin (unmeasured).
+std::mutex g_go_mutex;
+std::condition_variable g_go_changed;
+std::map<int, bool> g_released;
+bool g_ended = false;
+
+bool wait_for_go(int slot) {
+  std::unique_lock<std::mutex> lock(g_go_mutex);
+  g_go_changed.wait(lock, [slot] { return g_released[slot] || g_ended; });
+  return g_released[slot];
+}
+
+void take_go_or_end(std::optional<int> slot) {
+  const std::lock_guard<std::mutex> lock(g_go_mutex);
+  if (slot) {
+    g_released[*slot] = true;
+  } else {
+    g_ended = true;
+  }
+  g_go_changed.notify_all();
+}
+
+// Sends a line, changed by FAKE_ENGINE_PATCH for its type; whole, whatever the other plans send.
 void emit(const std::string& line) {
+  const std::lock_guard<std::mutex> lock(g_stdout);
   const std::string patch_text = env("FAKE_ENGINE_PATCH");
   if (patch_text.empty()) {
     std::cout << line << '\n' << std::flush;
@@ -266,7 +302,7 @@ pp::BenchOutcome bench(Mode mode, std::int64_t size, const std::string& behaviou
 }
 
 // The NCCL all-reduce: exact unless FAKE_ENGINE=inexact:DTYPE; FAKE_ENGINE=nonccl: no NCCL.
-[[noreturn]] void collectives(int ranks, const std::string& behaviour) {
+void collectives(int ranks, const std::string& behaviour) {
   for (pp::DType dtype : pp::kAllReduceDTypes) {
     pp::CollectiveOutcome o;
     o.dtype = dtype;
@@ -275,7 +311,7 @@ pp::BenchOutcome bench(Mode mode, std::int64_t size, const std::string& behaviou
     if (behaviour == "nonccl") {
       o.error_kind = pp::ErrorKind::not_supported;
       o.error = "this LibTorch loads no NCCL (libnccl.so.2 not found)";
-      emit(pp::encode_collective(o, ""));
+      emit(pp::encode_collective(slot(), o, ""));
       continue;
     }
     // Bandwidths as nccl-tests defines them, from the size, the time and the ranks.
@@ -288,10 +324,8 @@ pp::BenchOutcome bench(Mode mode, std::int64_t size, const std::string& behaviou
       o.error_kind = pp::ErrorKind::wrong_result;
       o.error = "wrong result: the all-reduce sum is not exact on every rank";
     }
-    emit(pp::encode_collective(o, "2.27.7"));
+    emit(pp::encode_collective(slot(), o, "2.27.7"));
   }
-  emit(pp::encode_done());
-  std::_Exit(0);
 }
 
 // The behaviours that end the worker before its checks: nothing returns from these.
@@ -338,54 +372,41 @@ void answer_unloaded(const pp::WorkerPlan& plan, const pp::StackInfo& s) {
     pp::SmokeOutcome o;
     o.error_kind = pp::ErrorKind::unavailable;
     o.error = s.load_error;
-    emit(pp::encode_smoke(mode, o));
+    emit(pp::encode_smoke(slot(), mode, o));
   }
   for (Mode mode : plan.amp) {
     pp::AmpOutcome o;
     o.error_kind = pp::ErrorKind::unavailable;
     o.error = s.load_error;
-    emit(pp::encode_amp(mode, o));
+    emit(pp::encode_amp(slot(), mode, o));
   }
-  emit(pp::encode_done());
 }
 
 // Benchmarks and the soak, after the probe's "go" where the plan holds the worker.
 void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
   if (plan.hold && (plan.bench_size > 0 || !plan.soak_modes.empty())) {
-    emit(pp::encode_progress("holding"));
-    std::string go;
-    if (!std::getline(std::cin, go) || go != "go") return;
+    emit(pp::encode_progress(slot(), "holding"));
+    if (!wait_for_go(plan.slot)) return;
   }
   if (plan.bench_size > 0) {
     for (Mode mode : plan.smoke) {
-      emit(pp::encode_bench(mode, bench(mode, plan.bench_size, behaviour)));
+      emit(pp::encode_bench(slot(), mode, bench(mode, plan.bench_size, behaviour)));
     }
   }
   if (!plan.soak_modes.empty()) {  // the time a soak takes, up to 3 s
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(plan.soak_seconds, 3.0)));
   }
-  for (Mode mode : plan.soak_modes) emit(pp::encode_soak(mode, soak(mode, plan, behaviour)));
+  for (Mode mode : plan.soak_modes)
+    emit(pp::encode_soak(slot(), mode, soak(mode, plan, behaviour)));
   if (behaviour == "soakcrash" && !plan.soak_modes.empty()) {  // dies before it says done
     std::signal(SIGSEGV, SIG_DFL);
     std::raise(SIGSEGV);
   }
 }
 
-int run_worker(const std::string& args, const std::string& library) {
-  // As the real engine (engine_main.cpp): a worker never outlives the probe that started it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const std::string parent = env("PRECISION_PROBE_PARENT");
-  if (!parent.empty() && std::to_string(::getppid()) != parent) return 1;
-  std::string input;
-  if (!std::getline(std::cin, input) || input.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return 0;  // started ahead, unused
-  }
-  const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(input);
-  if (!decoded) {
-    std::cerr << "fake-engine: " << decoded.error() << '\n';
-    return 2;
-  }
-  const pp::WorkerPlan& plan = *decoded;
+// One plan of the session, on its thread: as a real engine runs it, but for its behaviour.
+void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::StackInfo& s) {
+  t_slot = plan.slot;
   const std::string kind(pp::to_string(plan.kind));
   append(env("FAKE_ENGINE_LOG"),
          kind + " " + args + " tf32=" + env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "-"));
@@ -396,33 +417,71 @@ int run_worker(const std::string& args, const std::string& library) {
       plan.kind == pp::DeviceKind::cuda && on == "gpu:" + std::to_string(plan.index);
   if (on != "any" && on != kind && !this_gpu) behaviour = "ok";
 
-  const pp::StackInfo s = stack(library, behaviour);
-  emit(pp::encode_hello(s));
   if (!s.load_error.empty()) {
     answer_unloaded(plan, s);
-    return 0;
+    emit(pp::encode_done(slot()));
+    return;
   }
-  if (plan.collective_ranks > 0) collectives(plan.collective_ranks, behaviour);
+  if (plan.collective_ranks > 0) {
+    collectives(plan.collective_ranks, behaviour);
+    emit(pp::encode_done(slot()));
+    return;
+  }
   misbehave_early(behaviour);
-  // The GPU it runs on: the plan's CUDA_VISIBLE_DEVICES, as a real worker would find it, or
-  // another one (FAKE_ENGINE=wronggpu), as a worker that did not honour it would.
-  emit(pp::encode_device("fake " + kind, behaviour == "wronggpu"
-                                             ? "GPU-00000000-0000-0000-0000-000000000bad"
-                                             : plan.cuda_visible_devices));
+  // The GPU it runs on: the plan's, as a real engine would find it, or another one
+  // (FAKE_ENGINE=wronggpu), as one whose CUDA numbered the GPUs otherwise would.
+  emit(pp::encode_device(slot(), "fake " + kind,
+                         behaviour == "wronggpu" ? "GPU-00000000-0000-0000-0000-000000000bad"
+                                                 : plan.cuda_visible_devices));
   for (std::size_t i = 0; i < plan.smoke.size(); ++i) {
     const Mode mode = plan.smoke[i];
     if (behaviour == "slow") std::this_thread::sleep_for(std::chrono::seconds(1));
     if (behaviour == "stall:" + std::string(pp::mode_key(mode))) sleep_forever();
-    emit(pp::encode_smoke(mode, answered_smoke(mode, plan, s, behaviour)));
+    emit(pp::encode_smoke(slot(), mode, answered_smoke(mode, plan, s, behaviour)));
     if (behaviour == "crash" && i == 0) {
       std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
       std::raise(SIGSEGV);
     }
   }
-  for (Mode mode : plan.amp) emit(pp::encode_amp(mode, amp(mode, behaviour)));
+  for (Mode mode : plan.amp) emit(pp::encode_amp(slot(), mode, amp(mode, behaviour)));
   measurements(plan, behaviour);
-  emit(pp::encode_done());
+  emit(pp::encode_done(slot()));
   if (behaviour == "linger") sleep_forever();
+}
+
+// A session, as the real engine's: its library "loaded" (the hello), then every plan on a thread
+// of its own as it comes; the end of stdin ends it once its plans are done.
+int run_worker(const std::string& args, const std::string& library) {
+  // As the real engine (engine_main.cpp): a session never outlives the probe that started it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const std::string parent = env("PRECISION_PROBE_PARENT");
+  if (!parent.empty() && std::to_string(::getppid()) != parent) return 1;
+  const std::string on = env("FAKE_ENGINE_ON", "any");
+  const std::string session_kind =
+      library.find("libtorch_cuda.so") != std::string::npos ? "cuda" : "cpu";
+  // A load that fails fails the session's library: its kind's, or any.
+  const std::string behaviour =
+      on == "any" || on == session_kind ? env("FAKE_ENGINE", "ok") : std::string("ok");
+  append(env("FAKE_ENGINE_SESSIONS"), std::to_string(::getpid()) + " " + session_kind + " " + args);
+  const pp::StackInfo s = stack(library, behaviour);
+  emit(pp::encode_hello(s));
+  std::vector<std::thread> plans;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    if (const std::optional<int> go = pp::decode_go(line)) {
+      take_go_or_end(go);
+      continue;
+    }
+    const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(line);
+    if (!decoded) {
+      std::cerr << "fake-engine: " << decoded.error() << '\n';
+      std::_Exit(2);
+    }
+    plans.emplace_back([plan = *decoded, args, s] { run_plan(plan, args, s); });
+  }
+  take_go_or_end(std::nullopt);
+  for (std::thread& t : plans) t.join();
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -187,19 +188,19 @@ TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {
   EXPECT_NE(r.err.find("protocol version mismatch"), std::string::npos) << r.err;
 }
 
-// TF32 is the one setting LibTorch reads once per process: a worker whose environment would make
-// its fp32 checks TF32 refuses its plan, and so does one asked for tf32 without it.
+// TF32 is the one setting LibTorch reads once per process: a session whose environment would make
+// its fp32 checks TF32 refuses the plan, and so does one asked for tf32 without it.
 TEST(EngineBinary, AWorkerRefusesAPlanItsTf32SettingWouldFalsify) {
   PP_REQUIRE_RELEASE();
   const std::string lib = pp::testing::release()->cpu_library();
   const pp::ProcessOutput on =
       run_worker(cpu_plan({pp::Mode::fp32}, {}), lib, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"});
   EXPECT_EQ(on.exit_code, 2) << on.out;
-  EXPECT_NE(on.err.find("would make this worker's fp32 checks TF32"), std::string::npos) << on.err;
+  EXPECT_NE(on.err.find("would make this plan's fp32 checks TF32"), std::string::npos) << on.err;
   pp::WorkerPlan tf32 = cpu_plan({pp::Mode::tf32}, {});
   const pp::ProcessOutput off = run_worker(tf32, lib);
   EXPECT_EQ(off.exit_code, 2) << off.out;
-  EXPECT_NE(off.err.find("tf32 is checked only in a TF32 process"), std::string::npos) << off.err;
+  EXPECT_NE(off.err.find("tf32 is checked only in a TF32 session"), std::string::npos) << off.err;
 }
 
 // A library that is no LibTorch (or cannot be loaded) is said in the hello, and every check is
@@ -395,4 +396,83 @@ TEST(EngineBinary, AnInterruptedSoakReportsWhatRanAndKeepsACorruptionAtFour) {
     EXPECT_GT(fp32.at("iterations").get<int>(), 10) << fp32.dump();
     EXPECT_EQ(code, inject.empty() ? 5 : 4) << j.at("exit_reason");
   }
+}
+
+// One session, several plans (issue 39): the real engine loads the release once and runs its
+// plans at once, each answering under its own slot; a check made to hang
+// (PRECISION_PROBE_INJECT_HANG) stops its own plan alone, while the other's lines come and end.
+TEST(EngineBinary, ASessionRunsItsPlansAtOnceAndAHangIsItsPlansAlone) {
+  PP_REQUIRE_RELEASE();
+  pp::WorkerPlan hangs = cpu_plan({pp::Mode::fp32, pp::Mode::bf16}, {});
+  hangs.slot = 3;
+  pp::WorkerPlan other = cpu_plan({pp::Mode::fp16, pp::Mode::int8}, {});
+  other.slot = 8;
+  pp::ChildProcess engine;
+  const auto started = engine.start(
+      {PP_REAL_ENGINE, "--worker", "cpu", "--libtorch", pp::testing::release()->cpu_library()},
+      pp::environment_with({"PRECISION_PROBE_INJECT_HANG=bf16:cpu",
+                            "FAKE_NVIDIA_GPUS=", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"}));
+  ASSERT_TRUE(started) << started.error();
+  engine.write_input(pp::encode_plan(hangs) + "\n" + pp::encode_plan(other) + "\n");
+  pp::WorkerResult a;
+  pp::WorkerResult b;
+  std::optional<pp::StackInfo> hello;
+  const auto result_of = [&a, &b](int slot) -> pp::WorkerResult* {
+    return slot == 3 ? &a : slot == 8 ? &b : nullptr;
+  };
+  std::string pending;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (!(b.finished && a.smoke.contains(pp::Mode::fp32)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (!pp::drain_available(engine.stdout_fd(), pending, 1 << 20)) break;
+    for (std::size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      const pp::Expected<pp::LineNote> note =
+          pp::apply_engine_line(pending.substr(0, nl), result_of, hello);
+      EXPECT_TRUE(note) << pending.substr(0, nl) << ": " << note.error();
+      pending.erase(0, nl + 1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(hello.has_value());
+  EXPECT_TRUE(b.finished);
+  EXPECT_TRUE(b.smoke.contains(pp::Mode::fp16) && b.smoke.contains(pp::Mode::int8));
+  EXPECT_TRUE(a.smoke.contains(pp::Mode::fp32));
+  // Still hanging: no bf16 answer, no end; the process is still there to be ended.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (void)pp::drain_available(engine.stdout_fd(), pending, 1 << 20);
+  EXPECT_EQ(pending.find("\"slot\":3"), std::string::npos) << pending;
+  EXPECT_FALSE(a.smoke.contains(pp::Mode::bf16));
+  EXPECT_FALSE(a.finished);
+  EXPECT_TRUE(engine.running());
+  engine.kill_group();
+  engine.wait();
+}
+
+// The probe with the real engine on the CPU and a check made to hang: past --check-timeout the
+// session is ended; the checks the CPU answered before stand, the hung one and those after it are
+// failed (timed out), exit 5.
+TEST(EngineBinary, AHungCheckOfTheRealEngineCostsOnlyItsDevicesRest) {
+  PP_REQUIRE_RELEASE();
+  std::vector<std::string> argv = {PP_BINARY, "--device",        "cpu", "--no-amp", "--format",
+                                   "json",    "--check-timeout", "3"};
+  const pp::ProcessOutput out =
+      pp::run_process(argv,
+                      pp::environment_with({"PRECISION_PROBE_ENGINE=" PP_REAL_ENGINE,
+                                            "PRECISION_PROBE_TORCH=" + pp::testing::release()->site,
+                                            "PRECISION_PROBE_LIBCUDA=libcuda-not-here.so.1",
+                                            "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1",
+                                            "PRECISION_PROBE_INJECT_HANG=bf16:cpu"}),
+                      "", std::chrono::seconds(120));
+  EXPECT_EQ(out.exit_code, 5) << out.err;
+  const nlohmann::json p = nlohmann::json::parse(out.out).at("devices").back().at("precisions");
+  EXPECT_EQ(p.at("fp32").at("status"), "native");
+  EXPECT_EQ(p.at("bf16").at("status"), "failed");
+  EXPECT_EQ(p.at("bf16").at("failure"), "timed_out");
+  const auto bad = pp::run_process({PP_BINARY, "--device", "cpu", "-q"},
+                                   pp::environment_with({"PRECISION_PROBE_INJECT_HANG=bf17:cpu"}),
+                                   "", std::chrono::seconds(30));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("PRECISION_PROBE_INJECT_HANG='bf17:cpu' is not MODE[:DEVICE]"),
+            std::string::npos)
+      << bad.err;
 }

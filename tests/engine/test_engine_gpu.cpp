@@ -183,8 +183,9 @@ TEST(EngineGpu, BenchTimesWithCudaEventsBothFigures) {
 TEST(EngineGpu, TheAllReduceIsExactThroughNcclsOwnApi) {
   PP_REQUIRE_GPU(g);
   std::string version;
-  const auto outcomes =
-      eng::run_collectives(*g->torch, *g->cuda, g->cuda->device_count(), 64LL << 20U, version);
+  std::vector<int> ordinals;
+  for (int i = 0; i < g->cuda->device_count(); ++i) ordinals.push_back(i);
+  const auto outcomes = eng::run_collectives(*g->torch, ordinals, 64LL << 20U, version);
   ASSERT_EQ(outcomes.size(), pp::kAllReduceDTypes.size());
   for (const pp::CollectiveOutcome& o : outcomes) {
     EXPECT_TRUE(o.ok) << pp::to_string(o.dtype) << ": " << o.error;
@@ -202,6 +203,7 @@ TEST(EngineGpu, Tf32RunsInAProcessOfItsOwnAsTf32) {
     pp::WorkerPlan plan;
     plan.kind = pp::DeviceKind::cuda;
     plan.index = 0;
+    plan.ordinals = {0};
     plan.smoke = {tf32 ? Mode::tf32 : Mode::fp32};
     plan.tf32_process = tf32;
     plan.seed = 1;

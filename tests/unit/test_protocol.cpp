@@ -20,6 +20,8 @@ TEST(Protocol, PlanRoundTrips) {
   plan.tf32_process = true;
   plan.hold = true;
   plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
+  plan.ordinals = {3};
+  plan.slot = 7;
   const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(pp::encode_plan(plan));
   ASSERT_TRUE(decoded) << decoded.error();
   const pp::WorkerPlan& back = *decoded;
@@ -30,23 +32,80 @@ TEST(Protocol, PlanRoundTrips) {
   EXPECT_EQ(back.seed, 123456789U);
   EXPECT_TRUE(back.tf32_process);
   EXPECT_TRUE(back.hold);
+  EXPECT_EQ(back.slot, 7);
+  EXPECT_EQ(back.ordinals, std::vector<int>{3});
+}
+
+// A plan names its GPUs by the session's ordinals: a GPU's plan one, the collective one per rank,
+// the CPU's none; and its slot is a plan's number.
+TEST(Protocol, APlansOrdinalsNameItsGpus) {
+  const auto decoded = [](const std::string& fields) {
+    return pp::decode_plan(R"({"protocol":6,)" + fields + "}");
+  };
+  EXPECT_TRUE(decoded(R"("kind":"cuda","ordinals":[2])"));
+  EXPECT_TRUE(decoded(R"("kind":"cpu")"));
+  EXPECT_TRUE(decoded(R"("kind":"cuda","collective_ranks":2,"ordinals":[0,3])"));
+  for (const char* bad : {R"("kind":"cuda")", R"("kind":"cuda","ordinals":[0,1])",
+                          R"("kind":"cpu","ordinals":[0])", R"("kind":"cuda","ordinals":[-1])",
+                          R"("kind":"cuda","collective_ranks":2,"ordinals":[0])"}) {
+    const auto plan = decoded(bad);
+    ASSERT_FALSE(plan) << bad;
+    EXPECT_NE(plan.error().find("ordinals"), std::string::npos) << plan.error();
+  }
+  EXPECT_NE(decoded(R"("kind":"cpu","slot":-1)").error().find("slot"), std::string::npos);
+  EXPECT_EQ(pp::decode_go(pp::encode_go(12)), 12);
+  for (const char* not_go : {"go", "go -1", "go x", "gone 1", "go 99999999"}) {
+    EXPECT_FALSE(pp::decode_go(not_go)) << not_go;
+  }
+}
+
+// One session's lines: the hello is the session's, every other line names the slot of the plan it
+// answers and goes to that plan's result; a slot that is no plan's, or none, breaks the protocol.
+TEST(Protocol, ASessionsLinesGoToTheirPlans) {
+  pp::WorkerResult a;
+  pp::WorkerResult b;
+  std::optional<pp::StackInfo> hello;
+  const auto result_of = [&a, &b](int slot) -> pp::WorkerResult* {
+    return slot == 4 ? &a : slot == 9 ? &b : nullptr;
+  };
+  ASSERT_TRUE(pp::apply_engine_line(pp::encode_hello(pp::testing::cuda_stack()), result_of, hello));
+  ASSERT_TRUE(hello.has_value());
+  const auto smoke = pp::apply_engine_line(
+      pp::encode_smoke(9, Mode::bf16, pp::testing::passed(2e-3)), result_of, hello);
+  ASSERT_TRUE(smoke) << smoke.error();
+  EXPECT_EQ(smoke->slot, 9);
+  EXPECT_TRUE(b.smoke.contains(Mode::bf16));
+  EXPECT_FALSE(a.smoke.contains(Mode::bf16));
+  const auto holding =
+      pp::apply_engine_line(pp::encode_progress(4, pp::kHolding), result_of, hello);
+  ASSERT_TRUE(holding);
+  EXPECT_TRUE(holding->holding);
+  const auto done = pp::apply_engine_line(pp::encode_done(4), result_of, hello);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(done->done && a.finished && !b.finished);
+  for (const std::string& bad : {pp::encode_done(5), std::string(R"({"type":"done"})"),
+                                 std::string(R"({"type":"done","slot":"4"})")}) {
+    const auto refused = pp::apply_engine_line(bad, result_of, hello);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().find("slot"), std::string::npos) << refused.error();
+  }
 }
 
 TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","bench_size":-4})").find("bench_size"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","soak_seconds":-1})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","soak_seconds":-1})").find("soak"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":5,"kind":"cpu","inject_iteration":-2})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 
@@ -57,32 +116,32 @@ TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
   ASSERT_TRUE(r.stack.has_value());
   EXPECT_EQ(r.stack->arch_list, pp::testing::cuda_stack().arch_list);
   const std::string uuid = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_device("NVIDIA H200", uuid), r));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_device(0, "NVIDIA H200", uuid), r));
   EXPECT_EQ(r.device_name, "NVIDIA H200");
   EXPECT_EQ(r.device_uuid, uuid);
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(Mode::bf16, pp::testing::passed(2e-3)), r));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(0, Mode::bf16, pp::testing::passed(2e-3)), r));
   ASSERT_TRUE(r.smoke.contains(Mode::bf16));
   EXPECT_TRUE(r.smoke[Mode::bf16].ok);
   EXPECT_DOUBLE_EQ(*r.smoke[Mode::bf16].rel_error, 2e-3);
   for (Mode mode : pp::training_modes()) {
-    const auto line = pp::encode_amp(mode, pp::testing::passed_amp(mode));
+    const auto line = pp::encode_amp(0, mode, pp::testing::passed_amp(mode));
     const auto applied = pp::apply_result_line(line, r);
     ASSERT_TRUE(applied) << applied.error();
     EXPECT_TRUE(r.amp[mode].ok) << pp::mode_key(mode) << ": " << r.amp[mode].error;
   }
   EXPECT_FALSE(r.finished);
   const pp::WorkerResult before = r;
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_progress("bench fp16"), r));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_progress(0, "bench fp16"), r));
   EXPECT_EQ(r.smoke.size(), before.smoke.size());  // a progress line records nothing
   EXPECT_TRUE(r.bench.empty());
   EXPECT_FALSE(r.finished);
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_done(), r));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_done(0), r));
   EXPECT_TRUE(r.finished);
 }
 
 TEST(Protocol, NaNTravelsAsNullAndIsNeverOk) {
   pp::SmokeOutcome nan = pp::testing::passed(std::numeric_limits<double>::quiet_NaN());
-  const std::string line = pp::encode_smoke(Mode::fp16, nan);
+  const std::string line = pp::encode_smoke(0, Mode::fp16, nan);
   EXPECT_NE(line.find("\"rel_error\":null"), std::string::npos);
   pp::WorkerResult r;
   ASSERT_TRUE(pp::apply_result_line(line, r));
@@ -98,27 +157,30 @@ TEST(Protocol, MalformedLinesAreRejectedWithWhere) {
     return applied ? std::string() : applied.error();
   };
   EXPECT_NE(refused("not json").find("malformed"), std::string::npos);
-  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp7","ran":true,"ok":true})").find("mode"),
+  EXPECT_NE(refused(R"({"slot":0,"type":"smoke","mode":"fp7","ran":true,"ok":true})").find("mode"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"type":"what"})").find("'what'"), std::string::npos);
+  EXPECT_NE(refused(R"({"slot":0,"type":"what"})").find("'what'"), std::string::npos);
   EXPECT_NE(refused(R"({"type":"hello","protocol":1,"stack":{}})").find("protocol 1"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16"})").find("no \"ran\""), std::string::npos);
+  EXPECT_NE(refused(R"({"slot":0,"type":"smoke","mode":"fp16"})").find("no \"ran\""),
+            std::string::npos);
   // A training mode in a smoke line, a matmul mode in a training line.
-  refused(R"({"type":"smoke","mode":"amp_bf16","ran":false,"ok":false})");
-  refused(R"({"type":"amp","mode":"bf16","ran":false,"ok":false})");
+  refused(R"({"slot":0,"type":"smoke","mode":"amp_bf16","ran":false,"ok":false})");
+  refused(R"({"slot":0,"type":"amp","mode":"bf16","ran":false,"ok":false})");
   // Values of the wrong type, and integers no field holds (1e20 is no int64), are refused, not
   // converted.
-  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16","ran":"yes","ok":false})").find("smoke.ran"),
+  EXPECT_NE(refused(R"({"slot":0,"type":"smoke","mode":"fp16","ran":"yes","ok":false})")
+                .find("smoke.ran"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"type":"smoke","mode":"fp16","ran":true,"ok":false,"size":{"m":1e20}})")
-                .find("smoke.size.m: expected an integer"),
-            std::string::npos);
-  EXPECT_NE(refused(R"({"type":"amp","mode":"amp_bf16","ran":true,"ok":false,)"
+  EXPECT_NE(
+      refused(R"({"slot":0,"type":"smoke","mode":"fp16","ran":true,"ok":false,"size":{"m":1e20}})")
+          .find("smoke.size.m: expected an integer"),
+      std::string::npos);
+  EXPECT_NE(refused(R"({"slot":0,"type":"amp","mode":"amp_bf16","ran":true,"ok":false,)"
                     R"("memory":{"peak_bytes":18446744073709551615}})")
                 .find("out of range"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"type":"collective","dtype":"fp64","ran":false,"ok":false})")
+  EXPECT_NE(refused(R"({"slot":0,"type":"collective","dtype":"fp64","ran":false,"ok":false})")
                 .find("collective.dtype"),
             std::string::npos);
 }
@@ -128,7 +190,7 @@ TEST(Protocol, AWorkersLongTextIsCut) {
   o.error = std::string(900 * 1024, 'x');
   o.error_kind = pp::ErrorKind::runtime;
   pp::WorkerResult r;
-  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(Mode::fp16, o), r));
+  ASSERT_TRUE(pp::apply_result_line(pp::encode_smoke(0, Mode::fp16, o), r));
   const std::string& error = r.smoke[Mode::fp16].error;
   EXPECT_LT(error.size(), 17U * 1024U);
   EXPECT_NE(error.find("bytes cut]"), std::string::npos);
@@ -181,7 +243,7 @@ std::pair<bool, std::string> verdict(const pp::WorkerResult& r) {
 std::string amp_line(Mode mode, const std::function<void(pp::AmpOutcome&)>& change) {
   pp::AmpOutcome o = pp::testing::passed_amp(mode);
   change(o);
-  return pp::encode_amp(mode, o);
+  return pp::encode_amp(0, mode, o);
 }
 
 }  // namespace
@@ -189,7 +251,7 @@ std::string amp_line(Mode mode, const std::function<void(pp::AmpOutcome&)>& chan
 TEST(Protocol, TheProbesToleranceNotTheWorkersDecides) {
   // The worker claims a tolerance of 0.5 and calls 0.3 ok; the probe's tolerance for bf16 is 1e-2.
   const auto r = applied(
-      R"({"type":"smoke","mode":"bf16","ran":true,"ok":true,"rel_error":0.3,"tolerance":0.5,)"
+      R"({"slot":0,"type":"smoke","mode":"bf16","ran":true,"ok":true,"rel_error":0.3,"tolerance":0.5,)"
       R"("ms":0.1,"size":{"m":256,"n":256,"k":256},"method":"at::mm","error_kind":"none"})");
   const pp::SmokeOutcome& o = r.smoke.at(Mode::bf16);
   EXPECT_FALSE(o.ok);
@@ -200,16 +262,16 @@ TEST(Protocol, TheProbesToleranceNotTheWorkersDecides) {
 
 TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":-1e-7,"ms":0.1,)"
+      {R"({"slot":0,"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":-1e-7,"ms":0.1,)"
        R"("size":{"m":256,"n":256,"k":256},"error_kind":"none"})",
        "rel_error -1e-07"},
-      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":1e12,)"
+      {R"({"slot":0,"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":1e12,)"
        R"("size":{"m":256,"n":256,"k":256},"error_kind":"none"})",
        "ms 1000000000000"},
-      {R"({"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":0.1,)"
+      {R"({"slot":0,"type":"smoke","mode":"fp32","ran":true,"ok":true,"rel_error":1e-7,"ms":0.1,)"
        R"("size":{"m":0,"n":256,"k":256},"error_kind":"none"})",
        "a matrix size of 0"},
-      {R"({"type":"smoke","mode":"fp32","ran":false,"ok":true,"rel_error":1e-7})",
+      {R"({"slot":0,"type":"smoke","mode":"fp32","ran":false,"ok":true,"rel_error":1e-7})",
        "ok for a check that did not run"},
       {amp_line(Mode::amp_bf16, [](pp::AmpOutcome& o) { o.loss_rel_diff = 0.001; }),
        "loss_rel_diff 0.001 where the losses give"},
@@ -217,22 +279,22 @@ TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
        "loss_rel_diff -1"},
       {amp_line(Mode::amp_fp16, [](pp::AmpOutcome& o) { o.skipped_steps = 31; }),
        "31 skipped steps of 30"},
-      {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+      {R"({"slot":0,"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
        R"("reps":20,"ms":1.4,"tflops":7000})",
        "7000 TFLOP/s where its size and time give"},
-      {R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+      {R"({"slot":0,"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
        R"("reps":20,"ms":1e-9,"tflops":1.1e12})",
        "1100000000000 TFLOP/s"},
       // Figures from a benchmark that did not run are not used (they once flipped a verdict).
-      {R"({"type":"bench","mode":"fp32","ran":false,"ok":true,"size":1,"reps":-1,"ms":-5,)"
+      {R"({"slot":0,"type":"bench","mode":"fp32","ran":false,"ok":true,"size":1,"reps":-1,"ms":-5,)"
        R"("tflops":99999})",
        "figures from a benchmark that did not run"},
-      {R"({"type":"collective","dtype":"fp32","ran":false,"ok":true,"ranks":2})",
+      {R"({"slot":0,"type":"collective","dtype":"fp32","ran":false,"ok":true,"ranks":2})",
        "ok for a check that did not run"},
-      {R"({"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
+      {R"({"slot":0,"type":"collective","dtype":"bf16","ran":true,"ok":true,"error_kind":"none","ranks":4,)"
        R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":999})",
        "a bus bandwidth"},
-      {R"({"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":0,)"
+      {R"({"slot":0,"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":0,)"
        R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":0})",
        "0 ranks"},
   };
@@ -244,12 +306,12 @@ TEST(Protocol, ImpossibleValuesAreFailedWithTheReason) {
   }
   // And what is consistent passes.
   const auto good = applied(
-      R"({"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
+      R"({"slot":0,"type":"bench","mode":"bf16","ran":true,"ok":true,"error_kind":"none","size":8192,)"
       R"("reps":20,"ms":1.385,"tflops":793.8})");
   EXPECT_TRUE(good.bench.at(Mode::bf16).ok) << good.bench.at(Mode::bf16).error;
   // One GPU's all-reduce has one rank and no bus traffic (busbw = algbw * 2(n-1)/n).
   const auto one_rank = applied(
-      R"({"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":1,)"
+      R"({"slot":0,"type":"collective","dtype":"fp16","ran":true,"ok":true,"error_kind":"none","ranks":1,)"
       R"("bytes":268435456,"time_ms":1.5,"algbw_gbps":178.96,"busbw_gbps":0})");
   ASSERT_EQ(one_rank.collectives.size(), 1U);
   EXPECT_TRUE(one_rank.collectives[0].ok) << one_rank.collectives[0].error;
@@ -276,7 +338,7 @@ TEST(Protocol, ATrainingRunThatDidNotTrainIsNotBelieved) {
       pp::AmpOutcome o = pp::testing::passed_amp(mode);
       change(o);
       o.loss_rel_diff.reset();  // the worker's own figure, if any, is not what is judged
-      const auto r = applied(pp::encode_amp(mode, o));
+      const auto r = applied(pp::encode_amp(0, mode, o));
       EXPECT_FALSE(r.amp.at(mode).ok) << expected;
       EXPECT_NE(r.amp.at(mode).error.find(expected), std::string::npos) << r.amp.at(mode).error;
     }
@@ -285,14 +347,14 @@ TEST(Protocol, ATrainingRunThatDidNotTrainIsNotBelieved) {
   for (Mode mode : pp::training_modes()) {
     pp::AmpOutcome o = pp::testing::passed_amp(mode);
     o.layer_norm_dtype = pp::DType::none;
-    const auto r = applied(pp::encode_amp(mode, o));
+    const auto r = applied(pp::encode_amp(0, mode, o));
     EXPECT_TRUE(r.amp.at(mode).ok) << r.amp.at(mode).error;
   }
   // Loss scaling that skipped every step, or none (the injected overflow was not caught).
   for (int skipped : {0, 30}) {
     pp::AmpOutcome o = pp::testing::passed_amp(Mode::amp_fp16);
     o.skipped_steps = skipped;
-    const auto r = applied(pp::encode_amp(Mode::amp_fp16, o));
+    const auto r = applied(pp::encode_amp(0, Mode::amp_fp16, o));
     EXPECT_FALSE(r.amp.at(Mode::amp_fp16).ok);
     EXPECT_NE(r.amp.at(Mode::amp_fp16).error.find("the loss scaler skipped"), std::string::npos);
   }

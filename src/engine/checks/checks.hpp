@@ -113,10 +113,11 @@ void run_soak(SoakState& state, const WorkerPlan& plan, const Target& target,
 
 // --- Collectives (nccl.cpp) -----------------------------------------------------------------
 
-// All-reduce in fp32, fp16 and bf16 over GPUs 0..ranks-1 through the image's NCCL (its own C
-// API), checked exactly, with the bandwidth of a `bytes`-sized message.
-std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const CudaDriver& cuda,
-                                               int ranks, std::int64_t bytes,
-                                               std::string& nccl_version);
+// All-reduce in fp32, fp16 and bf16 over the GPUs of `ordinals` (as the process numbers them, one
+// rank each, in order) through the image's NCCL (its own C API), checked exactly, with the
+// bandwidth of a `bytes`-sized message.
+std::vector<CollectiveOutcome> run_collectives(const Torch& torch,
+                                               const std::vector<int>& ordinals,
+                                               std::int64_t bytes, std::string& nccl_version);
 
 }  // namespace precision_probe::engine

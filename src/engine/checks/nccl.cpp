@@ -154,9 +154,9 @@ void run_dtype(const Ranks& ranks, DType dtype, std::int64_t bytes, CollectiveOu
 
 }  // namespace
 
-std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const CudaDriver& /*cuda*/,
-                                               int ranks, std::int64_t bytes,
-                                               std::string& nccl_version) {
+std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const std::vector<int>& ordinals,
+                                               std::int64_t bytes, std::string& nccl_version) {
+  const auto ranks = static_cast<int>(ordinals.size());
   std::vector<CollectiveOutcome> out;
   for (DType dtype : kAllReduceDTypes) {
     CollectiveOutcome o;
@@ -183,14 +183,14 @@ std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const CudaDri
     Ranks r;
     r.nccl = &*nccl;
     std::vector<int> devices;
-    for (int i = 0; i < ranks; ++i) {
+    for (int ordinal : ordinals) {
       Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
       if (!driver) throw std::runtime_error(driver.error());
-      if (Expected<void> bound = (*driver)->bind(i); !bound)
+      if (Expected<void> bound = (*driver)->bind(ordinal); !bound)
         throw std::runtime_error(bound.error());
-      r.targets.push_back(Target{&torch, driver->get(), Device{true, i}});
+      r.targets.push_back(Target{&torch, driver->get(), Device{true, ordinal}});
       r.drivers.push_back(std::move(*driver));
-      devices.push_back(i);
+      devices.push_back(ordinal);
     }
     r.comms.assign(static_cast<std::size_t>(ranks), nullptr);
     nccl->check(nccl->comm_init_all(r.comms.data(), ranks, devices.data()), "ncclCommInitAll");

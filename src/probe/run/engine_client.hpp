@@ -50,6 +50,8 @@ class Engine {
   virtual std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) = 0;
   // Stops the workers started ahead that no plan took.
   virtual void stop_spares() {}
+  // The run has no more plans: every worker still there is ended.
+  virtual void finish() {}
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
   // Why there is none, with what to do (installed() false): the probe's messages say it.

@@ -66,7 +66,7 @@ void Execution::ask_cuda_alongside() {
 void Execution::cancel() {
   cancelled_ = true;
   cpu_checks_.join();
-  engine_.stop_spares();
+  engine_.finish();
 }
 
 RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
@@ -96,6 +96,7 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
     run_workers({&*r.cpu_bench});
   }
   if (r.collective && gpus.collective_alone) run_workers({&*r.collective});
+  engine_.finish();
   trace("workers finished");
   cuda_query_.wait();
   if (cuda_) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/arch.hpp"
+#include "common/injection.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"
@@ -131,6 +132,7 @@ WorkerPlan plan_gpu(const Options& options, const GpuInfo& gpu, const StartPlan&
   p.kind = DeviceKind::cuda;
   p.index = gpu.index;
   p.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
+  p.ordinals = {gpu.index};
   p.smoke = runnable_modes(matmul_modes(), support);
   if (options.amp) p.amp = runnable_modes(training_modes(), support);
   p.seed = start.seed + static_cast<std::uint64_t>(gpu.index) + 1;
@@ -166,6 +168,7 @@ std::optional<WorkerPlan> plan_collective(const Options& options, const GpuFacts
     ids.push_back(!g.uuid.empty() ? g.uuid : std::to_string(index));
   }
   p.cuda_visible_devices = join(ids, ",");
+  p.ordinals = gpus;
   p.seed = seed;
   return p;
 }
@@ -216,6 +219,12 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
       fault_to_inject(options, facts.inject_fault);
   if (!inject) return Unexpected{inject.error()};
   if (const std::string bad = bad_torch_dir(facts.image); !bad.empty()) return Unexpected{bad};
+  // The engine reads PRECISION_PROBE_INJECT_HANG itself: a value it could not read is refused here.
+  if (facts.inject_hang) {
+    if (Expected<HangInjection> hang = parse_hang_injection(*facts.inject_hang); !hang) {
+      return Unexpected{hang.error()};
+    }
+  }
   StartPlan s;
   s.seed = options.seed.value_or(facts.stamp.random_seed);
   s.inject = *inject;

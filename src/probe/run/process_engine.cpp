@@ -1,34 +1,48 @@
-// The real engine client: one precision-probe-engine worker per device, all in parallel, each
-// pinned to its GPU through CUDA_VISIBLE_DEVICES. The parent owns the clock: a worker past the
-// deadline is killed and its unfinished checks are reported as timed out.
+// The real engine client: engine sessions. One precision-probe-engine process loads the image's
+// LibTorch once and runs every device's plan at once, a thread each (the CPU's too, below the
+// GPUs' priority); a second one, with TF32 on, runs every GPU's tf32 check. A run therefore loads
+// LibTorch at most twice whatever its GPU count. The probe owns the clock: a plan silent for
+// longer than a check may take hung, and the session holding it is ended; what the session's
+// other plans left unfinished, and what a session that died left, runs again in isolated sessions
+// of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a GPU that hangs or
+// crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per run".
 
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <mutex>
-#include <cerrno>
+#include <condition_variable>
 #include <cstdio>
+#include <list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
-#include "probe/run/engine_client.hpp"
-#include "probe/platform/process.hpp"
 #include "common/protocol.hpp"
 #include "common/strings.hpp"
-#include "probe/platform/system.hpp"
 #include "common/trace.hpp"
+#include "probe/platform/process.hpp"
+#include "probe/platform/system.hpp"
+#include "probe/run/engine_client.hpp"
 
 namespace precision_probe {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr const char* kEngineName = "precision-probe-engine";
 constexpr std::size_t kStderrTail = 2048;
-// LibTorch reads it once per process: on in a GPU's TF32 process, off in every other worker.
+// LibTorch reads it once per process: on in the TF32 session, off in every other.
 constexpr const char* kTf32Override = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE";
+// The longest result line a session may send (the longest real one is a few hundred bytes).
+constexpr std::size_t kMaxLine = 1U << 20U;
+// How long a killed session is given to go before it is named as stuck.
+constexpr auto kGrace = std::chrono::seconds(2);
 
 std::string last_line(const std::string& text) {
   std::string trimmed = text;
@@ -37,97 +51,94 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
 }
 
-// The longest result line a worker may send (the longest real one is a few hundred bytes).
-constexpr std::size_t kMaxLine = 1U << 20U;
-
-enum class Stream { out, err, exit };
-
-struct Worker {
-  std::unique_ptr<ChildProcess> child;
-  std::string pending;  // stdout bytes after the last newline
-  std::string err_tail;
-  bool out_open = false;
-  bool err_open = false;
-  std::chrono::steady_clock::time_point last_line;  // a result line resets the per-check clock
-  bool held = false;     // its plan holds it before its measurements until "go" is sent
-  bool holding = false;  // it said it is waiting (the per-check clock does not run meanwhile)
-};
-
-// The kind of worker a spare was started as: its device kind, and the TF32 process or not.
-struct WorkerKind {
-  DeviceKind kind = DeviceKind::cpu;
+// What a session loads and how it is started: LibTorch's CPU library (a session of the CPU
+// alone) or its CUDA one, TF32 on or off; shared by every plan of its kind, or isolated (one plan,
+// its GPUs alone visible).
+struct SessionKind {
+  bool gpu = false;
   bool tf32 = false;
-  friend bool operator==(WorkerKind a, WorkerKind b) {
-    return a.kind == b.kind && a.tf32 == b.tf32;
+  friend bool operator==(SessionKind a, SessionKind b) {
+    return a.gpu == b.gpu && a.tf32 == b.tf32;
   }
 };
 
-WorkerKind kind_of(const WorkerPlan& plan) { return {plan.kind, plan.tf32_process}; }
+struct Session {
+  SessionKind kind;
+  bool isolated = false;
+  std::unique_ptr<ChildProcess> child;
+  std::string pending;  // stdout bytes after the last newline
+  std::string err_tail;
+  bool out_open = true;
+  bool err_open = true;
+  bool used = false;     // a plan was sent to it
+  bool broken = false;   // killed, died or broke the protocol: no plan goes to it any more
+  std::string lost_why;  // what broke it, for the plans it leaves that cannot run again
+  std::optional<Clock::time_point> killed_at;
+  std::optional<StackInfo> hello;
+};
+
+// One plan under way, and the result its caller waits for.
+struct Slot {
+  WorkerPlan plan;
+  WorkerResult* result = nullptr;
+  Session* session = nullptr;
+  Clock::time_point last_line;  // a line of the plan resets its per-check clock
+  bool holding = false;         // it said it waits for its "go" (its clock does not run meanwhile)
+  bool released = false;        // its "go" was sent
+  bool hung = false;            // silent past --check-timeout: its session was ended
+  bool settled = false;         // done, or given up with its result saying why
+};
 
 class ProcessEngine final : public Engine {
  public:
   ProcessEngine(const System& system, Expected<std::string> engine)
       : system_(system), engine_(std::move(engine)) {}
+  ProcessEngine(const ProcessEngine&) = delete;
+  ProcessEngine& operator=(const ProcessEngine&) = delete;
+  ~ProcessEngine() override { finish(); }
 
   void prestart(const Prestart& what) override {
     if (!engine_ || lib_dir_.empty()) return;
-    auto spawn = [this](WorkerKind kind) {
-      // A worker that cannot be started here is started (and its error reported) in run().
-      if (Expected<std::unique_ptr<ChildProcess>> child = start_worker(kind, std::nullopt)) {
-        const std::lock_guard<std::mutex> lock(spares_mutex_);
-        spares_.push_back({kind, std::move(*child)});
-      }
-    };
-    if (what.cpu) spawn({DeviceKind::cpu, false});
-    for (int i = 0; i < what.gpus; ++i) spawn({DeviceKind::cuda, false});
-    for (int i = 0; i < what.tf32_gpus; ++i) spawn({DeviceKind::cuda, true});
-    trace(fmt::format("{} worker(s) started ahead", spares_.size()));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (what.gpus > 0) {
+      (void)session_of({true, false});
+      if (what.tf32_gpus > 0) (void)session_of({true, true});
+    } else if (what.cpu) {
+      (void)session_of({false, false});
+    }
+    trace(fmt::format("{} engine session(s) started ahead", sessions_.size()));
   }
 
   std::vector<WorkerResult> run(const std::vector<WorkerPlan>& plans, Limits limits) override {
     std::vector<WorkerResult> results(plans.size());
-    std::vector<Worker> workers(plans.size());
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + limits.total;
+    std::unique_lock<std::mutex> lock(mutex_);
+    const Clock::time_point deadline = Clock::now() + limits.total;
+    // A run stopped, or out of time, already starts no session.
+    const bool stopped = limits.stop && limits.stop();
+    const bool late = stopped || limits.total <= std::chrono::milliseconds(1);
+    std::vector<int> mine;
     for (std::size_t i = 0; i < plans.size(); ++i) {
       results[i].kind = plans[i].kind;
       results[i].index = plans[i].index;
-      if (!engine_ || lib_dir_.empty()) {
-        results[i].problem = ErrorKind::unavailable;
-        results[i].problem_message = !engine_ ? engine_.error() : "no LibTorch to load was found";
+      if (late) {
+        std::tie(results[i].problem, results[i].problem_message) = cut_off(stopped, limits);
+      } else if (std::optional<int> slot = submit(plans[i], results[i])) {
+        mine.push_back(*slot);
+      }
+    }
+    while (!all_settled(mine)) {
+      if (pumping_) {
+        changed_.wait_for(lock, std::chrono::milliseconds(50));
         continue;
       }
-      std::unique_ptr<ChildProcess> child = take_spare(kind_of(plans[i]));
-      if (!child) {
-        auto started = start_worker(kind_of(plans[i]), plans[i].cuda_visible_devices);
-        if (!started) {
-          // An engine that cannot be started is a broken installation, not a failed check.
-          results[i].problem = ErrorKind::unavailable;
-          results[i].problem_message = "the kernel engine cannot be started: " + started.error();
-          continue;
-        }
-        child = std::move(*started);
-      }
-      // A held worker's stdin stays open for its "go".
-      if (plans[i].hold) {
-        child->write_input(encode_plan(plans[i]) + "\n");
-      } else {
-        child->send_input(encode_plan(plans[i]) + "\n");
-      }
-      workers[i].child = std::move(child);
-      workers[i].out_open = true;
-      workers[i].err_open = true;
-      workers[i].held = plans[i].hold;
-      workers[i].last_line = std::chrono::steady_clock::now();
+      pumping_ = true;
+      look_after(deadline, limits);
+      pump(lock);
+      pumping_ = false;
+      changed_.notify_all();
     }
-    stop_spares_of(plans);
-    pump(plans, workers, results, deadline, limits);
-    // Killed workers get two seconds together to go; one that does not is named.
-    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      finish(workers[i], results[i], grace);
-      check_device(plans[i], results[i]);
-    }
+    for (int slot : mine) slots_.erase(slot);
+    for (std::size_t i = 0; i < plans.size(); ++i) check_device(plans[i], results[i]);
     return results;
   }
 
@@ -137,111 +148,138 @@ class ProcessEngine final : public Engine {
   void use_libtorch(const std::string& lib_dir) override { lib_dir_ = lib_dir; }
 
   void stop_spares() override {
-    const std::lock_guard<std::mutex> lock(spares_mutex_);
-    spares_.clear();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& s : sessions_) {
+      if (!s->used) end_session(*s);
+    }
+  }
+
+  // The run has no more plans: every session ended. Their exits (the kernel and the driver
+  // tearing down their memory and CUDA contexts) are not waited for.
+  void finish() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& s : sessions_) {
+      end_session(*s);
+      s->child->release();
+    }
   }
 
  private:
-  // Reads every worker's output until all are done, the deadline passes, or a signal arrives.
-  void pump(const std::vector<WorkerPlan>& plans, std::vector<Worker>& workers,
-            std::vector<WorkerResult>& results, std::chrono::steady_clock::time_point deadline,
-            const Limits& limits) {
-    while (true) {
-      release_held(plans, workers);
-      std::vector<pollfd> fds;
-      std::vector<std::pair<std::size_t, Stream>> owners;
-      for (std::size_t i = 0; i < workers.size(); ++i) {
-        const Worker& w = workers[i];
-        if (w.out_open) {
-          fds.push_back({w.child->stdout_fd(), POLLIN, 0});
-          owners.emplace_back(i, Stream::out);
-        }
-        if (w.err_open) {
-          fds.push_back({w.child->stderr_fd(), POLLIN, 0});
-          owners.emplace_back(i, Stream::err);
-        }
-        // Its exit is noticed by itself, not by its pipes closing: a process it started may hold
-        // them open.
-        if ((w.out_open || w.err_open) && w.child->exit_fd() >= 0) {
-          fds.push_back({w.child->exit_fd(), POLLIN, 0});
-          owners.emplace_back(i, Stream::exit);
-        }
-      }
-      if (fds.empty()) return;
-      const auto now = std::chrono::steady_clock::now();
-      const bool stopped = limits.stop && limits.stop();
-      if (stopped || now >= deadline) {
-        const auto [kind, why] = cut_off(stopped, limits);
-        for (std::size_t i = 0; i < workers.size(); ++i) {
-          stop(workers[i], results[i], kind, why);
-        }
-        return;
-      }
-      watch(workers, results, now, limits);
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      // Short slices so that a signal arriving just before poll() is seen promptly.
-      const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
-      const int ready = ::poll(fds.data(), fds.size(), std::max(wait_ms, 1));
-      if (ready <= 0) continue;
-      for (std::size_t f = 0; f < fds.size(); ++f) {
-        if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        const auto [i, stream] = owners[f];
-        if (stream == Stream::exit) {
-          exited(workers[i], results[i]);
-        } else {
-          read_from(workers[i], results[i], stream == Stream::out);
-        }
-      }
+  // --- Sessions ----------------------------------------------------------------------------
+
+  // Starts a session: LibTorch's CUDA library in a GPU session, its CPU one alone; TF32 on in the
+  // TF32 session and off in every other; an isolated session sees `visible` alone (its plan's
+  // GPUs, or none for the CPU). Where it cannot be started, why.
+  Expected<Session*> start_session(SessionKind kind, const std::optional<std::string>& visible) {
+    // A session ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
+    std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
+    if (!kind.gpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
+    if (kind.gpu && visible) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *visible);
+    overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
+    const std::string library = lib_dir_ + (kind.gpu ? "/libtorch_cuda.so" : "/libtorch_cpu.so");
+    const std::vector<std::string> argv = {*engine_, "--worker", kind.gpu ? "gpu" : "cpu",
+                                           "--libtorch", library};
+    auto session = std::make_unique<Session>();
+    session->kind = kind;
+    session->isolated = visible.has_value();
+    session->child = std::make_unique<ChildProcess>();
+    if (Expected<void> started = session->child->start(argv, environment_with(overrides));
+        !started) {
+      return Unexpected{started.error()};
     }
+    trace(fmt::format("engine session started ({}{}{})", kind.gpu ? "GPU" : "CPU",
+                      kind.tf32 ? ", TF32" : "", session->isolated ? ", isolated" : ""));
+    sessions_.push_back(std::move(session));
+    return sessions_.back().get();
   }
 
-  // The per-check watchdog (a worker silent for longer than one check may take is hung), and,
-  // where the kernel has no pidfd, the check for workers that exited.
-  void watch(std::vector<Worker>& workers, std::vector<WorkerResult>& results,
-             std::chrono::steady_clock::time_point now, const Limits& limits) {
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      Worker& w = workers[i];
-      if (!w.out_open && !w.err_open) continue;
-      if (!w.holding && now - w.last_line > limits.per_check) {
-        stop(w, results[i], ErrorKind::timed_out,
-             fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
-                         static_cast<double>(limits.per_check.count()) / 1000.0));
-      } else if (w.child->exit_fd() < 0 && w.child->try_reap()) {
-        exited(w, results[i]);
-      }
+  // The shared session of `kind`: the one running, else a new one.
+  Expected<Session*> session_of(SessionKind kind) {
+    for (auto& s : sessions_) {
+      if (!s->isolated && !s->broken && s->kind == kind) return s.get();
     }
+    return start_session(kind, std::nullopt);
   }
 
-  // A GPU's TF32 process measures after the GPU's main worker: it is sent "go" once that one is
-  // done (or gone), and at once where the run has none.
-  static void release_held(const std::vector<WorkerPlan>& plans, std::vector<Worker>& workers) {
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      Worker& w = workers[i];
-      if (!w.held || !w.child) continue;
-      bool partner_running = false;
-      for (std::size_t j = 0; j < workers.size(); ++j) {
-        const bool partner = j != i && plans[j].kind == plans[i].kind &&
-                             plans[j].index == plans[i].index && !plans[j].tf32_process &&
-                             plans[j].collective_ranks == 0;
-        if (partner && workers[j].child && (workers[j].out_open || workers[j].err_open)) {
-          partner_running = true;
-        }
-      }
-      if (partner_running) continue;
-      w.child->send_input("go\n");
-      w.held = false;
-      w.holding = false;
-      w.last_line = std::chrono::steady_clock::now();
+  // Where a plan runs: a GPU's tf32 in the TF32 session, every other GPU plan in the GPU session,
+  // the CPU's in the GPU session where there is one (its LibTorch carries the CPU's), else in a
+  // session of its own.
+  Expected<Session*> shared_session_for(const WorkerPlan& plan) {
+    if (plan.tf32_process) return session_of({true, true});
+    if (plan.kind == DeviceKind::cuda) return session_of({true, false});
+    for (auto& s : sessions_) {
+      if (!s->isolated && !s->broken && s->kind == SessionKind{true, false}) return s.get();
     }
+    return session_of({false, false});
   }
 
-  static bool is_holding(const std::string& line) {
-    return line.find("\"type\":\"progress\"") != std::string::npos &&
-           line.find("\"what\":\"holding\"") != std::string::npos;
+  // Ends a session: killed with its group, its pipes closed; no plan goes to it any more.
+  void end_session(Session& s) {
+    if (!s.killed_at && s.child->running()) {
+      s.child->kill_group();
+      s.killed_at = Clock::now();
+    }
+    if (s.out_open || s.err_open) {
+      s.child->close_stdout();
+      s.child->close_stderr();
+      s.out_open = s.err_open = false;
+    }
+    s.broken = true;
   }
 
-  // What cut the workers off: a signal, the run given up (a --device found missing), or the run's
-  // deadline. None of them is the check's fault.
+  // --- Plans ------------------------------------------------------------------------------
+
+  // Sends a plan to its shared session; where none can run it, its result says why (nullopt).
+  std::optional<int> submit(const WorkerPlan& plan, WorkerResult& result) {
+    if (!engine_ || lib_dir_.empty()) {
+      result.problem = ErrorKind::unavailable;
+      result.problem_message = !engine_ ? engine_.error() : "no LibTorch to load was found";
+      return std::nullopt;
+    }
+    Expected<Session*> session = shared_session_for(plan);
+    if (!session) {
+      // An engine that cannot be started is a broken installation, not a failed check.
+      result.problem = ErrorKind::unavailable;
+      result.problem_message = "the kernel engine cannot be started: " + session.error();
+      return std::nullopt;
+    }
+    // A shared session sees the probe's GPUs, numbered as CUDA numbers them (as the report does):
+    // the plan's ordinals are its GPUs' indices.
+    const int id = next_slot_++;
+    Slot& slot = slots_[id];
+    slot.plan = plan;
+    slot.plan.slot = id;
+    slot.result = &result;
+    if ((*session)->hello) result.stack = (*session)->hello;
+    send(slot, **session);
+    return id;
+  }
+
+  void send(Slot& slot, Session& session) {
+    slot.session = &session;
+    slot.last_line = Clock::now();
+    session.used = true;
+    session.child->write_input(encode_plan(slot.plan) + "\n");
+  }
+
+  bool all_settled(const std::vector<int>& ids) const {
+    return std::all_of(ids.begin(), ids.end(), [this](int id) { return slots_.at(id).settled; });
+  }
+
+  // The run's clock, the per-check watchdog, the sessions lost and the plans held.
+  void look_after(Clock::time_point deadline, const Limits& limits) {
+    const bool stopped = limits.stop && limits.stop();
+    if (stopped || Clock::now() >= deadline) {
+      cut_everything(stopped, limits);
+      return;
+    }
+    watch(limits);
+    rerun_what_was_lost();
+    release_held();
+  }
+
+  // What cut the plans off: a signal, the run given up (a --device found missing), or the run's
+  // deadline. None of them is a check's fault.
   static std::pair<ErrorKind, std::string> cut_off(bool stopped, const Limits& limits) {
     if (!stopped) {
       return {ErrorKind::out_of_time,
@@ -255,188 +293,338 @@ class ProcessEngine final : public Engine {
     return {ErrorKind::not_run, "stopped: the run was given up"};
   }
 
-  // Kills a worker that is still running; its unfinished checks will say `why`, of `kind`.
-  static void stop(Worker& w, WorkerResult& result, ErrorKind kind, const std::string& why) {
-    if (!w.out_open && !w.err_open) return;
-    w.child->kill_group();
-    if (!result.finished && result.problem == ErrorKind::none) {
-      result.problem = kind;
-      result.problem_message = why;
+  // Every session ended, every plan not done said to be cut off (a session stuck in the kernel
+  // named, where it did not go within the grace).
+  void cut_everything(bool stopped, const Limits& limits) {
+    const auto [kind, why] = cut_off(stopped, limits);
+    for (auto& s : sessions_) end_session(*s);
+    for (auto& [id, slot] : slots_) {
+      if (slot.settled) continue;
+      give_up(slot, slot.hung ? slot.result->problem : kind,
+              slot.hung ? slot.result->problem_message : why);
     }
-    close_streams(w);
+    name_stuck_sessions(Clock::now() + kGrace);
   }
 
-  // The worker exited: what it wrote before is read, whatever still holds its pipes.
-  void exited(Worker& w, WorkerResult& result) {
-    w.child->try_reap();  // ends what it left running in its group, too
-    for (Stream stream : {Stream::out, Stream::err}) {
-      const bool open = stream == Stream::out ? w.out_open : w.err_open;
-      if (!open) continue;
-      std::string rest;
-      // A line past the limit is caught by consume(); more than that is not read.
-      drain_available(stream == Stream::out ? w.child->stdout_fd() : w.child->stderr_fd(), rest,
-                      2 * kMaxLine);
-      consume(w, result, rest, stream == Stream::out);
+  // The per-check watchdog: a plan silent for longer than one check may take hung. Its session is
+  // ended (a hung kernel cannot be cancelled from inside its process); its other plans run again
+  // in isolated sessions.
+  void watch(const Limits& limits) {
+    const Clock::time_point now = Clock::now();
+    for (auto& [id, slot] : slots_) {
+      if (slot.settled || slot.hung || slot.holding || slot.session == nullptr) continue;
+      if (now - slot.last_line <= limits.per_check) continue;
+      slot.hung = true;
+      slot.result->problem = ErrorKind::timed_out;
+      slot.result->problem_message =
+          fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
+                      static_cast<double>(limits.per_check.count()) / 1000.0);
+      slot.session->lost_why = slot.result->problem_message;
+      end_session(*slot.session);
     }
-    close_streams(w);
+    // A hung plan's session gone (or past its grace: named as stuck), the plan is given up.
+    for (auto& [id, slot] : slots_) {
+      if (!slot.hung || slot.settled) continue;
+      Session& s = *slot.session;
+      const bool gone = s.child->try_reap();
+      if (gone || now - *s.killed_at > kGrace) {
+        if (!gone) slot.result->problem_message += stuck_note(s);
+        give_up(slot, slot.result->problem, slot.result->problem_message);
+      }
+    }
   }
 
-  void read_from(Worker& w, WorkerResult& result, bool is_stdout) {
+  // The plans a lost session left: in an isolated session each, with what they had not answered;
+  // a plan that was isolated already (or has nothing left) ends with why its session was lost.
+  void rerun_what_was_lost() {
+    for (auto& [id, slot] : slots_) {
+      if (slot.settled || slot.hung || slot.session == nullptr || !slot.session->broken) continue;
+      Session& lost = *slot.session;
+      // Not ended by the probe: its exit (still to come) says why it went.
+      if (!lost.killed_at && !lost.child->try_reap()) continue;
+      std::optional<WorkerPlan> rest = rest_of(slot.plan, *slot.result);
+      if (lost.isolated || !rest) {
+        if (!rest) slot.result->finished = true;
+        give_up(slot, ErrorKind::crashed, lost_reason(lost));
+        continue;
+      }
+      const std::optional<std::string> visible = slot.plan.kind == DeviceKind::cuda
+                                                     ? std::optional(slot.plan.cuda_visible_devices)
+                                                     : std::optional(std::string());
+      Expected<Session*> isolated = start_session(lost.kind, visible);
+      if (!isolated) {
+        give_up(slot, ErrorKind::crashed,
+                lost_reason(lost) + "; no isolated session could be started: " + isolated.error());
+        continue;
+      }
+      trace(fmt::format("plan {} runs again in an isolated session ({})", id, lost_reason(lost)));
+      slot.plan = *rest;
+      // Its GPUs alone are visible there: CUDA numbers them from 0.
+      for (std::size_t i = 0; i < slot.plan.ordinals.size(); ++i) {
+        slot.plan.ordinals[i] = static_cast<int>(i);
+      }
+      slot.holding = slot.released = false;
+      send(slot, **isolated);
+    }
+  }
+
+  // A GPU's TF32 plan measures after the GPU's main plan: its "go" once that one is done (or
+  // gone), at once where the run has none.
+  void release_held() {
+    for (auto& [id, slot] : slots_) {
+      if (!slot.plan.hold || slot.released || slot.settled || !slot.holding) continue;
+      const bool partner_running = std::any_of(slots_.begin(), slots_.end(), [&](const auto& e) {
+        const Slot& other = e.second;
+        return &other != &slot && !other.settled && other.plan.kind == slot.plan.kind &&
+               other.plan.index == slot.plan.index && !other.plan.tf32_process &&
+               other.plan.collective_ranks == 0;
+      });
+      if (partner_running) continue;
+      slot.session->child->write_input(encode_go(id) + "\n");
+      slot.released = true;
+      slot.holding = false;
+      slot.last_line = Clock::now();
+    }
+  }
+
+  // A plan ends without finishing: its result says what kept it (the first problem stands).
+  static void give_up(Slot& slot, ErrorKind kind, const std::string& why) {
+    WorkerResult& r = *slot.result;
+    if (!r.finished && r.problem == ErrorKind::none) {
+      r.problem = kind;
+      r.problem_message = why;
+    }
+    slot.settled = true;
+  }
+
+  // What a plan has left to do: the checks it did not answer, with the smoke tests a benchmark or
+  // the soak still owed needs run again (they measure only what passed in their own process);
+  // nullopt where it answered everything. A soak's lines are its progress: only its plan's "done"
+  // says it ended, so a soak is always owed here.
+  static std::optional<WorkerPlan> rest_of(const WorkerPlan& plan, const WorkerResult& result) {
+    if (plan.collective_ranks > 0) {
+      if (result.collectives.size() >= kAllReduceDTypes.size()) return std::nullopt;
+      return plan;
+    }
+    WorkerPlan rest = plan;
+    rest.smoke.clear();
+    rest.amp.clear();
+    for (Mode mode : plan.smoke) {
+      const SmokeOutcome* smoke = result.smoke.find(mode);
+      const bool owed = smoke != nullptr && smoke->ok &&
+                        ((plan.bench_size > 0 && !result.bench.contains(mode)) ||
+                         (plan.soak_seconds > 0.0 && contains(plan.soak_modes, mode)));
+      if (smoke == nullptr || owed) rest.smoke.push_back(mode);
+    }
+    for (Mode mode : plan.amp) {
+      if (!result.amp.contains(mode)) rest.amp.push_back(mode);
+    }
+    if (rest.smoke.empty() && rest.amp.empty()) return std::nullopt;
+    return rest;
+  }
+
+  static bool contains(const std::vector<Mode>& modes, Mode mode) {
+    return std::find(modes.begin(), modes.end(), mode) != modes.end();
+  }
+
+  // --- Reading the sessions ----------------------------------------------------------------
+
+  // Reads what every session wrote within a slice of 100 ms (without the lock: only the pumping
+  // caller reads), then applies it.
+  void pump(std::unique_lock<std::mutex>& lock) {
+    struct Watched {
+      Session* session;
+      int which;  // 0 stdout, 1 stderr, 2 its exit
+    };
+    std::vector<pollfd> fds;
+    std::vector<Watched> owners;
+    for (auto& s : sessions_) {
+      if (s->out_open) {
+        fds.push_back({s->child->stdout_fd(), POLLIN, 0});
+        owners.push_back({s.get(), 0});
+      }
+      if (s->err_open) {
+        fds.push_back({s->child->stderr_fd(), POLLIN, 0});
+        owners.push_back({s.get(), 1});
+      }
+      // Its exit is noticed by itself, not by its pipes closing: a process it started may hold
+      // them open.
+      if ((s->out_open || s->err_open) && s->child->exit_fd() >= 0) {
+        fds.push_back({s->child->exit_fd(), POLLIN, 0});
+        owners.push_back({s.get(), 2});
+      }
+    }
+    lock.unlock();
+    const int ready =
+        fds.empty() ? (::poll(nullptr, 0, 20), 0) : ::poll(fds.data(), fds.size(), 100);
+    lock.lock();
+    for (std::size_t f = 0; ready > 0 && f < fds.size(); ++f) {
+      if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Session& s = *owners[f].session;
+      if (owners[f].which == 2) {
+        exited(s);
+      } else {
+        read_from(s, owners[f].which == 0);
+      }
+    }
+    for (auto& s : sessions_) {
+      if ((s->out_open || s->err_open) && s->child->exit_fd() < 0 && s->child->try_reap()) {
+        exited(*s);
+      }
+    }
+  }
+
+  void read_from(Session& s, bool is_stdout) {
     char buffer[16384];
-    const int fd = is_stdout ? w.child->stdout_fd() : w.child->stderr_fd();
+    const int fd = is_stdout ? s.child->stdout_fd() : s.child->stderr_fd();
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) return;
     if (n <= 0) {
+      (is_stdout ? s.out_open : s.err_open) = false;
       if (is_stdout) {
-        w.child->close_stdout();
-        w.out_open = false;
+        s.child->close_stdout();
       } else {
-        w.child->close_stderr();
-        w.err_open = false;
+        s.child->close_stderr();
       }
+      if (!s.out_open && !s.err_open) lose(s);
       return;
     }
-    consume(w, result, std::string_view(buffer, static_cast<std::size_t>(n)), is_stdout);
+    consume(s, std::string_view(buffer, static_cast<std::size_t>(n)), is_stdout);
   }
 
-  // Takes what a worker wrote: stderr's tail is kept (and traced), stdout's lines applied.
-  void consume(Worker& w, WorkerResult& result, std::string_view data, bool is_stdout) {
+  // The session exited: what it wrote before is read, whatever still holds its pipes.
+  void exited(Session& s) {
+    s.child->try_reap();  // ends what it left running in its group, too
+    for (bool is_stdout : {true, false}) {
+      if (!(is_stdout ? s.out_open : s.err_open)) continue;
+      std::string rest;
+      // A line past the limit is caught by consume(); more than that is not read.
+      drain_available(is_stdout ? s.child->stdout_fd() : s.child->stderr_fd(), rest, 2 * kMaxLine);
+      consume(s, rest, is_stdout);
+    }
+    lose(s);
+  }
+
+  // A session no plan can use any more: its pipes closed; its plans not done are rerun or given
+  // up (rerun_what_was_lost) once it has exited, which says why.
+  void lose(Session& s) {
+    if (s.out_open || s.err_open) {
+      s.child->close_stdout();
+      s.child->close_stderr();
+      s.out_open = s.err_open = false;
+    }
+    s.broken = true;
+  }
+
+  // Takes what a session wrote: stderr's tail is kept (and traced), stdout's lines applied.
+  void consume(Session& s, std::string_view data, bool is_stdout) {
     if (!is_stdout) {
-      // Tracing: the workers' phase timings go through to our stderr.
+      // Tracing: the sessions' phase timings go through to our stderr.
       if (tracing()) std::fwrite(data.data(), 1, data.size(), stderr);
-      w.err_tail.append(data);
-      if (w.err_tail.size() > kStderrTail) w.err_tail.erase(0, w.err_tail.size() - kStderrTail);
+      s.err_tail.append(data);
+      if (s.err_tail.size() > kStderrTail) s.err_tail.erase(0, s.err_tail.size() - kStderrTail);
       return;
     }
-    if (!w.out_open) return;
-    w.pending.append(data);
+    if (!s.out_open) return;
+    s.pending.append(data);
     std::size_t nl = 0;
-    while ((nl = w.pending.find('\n')) != std::string::npos) {
-      const std::string line = w.pending.substr(0, nl);
-      w.pending.erase(0, nl + 1);
+    while ((nl = s.pending.find('\n')) != std::string::npos) {
+      const std::string line = s.pending.substr(0, nl);
+      s.pending.erase(0, nl + 1);
       if (line.empty()) continue;
-      w.last_line = std::chrono::steady_clock::now();
-      if (w.held && is_holding(line)) w.holding = true;
-      const Expected<void> applied = apply_result_line(line, result);
-      if (applied && result.finished) {
-        trace(fmt::format("worker {} done", result.kind == DeviceKind::cuda
-                                                ? "GPU " + std::to_string(result.index)
-                                                : std::string("CPU")));
-        // All said: whatever it does now (its exit, a process it left) is ended, not awaited.
-        w.child->kill_group();
-        close_streams(w);
-        return;
-      }
-      if (!applied) {
-        return violation(w, result, "the engine sent a malformed line (" + applied.error() + ")");
+      if (Expected<void> applied = apply(s, line); !applied) {
+        return violation(s, "the engine sent a malformed line (" + applied.error() + ")");
       }
     }
-    if (w.pending.size() > kMaxLine) {
-      violation(w, result,
-                fmt::format("the engine sent a line longer than {} MiB (a protocol "
-                            "violation)",
-                            kMaxLine >> 20U));
+    if (s.pending.size() > kMaxLine) {
+      violation(s, fmt::format("the engine sent a line longer than {} MiB (a protocol violation)",
+                               kMaxLine >> 20U));
     }
   }
 
-  // A worker that broke the protocol: stopped, its unfinished checks failed with `why`.
-  static void violation(Worker& w, WorkerResult& result, const std::string& why) {
-    if (result.problem == ErrorKind::none) {
-      result.problem = ErrorKind::crashed;
-      result.problem_message = why;
+  // One line of a session: the hello is every plan's there; a plan's line goes to its result.
+  Expected<void> apply(Session& s, const std::string& line) {
+    auto result_of = [this, &s](int id) -> WorkerResult* {
+      const auto it = slots_.find(id);
+      if (it == slots_.end() || it->second.session != &s || it->second.settled) return nullptr;
+      return it->second.result;
+    };
+    const Expected<LineNote> note = apply_engine_line(line, result_of, s.hello);
+    if (!note) return Unexpected{note.error()};
+    if (!note->slot) {
+      for (auto& [id, slot] : slots_) {
+        if (slot.session == &s) slot.result->stack = s.hello;
+      }
+      return {};
     }
-    w.pending.clear();
-    w.child->kill_group();
-    close_streams(w);
+    Slot& slot = slots_.at(*note->slot);
+    if (!slot.result->stack) slot.result->stack = s.hello;
+    slot.last_line = Clock::now();
+    if (note->holding) slot.holding = true;
+    if (note->done) {
+      slot.settled = true;
+      trace(fmt::format("plan {} ({}) done", *note->slot,
+                        slot.plan.kind == DeviceKind::cuda
+                            ? "GPU " + std::to_string(slot.plan.index)
+                            : std::string("CPU")));
+    }
+    return {};
   }
 
-  static void close_streams(Worker& w) {
-    w.child->close_stdout();
-    w.child->close_stderr();
-    w.out_open = false;
-    w.err_open = false;
+  // A session that broke the protocol: ended; its plans not done run again in isolation, where
+  // the one that breaks it again is named with `why`.
+  void violation(Session& s, const std::string& why) {
+    s.pending.clear();
+    s.lost_why = why;
+    end_session(s);
   }
 
-  // The end of a worker: reaped (a killed one given until `grace` to go), and, if it did not
-  // finish, why. A worker stuck in the kernel cannot be killed: it is named instead.
-  static void finish(Worker& w, WorkerResult& result, std::chrono::steady_clock::time_point grace) {
-    if (!w.child) return;
-    if (result.finished) {
-      w.child->release();  // killed at "done": its teardown is not the probe's to wait for
-      return;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        grace - std::chrono::steady_clock::now());
-    if (!w.child->wait_for(std::max(left, std::chrono::milliseconds(0)))) {
-      const char state = process_state(w.child->pid());
-      if (result.problem == ErrorKind::none) result.problem = ErrorKind::crashed;
-      result.problem_message += fmt::format(
-          "{}the engine worker (PID {}) could not be ended{}",
-          result.problem_message.empty() ? "" : "; ", w.child->pid(),
-          state == 'D' ? ": it is stuck in the kernel (uninterruptible sleep, usually inside the "
-                         "driver); the GPU needs a reset"
-                       : fmt::format(" (state {})", state));
-      return;
-    }
-    if (result.problem != ErrorKind::none) return;
-    const int status = w.child->status();
-    const std::string detail = last_line(w.err_tail);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
-        classify_error(detail) == ErrorKind::unavailable) {
-      // The loader could not map LibTorch (a memory limit, a missing library): the machine's
-      // set-up, not a crash.
-      result.problem = ErrorKind::unavailable;
-      result.problem_message = "the kernel engine could not load its libraries: " + detail;
-      return;
-    }
-    result.problem = ErrorKind::crashed;
-    if (WIFSIGNALED(status)) {
-      result.problem_message =
-          fmt::format("the engine worker crashed ({})", signal_name(WTERMSIG(status)));
-    } else {
-      result.problem_message = fmt::format("the engine worker exited with code {} before finishing",
-                                           WEXITSTATUS(status));
-    }
-    if (!detail.empty()) result.problem_message += ": " + detail;
+  // Why a session went away, from its exit: a crash, or an exit before its plans were done.
+  static std::string exit_reason(Session& s) {
+    if (!s.child->try_reap()) return "the engine session went away";
+    const int status = s.child->status();
+    const std::string detail = last_line(s.err_tail);
+    std::string why =
+        WIFSIGNALED(status)
+            ? fmt::format("the engine worker crashed ({})", signal_name(WTERMSIG(status)))
+            : fmt::format("the engine worker exited with code {} before finishing",
+                          WEXITSTATUS(status));
+    if (!detail.empty()) why += ": " + detail;
+    return why;
   }
 
-  // Starts a worker, its plan to follow on stdin, loading the image's LibTorch: libtorch_cpu.so
-  // for the CPU, libtorch_cuda.so for GPUs. A CPU worker never sees a GPU. A GPU worker sees `gpu`
-  // when it is known; started ahead (nullopt), it inherits the environment and narrows
-  // CUDA_VISIBLE_DEVICES from its plan, before it touches CUDA. TF32 is on in a TF32 process and
-  // off in every other. Where it cannot be started, why.
-  Expected<std::unique_ptr<ChildProcess>> start_worker(
-      WorkerKind kind, const std::optional<std::string>& gpu) const {
-    // The worker ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
-    std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
-    const bool cpu = kind.kind == DeviceKind::cpu;
-    if (cpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
-    if (!cpu && gpu) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *gpu);
-    overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
-    const std::string library = lib_dir_ + (cpu ? "/libtorch_cpu.so" : "/libtorch_cuda.so");
-    const std::vector<std::string> argv = {*engine_, "--worker", cpu ? "cpu" : "gpu", "--libtorch",
-                                           library};
-    auto child = std::make_unique<ChildProcess>();
-    if (Expected<void> started = child->start(argv, environment_with(overrides)); !started) {
-      return Unexpected{started.error()};
+  static std::string lost_reason(Session& s) {
+    if (s.lost_why.empty()) s.lost_why = exit_reason(s);
+    return s.lost_why;
+  }
+
+  static std::string stuck_note(const Session& s) {
+    const char state = process_state(s.child->pid());
+    return fmt::format(
+        "; the engine worker (PID {}) could not be ended{}", s.child->pid(),
+        state == 'D' ? ": it is stuck in the kernel (uninterruptible sleep, usually inside the "
+                       "driver); the GPU needs a reset"
+                     : fmt::format(" (state {})", state));
+  }
+
+  // The sessions ended at the deadline: each given until `grace` to go; one that does not is
+  // named in the plans it held.
+  void name_stuck_sessions(Clock::time_point grace) {
+    for (auto& s : sessions_) {
+      if (!s->killed_at || !s->used) continue;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(grace - Clock::now());
+      if (s->child->wait_for(std::max(left, std::chrono::milliseconds(0)))) continue;
+      for (auto& [id, slot] : slots_) {
+        if (slot.session == s.get() && !slot.result->finished) {
+          slot.result->problem_message += stuck_note(*s);
+        }
+      }
+      s->child->release();
     }
-    return child;
   }
 
-  // A worker started ahead for plans of this kind, or nullptr. One that died meanwhile is still
-  // handed out: its run reports what happened to it, as a freshly started one's would.
-  std::unique_ptr<ChildProcess> take_spare(WorkerKind kind) {
-    const std::lock_guard<std::mutex> lock(spares_mutex_);
-    const auto it = std::find_if(spares_.begin(), spares_.end(),
-                                 [kind](const Spare& s) { return s.kind == kind; });
-    if (it == spares_.end()) return nullptr;
-    std::unique_ptr<ChildProcess> child = std::move(it->child);
-    spares_.erase(it);
-    return child;
-  }
-
-  // A GPU worker reports the UUID of the GPU it ran on: anything but the planned one means
-  // CUDA_VISIBLE_DEVICES was not honoured, and its results belong to another GPU.
+  // A GPU's plan reports the UUID of the GPU it ran on: anything but the planned one means the
+  // GPU was not the one planned, and its results belong to another GPU.
   static void check_device(const WorkerPlan& plan, WorkerResult& result) {
     if (plan.kind != DeviceKind::cuda || plan.collective_ranks > 0) return;
     if (plan.cuda_visible_devices.rfind("GPU-", 0) != 0 || result.device_uuid.empty()) return;
@@ -446,34 +634,23 @@ class ProcessEngine final : public Engine {
     result.bench.clear();
     result.problem = ErrorKind::environment;
     result.problem_message = fmt::format(
-        "the engine worker ran on {} instead of {}: CUDA_VISIBLE_DEVICES was not "
-        "honoured, so its results were discarded",
-        result.device_uuid, plan.cuda_visible_devices);
-  }
-
-  struct Spare {
-    WorkerKind kind;
-    std::unique_ptr<ChildProcess> child;
-  };
-
-  // The workers started ahead of the kinds `plans` ran that none of them took: stopped (killed
-  // and reaped). A kind no plan ran keeps its spares for a run still to come.
-  void stop_spares_of(const std::vector<WorkerPlan>& plans) {
-    const std::lock_guard<std::mutex> lock(spares_mutex_);
-    spares_.erase(std::remove_if(spares_.begin(), spares_.end(),
-                                 [&plans](const Spare& s) {
-                                   return std::any_of(
-                                       plans.begin(), plans.end(),
-                                       [&s](const WorkerPlan& p) { return kind_of(p) == s.kind; });
-                                 }),
-                  spares_.end());
+        "the engine ran GPU {}'s checks on {} instead of {}: the GPU it was given was not the one "
+        "planned (CUDA numbers the GPUs otherwise than the probe, or CUDA_VISIBLE_DEVICES was not "
+        "honoured), so its results were discarded",
+        plan.index, result.device_uuid, plan.cuda_visible_devices);
   }
 
   const System& system_;
   const Expected<std::string> engine_;  // the engine executable's path, or why there is none
   std::string lib_dir_;                 // the image's torch/lib (use_libtorch)
-  std::mutex spares_mutex_;             // the CPU's run and the GPUs' run may take spares at once
-  std::vector<Spare> spares_;
+  // The CPU's run and the GPUs' run may be under way at once: one caller reads the sessions at a
+  // time (pumping_), every caller waits for its own plans.
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool pumping_ = false;
+  std::list<std::unique_ptr<Session>> sessions_;
+  std::map<int, Slot> slots_;
+  int next_slot_ = 0;
 };
 
 }  // namespace

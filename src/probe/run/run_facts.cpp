@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/injection.hpp"
 #include "common/trace.hpp"
 
 namespace precision_probe {
@@ -33,6 +34,8 @@ StartFacts read_start_facts(const System& system, const Engine& engine,
   trace("probe start");
   f.inject_fault = system.getenv("PRECISION_PROBE_INJECT_FAULT");
   if (f.inject_fault && f.inject_fault->empty()) f.inject_fault.reset();  // empty is unset
+  f.inject_hang = system.getenv(std::string(kInjectHangVariable));
+  if (f.inject_hang && f.inject_hang->empty()) f.inject_hang.reset();
   f.image = find_torch(system);
   trace("image stack read");
   f.engine_installed = engine.installed();

@@ -34,6 +34,7 @@ struct StartFacts {
   MachineFacts machine;
   std::optional<StackInfo> image;           // the image's PyTorch, read from its files
   std::optional<std::string> inject_fault;  // PRECISION_PROBE_INJECT_FAULT as set
+  std::optional<std::string> inject_hang;   // PRECISION_PROBE_INJECT_HANG as set
   bool engine_installed = false;
   std::string engine_missing;  // why there is no engine (engine_installed false)
 };

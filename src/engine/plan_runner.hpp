@@ -1,0 +1,50 @@
+#pragma once
+// One plan of an engine session, run on the session's loaded LibTorch: a device's smoke tests,
+// training runs, benchmarks and soak, or the collective. Every answer is a line on stdout naming
+// the plan's slot (common/protocol.hpp), written whole: the session's plans run on threads of
+// their own.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/worker.hpp"
+#include "engine/checks/checks.hpp"
+#include "engine/cuda/driver.hpp"
+#include "engine/torch/torch.hpp"
+
+namespace precision_probe::engine {
+
+// Writes one line to stdout and flushes it; lines from several threads never interleave.
+void emit(const std::string& line);
+
+// What a plan's checks need before the first one runs, drawn on the host while LibTorch loads.
+struct Prepared {
+  std::vector<PreparedSmoke> smoke;
+  AmpSetup amp;
+};
+Prepared prepare_plan(const WorkerPlan& plan);
+
+// How a plan's checks load their kernels (PRECISION_PROBE_ENGINE_PRELOAD): all at once, each on a
+// thread of its own, each check starting as soon as its own are loaded ("overlap") or once all are
+// ("first"), or each check loading its own ("none").
+enum class PreloadWay { overlap, first, none };
+
+// A held plan's wait for its "go" (false: the session ends first: nothing more to do).
+using WaitForGo = std::function<bool()>;
+
+// Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
+void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
+                     const Prepared& prepared, PreloadWay preload, const WaitForGo& wait_for_go);
+// Runs the collective over the plan's ordinals.
+void run_collective_plan(const WorkerPlan& plan, const Torch& torch);
+// Every check of the plan answered as not run, of `kind`, with `why` (LibTorch or the GPU could
+// not be had).
+void answer_unavailable(const WorkerPlan& plan, ErrorKind kind, const std::string& why);
+
+// Why a plan cannot be run in this process ("" when it can): TF32 is on in a TF32 session alone
+// (LibTorch reads its variable once per process), and a plan's device kind is the session's.
+std::string plan_problem(const WorkerPlan& plan, DeviceKind session_kind);
+
+}  // namespace precision_probe::engine

@@ -1,0 +1,149 @@
+// One LibTorch per run (issue 39): every device's plan in one engine session, the GPUs' tf32 in a
+// second; a GPU whose checks crash or hang costs only its own verdicts, the others' arrive, and no
+// process outlives the probe. Against the fake driver (eight H200s) and the fake engine, which
+// runs a session's plans at once as the real one does (a hang is its plan's thread, a crash its
+// whole process).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "binary.hpp"
+#include "common/strings.hpp"
+
+namespace pp = precision_probe;
+using nlohmann::json;
+using pp::testing::fake_driver_env;
+using pp::testing::read_all;
+using pp::testing::run_probe_binary;
+using pp::testing::with;
+
+namespace {
+
+const char* kH200 = "NVIDIA H200:9.0:132:141";
+
+std::string gpus(int count) {
+  std::vector<std::string> each(static_cast<std::size_t>(count), kH200);
+  return pp::join(each, ";");
+}
+
+std::vector<std::string> lines_of(const std::string& file) {
+  std::vector<std::string> lines = pp::split(read_all(file), '\n');
+  lines.erase(std::remove(lines.begin(), lines.end(), ""), lines.end());
+  return lines;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Each GPU's statuses, by status.
+std::map<std::string, int> statuses_of(const json& device) {
+  std::map<std::string, int> by;
+  for (const auto& [mode, p] : device.at("precisions").items()) ++by[p.at("status")];
+  return by;
+}
+
+}  // namespace
+
+// Eight GPUs: two sessions of LibTorch's CUDA library, as for one GPU (the trace says each load),
+// one with TF32 on for the GPUs' tf32 alone; every GPU plan in one of them. (The CPU's plan starts
+// before the GPUs are known: on this machine, whose /dev has no NVIDIA device node, in a session
+// of LibTorch's CPU library; where the nodes show GPUs, in the GPU session: the unit test
+// ProcessEngine.EveryPlanOfARunInTwoSessions holds that.)
+TEST(Sessions, EightGpusLoadLibTorchsCudaLibraryTwiceAsOneGpuDoes) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary(
+      {"--format", "json"}, with(fake_driver_env(gpus(8)),
+                                 {"FAKE_ENGINE_SESSIONS=" + dir + "/sessions",
+                                  "FAKE_ENGINE_LOG=" + dir + "/plans", "PRECISION_PROBE_TRACE=1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string sessions = read_all(dir + "/sessions");
+  EXPECT_EQ(count_of(sessions, "cuda --worker gpu --libtorch"), 2U) << sessions;
+  EXPECT_EQ(count_of(sessions, "--worker"), count_of(r.err, "engine session started")) << r.err;
+  const std::string plans = read_all(dir + "/plans");
+  EXPECT_EQ(count_of(plans, "cuda --worker gpu"), 16U) << plans;  // 8 GPUs' checks, 8 tf32
+  EXPECT_EQ(count_of(plans, "tf32=1"), 8U) << plans;
+  const std::string one_dir = pp::testing::make_temp_dir();
+  const auto one = run_probe_binary(
+      {"-q"}, with(fake_driver_env(kH200), {"FAKE_ENGINE_SESSIONS=" + one_dir + "/sessions"}));
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(count_of(read_all(one_dir + "/sessions"), "--worker"), count_of(sessions, "--worker"));
+  const json j = json::parse(r.out);
+  for (const json& d : j.at("devices")) {
+    EXPECT_EQ(d.at("precisions").at("fp32").at("status"), "native") << d.at("name");
+  }
+  // The CPU alone: one session, of LibTorch's CPU library.
+  const std::string cpu_dir = pp::testing::make_temp_dir();
+  const auto cpu = run_probe_binary({"--device", "cpu", "-q"},
+                                    {"FAKE_ENGINE_SESSIONS=" + cpu_dir + "/sessions"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+  const std::vector<std::string> cpu_sessions = lines_of(cpu_dir + "/sessions");
+  ASSERT_EQ(cpu_sessions.size(), 1U);
+  EXPECT_NE(cpu_sessions[0].find("cpu --worker cpu --libtorch"), std::string::npos);
+}
+
+// GPU 3's checks crash their process: the session's other plans run again in isolated sessions
+// and pass; GPU 3's, run again alone, crash again, so the crash is its own (exit 4).
+TEST(Sessions, AGpuWhoseChecksCrashCostsOnlyItsOwnVerdicts) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(gpus(8)),
+           {"FAKE_ENGINE=crash", "FAKE_ENGINE_ON=gpu:3", "FAKE_ENGINE_PIDS=" + dir + "/pids"}));
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  const json j = json::parse(r.out);
+  for (const json& d : j.at("devices")) {
+    if (d.at("kind") != "cuda") continue;
+    const auto by = statuses_of(d);
+    if (d.at("index") == 3) {
+      // It answers a check, then crashes: each check it answered stands, the next one's crash
+      // is said, in isolation.
+      EXPECT_GE(by.count("failed") ? by.at("failed") : 0, 1) << d;
+      const json& bf16 = d.at("precisions").at("bf16");
+      EXPECT_EQ(bf16.at("status"), "failed");
+      EXPECT_NE(bf16.at("reason").get<std::string>().find("crashed (SIGSEGV)"), std::string::npos)
+          << bf16;
+    } else {
+      EXPECT_EQ(by.count("failed"), 0U) << d.at("name") << " " << d.at("index");
+      EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native");
+    }
+  }
+  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
+    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
+  }
+}
+
+// GPU 3's first check hangs: past --check-timeout its session is ended, GPU 3's checks are
+// failed (timed out) and every other GPU's verdicts arrive, from isolated sessions where the
+// shared one could not finish them (exit 5: a hang).
+TEST(Sessions, AGpuWhoseCheckHangsCostsOnlyItsOwnVerdicts) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary(
+      {"--format", "json", "--check-timeout", "2"},
+      with(fake_driver_env(gpus(8)), {"FAKE_ENGINE=stall:fp32", "FAKE_ENGINE_ON=gpu:3",
+                                      "FAKE_ENGINE_PIDS=" + dir + "/pids"}));
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  const json j = json::parse(r.out);
+  for (const json& d : j.at("devices")) {
+    if (d.at("kind") != "cuda") continue;
+    if (d.at("index") == 3) {
+      const json& fp32 = d.at("precisions").at("fp32");
+      EXPECT_EQ(fp32.at("status"), "failed");
+      EXPECT_EQ(fp32.at("failure"), "timed_out");
+    } else {
+      EXPECT_EQ(statuses_of(d).count("failed"), 0U) << d.at("index");
+      EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native") << d.at("index");
+    }
+  }
+  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
+    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
+  }
+}

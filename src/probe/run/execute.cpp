@@ -1,6 +1,7 @@
 #include "probe/run/execute.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <memory>
 
 #include "common/trace.hpp"
@@ -19,8 +20,27 @@ Execution::Execution(Engine& engine, DriverApi& driver, const Options& options,
 Execution::~Execution() {
   // Left early (an exception): the threads end before what they use does.
   cancelled_ = true;
+  release_cpu_thread();
   cpu_checks_.join();
   cuda_query_.join();
+}
+
+void Execution::cpu_done_then_wait() {
+  std::unique_lock<std::mutex> lock(cpu_mutex_);
+  cpu_done_ = true;
+  cpu_changed_.notify_all();
+  cpu_changed_.wait(lock, [this] { return engine_done_; });
+}
+
+void Execution::wait_for_cpu() {
+  std::unique_lock<std::mutex> lock(cpu_mutex_);
+  cpu_changed_.wait(lock, [this] { return cpu_done_ || !cpu_; });
+}
+
+void Execution::release_cpu_thread() {
+  const std::lock_guard<std::mutex> lock(cpu_mutex_);
+  engine_done_ = true;
+  cpu_changed_.notify_all();
 }
 
 // The engine's limits for what is left of the run's budget.
@@ -51,8 +71,23 @@ void Execution::start(const StartPlan& plan) {
   if (plan.prestart) engine_.prestart(*plan.prestart);
   if (!plan.cpu) return;
   cpu_ = WorkerRun{*plan.cpu, std::nullopt};
-  // Where no thread can be started, the CPU's checks run now, before the driver is asked.
-  cpu_checks_.start_or_run([this] { run_workers({&*cpu_}); });
+  // Where no thread can be started, the CPU's checks run now, before the driver is asked (on this
+  // thread, which outlives the engine's workers anyway).
+  const bool on_a_thread = static_cast<bool>(cpu_checks_.start([this] {
+    std::exception_ptr error;  // passed on by cpu_checks_.wait(), once the thread may end
+    try {
+      run_workers({&*cpu_});
+    } catch (...) {
+      error = std::current_exception();
+    }
+    cpu_done_then_wait();
+    if (error) std::rethrow_exception(error);
+  }));
+  if (!on_a_thread) {
+    cpu_checks_.run_instead([this] { run_workers({&*cpu_}); });
+    const std::lock_guard<std::mutex> lock(cpu_mutex_);
+    cpu_done_ = true;
+  }
 }
 
 void Execution::ask_cuda_alongside() {
@@ -65,8 +100,10 @@ void Execution::ask_cuda_alongside() {
 
 void Execution::cancel() {
   cancelled_ = true;
-  cpu_checks_.join();
+  wait_for_cpu();
   engine_.finish();
+  release_cpu_thread();
+  cpu_checks_.join();
 }
 
 RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
@@ -88,8 +125,8 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
     r.telemetry_note = telemetry.error();
   }
   engine_.stop_spares();
-  cpu_checks_.wait();
-  r.cpu = std::move(cpu_);
+  wait_for_cpu();
+  r.cpu = cpu_;
   // The measurements that run alone: the CPU's benchmark, then the collective's bandwidth.
   if (start.cpu_bench && r.cpu) {
     r.cpu_bench = WorkerRun{*start.cpu_bench, std::nullopt};
@@ -97,6 +134,8 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   }
   if (r.collective && gpus.collective_alone) run_workers({&*r.collective});
   engine_.finish();
+  release_cpu_thread();
+  cpu_checks_.wait();
   trace("workers finished");
   cuda_query_.wait();
   if (cuda_) {

@@ -8,6 +8,8 @@
 // turn: the run takes longer and reports the same.
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +64,12 @@ class Execution {
  private:
   Limits limits() const;
   void run_workers(const std::vector<WorkerRun*>& runs);
+  // The CPU's thread, its checks done, waits for the engine's end before it ends: a worker it
+  // started (an engine session, one run again in isolation) ends with the thread that started it
+  // (PR_SET_PDEATHSIG follows the thread).
+  void cpu_done_then_wait();
+  void wait_for_cpu();
+  void release_cpu_thread();
 
   Engine& engine_;
   DriverApi& driver_;
@@ -71,6 +79,10 @@ class Execution {
   std::atomic<bool> cancelled_{false};
   std::optional<WorkerRun> cpu_;
   std::optional<CudaSnapshot> cuda_;  // cuInit's answer, once cuda_query_ is done
+  std::mutex cpu_mutex_;
+  std::condition_variable cpu_changed_;
+  bool cpu_done_ = false;      // the CPU's checks answered (cpu_ holds them)
+  bool engine_done_ = false;   // the engine's workers are ended: the CPU's thread may end
   // The run's threads (common/threads.hpp), each joined by the destructor at the latest.
   Threads cpu_checks_;
   Threads cuda_query_;

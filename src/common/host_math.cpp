@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
 #include "common/threads.hpp"
 
@@ -119,6 +121,112 @@ double relative_error(const std::vector<double>& got, const std::vector<double>&
   }
   if (!(norm > 0.0)) return std::numeric_limits<double>::quiet_NaN();
   return std::sqrt(diff / norm);
+}
+
+namespace {
+
+// |A_i| for every row of A [m, k], |B_:j| for every column of B [k, n].
+void bounds(const double* a, const double* b, std::int64_t m, std::int64_t k, std::int64_t n,
+            ProductSample& s) {
+  s.row_norms.assign(static_cast<std::size_t>(m), 0.0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    const double* ai = a + i * k;
+    double sum = 0.0;
+    for (std::int64_t p = 0; p < k; ++p) sum += ai[p] * ai[p];
+    s.row_norms[static_cast<std::size_t>(i)] = std::sqrt(sum);
+  }
+  s.column_norms.assign(static_cast<std::size_t>(n), 0.0);
+  double* norms = s.column_norms.data();
+  for (std::int64_t p = 0; p < k; ++p) {
+    const double* bp = b + p * n;
+    for (std::int64_t j = 0; j < n; ++j) norms[j] += bp[j] * bp[j];
+  }
+  for (double& norm : s.column_norms) norm = std::sqrt(norm);
+}
+
+}  // namespace
+
+std::vector<std::int64_t> sampled_rows(std::int64_t m, std::uint64_t seed, std::int64_t count) {
+  std::vector<std::int64_t> rows;
+  if (m <= count) {
+    for (std::int64_t i = 0; i < m; ++i) rows.push_back(i);
+    return rows;
+  }
+  HostRandom random(seed);
+  for (std::int64_t band = 0; band < count; ++band) {
+    const std::int64_t lo = band * m / count;
+    const std::int64_t hi = (band + 1) * m / count;  // > lo, as m > count
+    if (band == 0) {
+      rows.push_back(lo);
+    } else if (band + 1 == count) {
+      rows.push_back(hi - 1);
+    } else {
+      rows.push_back(
+          lo + static_cast<std::int64_t>(random.next() % static_cast<std::uint64_t>(hi - lo)));
+    }
+  }
+  return rows;
+}
+
+ProductSample sample_product(const std::vector<double>& a, const std::vector<double>& b,
+                             std::int64_t m, std::int64_t k, std::int64_t n,
+                             std::vector<std::int64_t> rows) {
+  if (static_cast<std::int64_t>(a.size()) != m * k ||
+      static_cast<std::int64_t>(b.size()) != k * n) {
+    throw std::invalid_argument("sample_product: the operands are not [m, k] and [k, n]");
+  }
+  ProductSample s;
+  s.m = m;
+  s.n = n;
+  s.rows = std::move(rows);
+  const auto count = static_cast<std::int64_t>(s.rows.size());
+  std::vector<double> a_rows(static_cast<std::size_t>(count * k));
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t row = s.rows[static_cast<std::size_t>(r)];
+    if (row < 0 || row >= m) throw std::invalid_argument("sample_product: a row out of range");
+    std::copy_n(a.data() + row * k, k, a_rows.data() + r * k);
+  }
+  s.values.assign(static_cast<std::size_t>(count * n), 0.0);
+  product_rows(a_rows.data(), b.data(), s.values.data(), 0, count, k, n);
+  bounds(a.data(), b.data(), m, k, n, s);
+  return s;
+}
+
+SampleComparison compare_with_sample(const std::vector<double>& got, const ProductSample& sample) {
+  SampleComparison c;
+  const std::int64_t n = sample.n;
+  if (static_cast<std::int64_t>(got.size()) != sample.m * n ||
+      sample.values.size() != sample.rows.size() * static_cast<std::size_t>(n) ||
+      static_cast<std::int64_t>(sample.row_norms.size()) != sample.m ||
+      static_cast<std::int64_t>(sample.column_norms.size()) != n ||
+      std::any_of(sample.rows.begin(), sample.rows.end(),
+                  [&](std::int64_t row) { return row < 0 || row >= sample.m; })) {
+    c.rel_error = std::numeric_limits<double>::quiet_NaN();
+    return c;
+  }
+  for (std::int64_t i = 0; i < sample.m; ++i) {
+    const double* gi = got.data() + i * n;
+    const double row_bound = kBoundMargin * sample.row_norms[static_cast<std::size_t>(i)];
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (!std::isfinite(gi[j])) {
+        ++c.non_finite;
+      } else if (std::fabs(gi[j]) > row_bound * sample.column_norms[static_cast<std::size_t>(j)]) {
+        ++c.out_of_bounds;
+      }
+    }
+  }
+  double diff = 0.0;
+  double norm = 0.0;
+  for (std::size_t r = 0; r < sample.rows.size(); ++r) {
+    const double* g = got.data() + sample.rows[r] * n;
+    const double* ref = sample.values.data() + static_cast<std::int64_t>(r) * n;
+    for (std::int64_t j = 0; j < n; ++j) {
+      diff += (g[j] - ref[j]) * (g[j] - ref[j]);
+      norm += ref[j] * ref[j];
+    }
+  }
+  c.rel_error = norm > 0.0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::quiet_NaN();
+  return c;
 }
 
 }  // namespace precision_probe

@@ -35,4 +35,48 @@ std::vector<double> reference_product(const std::vector<double>& a, const std::v
 // infinity, or the sizes differ, or ref is zero.
 double relative_error(const std::vector<double>& got, const std::vector<double>& ref);
 
+// --- A sample of a product's rows: the smoke tests' reference ------------------------------------
+//
+// A smoke test's reference is `kSampledRows` rows of C = A x B, not all of C: on a machine of one
+// CPU the whole float64 products of every mode were the engine's critical path. A sampled row still
+// meets every K and every column of B, so every scale of B (a column's, a 128x128 tile's, a block
+// of 16 or 32 along K) is in the comparison, and so is every K block of that row's scales of A. The
+// rows are spread over the matrix, one from each of `kSampledRows` equal bands (the first and the
+// last row always), so that every 128-row tile, and every 32-row band of a tile (the swizzled scale
+// layout's period), has rows in the sample. An error confined to a few unsampled rows is missed
+// unless it is NaN, Inf or a value beyond its Cauchy-Schwarz bound: the whole result is scanned
+// for those.
+inline constexpr std::int64_t kSampledRows = 32;
+
+// `count` distinct rows of [0, m), ascending (all of them where m <= count), one from each of
+// `count` equal bands of rows: the first band's first row, the last band's last row, and in each
+// other band a row drawn from `seed`.
+std::vector<std::int64_t> sampled_rows(std::int64_t m, std::uint64_t seed,
+                                       std::int64_t count = kSampledRows);
+
+// What the comparison of a result C [m, n] reads: C's rows `rows` in float64, and what bounds
+// every element of C: |C_ij| <= |A_i| |B_:j| (Cauchy-Schwarz, the norms of A's row and B's column).
+struct ProductSample {
+  std::int64_t m = 0, n = 0;
+  std::vector<std::int64_t> rows;    // ascending, distinct
+  std::vector<double> values;        // [rows.size(), n]: row r is C's row rows[r]
+  std::vector<double> row_norms;     // [m]: |A_i|
+  std::vector<double> column_norms;  // [n]: |B_:j|
+};
+// From A [m, k] and B [k, n] row-major.
+ProductSample sample_product(const std::vector<double>& a, const std::vector<double>& b,
+                             std::int64_t m, std::int64_t k, std::int64_t n,
+                             std::vector<std::int64_t> rows);
+
+// A result against its sample: the relative Frobenius distance over the sampled rows, and what
+// the scan of every element found.
+struct SampleComparison {
+  double rel_error = 0.0;          // NaN where the sizes differ or the sampled rows are zero
+  std::int64_t non_finite = 0;     // elements of the whole result that are NaN or Inf
+  std::int64_t out_of_bounds = 0;  // finite elements above kBoundMargin times their bound
+};
+inline constexpr double kBoundMargin = 2.0;
+// `got` is the whole result, [m, n] row-major.
+SampleComparison compare_with_sample(const std::vector<double>& got, const ProductSample& sample);
+
 }  // namespace precision_probe

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/float_formats.hpp"
@@ -26,6 +28,29 @@ bool at_least(pp::Version v) { return pp::testing::release()->release >= v; }
 pp::SmokeOutcome smoke(const eng::Torch& torch, Mode mode, std::uint64_t seed = 1) {
   const std::vector<eng::PreparedSmoke> prepared = eng::prepare_smoke({mode}, false, seed, 2);
   return eng::execute_smoke(prepared.front(), pp::testing::cpu_target(torch));
+}
+
+eng::PreparedSmoke prepared_smoke(Mode mode) {
+  return eng::prepare_smoke({mode}, false, 1, 2).front();
+}
+
+// A row of the product that the smoke test's reference does not hold.
+std::int64_t unsampled_row(const eng::PreparedSmoke& p) {
+  for (std::int64_t i = 0; i < p.outcome.m; ++i) {
+    if (std::find(p.reference.rows.begin(), p.reference.rows.end(), i) == p.reference.rows.end()) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+// Sets A's element (row, 3) in the bits the device gets (fp32 or int8 codes, row-major), not in
+// the values the reference was computed from.
+template <typename T>
+void set_device_a(eng::PreparedSmoke& p, std::int64_t row, T value) {
+  const std::size_t at = static_cast<std::size_t>(row * p.outcome.k + 3) * sizeof(T);
+  ASSERT_LE(at + sizeof(T), p.operands.a.bytes.size());
+  std::memcpy(p.operands.a.bytes.data() + at, &value, sizeof(T));
 }
 
 }  // namespace
@@ -145,6 +170,67 @@ TEST(EngineCpu, FreshSeedsGiveFreshInputsAndASeedItsRunAgain) {
   ASSERT_TRUE(a.ok && b.ok && again.ok);
   EXPECT_NE(*a.rel_error, *b.rel_error);
   EXPECT_DOUBLE_EQ(*a.rel_error, *again.rel_error);
+}
+
+// The reference is a sample of the product's rows: the error over them is the whole result's, on
+// the device's own numbers.
+TEST(EngineCpu, TheSampledRowsErrorIsTheWholeResultsError) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Target cpu = pp::testing::cpu_target(*torch);
+  for (Mode mode : {Mode::fp16, Mode::bf16, Mode::fp8_e4m3}) {
+    const eng::PreparedSmoke p = prepared_smoke(mode);
+    ASSERT_TRUE(p.ready) << p.outcome.error;
+    ASSERT_EQ(p.reference.rows.size(), static_cast<std::size_t>(pp::kSampledRows));
+    ASSERT_LT(pp::kSampledRows, p.outcome.m);
+    const std::vector<double> got = eng::download_values(eng::device_gemm(mode, p.operands, cpu)());
+    const double whole =
+        pp::relative_error(got, pp::reference_product(p.operands.a_values, p.operands.b_values,
+                                                      p.outcome.m, p.outcome.k, p.outcome.n));
+    const pp::SmokeOutcome o = eng::execute_smoke(p, cpu);
+    ASSERT_TRUE(o.ok) << o.error;
+    EXPECT_GT(whole, 1e-4);
+    EXPECT_NEAR(*o.rel_error / whole, 1.0, 0.1) << pp::mode_key(mode);
+  }
+}
+
+// A wrong value in a sampled row fails the test (an element of fp32's A off by 0.5 in the bits the
+// device gets, an int8 code off by one); NaN, Inf and values far beyond what their row and column
+// can make fail it in any row.
+TEST(EngineCpu, AWrongValueInASampledRowOrNaNOrAWildValueInAnyRowFails) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Target cpu = pp::testing::cpu_target(*torch);
+  const eng::PreparedSmoke fp32 = prepared_smoke(Mode::fp32);
+  ASSERT_TRUE(eng::execute_smoke(fp32, cpu).ok);
+  const std::int64_t sampled = fp32.reference.rows.at(9);
+  const std::int64_t other = unsampled_row(fp32);
+  ASSERT_GE(other, 0);
+  const auto a_at = [&](std::int64_t row) {
+    return static_cast<float>(
+        fp32.operands.a_values.at(static_cast<std::size_t>(row * fp32.outcome.k + 3)));
+  };
+  auto fails = [&](std::int64_t row, float value, const std::string& why) {
+    eng::PreparedSmoke p = fp32;
+    set_device_a(p, row, value);
+    const pp::SmokeOutcome o = eng::execute_smoke(p, cpu);
+    EXPECT_TRUE(o.ran);
+    EXPECT_FALSE(o.ok) << "row " << row << ", A " << value;
+    EXPECT_EQ(o.error_kind, pp::ErrorKind::wrong_result);
+    EXPECT_NE(o.error.find(why), std::string::npos) << o.error;
+  };
+  fails(sampled, a_at(sampled) + 0.5F, "relative error");
+  fails(other, std::numeric_limits<float>::quiet_NaN(), "NaN or Inf");
+  fails(other, std::numeric_limits<float>::infinity(), "NaN or Inf");
+  fails(other, 1e6F, "exceed twice what their row of A and column of B can make");
+  eng::PreparedSmoke int8 = prepared_smoke(Mode::int8);
+  ASSERT_TRUE(eng::execute_smoke(int8, cpu).ok);
+  const std::int64_t row = int8.reference.rows.at(20);
+  const auto code = static_cast<std::int8_t>(
+      int8.operands.a_values.at(static_cast<std::size_t>(row * int8.outcome.k + 3)));
+  set_device_a(int8, row, static_cast<std::int8_t>(code == 127 ? 126 : code + 1));
+  const pp::SmokeOutcome off = eng::execute_smoke(int8, cpu);
+  EXPECT_FALSE(off.ok);
+  EXPECT_GT(*off.rel_error, 0.0);
+  EXPECT_LT(*off.rel_error, 1e-2) << "one code off by one: a small error, still not exact";
 }
 
 // LibTorch's CPU _scaled_mm takes fp8 with one scale a tensor: the engine's call of it (its

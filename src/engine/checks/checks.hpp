@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/host_math.hpp"
 #include "common/worker.hpp"
 #include "engine/checks/kernels.hpp"
 #include "engine/torch/ops.hpp"
@@ -33,19 +34,24 @@ void record_failure(Outcome& o, const std::exception& e) {
 // --- Smoke tests (smoke.cpp) ----------------------------------------------------------------
 
 // A smoke test prepared on the host, before LibTorch is loaded: the inputs in the precision under
-// test (their bits) and the float64 reference of their product.
+// test (their bits) and the float64 reference of a sample of their product's rows, with every
+// element's bound (common/host_math.hpp).
 struct PreparedSmoke {
   Mode mode = Mode::fp32;
   SmokeOutcome outcome;
   bool ready = false;
   HostOperands operands;
-  std::vector<double> reference;  // [m, n]
+  ProductSample reference;
 };
 // Every mode's inputs and reference, on up to `threads` threads.
 std::vector<PreparedSmoke> prepare_smoke(const std::vector<Mode>& modes, bool gpu,
                                          std::uint64_t seed, unsigned threads);
 // Runs a prepared smoke test on the device and checks it against the reference.
 SmokeOutcome execute_smoke(const PreparedSmoke& prepared, const Target& target);
+// The device's whole result `got` [m, n] against the reference: every element finite and within
+// its bound, the sampled rows within the tolerance (exactly equal where it is 0, int8's); fills
+// `o`'s rel_error, ok and error.
+void judge_smoke(SmokeOutcome& o, const std::vector<double>& got, const PreparedSmoke& prepared);
 
 // An operation run once, untimed, for the code it loads (the first use of a cuBLAS kernel makes
 // the driver load its module; from threads of their own, the loads overlap).

@@ -1,0 +1,182 @@
+// The smoke tests' reference (common/host_math.hpp): a sample of the product's rows, spread over
+// the matrix and drawn from the seed, and a comparison that reads those rows against the
+// reference and every element of the result for NaN, Inf and values beyond their bound.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "common/float_formats.hpp"
+#include "common/host_math.hpp"
+
+namespace pp = precision_probe;
+
+namespace {
+
+struct Product {
+  std::int64_t m, k, n;
+  std::vector<double> a, b, c;  // c: the whole float64 product
+};
+
+Product random_product(std::int64_t m, std::int64_t k, std::int64_t n, std::uint64_t seed) {
+  Product p{m,
+            k,
+            n,
+            pp::normal_values(seed, static_cast<std::size_t>(m * k)),
+            pp::normal_values(seed + 1, static_cast<std::size_t>(k * n)),
+            {}};
+  p.c = pp::reference_product(p.a, p.b, m, k, n);
+  return p;
+}
+
+pp::ProductSample sample_of(const Product& p, std::uint64_t seed) {
+  return pp::sample_product(p.a, p.b, p.m, p.k, p.n, pp::sampled_rows(p.m, seed));
+}
+
+// A row of [0, m) that the sample does not hold.
+std::int64_t unsampled_row(const pp::ProductSample& s) {
+  const std::set<std::int64_t> rows(s.rows.begin(), s.rows.end());
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    if (rows.count(i) == 0) return i;
+  }
+  return -1;
+}
+
+// The product's result as a bf16 output would give it: each element rounded to 8 bits.
+std::vector<double> rounded_to_bf16(const std::vector<double>& c) {
+  std::vector<double> out;
+  out.reserve(c.size());
+  for (double v : c) out.push_back(pp::decode_bf16(pp::encode_bf16(static_cast<float>(v))));
+  return out;
+}
+
+}  // namespace
+
+// Every 128-row tile and every 32-row band of one (the swizzled scale layout's period) has rows
+// in the sample, the first and the last row included; the same seed gives the same rows.
+TEST(HostMath, TheSampledRowsAreSpreadOverTheMatrixAndDrawnFromTheSeed) {
+  for (std::int64_t m : {128, 192, 256, 1000}) {
+    const std::vector<std::int64_t> rows = pp::sampled_rows(m, 7);
+    ASSERT_EQ(rows.size(), static_cast<std::size_t>(pp::kSampledRows)) << m;
+    EXPECT_EQ(rows.front(), 0);
+    EXPECT_EQ(rows.back(), m - 1);
+    for (std::size_t i = 1; i < rows.size(); ++i) ASSERT_LT(rows[i - 1], rows[i]) << m;
+    for (std::int64_t band = 0; m <= 256 && band < m; band += 32) {  // the smoke tests' sizes
+      const auto in_band = std::count_if(
+          rows.begin(), rows.end(), [&](std::int64_t r) { return r >= band && r < band + 32; });
+      EXPECT_GE(in_band, 4) << "m " << m << ", rows from " << band;
+    }
+    EXPECT_EQ(pp::sampled_rows(m, 7), rows);
+    EXPECT_NE(pp::sampled_rows(m, 8), rows) << m;
+  }
+  const std::vector<std::int64_t> all = pp::sampled_rows(20, 7);
+  ASSERT_EQ(all.size(), 20U);
+  for (std::int64_t i = 0; i < 20; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)], i);
+}
+
+// The sampled rows are the product's own rows, bit for bit, and the bounds are the norms.
+TEST(HostMath, TheSampleHoldsTheProductsRowsAndEachElementsBound) {
+  const Product p = random_product(192, 640, 320, 3);
+  const pp::ProductSample s = sample_of(p, 11);
+  ASSERT_EQ(s.values.size(), s.rows.size() * 320);
+  for (std::size_t r = 0; r < s.rows.size(); ++r) {
+    for (std::int64_t j = 0; j < 320; ++j) {
+      ASSERT_EQ(s.values[r * 320 + static_cast<std::size_t>(j)],
+                p.c[static_cast<std::size_t>(s.rows[r] * 320 + j)]);
+    }
+  }
+  double row5 = 0.0;  // row 5 starts at 5 x 640
+  for (std::size_t q = 0; q < 640; ++q)
+    row5 += p.a[std::size_t{3200} + q] * p.a[std::size_t{3200} + q];
+  EXPECT_DOUBLE_EQ(s.row_norms[5], std::sqrt(row5));
+  double column7 = 0.0;
+  for (std::size_t q = 0; q < 640; ++q) column7 += p.b[q * 320 + 7] * p.b[q * 320 + 7];
+  EXPECT_DOUBLE_EQ(s.column_norms[7], std::sqrt(column7));
+  const pp::SampleComparison exact = pp::compare_with_sample(p.c, s);
+  EXPECT_EQ(exact.rel_error, 0.0);
+  EXPECT_EQ(exact.non_finite, 0);
+  EXPECT_EQ(exact.out_of_bounds, 0);
+}
+
+// On fresh random data (not zeros) with an output rounded as bf16 rounds it, the error over the
+// sample is the whole product's within 5 % (2 % measured), for every seed tried.
+TEST(HostMath, TheSampledErrorIsTheWholeProductsError) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const Product p = random_product(256, 256, 256, seed * 10);
+    const std::vector<double> got = rounded_to_bf16(p.c);
+    const double whole = pp::relative_error(got, p.c);
+    const double sampled = pp::compare_with_sample(got, sample_of(p, seed)).rel_error;
+    ASSERT_GT(whole, 1e-3) << "bf16 leaves its rounding";
+    ASSERT_LT(whole, 4e-3);
+    EXPECT_NEAR(sampled / whole, 1.0, 0.05) << "seed " << seed;
+  }
+}
+
+// A wrong value in a sampled row is in the error: an integer product off by one is no longer
+// exact (int8's tolerance is 0), and one element of a float product far off fails any tolerance.
+TEST(HostMath, AWrongValueInASampledRowIsInTheError) {
+  Product p = random_product(192, 64, 96, 5);
+  for (double& v : p.a) v = std::nearbyint(v * 40.0);  // integers: an exact product
+  for (double& v : p.b) v = std::nearbyint(v * 40.0);
+  p.c = pp::reference_product(p.a, p.b, p.m, p.k, p.n);
+  const pp::ProductSample s = sample_of(p, 2);
+  ASSERT_EQ(pp::compare_with_sample(p.c, s).rel_error, 0.0);
+  for (std::int64_t row : {s.rows.front(), s.rows[13], s.rows.back()}) {
+    std::vector<double> got = p.c;
+    got[static_cast<std::size_t>(row * p.n + 40)] += 1.0;
+    const pp::SampleComparison off = pp::compare_with_sample(got, s);
+    EXPECT_GT(off.rel_error, 0.0) << "row " << row;
+    got[static_cast<std::size_t>(row * p.n + 40)] = 0.0;
+    EXPECT_GT(pp::compare_with_sample(got, s).rel_error, 1e-3) << "row " << row;
+  }
+}
+
+// NaN, Inf and values beyond twice their Cauchy-Schwarz bound are found in every row, the
+// unsampled ones included; within its bound a value outside the sample is not compared.
+TEST(HostMath, EveryElementIsScannedForNaNInfAndValuesBeyondTheirBound) {
+  const Product p = random_product(192, 640, 320, 9);
+  const pp::ProductSample s = sample_of(p, 4);
+  const std::int64_t row = unsampled_row(s);
+  ASSERT_GE(row, 0);
+  const std::size_t at = static_cast<std::size_t>(row * p.n + 17);
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+        -std::numeric_limits<double>::infinity()}) {
+    std::vector<double> got = p.c;
+    got[at] = bad;
+    got[at + 1] = bad;
+    const pp::SampleComparison c = pp::compare_with_sample(got, s);
+    EXPECT_EQ(c.non_finite, 2) << bad;
+    EXPECT_EQ(c.rel_error, 0.0) << "the sampled rows are right";
+  }
+  const double bound = s.row_norms[static_cast<std::size_t>(row)] * s.column_norms[17];
+  std::vector<double> got = p.c;
+  got[at] = -2.01 * bound;
+  EXPECT_EQ(pp::compare_with_sample(got, s).out_of_bounds, 1);
+  got[at] = 1.99 * bound;
+  const pp::SampleComparison within = pp::compare_with_sample(got, s);
+  EXPECT_EQ(within.out_of_bounds, 0);
+  EXPECT_EQ(within.rel_error, 0.0);
+}
+
+// What cannot be compared is NaN, never a pass: a result of another size, a sample of zeros, a
+// sample whose rows are not the result's.
+TEST(HostMath, AResultThatCannotBeComparedGivesNaN) {
+  const Product p = random_product(64, 32, 48, 1);
+  const pp::ProductSample s = sample_of(p, 1);
+  std::vector<double> shorter(p.c.begin(), p.c.end() - 1);
+  EXPECT_TRUE(std::isnan(pp::compare_with_sample(shorter, s).rel_error));
+  const std::vector<double> zeros(p.a.size(), 0.0);
+  const pp::ProductSample of_zeros =
+      pp::sample_product(zeros, p.b, 64, 32, 48, pp::sampled_rows(64, 1));
+  EXPECT_TRUE(std::isnan(pp::compare_with_sample(p.c, of_zeros).rel_error));
+  pp::ProductSample beyond = s;
+  beyond.rows.back() = 64;
+  EXPECT_TRUE(std::isnan(pp::compare_with_sample(p.c, beyond).rel_error));
+  EXPECT_THROW(pp::sample_product(p.a, p.b, 64, 32, 48, {0, 64}), std::invalid_argument);
+  EXPECT_THROW(pp::sample_product(p.a, p.b, 64, 33, 48, {0}), std::invalid_argument);
+}

@@ -20,6 +20,8 @@
 //   FAKE_ENGINE_LOG    a file each worker appends "KIND ARGS tf32=OVERRIDE" to, once it has its
 //                      plan (OVERRIDE: its TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, "-" where unset)
 //   FAKE_ENGINE_PIDS   a file each worker appends its PID to (and an orphan's)
+//   FAKE_ENGINE_HOLD_MS each worker waits this long once it has its plan, before its hello, as a
+//                      real one loads LibTorch (bench/startup.py's test samples its memory)
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -396,6 +398,8 @@ int run_worker(const std::string& args, const std::string& library) {
       plan.kind == pp::DeviceKind::cuda && on == "gpu:" + std::to_string(plan.index);
   if (on != "any" && on != kind && !this_gpu) behaviour = "ok";
 
+  const long hold_ms = std::strtol(env("FAKE_ENGINE_HOLD_MS", "0").c_str(), nullptr, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   const pp::StackInfo s = stack(library, behaviour);
   emit(pp::encode_hello(s));
   if (!s.load_error.empty()) {

@@ -10,6 +10,10 @@
 #                                   sanitizer, startup, throughput (default: all, in that order)
 #   BASELINE=DIR/bin/precision-probe bench/gpu-verify.sh startup throughput
 #                                   start-up and --bench side by side with another build
+#   BASELINE=... bench/gpu-verify.sh startup-one-cpu startup-all-cpus
+#                                   issue 39's figures (not in the default list: a few minutes
+#                                   each): the floor, one CPU, every process's memory, 1, 2, 4, 8
+#                                   copies of GPU 0; bench-startup.json in $OUT/startup-*-cpu*/
 set -uo pipefail
 OUT=${OUT:-gpu-verify}
 mkdir -p "$OUT"
@@ -130,6 +134,16 @@ startup() {
   python3 bench/startup.py --probe $P --orders ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
 
+startup-one-cpu() {
+  python3 bench/startup.py --probe $P --cpus 1 --copies 1,2,4,8 ${BASELINE:+--baseline "$BASELINE"} \
+    --out "$OUT/startup-one-cpu" >> "$LOG" 2>&1
+}
+
+startup-all-cpus() {
+  python3 bench/startup.py --probe $P --copies 1,2,4,8 ${BASELINE:+--baseline "$BASELINE"} \
+    --out "$OUT/startup-all-cpus" >> "$LOG" 2>&1
+}
+
 throughput() {
   python3 bench/throughput.py --probe $P ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
@@ -138,8 +152,9 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(reports modes memory soak copied blockscaled nccl sanitizer startup throughput)
 for part in "${parts[@]}"; do
   case $part in
-    reports | modes | memory | soak | copied | blockscaled | nccl | sanitizer | startup | throughput) "$part" ;;
+    reports | modes | memory | soak | copied | blockscaled | nccl | sanitizer | startup | throughput | \
+      startup-one-cpu | startup-all-cpus) "$part" ;;
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|AMP section|--quick|baseline|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"
+grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"

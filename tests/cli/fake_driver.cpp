@@ -392,6 +392,7 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
   *context = &fake_context;
   return 0;
 }
+int cuCtxSetCurrent(void* /*context*/) { return 0; }
 int cuDeviceGetPCIBusId(char* out, int size, int device) {
   std::snprintf(out, static_cast<std::size_t>(size), "0000:%02x:00.0",
                 0x17 + visible_gpus().at(static_cast<std::size_t>(device)).nvml_index);

@@ -24,6 +24,8 @@
 //   FAKE_ENGINE_SESSIONS a file each session appends "PID KIND ARGS" to when it starts
 // Like the real engine, a session runs every plan it is given at once, a thread each: a hang is
 // that plan's (its thread sleeps), a crash the whole session's.
+//   FAKE_ENGINE_HOLD_MS each session waits this long before its hello, as a real one loads
+//                      LibTorch (bench/startup.py's test samples its memory)
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -463,6 +465,8 @@ int run_worker(const std::string& args, const std::string& library) {
   const std::string behaviour =
       on == "any" || on == session_kind ? env("FAKE_ENGINE", "ok") : std::string("ok");
   append(env("FAKE_ENGINE_SESSIONS"), std::to_string(::getpid()) + " " + session_kind + " " + args);
+  const long hold_ms = std::strtol(env("FAKE_ENGINE_HOLD_MS", "0").c_str(), nullptr, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   const pp::StackInfo s = stack(library, behaviour);
   emit(pp::encode_hello(s));
   std::vector<std::thread> plans;

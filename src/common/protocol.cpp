@@ -17,6 +17,7 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("index", p.index);
   v("cuda_visible_devices", p.cuda_visible_devices);
   v("ordinals", p.ordinals);
+  v("own_context", p.own_context);
   v("smoke", p.smoke);
   v("amp", p.amp);
   v("seed", p.seed);

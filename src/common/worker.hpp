@@ -22,9 +22,11 @@ struct WorkerPlan {
   std::vector<int> ordinals;         // the GPUs as the session's process numbers them (CUDA's
                                      // ordinals under its CUDA_VISIBLE_DEVICES): one for a GPU's
                                      // checks, the collective's ranks in order
-  std::vector<Mode> smoke;           // matmul precisions to smoke-test
-  std::vector<Mode> amp;             // mixed-precision training modes to run
-  std::uint64_t seed = 0;            // random inputs are drawn from this seed
+  bool own_context = false;  // the GPU's checks in a context of their own, not its primary one:
+                             // a copy of GPU 0 (PRECISION_PROBE_BENCH_GPU_COPIES, a bench switch)
+  std::vector<Mode> smoke;   // matmul precisions to smoke-test
+  std::vector<Mode> amp;     // mixed-precision training modes to run
+  std::uint64_t seed = 0;    // random inputs are drawn from this seed
   // This worker's LibTorch runs fp32 matmuls as TF32: its environment has
   // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, read once per process, so tf32 is checked in a process of
   // its own and no other worker has it. Its plan holds tf32 alone.

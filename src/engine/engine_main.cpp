@@ -57,6 +57,14 @@ int main(int argc, char** argv) {
         kind == "gpu" ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     args.libtorch = argv[4];
     end_with_the_probe();
+    // A bench's copies of one GPU, each in a context of its own (PRECISION_PROBE_BENCH_GPU_COPIES):
+    // LibTorch's caching allocator keeps blocks per device, not per context, so it must not cache.
+    // Set before any thread of the session starts.
+    // NOLINTNEXTLINE(concurrency-mt-unsafe)
+    const char* copies = std::getenv("PRECISION_PROBE_BENCH_GPU_COPIES");
+    if (copies != nullptr && std::atoi(copies) > 1) {  // NOLINT(cert-err34-c): checked by the probe
+      ::setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);  // NOLINT(concurrency-mt-unsafe)
+    }
     try {
       return eng::run_worker(args);
     } catch (const std::exception& e) {

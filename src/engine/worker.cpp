@@ -204,7 +204,7 @@ Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan, const Loa
   if (!loaded.driver) return Unexpected{loaded.driver.error()};
   Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
   if (!driver) return driver;
-  if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0)); !bound) {
+  if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0), plan.own_context); !bound) {
     return Unexpected{bound.error()};
   }
   trace("primary context ready");

@@ -147,3 +147,34 @@ TEST(Sessions, AGpuWhoseCheckHangsCostsOnlyItsOwnVerdicts) {
     EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
   }
 }
+
+// The bench's switch: GPU 0 planned and reported as N GPUs (each copy's checks in a context of
+// their own in the real engine), in the same two CUDA sessions, so that the cost of N devices is
+// measured on one GPU; a count that is not one is refused.
+TEST(Sessions, TheBenchPlansGpuZeroAsManyDevices) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r =
+      run_probe_binary({"--format", "json"},
+                       with(fake_driver_env(kH200), {"PRECISION_PROBE_BENCH_GPU_COPIES=4",
+                                                     "FAKE_ENGINE_SESSIONS=" + dir + "/sessions",
+                                                     "FAKE_ENGINE_LOG=" + dir + "/plans"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::vector<int> indices;
+  for (const json& d : j.at("devices")) {
+    if (d.at("kind") != "cuda") continue;
+    indices.push_back(d.at("index"));
+    EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native");
+  }
+  EXPECT_EQ(indices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(count_of(read_all(dir + "/sessions"), "cuda --worker gpu"), 2U);
+  EXPECT_EQ(count_of(read_all(dir + "/plans"), "cuda --worker gpu"), 8U);
+  for (const char* bad : {"0", "65", "two"}) {
+    const auto refused = run_probe_binary(
+        {"-q"},
+        with(fake_driver_env(kH200), {std::string("PRECISION_PROBE_BENCH_GPU_COPIES=") + bad}));
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("is not a count of copies of GPU 0 from 1 to 64"), std::string::npos)
+        << refused.err;
+  }
+}

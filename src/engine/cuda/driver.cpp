@@ -48,6 +48,7 @@ struct CudaDriver::Api {
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxCreate)(CUcontext*, unsigned, CUdevice) = nullptr;  // cuCtxCreate_v2
   CUresult (*cuCtxSynchronize)() = nullptr;
   CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
@@ -104,6 +105,7 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   find(library, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   find(library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   find(library, a.cuCtxSetCurrent, "cuCtxSetCurrent");
+  find(library, a.cuCtxCreate, "cuCtxCreate_v2");
   find(library, a.cuCtxSynchronize, "cuCtxSynchronize");
   find(library, a.cuMemGetInfo, "cuMemGetInfo_v2");
   find(library, a.cuEventCreate, "cuEventCreate");
@@ -129,11 +131,17 @@ int CudaDriver::device_count() const {
   return count;
 }
 
-Expected<void> CudaDriver::bind(int ordinal) {
+Expected<void> CudaDriver::bind(int ordinal, bool own_context) {
   if (const CUresult r = api_->cuDeviceGet(&device_, ordinal); r != 0) {
     return Unexpected{fmt::format("no CUDA device {}: {}", ordinal, error_name(r))};
   }
-  if (const CUresult r = api_->cuDevicePrimaryCtxRetain(&context_, device_); r != 0) {
+  if (own_context) {
+    if (api_->cuCtxCreate == nullptr) return Unexpected{"this driver has no cuCtxCreate_v2"};
+    if (const CUresult r = api_->cuCtxCreate(&context_, 0, device_); r != 0) {
+      return Unexpected{
+          fmt::format("a context of CUDA device {} cannot be made: {}", ordinal, error_name(r))};
+    }
+  } else if (const CUresult r = api_->cuDevicePrimaryCtxRetain(&context_, device_); r != 0) {
     return Unexpected{fmt::format("the primary context of CUDA device {} cannot be made: {}",
                                   ordinal, error_name(r))};
   }

@@ -29,8 +29,10 @@ class CudaDriver {
   ~CudaDriver();
 
   int device_count() const;
-  // Device `ordinal` (as this process sees them), its primary context retained.
-  Expected<void> bind(int ordinal);
+  // Device `ordinal` (as this process sees them), its primary context retained (the one LibTorch's
+  // runtime uses), or with `own_context` a context of its own (cuCtxCreate: the bench's copies of
+  // one GPU, PRECISION_PROBE_BENCH_GPU_COPIES), current on the calling thread.
+  Expected<void> bind(int ordinal, bool own_context = false);
   int ordinal() const { return ordinal_; }
   // The bound device's primary context, current on the calling thread.
   void make_current() const;

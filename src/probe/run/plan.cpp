@@ -133,6 +133,10 @@ WorkerPlan plan_gpu(const Options& options, const GpuInfo& gpu, const StartPlan&
   p.index = gpu.index;
   p.cuda_visible_devices = !gpu.uuid.empty() ? gpu.uuid : std::to_string(gpu.index);
   p.ordinals = {gpu.index};
+  if (start.gpu_copies > 1) {  // a copy of GPU 0, in a context of its own but the first
+    p.ordinals = {0};
+    p.own_context = gpu.index > 0;
+  }
   p.smoke = runnable_modes(matmul_modes(), support);
   if (options.amp) p.amp = runnable_modes(training_modes(), support);
   p.seed = start.seed + static_cast<std::uint64_t>(gpu.index) + 1;
@@ -219,6 +223,13 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
       fault_to_inject(options, facts.inject_fault);
   if (!inject) return Unexpected{inject.error()};
   if (const std::string bad = bad_torch_dir(facts.image); !bad.empty()) return Unexpected{bad};
+  if (facts.gpu_copies) {
+    const std::optional<std::int64_t> n = parse_int(*facts.gpu_copies);
+    if (!n || *n < 1 || *n > 64) {
+      return Unexpected{"PRECISION_PROBE_BENCH_GPU_COPIES='" + printable(*facts.gpu_copies, 20) +
+                        "' is not a count of copies of GPU 0 from 1 to 64"};
+    }
+  }
   // The engine reads PRECISION_PROBE_INJECT_HANG itself: a value it could not read is refused here.
   if (facts.inject_hang) {
     if (Expected<HangInjection> hang = parse_hang_injection(*facts.inject_hang); !hang) {
@@ -227,6 +238,7 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
   }
   StartPlan s;
   s.seed = options.seed.value_or(facts.stamp.random_seed);
+  if (facts.gpu_copies) s.gpu_copies = static_cast<int>(*parse_int(*facts.gpu_copies));
   s.inject = *inject;
   s.stack = stack_at_start(options, facts);
   if (s.stack.gpu_blocker.empty()) {

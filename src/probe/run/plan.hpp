@@ -43,6 +43,7 @@ struct StartPlan {
   StackAtStart stack;
   std::optional<FaultInjection> inject;  // PRECISION_PROBE_INJECT_FAULT, read with --soak
   int expected_gpus = 0;                 // GPU workers worth starting before the driver answers
+  int gpu_copies = 1;                    // PRECISION_PROBE_BENCH_GPU_COPIES (a bench switch)
   std::optional<Prestart> prestart;      // the workers started ahead (none: none is)
   std::optional<WorkerPlan> cpu;         // the CPU's checks: they need nothing from the driver
   // With --bench and GPUs to come, the CPU's benchmark in a run of its own after the GPUs' (its

@@ -39,6 +39,7 @@ Report run_probe(const Options& options, ProbeDeps deps, const RunClock& clock) 
   Execution execution(deps.engine, deps.driver, options, clock);
   execution.start(*start);
   DriverAnswers driver = ask_driver(options, deps.driver, deps.system, facts.machine);
+  driver.gpu_copies = start->gpu_copies;
   if (driver.cuda_alongside) execution.ask_cuda_alongside();
   const GpuFacts seen = gpus_to_plan(driver, facts.machine);
   if (const Expected<void> selected = check_selection(options, seen); !selected) {

@@ -36,6 +36,8 @@ StartFacts read_start_facts(const System& system, const Engine& engine,
   if (f.inject_fault && f.inject_fault->empty()) f.inject_fault.reset();  // empty is unset
   f.inject_hang = system.getenv(std::string(kInjectHangVariable));
   if (f.inject_hang && f.inject_hang->empty()) f.inject_hang.reset();
+  f.gpu_copies = system.getenv("PRECISION_PROBE_BENCH_GPU_COPIES");
+  if (f.gpu_copies && f.gpu_copies->empty()) f.gpu_copies.reset();
   f.image = find_torch(system);
   trace("image stack read");
   f.engine_installed = engine.installed();
@@ -69,6 +71,19 @@ void add_unanswered_gpus(GpuFacts& facts, const MachineFacts& machine,
     g.name = fmt::format("GPU behind /dev/{}", machine.nodes.gpus[static_cast<std::size_t>(i)]);
     g.source = "device node";
     facts.gpus.push_back(g);
+  }
+}
+
+// The bench's copies of GPU 0 (PRECISION_PROBE_BENCH_GPU_COPIES): GPU 0 alone, `copies` times, the
+// copies numbered from 0 like GPUs; no peers.
+void copy_gpu_zero(GpuFacts& facts, int copies) {
+  if (copies <= 1 || facts.gpus.empty()) return;
+  const GpuInfo first = facts.gpus.front();
+  facts.gpus.clear();
+  facts.peers.clear();
+  for (int i = 0; i < copies; ++i) {
+    facts.gpus.push_back(first);
+    facts.gpus.back().index = i;
   }
 }
 
@@ -128,6 +143,7 @@ GpuFacts gpus_to_plan(const DriverAnswers& answers, const MachineFacts& machine)
   const VisibleDevicesSpec visible = visible_devices(machine);
   GpuFacts facts = merged(answers, machine, visible);
   if (answers.nvml.fault != QueryFault::none) add_unanswered_gpus(facts, machine, visible);
+  copy_gpu_zero(facts, answers.gpu_copies);
   return facts;
 }
 
@@ -136,6 +152,7 @@ GpuFacts gpus_to_report(const DriverAnswers& answers, const MachineFacts& machin
   GpuFacts facts = merged(answers, machine, visible);
   add_unanswered_gpus(facts, machine, visible);
   name_gpu_processes(facts.gpus, answers.processes);
+  copy_gpu_zero(facts, answers.gpu_copies);
   return facts;
 }
 

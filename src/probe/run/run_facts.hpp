@@ -35,6 +35,7 @@ struct StartFacts {
   std::optional<StackInfo> image;           // the image's PyTorch, read from its files
   std::optional<std::string> inject_fault;  // PRECISION_PROBE_INJECT_FAULT as set
   std::optional<std::string> inject_hang;   // PRECISION_PROBE_INJECT_HANG as set
+  std::optional<std::string> gpu_copies;    // PRECISION_PROBE_BENCH_GPU_COPIES as set
   bool engine_installed = false;
   std::string engine_missing;  // why there is no engine (engine_installed false)
 };
@@ -58,6 +59,10 @@ struct DriverAnswers {
   std::optional<CudaSnapshot> cuda;
   bool cuda_alongside = false;
   std::map<unsigned int, ProcessSeen> processes;  // the processes NVML lists, as /proc shows them
+  // PRECISION_PROBE_BENCH_GPU_COPIES, a bench switch: GPU 0 planned and reported as this many GPUs
+  // (each copy's checks in a context of their own), so that the cost of N devices is measured on
+  // one GPU.
+  int gpu_copies = 1;
 };
 
 DriverAnswers ask_driver(const Options& options, DriverApi& driver, const System& system,

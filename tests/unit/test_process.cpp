@@ -73,3 +73,64 @@ TEST(Process, WaitingIsBoundedAndTheStateIsReadable) {
   EXPECT_TRUE(WIFSIGNALED(child.status()));
   EXPECT_EQ(pp::process_state(999999999), '?');
 }
+
+TEST(LineBuffer, CutsLinesAcrossReadsAndDropsALineTooLongWhole) {
+  pp::LineBuffer lines(8);
+  lines.append("ab");
+  EXPECT_FALSE(lines.next().has_value());
+  lines.append("c\nde\n\nf");
+  EXPECT_EQ(lines.next(), "abc");
+  EXPECT_EQ(lines.next(), "de");
+  EXPECT_EQ(lines.next(), "");
+  EXPECT_FALSE(lines.next().has_value());
+  EXPECT_EQ(lines.pending(), 1U);
+  // "f" then 9 more bytes without a newline: past the limit, dropped, and so is its rest.
+  lines.append("123456789");
+  EXPECT_EQ(lines.dropped(), 1U);
+  EXPECT_EQ(lines.pending(), 0U);
+  lines.append("still the long one\nok\n");
+  EXPECT_EQ(lines.next(), "ok");
+  // A long line that came whole in one read is dropped too.
+  lines.append("0123456789abc\nlast\n");
+  EXPECT_EQ(lines.next(), "last");
+  EXPECT_EQ(lines.dropped(), 2U);
+}
+
+TEST(Process, OneLoopReadsSeveralChildrenAndSeesEachExit) {
+  // Two children, one loop: each one's lines come with its index, each one's end and exit too,
+  // while one that left an orphan holding its stdout is still seen to exit.
+  pp::ChildProcess first;
+  pp::ChildProcess second;
+  ASSERT_TRUE(first.start({"/bin/sh", "-c", "echo one; echo e1 >&2; exit 0"},
+                          pp::environment_with({}), ""));
+  ASSERT_TRUE(
+      second.start({"/bin/sh", "-c", "sleep 30 & echo two; exit 0"}, pp::environment_with({}), ""));
+  std::vector<pp::Watched> watched = {{&first, true, true}, {&second, true, true}};
+  std::string out[2];
+  std::string err[2];
+  bool exited[2] = {false, false};
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(exited[0] && exited[1]) && std::chrono::steady_clock::now() < deadline) {
+    for (const pp::ChildOutput& got : pp::read_children(watched, 100ms)) {
+      ASSERT_LT(got.index, 2U);
+      out[got.index] += got.out;
+      err[got.index] += got.err;
+      exited[got.index] = exited[got.index] || got.exited;
+    }
+  }
+  EXPECT_TRUE(exited[0] && exited[1]);
+  // The first child's pipes reached their end (possibly after its exit was seen): drained.
+  for (int i = 0; i < 20 && (watched[0].out || watched[0].err); ++i) {
+    for (const pp::ChildOutput& got : pp::read_children(watched, 50ms)) {
+      out[got.index] += got.out;
+      err[got.index] += got.err;
+    }
+  }
+  EXPECT_EQ(out[0], "one\n");
+  EXPECT_EQ(err[0], "e1\n");
+  EXPECT_FALSE(watched[0].out);
+  EXPECT_EQ(out[1].substr(0, 4), "two\n");
+  second.kill_group();
+  EXPECT_TRUE(second.wait_for(5s));
+  EXPECT_TRUE(first.wait_for(5s));
+}

@@ -1,6 +1,5 @@
 #include "probe/driver/telemetry.hpp"
 
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,22 +169,26 @@ Expected<void> TelemetryRecorder::start(const std::string& self_exe) {
 }
 
 void TelemetryRecorder::read_lines() {
-  std::string pending;
-  constexpr std::size_t kMaxLine = std::size_t{1} << 20;
-  while (!stopping_.load()) {
-    pollfd fd{child_.stdout_fd(), POLLIN, 0};
-    if (::poll(&fd, 1, 200) <= 0) continue;
-    std::string chunk;
-    const bool fits = drain_available(child_.stdout_fd(), chunk, kMaxLine);
-    if (chunk.empty() && (fd.revents & (POLLHUP | POLLERR)) != 0) break;  // the agent is gone
-    pending += chunk;
-    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-      if (auto sample = decode_sample(std::string_view(pending).substr(0, nl))) {
-        samples_.push_back(std::move(*sample));
-      }
-      pending.erase(0, nl + 1);
+  LineBuffer lines(std::size_t{1} << 20);  // a line longer than that is garbage, dropped
+  const auto take = [&](std::string_view data) {
+    lines.append(data);
+    while (std::optional<std::string> line = lines.next()) {
+      if (auto sample = decode_sample(*line)) samples_.push_back(std::move(*sample));
     }
-    if (pending.size() > kMaxLine || !fits) pending.clear();  // a line too long is garbage
+  };
+  // Its stderr is read too (and dropped), so that a chatty driver never blocks the agent.
+  std::vector<Watched> watched = {{&child_, true, true}};
+  while (!stopping_.load() && watched[0].out) {
+    for (const ChildOutput& got : read_children(watched, std::chrono::milliseconds(200))) {
+      take(got.out);
+      if (got.exited && watched[0].out) {
+        // The agent is gone: what it wrote before is read, whatever still holds its pipe.
+        std::string rest;
+        drain_available(child_.stdout_fd(), rest, std::size_t{1} << 20);
+        take(rest);
+        return;
+      }
+    }
   }
 }
 

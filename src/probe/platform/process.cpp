@@ -261,6 +261,120 @@ bool drain_available(int fd, std::string& sink, std::size_t max) {
   return true;
 }
 
+namespace {
+
+// Reads one ready stream of a child: what it holds (up to 64 KiB), or its end.
+void read_stream(Watched& w, bool is_stdout, ChildOutput& got) {
+  const int fd = is_stdout ? w.child->stdout_fd() : w.child->stderr_fd();
+  std::string& sink = is_stdout ? got.out : got.err;
+  char buffer[16384];
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      sink.append(buffer, static_cast<std::size_t>(n));
+      if (static_cast<std::size_t>(n) < sizeof buffer) return;
+      continue;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    (is_stdout ? got.out_ended : got.err_ended) = true;
+    (is_stdout ? w.out : w.err) = false;
+    if (is_stdout) {
+      w.child->close_stdout();
+    } else {
+      w.child->close_stderr();
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+std::vector<ChildOutput> read_children(std::vector<Watched>& watched,
+                                       std::chrono::milliseconds slice) {
+  struct Owner {
+    std::size_t index;
+    int which;  // 0 stdout, 1 stderr, 2 exit
+  };
+  std::vector<pollfd> fds;
+  std::vector<Owner> owners;
+  for (std::size_t i = 0; i < watched.size(); ++i) {
+    const Watched& w = watched[i];
+    if (w.out) {
+      fds.push_back({w.child->stdout_fd(), POLLIN, 0});
+      owners.push_back({i, 0});
+    }
+    if (w.err) {
+      fds.push_back({w.child->stderr_fd(), POLLIN, 0});
+      owners.push_back({i, 1});
+    }
+    // Its exit is noticed by itself, not by its pipes closing: a process it started may hold them.
+    if ((w.out || w.err) && w.child->exit_fd() >= 0) {
+      fds.push_back({w.child->exit_fd(), POLLIN, 0});
+      owners.push_back({i, 2});
+    }
+  }
+  std::map<std::size_t, ChildOutput> got;
+  const int timeout = static_cast<int>(std::max<long long>(slice.count(), 0));
+  const int ready =
+      fds.empty() ? (::poll(nullptr, 0, timeout), 0) : ::poll(fds.data(), fds.size(), timeout);
+  for (std::size_t f = 0; ready > 0 && f < fds.size(); ++f) {
+    if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    ChildOutput& out = got[owners[f].index];
+    out.index = owners[f].index;
+    Watched& w = watched[owners[f].index];
+    if (owners[f].which == 2) {
+      out.exited = true;
+    } else if (owners[f].which == 0 ? w.out : w.err) {
+      read_stream(w, owners[f].which == 0, out);
+    }
+  }
+  // Without a pidfd, an exit is looked for.
+  for (std::size_t i = 0; i < watched.size(); ++i) {
+    const Watched& w = watched[i];
+    if ((w.out || w.err) && w.child->exit_fd() < 0 && w.child->try_reap()) {
+      got[i].index = i;
+      got[i].exited = true;
+    }
+  }
+  std::vector<ChildOutput> list;
+  list.reserve(got.size());
+  for (auto& [index, out] : got) list.push_back(std::move(out));
+  return list;
+}
+
+void LineBuffer::append(std::string_view data) {
+  while (skipping_ && !data.empty()) {
+    const std::size_t nl = data.find('\n');
+    if (nl == std::string_view::npos) return;
+    data.remove_prefix(nl + 1);
+    skipping_ = false;
+  }
+  pending_.append(data);
+  // The line not yet ended, past the limit: dropped now, not held until its newline comes.
+  const std::size_t last = pending_.rfind('\n');
+  const std::size_t tail = last == std::string::npos ? 0 : last + 1;
+  if (pending_.size() - tail > max_) {
+    pending_.resize(tail);
+    skipping_ = true;
+    ++dropped_;
+  }
+}
+
+std::optional<std::string> LineBuffer::next() {
+  for (;;) {
+    const std::size_t nl = pending_.find('\n');
+    if (nl == std::string::npos) return std::nullopt;
+    if (nl > max_) {
+      pending_.erase(0, nl + 1);
+      ++dropped_;
+      continue;
+    }
+    std::string line = pending_.substr(0, nl);
+    pending_.erase(0, nl + 1);
+    return line;
+  }
+}
+
 ProcessOutput run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& input, std::chrono::milliseconds timeout,
                           std::size_t max_output, std::chrono::milliseconds reap_limit) {
@@ -271,9 +385,8 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     return result;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::map<int, std::string*> sinks = {{child.stdout_fd(), &result.out},
-                                       {child.stderr_fd(), &result.err}};
-  while (!sinks.empty()) {
+  std::vector<Watched> watched = {{&child, true, true}};
+  while (watched[0].out || watched[0].err) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || interrupt_requested()) {
@@ -283,35 +396,25 @@ ProcessOutput run_process(const std::vector<std::string>& argv, const std::vecto
     }
     if (child.try_reap()) {
       // Exited: what it wrote is in the pipes; a process it left behind may hold them open.
-      for (const auto& [fd, sink] : sinks) {
-        if (!drain_available(fd, *sink, max_output)) result.overflowed = true;
+      if (watched[0].out && !drain_available(child.stdout_fd(), result.out, max_output)) {
+        result.overflowed = true;
+      }
+      if (watched[0].err && !drain_available(child.stderr_fd(), result.err, max_output)) {
+        result.overflowed = true;
       }
       break;
     }
-    std::vector<pollfd> fds;
-    fds.reserve(sinks.size() + 1);
-    for (const auto& [fd, sink] : sinks) fds.push_back({fd, POLLIN, 0});
-    if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
     // Short slices, so that an interrupt (and, without a pidfd, an exit) is seen promptly.
-    const int ready =
-        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left.count(), 100)));
-    if (ready < 0 && errno != EINTR) break;
-    for (const pollfd& p : fds) {
-      if (p.fd == child.exit_fd() || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      char buffer[8192];
-      const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[p.fd]->append(buffer, static_cast<std::size_t>(n));
-        if (sinks[p.fd]->size() > max_output) {
-          // Output without end (a library that floods stdout): stopped, not collected.
-          sinks[p.fd]->resize(max_output);
-          result.overflowed = true;
-        }
-      } else if (n == 0 || errno != EINTR) {
-        sinks.erase(p.fd);
-      }
+    for (const ChildOutput& got :
+         read_children(watched, std::min(left, std::chrono::milliseconds(100)))) {
+      result.out += got.out;
+      result.err += got.err;
     }
-    if (result.overflowed) {
+    if (result.out.size() > max_output || result.err.size() > max_output) {
+      // Output without end (a library that floods stdout): stopped, not collected.
+      result.out.resize(std::min(result.out.size(), max_output));
+      result.err.resize(std::min(result.err.size(), max_output));
+      result.overflowed = true;
       child.kill_group();
       break;
     }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "precision_probe/expected.hpp"
@@ -77,6 +78,43 @@ class ChildProcess {
 // Reads what `fd` holds now, without waiting (it is made non-blocking), appending to `sink` up to
 // `max` bytes in all; false when there was more.
 bool drain_available(int fd, std::string& sink, std::size_t max);
+
+// Reading children's output: the one loop of the program's callers (the engine's sessions, a driver
+// agent's telemetry, run_process) is theirs, the waiting and reading in it this. A child's streams
+// that are open, watched.
+struct Watched {
+  ChildProcess* child = nullptr;
+  bool out = true;  // its stdout is open (cleared, and the pipe closed, at its end)
+  bool err = true;  // its stderr is open
+};
+// What one watched child had: bytes of its streams, the end of one (EOF or an error), its exit.
+struct ChildOutput {
+  std::size_t index = 0;  // in `watched`
+  std::string out, err;
+  bool out_ended = false, err_ended = false;
+  bool exited = false;  // its pidfd says it exited (where the kernel has one; else try_reap)
+};
+// Waits up to `slice` for any watched stream or exit, then reads what every ready one holds (a
+// stream whose end came is closed and its flag cleared): the children that had something.
+std::vector<ChildOutput> read_children(std::vector<Watched>& watched,
+                                       std::chrono::milliseconds slice);
+
+// A child's stream cut into lines: append what was read, take the complete lines. A line longer
+// than `max` is dropped whole (its rest up to the next newline too), and counted.
+class LineBuffer {
+ public:
+  explicit LineBuffer(std::size_t max) : max_(max) {}
+  void append(std::string_view data);
+  std::optional<std::string> next();  // the next complete line (without its newline)
+  std::size_t dropped() const { return dropped_; }
+  std::size_t pending() const { return pending_.size(); }  // bytes of a line not yet ended
+
+ private:
+  std::size_t max_;
+  std::string pending_;
+  bool skipping_ = false;  // inside a line too long, until its newline
+  std::size_t dropped_ = 0;
+};
 
 // The state letter of a process in /proc/PID/stat ('R', 'S', 'D' for uninterruptible sleep,
 // 'Z'...), or '?' when it cannot be read.

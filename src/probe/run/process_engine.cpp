@@ -7,7 +7,6 @@
 // of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a GPU that hangs or
 // crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per run".
 
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +65,7 @@ struct Session {
   SessionKind kind;
   bool isolated = false;
   std::unique_ptr<ChildProcess> child;
-  std::string pending;  // stdout bytes after the last newline
+  LineBuffer lines{kMaxLine};  // its stdout, cut into lines
   std::string err_tail;
   bool out_open = true;
   bool err_open = true;
@@ -432,64 +431,30 @@ class ProcessEngine final : public Engine {
   // Reads what every session wrote within a slice of 100 ms (without the lock: only the pumping
   // caller reads), then applies it.
   void pump(std::unique_lock<std::mutex>& lock) {
-    struct Watched {
-      Session* session;
-      int which;  // 0 stdout, 1 stderr, 2 its exit
-    };
-    std::vector<pollfd> fds;
-    std::vector<Watched> owners;
+    std::vector<Watched> watched;
+    std::vector<Session*> owners;
     for (auto& s : sessions_) {
-      if (s->out_open) {
-        fds.push_back({s->child->stdout_fd(), POLLIN, 0});
-        owners.push_back({s.get(), 0});
-      }
-      if (s->err_open) {
-        fds.push_back({s->child->stderr_fd(), POLLIN, 0});
-        owners.push_back({s.get(), 1});
-      }
-      // Its exit is noticed by itself, not by its pipes closing: a process it started may hold
-      // them open.
-      if ((s->out_open || s->err_open) && s->child->exit_fd() >= 0) {
-        fds.push_back({s->child->exit_fd(), POLLIN, 0});
-        owners.push_back({s.get(), 2});
-      }
+      if (!s->out_open && !s->err_open) continue;
+      watched.push_back({s->child.get(), s->out_open, s->err_open});
+      owners.push_back(s.get());
     }
     lock.unlock();
-    const int ready =
-        fds.empty() ? (::poll(nullptr, 0, 20), 0) : ::poll(fds.data(), fds.size(), 100);
+    std::vector<ChildOutput> got =
+        read_children(watched, std::chrono::milliseconds(watched.empty() ? 20 : 100));
     lock.lock();
-    for (std::size_t f = 0; ready > 0 && f < fds.size(); ++f) {
-      if ((fds[f].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      Session& s = *owners[f].session;
-      if (owners[f].which == 2) {
+    for (ChildOutput& out : got) {
+      Session& s = *owners[out.index];
+      consume(s, out.out, true);
+      consume(s, out.err, false);
+      // A violation found in what it wrote may have closed its pipes already.
+      s.out_open = s.out_open && watched[out.index].out;
+      s.err_open = s.err_open && watched[out.index].err;
+      if (out.exited) {
         exited(s);
-      } else {
-        read_from(s, owners[f].which == 0);
+      } else if (!s.out_open && !s.err_open) {
+        lose(s);
       }
     }
-    for (auto& s : sessions_) {
-      if ((s->out_open || s->err_open) && s->child->exit_fd() < 0 && s->child->try_reap()) {
-        exited(*s);
-      }
-    }
-  }
-
-  void read_from(Session& s, bool is_stdout) {
-    char buffer[16384];
-    const int fd = is_stdout ? s.child->stdout_fd() : s.child->stderr_fd();
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) return;
-    if (n <= 0) {
-      (is_stdout ? s.out_open : s.err_open) = false;
-      if (is_stdout) {
-        s.child->close_stdout();
-      } else {
-        s.child->close_stderr();
-      }
-      if (!s.out_open && !s.err_open) lose(s);
-      return;
-    }
-    consume(s, std::string_view(buffer, static_cast<std::size_t>(n)), is_stdout);
   }
 
   // The session exited: what it wrote before is read, whatever still holds its pipes.
@@ -526,17 +491,15 @@ class ProcessEngine final : public Engine {
       return;
     }
     if (!s.out_open) return;
-    s.pending.append(data);
-    std::size_t nl = 0;
-    while ((nl = s.pending.find('\n')) != std::string::npos) {
-      const std::string line = s.pending.substr(0, nl);
-      s.pending.erase(0, nl + 1);
-      if (line.empty()) continue;
-      if (Expected<void> applied = apply(s, line); !applied) {
+    s.lines.append(data);
+    while (std::optional<std::string> line = s.lines.next()) {
+      if (line->empty()) continue;
+      if (Expected<void> applied = apply(s, *line); !applied) {
         return violation(s, "the engine sent a malformed line (" + applied.error() + ")");
       }
+      if (!s.out_open) return;
     }
-    if (s.pending.size() > kMaxLine) {
+    if (s.lines.dropped() > 0) {
       violation(s, fmt::format("the engine sent a line longer than {} MiB (a protocol violation)",
                                kMaxLine >> 20U));
     }
@@ -574,7 +537,6 @@ class ProcessEngine final : public Engine {
   // A session that broke the protocol: ended; its plans not done run again in isolation, where
   // the one that breaks it again is named with `why`.
   void violation(Session& s, const std::string& why) {
-    s.pending.clear();
     s.lost_why = why;
     end_session(s);
   }

@@ -370,7 +370,9 @@ class ProcessEngine final : public Engine {
   // A GPU's TF32 plan measures after the GPU's main plan: its "go" once that one is done (or
   // gone), at once where the run has none.
   void release_held() {
-    for (auto& [id, slot] : slots_) {
+    for (auto& entry : slots_) {
+      const auto id = entry.first;
+      Slot& slot = entry.second;  // named, not bound: a lambda below captures it
       if (!slot.plan.hold || slot.released || slot.settled || !slot.holding) continue;
       const bool partner_running = std::any_of(slots_.begin(), slots_.end(), [&](const auto& e) {
         const Slot& other = e.second;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/arch.hpp"
-#include "common/fatbin.hpp"
+#include "probe/facts/fatbin.hpp"
 #include "common/strings.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/facts/cpu.hpp"

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "common/fatbin.hpp"
+#include "probe/facts/fatbin.hpp"
 #include "common/strings.hpp"
 #include "probe/platform/process.hpp"
 

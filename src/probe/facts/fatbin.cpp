@@ -1,4 +1,4 @@
-#include "common/fatbin.hpp"
+#include "probe/facts/fatbin.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

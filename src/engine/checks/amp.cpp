@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "common/host_math.hpp"
+#include "engine/host/host_math.hpp"
 #include "common/threads.hpp"
 #include "common/trace.hpp"
 #include "common/training_check.hpp"

@@ -1,4 +1,4 @@
-#include "common/host_math.hpp"
+#include "engine/host/host_math.hpp"
 
 #include <algorithm>
 #include <cmath>

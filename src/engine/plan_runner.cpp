@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "common/injection.hpp"
-#include "common/protocol.hpp"
+#include "wire/injection.hpp"
+#include "wire/protocol.hpp"
 #include "common/threads.hpp"
 #include "common/trace.hpp"
 

@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "common/strings.hpp"
 #include "common/threads.hpp"
 #include "common/trace.hpp"

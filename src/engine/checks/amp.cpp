@@ -19,7 +19,7 @@
 #include "engine/host/host_math.hpp"
 #include "common/threads.hpp"
 #include "common/trace.hpp"
-#include "common/training_check.hpp"
+#include "wire/training_check.hpp"
 #include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/host/host_math.hpp"
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "engine/checks/kernels.hpp"
 #include "engine/torch/ops.hpp"
 #include "precision_probe/results.hpp"

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/arch.hpp"
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/torch_files.hpp"
 #include "probe/platform/io.hpp"

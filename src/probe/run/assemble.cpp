@@ -6,7 +6,7 @@
 
 #include "common/build_info.hpp"
 #include "common/strings.hpp"
-#include "common/worker_checks.hpp"
+#include "wire/worker_checks.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"
 #include "probe/verdicts/exit_codes.hpp"

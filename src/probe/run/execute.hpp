@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/threads.hpp"
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
 #include "probe/run/clock.hpp"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/arch.hpp"
-#include "common/injection.hpp"
+#include "wire/injection.hpp"
 #include "common/strings.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"

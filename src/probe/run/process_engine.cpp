@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "common/strings.hpp"
 #include "common/trace.hpp"
 #include "probe/platform/process.hpp"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/injection.hpp"
+#include "wire/injection.hpp"
 #include "common/trace.hpp"
 
 namespace precision_probe {

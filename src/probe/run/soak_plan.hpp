@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "common/arch.hpp"
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "probe/cli/options.hpp"
 #include "probe/verdicts/soak.hpp"
 

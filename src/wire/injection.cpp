@@ -1,4 +1,4 @@
-#include "common/injection.hpp"
+#include "wire/injection.hpp"
 
 #include "common/strings.hpp"
 

@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "wire/protocol.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "common/threads.hpp"
 #include "common/trace.hpp"
 #include "engine/plan_runner.hpp"

@@ -22,7 +22,7 @@
 #include "probe/run/probe.hpp"
 #include "probe/platform/process.hpp"
 #include "precision_probe/report_json.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "common/trace.hpp"
 
 namespace precision_probe {

@@ -1,6 +1,6 @@
 #include "wire/injection.hpp"
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

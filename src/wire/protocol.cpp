@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "wire/worker_checks.hpp"
 #include "report/json_fields.hpp"
 

@@ -49,7 +49,7 @@
 
 #include "common/arch.hpp"
 #include "wire/protocol.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
 
 namespace pp = precision_probe;

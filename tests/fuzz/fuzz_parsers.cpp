@@ -17,7 +17,7 @@
 
 #include "common/arch.hpp"
 #include "probe/facts/fatbin.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/driver/driver.hpp"

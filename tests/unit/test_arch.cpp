@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common/arch.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::ComputeCapability;

@@ -15,7 +15,7 @@
 
 #include "common/arch.hpp"
 #include "common/build_info.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/cli/command_line.hpp"
 
 namespace precision_probe {

@@ -14,7 +14,7 @@
 #include "probe/driver/telemetry.hpp"
 #include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 #include "common/trace.hpp"
 

@@ -15,7 +15,7 @@
 
 #include "common/arch.hpp"
 #include "wire/protocol.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
 #include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"

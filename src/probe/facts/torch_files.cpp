@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "probe/facts/fatbin.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/process.hpp"
 
 namespace precision_probe {

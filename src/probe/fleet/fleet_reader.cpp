@@ -15,7 +15,7 @@
 #include <thread>
 #include <utility>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "common/threads.hpp"
 #include "precision_probe/report_json.hpp"
 #include "report/json_document.hpp"

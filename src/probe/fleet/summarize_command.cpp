@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/build_info.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "common/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"
 #include "probe/fleet/summary_printers.hpp"

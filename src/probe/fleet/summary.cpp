@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/threads.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"
 

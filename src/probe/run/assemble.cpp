@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/build_info.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "wire/worker_checks.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"

@@ -6,7 +6,7 @@
 
 #include "common/arch.hpp"
 #include "wire/injection.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"
 

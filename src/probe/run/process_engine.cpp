@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 
 #include "wire/protocol.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "common/trace.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/platform/system.hpp"

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/arch.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 
 namespace precision_probe {

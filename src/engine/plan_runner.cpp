@@ -12,7 +12,7 @@
 
 #include "wire/injection.hpp"
 #include "wire/protocol.hpp"
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "common/trace.hpp"
 
 namespace precision_probe::engine {

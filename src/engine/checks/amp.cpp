@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "engine/host/host_math.hpp"
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "common/trace.hpp"
 #include "wire/training_check.hpp"
 #include "engine/checks/checks.hpp"

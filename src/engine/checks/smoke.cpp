@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "engine/host/host_math.hpp"
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "common/trace.hpp"
 #include "engine/checks/checks.hpp"
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 
 namespace precision_probe {
 

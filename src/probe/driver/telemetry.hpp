@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 #include "probe/driver/driver.hpp"

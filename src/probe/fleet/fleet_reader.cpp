@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "strings/strings.hpp"
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "precision_probe/report_json.hpp"
 #include "report/json_document.hpp"
 #include "report/report_reader.hpp"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "strings/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"

@@ -13,7 +13,7 @@
 #include "wire/injection.hpp"
 #include "wire/protocol.hpp"
 #include "threads/threads.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe::engine {
 

@@ -21,7 +21,7 @@
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "threads/threads.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "engine/plan_runner.hpp"
 #include "engine/torch/stderr_log.hpp"
 

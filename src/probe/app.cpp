@@ -23,7 +23,7 @@
 #include "probe/platform/process.hpp"
 #include "precision_probe/report_json.hpp"
 #include "strings/strings.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

@@ -18,7 +18,7 @@
 
 #include "engine/host/host_math.hpp"
 #include "threads/threads.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "wire/training_check.hpp"
 #include "engine/checks/checks.hpp"
 

@@ -17,7 +17,7 @@
 
 #include "engine/host/host_math.hpp"
 #include "threads/threads.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {

@@ -16,7 +16,7 @@
 #include "probe/platform/process.hpp"
 #include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

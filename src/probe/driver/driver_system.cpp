@@ -14,7 +14,7 @@
 
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 

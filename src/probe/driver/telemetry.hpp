@@ -40,7 +40,7 @@ struct XidEvent {
 };
 
 struct TelemetrySample {
-  double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (common/trace.hpp)
+  double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (trace/trace.hpp)
   std::vector<GpuSample> gpus;
   std::vector<XidEvent> xids;  // delivered since the last sample
 };

@@ -8,7 +8,7 @@
 
 #include "common/build_info.hpp"
 #include "strings/strings.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"
 #include "probe/fleet/summary_printers.hpp"
 #include "probe/platform/process.hpp"

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "wire/injection.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

@@ -47,7 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"

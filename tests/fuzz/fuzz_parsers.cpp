@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "probe/facts/fatbin.hpp"
 #include "strings/strings.hpp"
 #include "probe/cli/cli.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "strings/strings.hpp"
 
 namespace pp = precision_probe;

@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "common/build_info.hpp"
 #include "strings/strings.hpp"
 #include "probe/cli/command_line.hpp"

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "wire/injection.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"

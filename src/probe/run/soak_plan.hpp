@@ -6,7 +6,7 @@
 #include <functional>
 #include <optional>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "wire/worker.hpp"
 #include "probe/cli/options.hpp"
 #include "probe/verdicts/soak.hpp"

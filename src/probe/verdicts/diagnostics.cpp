@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 

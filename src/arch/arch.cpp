@@ -1,4 +1,4 @@
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 
 #include <algorithm>
 #include <cctype>

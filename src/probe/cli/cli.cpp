@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "arch/arch.hpp"
-#include "common/build_info.hpp"
+#include "version/build_info.hpp"
 #include "strings/strings.hpp"
 #include "probe/cli/command_line.hpp"
 

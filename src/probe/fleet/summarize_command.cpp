@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/build_info.hpp"
+#include "version/build_info.hpp"
 #include "strings/strings.hpp"
 #include "trace/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/build_info.hpp"
+#include "version/build_info.hpp"
 #include "strings/strings.hpp"
 #include "wire/worker_checks.hpp"
 #include "probe/facts/cpu.hpp"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/host_math.hpp"
+#include "engine/host/host_math.hpp"
 #include "engine/checks/checks.hpp"
 #include "engine/checks/kernels.hpp"
 

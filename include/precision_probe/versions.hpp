@@ -44,7 +44,7 @@ struct ComputeCapability {
 
   // Every spelling of one: "8.9", "89", "sm_89", "sm89", "compute_89", any case, spaces around;
   // major 1..99 (two digits at most before a dot, no leading zero in "89"), minor 0..9. A target
-  // variant ("sm_90a") is an arch target's (common/arch.hpp), not part of a compute capability.
+  // variant ("sm_90a") is an arch target's (arch/arch.hpp), not part of a compute capability.
   static std::optional<ComputeCapability> parse(std::string_view text);
   // The number CUDA names it by (sm_89, a fat binary's entries): 89 -> 8.9, 100 -> 10.0.
   static constexpr ComputeCapability from_number(int number) { return {number / 10, number % 10}; }

@@ -12,7 +12,7 @@
 #include <iostream>
 #include <string>
 
-#include "common/build_info.hpp"
+#include "version/build_info.hpp"
 #include "engine/torch/stderr_log.hpp"
 #include "engine/torch/torch.hpp"
 #include "engine/worker.hpp"

@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "common/injection.hpp"
-#include "common/protocol.hpp"
-#include "common/threads.hpp"
-#include "common/trace.hpp"
+#include "wire/injection.hpp"
+#include "wire/protocol.hpp"
+#include "threads/threads.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe::engine {
 

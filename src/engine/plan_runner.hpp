@@ -1,7 +1,7 @@
 #pragma once
 // One plan of an engine session, run on the session's loaded LibTorch: a device's smoke tests,
 // training runs, benchmarks and soak, or the collective. Every answer is a line on stdout naming
-// the plan's slot (common/protocol.hpp), written whole: the session's plans run on threads of
+// the plan's slot (wire/protocol.hpp), written whole: the session's plans run on threads of
 // their own.
 
 #include <functional>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "engine/checks/checks.hpp"
 #include "engine/cuda/driver.hpp"
 #include "engine/torch/torch.hpp"

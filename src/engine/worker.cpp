@@ -18,10 +18,10 @@
 
 #include <fmt/format.h>
 
-#include "common/protocol.hpp"
-#include "common/strings.hpp"
-#include "common/threads.hpp"
-#include "common/trace.hpp"
+#include "wire/protocol.hpp"
+#include "strings/strings.hpp"
+#include "threads/threads.hpp"
+#include "trace/trace.hpp"
 #include "engine/plan_runner.hpp"
 #include "engine/torch/stderr_log.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // precision-probe-engine's worker: one plan (one JSON line on stdin), answered in JSON lines on
 // stdout, one per finished check, flushed at once, so that a worker that hangs or dies leaves
-// every finished result behind (common/protocol.hpp). It loads the image's LibTorch, which the
+// every finished result behind (wire/protocol.hpp). It loads the image's LibTorch, which the
 // probe found and names on its command line, and runs the plan's checks through its C ABI.
 
 #include <string>

@@ -22,8 +22,8 @@
 #include "probe/run/probe.hpp"
 #include "probe/platform/process.hpp"
 #include "precision_probe/report_json.hpp"
-#include "common/strings.hpp"
-#include "common/trace.hpp"
+#include "strings/strings.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

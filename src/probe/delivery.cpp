@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <simdjson.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe::json_fields {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "report/json_fields.hpp"
 #include "report/report_reader.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

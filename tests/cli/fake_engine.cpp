@@ -1,5 +1,5 @@
 // A fake precision-probe-engine for the CLI tests: speaks the worker protocol without LibTorch,
-// through the same encoders as the real engine (common/protocol.hpp), so the two cannot drift.
+// through the same encoders as the real engine (wire/protocol.hpp), so the two cannot drift.
 // Like the real one, it is given the image's library (--worker KIND --libtorch LIB) and says it
 // loaded it: the release is the first three numbers of the version.py beside LIB.
 //   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakbad:N | soakslow:N |
@@ -47,9 +47,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/arch.hpp"
-#include "common/protocol.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "wire/protocol.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
 
 namespace pp = precision_probe;

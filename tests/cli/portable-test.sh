@@ -45,7 +45,7 @@ check() {  # NAME BINARY ALLOWED-NEEDED...
 check probe "$probe" libc.so.6 libm.so.6 'ld-linux-*.so.*'
 check engine "$engine" libc.so.6 libm.so.6 'ld-linux-*.so.*'
 # An exception thrown and caught in the probe goes through the linked-in unwinder (and its
-# _dl_find_object of src/common/portable.cpp): a flag CLI11 refuses is exit 2 with its message.
+# _dl_find_object of src/portable/portable.cpp): a flag CLI11 refuses is exit 2 with its message.
 set +e
 refused=$("$probe" --no-such-flag 2>&1 >/dev/null)
 rc=$?

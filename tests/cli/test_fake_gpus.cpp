@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "precision_probe/modes.hpp"
 
 namespace pp = precision_probe;

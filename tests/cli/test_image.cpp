@@ -18,7 +18,7 @@
 
 #include "binary.hpp"
 #include "fakes.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/process.hpp"
 
 #include <unistd.h>

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;

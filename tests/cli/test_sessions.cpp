@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;

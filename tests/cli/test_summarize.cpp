@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace ppt = precision_probe::testing;
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "probe/facts/torch_files.hpp"
 
 #include <fstream>

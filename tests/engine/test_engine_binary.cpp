@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "probe/platform/process.hpp"
 #include "release.hpp"
 

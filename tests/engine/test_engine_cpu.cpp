@@ -11,9 +11,9 @@
 #include <limits>
 #include <sstream>
 
-#include "common/float_formats.hpp"
-#include "common/host_math.hpp"
-#include "common/quantise.hpp"
+#include "engine/host/float_formats.hpp"
+#include "engine/host/host_math.hpp"
+#include "engine/host/quantise.hpp"
 #include "engine/checks/checks.hpp"
 #include "release.hpp"
 

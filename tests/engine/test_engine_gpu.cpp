@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "engine/checks/checks.hpp"
 #include "engine/torch/stderr_log.hpp"
 #include "probe/platform/process.hpp"

@@ -15,16 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
-#include "common/fatbin.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "probe/facts/fatbin.hpp"
+#include "strings/strings.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/driver/driver.hpp"
 #include "precision_probe/modes.hpp"
 #include "probe/cli/options.hpp"
-#include "common/protocol.hpp"
-#include "common/training_check.hpp"
+#include "wire/protocol.hpp"
+#include "wire/training_check.hpp"
 #include "precision_probe/report_json.hpp"
 #include "probe/driver/telemetry.hpp"
 #include "report/json_document.hpp"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "binary.hpp"
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "probe/platform/process.hpp"
 
 namespace pp = precision_probe;

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/arch.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::ComputeCapability;

@@ -2,7 +2,7 @@
 
 #include "fakes.hpp"
 #include "probe/driver/driver.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::testing::driver_with;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "binary.hpp"
-#include "common/fatbin.hpp"
+#include "probe/facts/fatbin.hpp"
 
 namespace pp = precision_probe;
 using pp::FatbinSummary;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"
 

@@ -1,5 +1,5 @@
-// The smoke tests' reference (common/host_math.hpp): a sample of the product's rows, spread over
-// the matrix and drawn from the seed, and a comparison that reads those rows against the
+// The smoke tests' reference (engine/host/host_math.hpp): a sample of the product's rows, spread
+// over the matrix and drawn from the seed, and a comparison that reads those rows against the
 // reference and every element of the result for NaN, Inf and values beyond their bound.
 
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "common/float_formats.hpp"
-#include "common/host_math.hpp"
+#include "engine/host/float_formats.hpp"
+#include "engine/host/host_math.hpp"
 
 namespace pp = precision_probe;
 

@@ -8,7 +8,7 @@
 #include "fakes.hpp"
 #include "probe/outputs/printers.hpp"
 #include "precision_probe/report_json.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/run/probe.hpp"
 
 namespace pp = precision_probe;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 #include "probe/run/engine_client.hpp"
 

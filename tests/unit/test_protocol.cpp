@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "fakes.hpp"
-#include "common/protocol.hpp"
-#include "common/worker_checks.hpp"
+#include "wire/protocol.hpp"
+#include "wire/worker_checks.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;

@@ -1,4 +1,4 @@
-// The quantisers of the scaled recipes (common/quantise.hpp): element formats bit by bit, each
+// The quantisers of the scaled recipes (engine/host/quantise.hpp): element formats bit by bit, each
 // recipe's scaling against what the format can hold, and the scale layouts cuBLAS reads.
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "common/quantise.hpp"
+#include "engine/host/quantise.hpp"
 
 namespace q = precision_probe::quantise;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 

@@ -21,7 +21,7 @@
 #include "probe/fleet/summary.hpp"
 #include "probe/fleet/summary_printers.hpp"
 #include "probe/run/probe.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace pp = precision_probe;
 using pp::Mode;

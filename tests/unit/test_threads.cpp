@@ -1,4 +1,4 @@
-// common/threads.hpp: work on several cores runs to its end on every thread, and an exception of
+// threads/threads.hpp: work on several cores runs to its end on every thread, and an exception of
 // any reaches the caller after all are done, never std::terminate; where no thread can be started,
 // the work runs on this one.
 
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "binary.hpp"
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 
 namespace pp = precision_probe;
 

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "binary.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "fakes.hpp"
 #include "probe/facts/image_reader.hpp"
 #include "probe/facts/torch_files.hpp"

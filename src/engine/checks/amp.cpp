@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "common/host_math.hpp"
-#include "common/threads.hpp"
-#include "common/trace.hpp"
-#include "common/training_check.hpp"
+#include "engine/host/host_math.hpp"
+#include "threads/threads.hpp"
+#include "trace/trace.hpp"
+#include "wire/training_check.hpp"
 #include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {

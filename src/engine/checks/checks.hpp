@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/host_math.hpp"
-#include "common/worker.hpp"
+#include "engine/host/host_math.hpp"
+#include "wire/worker.hpp"
 #include "engine/checks/kernels.hpp"
 #include "engine/torch/ops.hpp"
 #include "precision_probe/results.hpp"
@@ -35,7 +35,7 @@ void record_failure(Outcome& o, const std::exception& e) {
 
 // A smoke test prepared on the host, before LibTorch is loaded: the inputs in the precision under
 // test (their bits) and the float64 reference of a sample of their product's rows, with every
-// element's bound (common/host_math.hpp).
+// element's bound (engine/host/host_math.hpp).
 struct PreparedSmoke {
   Mode mode = Mode::fp32;
   SmokeOutcome outcome;

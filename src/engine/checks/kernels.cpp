@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "common/float_formats.hpp"
-#include "common/host_math.hpp"
-#include "common/quantise.hpp"
+#include "engine/host/float_formats.hpp"
+#include "engine/host/host_math.hpp"
+#include "engine/host/quantise.hpp"
 #include "engine/torch/ops.hpp"
 
 namespace precision_probe::engine {

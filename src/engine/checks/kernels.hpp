@@ -1,7 +1,7 @@
 #pragma once
 // The kernel of each matmul mode, keyed by the mode table's enum (modes.hpp): how its operands
-// are made on the host from float64 data (the scaled recipes through common/quantise.hpp), what
-// they then stand for (for the float64 reference), which operator multiplies them, and what a
+// are made on the host from float64 data (the scaled recipes through engine/host/quantise.hpp),
+// what they then stand for (for the float64 reference), which operator multiplies them, and what a
 // release's C ABI must have for it. The smoke tests, the benchmark and the soak all go through
 // here; adding a mode means a case in each switch of kernels.cpp (the compiler names a missing
 // one).

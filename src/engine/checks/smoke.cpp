@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "common/host_math.hpp"
-#include "common/threads.hpp"
-#include "common/trace.hpp"
+#include "engine/host/host_math.hpp"
+#include "threads/threads.hpp"
+#include "trace/trace.hpp"
 #include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "engine/checks/checks.hpp"
 
 namespace precision_probe::engine {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 #if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)
 #include <cuda.h>

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe::engine {
 

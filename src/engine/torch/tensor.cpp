@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/float_formats.hpp"
-#include "common/quantise.hpp"
+#include "engine/host/float_formats.hpp"
+#include "engine/host/quantise.hpp"
 
 namespace precision_probe::engine {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "engine/torch/stderr_log.hpp"
 
 namespace precision_probe::engine {

@@ -13,9 +13,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
-#include "common/build_info.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "version/build_info.hpp"
+#include "strings/strings.hpp"
 #include "probe/cli/command_line.hpp"
 
 namespace precision_probe {

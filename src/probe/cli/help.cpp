@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "precision_probe/modes.hpp"
 #include "probe/cli/cli.hpp"
 #include "probe/cli/command_line.hpp"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/cli/command_line.hpp"
 
 namespace precision_probe::cli {

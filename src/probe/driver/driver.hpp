@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 

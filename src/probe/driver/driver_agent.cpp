@@ -14,9 +14,9 @@
 #include "probe/driver/telemetry.hpp"
 #include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

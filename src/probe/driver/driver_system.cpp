@@ -14,8 +14,8 @@
 
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
-#include "common/trace.hpp"
-#include "common/strings.hpp"
+#include "trace/trace.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 
 #if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)

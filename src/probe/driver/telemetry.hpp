@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 #include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 #include "probe/driver/driver.hpp"
@@ -40,7 +40,7 @@ struct XidEvent {
 };
 
 struct TelemetrySample {
-  double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (common/trace.hpp)
+  double boot_s = 0.0;  // boot_clock_ms() / 1000: one clock for every process (trace/trace.hpp)
   std::vector<GpuSample> gpus;
   std::vector<XidEvent> xids;  // delivered since the last sample
 };

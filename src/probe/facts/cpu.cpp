@@ -4,7 +4,7 @@
 #include <exception>
 #include <string>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

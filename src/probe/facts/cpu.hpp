@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "precision_probe/modes.hpp"
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "precision_probe/report.hpp"
 
 namespace precision_probe {

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
-#include "common/protocol.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "wire/protocol.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
 #include "probe/platform/io.hpp"
 #include "probe/platform/process.hpp"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 
 namespace precision_probe {

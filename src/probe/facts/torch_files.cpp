@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "common/fatbin.hpp"
-#include "common/strings.hpp"
+#include "probe/facts/fatbin.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/process.hpp"
 
 namespace precision_probe {

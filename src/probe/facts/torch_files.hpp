@@ -9,7 +9,7 @@
 // loader path (LD_LIBRARY_PATH).
 // What: the version and the CUDA or ROCm it was built for (torch/version.py, or LibTorch's
 // build-version), cuDNN and NCCL (the nvidia-* wheels' headers, or the libraries' file names), and
-// the GPU targets of libtorch_cuda.so's fat binaries (common/fatbin), checked against the arch
+// the GPU targets of libtorch_cuda.so's fat binaries (probe/facts/fatbin), checked against the arch
 // flags compiled into libtorch_python.so.
 
 #include <chrono>

@@ -15,8 +15,8 @@
 #include <thread>
 #include <utility>
 
-#include "common/strings.hpp"
-#include "common/threads.hpp"
+#include "strings/strings.hpp"
+#include "threads/threads.hpp"
 #include "precision_probe/report_json.hpp"
 #include "report/json_document.hpp"
 #include "report/report_reader.hpp"

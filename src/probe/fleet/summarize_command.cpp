@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "common/build_info.hpp"
-#include "common/strings.hpp"
-#include "common/trace.hpp"
+#include "version/build_info.hpp"
+#include "strings/strings.hpp"
+#include "trace/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"
 #include "probe/fleet/summary_printers.hpp"
 #include "probe/platform/process.hpp"

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "common/threads.hpp"
-#include "common/strings.hpp"
+#include "threads/threads.hpp"
+#include "strings/strings.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/verdicts/gate.hpp"
 

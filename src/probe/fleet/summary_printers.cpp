@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "report/json_fields.hpp"
 
 namespace precision_probe {

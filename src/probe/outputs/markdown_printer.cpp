@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/outputs/printers.hpp"
 
 namespace precision_probe {

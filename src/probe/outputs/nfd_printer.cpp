@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/outputs/printers.hpp"
 #include "probe/verdicts/verdict.hpp"
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "precision_probe/report_json.hpp"
 
 namespace precision_probe {

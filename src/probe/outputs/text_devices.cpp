@@ -8,7 +8,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/outputs/text_writer.hpp"
 
 namespace precision_probe::text {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/outputs/printers.hpp"
 #include "probe/outputs/text_writer.hpp"
 #include "probe/verdicts/gate.hpp"

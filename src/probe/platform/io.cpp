@@ -14,7 +14,7 @@
 #include <climits>
 #include <cstring>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

@@ -1,6 +1,6 @@
 #include "probe/platform/process.hpp"
 #include "probe/platform/io.hpp"
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 #include <fmt/format.h>
 

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <iterator>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 
 #include <sys/random.h>

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "common/build_info.hpp"
-#include "common/strings.hpp"
-#include "common/worker_checks.hpp"
+#include "version/build_info.hpp"
+#include "strings/strings.hpp"
+#include "wire/worker_checks.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"
 #include "probe/verdicts/exit_codes.hpp"

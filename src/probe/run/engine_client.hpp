@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "precision_probe/expected.hpp"
 
 namespace precision_probe {

@@ -4,7 +4,7 @@
 #include <exception>
 #include <memory>
 
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 #include "probe/platform/process.hpp"
 
 namespace precision_probe {

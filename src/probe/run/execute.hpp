@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/threads.hpp"
-#include "common/worker.hpp"
+#include "threads/threads.hpp"
+#include "wire/worker.hpp"
 #include "probe/driver/driver.hpp"
 #include "probe/driver/telemetry.hpp"
 #include "probe/run/clock.hpp"
@@ -83,7 +83,7 @@ class Execution {
   std::condition_variable cpu_changed_;
   bool cpu_done_ = false;      // the CPU's checks answered (cpu_ holds them)
   bool engine_done_ = false;   // the engine's workers are ended: the CPU's thread may end
-  // The run's threads (common/threads.hpp), each joined by the destructor at the latest.
+  // The run's threads (threads/threads.hpp), each joined by the destructor at the latest.
   Threads cpu_checks_;
   Threads cuda_query_;
 };

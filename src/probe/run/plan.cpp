@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
-#include "common/injection.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "wire/injection.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 #include "probe/run/soak_plan.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "precision_probe/expected.hpp"
 #include "probe/cli/options.hpp"
 #include "probe/driver/driver.hpp"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/run/execute.hpp"
 #include "probe/run/plan.hpp"

@@ -22,9 +22,9 @@
 
 #include <fmt/format.h>
 
-#include "common/protocol.hpp"
-#include "common/strings.hpp"
-#include "common/trace.hpp"
+#include "wire/protocol.hpp"
+#include "strings/strings.hpp"
+#include "trace/trace.hpp"
 #include "probe/platform/process.hpp"
 #include "probe/platform/system.hpp"
 #include "probe/run/engine_client.hpp"

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "common/injection.hpp"
-#include "common/trace.hpp"
+#include "wire/injection.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

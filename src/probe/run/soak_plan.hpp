@@ -6,8 +6,8 @@
 #include <functional>
 #include <optional>
 
-#include "common/arch.hpp"
-#include "common/worker.hpp"
+#include "arch/arch.hpp"
+#include "wire/worker.hpp"
 #include "probe/cli/options.hpp"
 #include "probe/verdicts/soak.hpp"
 

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "common/arch.hpp"
-#include "common/strings.hpp"
+#include "arch/arch.hpp"
+#include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
 
 namespace precision_probe {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "precision_probe/modes.hpp"
 
 namespace precision_probe {

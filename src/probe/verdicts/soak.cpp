@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "probe/verdicts/verdict.hpp"
 
 namespace precision_probe {

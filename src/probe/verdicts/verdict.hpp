@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 #include "precision_probe/report.hpp"
 
 namespace precision_probe {

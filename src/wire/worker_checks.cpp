@@ -1,11 +1,11 @@
-#include "common/worker_checks.hpp"
+#include "wire/worker_checks.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "common/training_check.hpp"
+#include "wire/training_check.hpp"
 
 namespace precision_probe {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/quantise.hpp"
+#include "engine/host/quantise.hpp"
 
 #include <algorithm>
 #include <array>

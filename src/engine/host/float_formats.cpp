@@ -1,4 +1,4 @@
-#include "common/float_formats.hpp"
+#include "engine/host/float_formats.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "common/host_math.hpp"
+#include "engine/host/host_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/threads.hpp"
+#include "threads/threads.hpp"
 
 namespace precision_probe {
 

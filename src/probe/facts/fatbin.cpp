@@ -1,4 +1,4 @@
-#include "common/fatbin.hpp"
+#include "probe/facts/fatbin.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 #include "precision_probe/expected.hpp"
 
 namespace precision_probe {

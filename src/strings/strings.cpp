@@ -1,4 +1,4 @@
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 #include <algorithm>
 #include <array>

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/trace.hpp"
+#include "trace/trace.hpp"
 
 namespace precision_probe {
 

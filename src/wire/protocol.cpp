@@ -1,9 +1,9 @@
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 
 #include <algorithm>
 
-#include "common/strings.hpp"
-#include "common/worker_checks.hpp"
+#include "strings/strings.hpp"
+#include "wire/worker_checks.hpp"
 #include "report/json_fields.hpp"
 
 namespace precision_probe {

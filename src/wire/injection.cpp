@@ -1,6 +1,6 @@
-#include "common/injection.hpp"
+#include "wire/injection.hpp"
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

@@ -1,4 +1,4 @@
-#include "common/training_check.hpp"
+#include "wire/training_check.hpp"
 
 #include <cmath>
 

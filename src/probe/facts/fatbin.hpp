@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 
 namespace precision_probe {
 

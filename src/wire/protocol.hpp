@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/worker.hpp"
+#include "wire/worker.hpp"
 #include "precision_probe/expected.hpp"
 
 namespace precision_probe {

@@ -1,11 +1,11 @@
-#include "common/arch.hpp"
+#include "arch/arch.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "common/strings.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 

@@ -20,7 +20,7 @@
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/outputs/printers.hpp"
 #include "probe/run/probe.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "precision_probe/report_json.hpp"
 #include "strings/strings.hpp"
 #include "trace/trace.hpp"

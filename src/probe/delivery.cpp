@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "strings/strings.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 
 namespace precision_probe {

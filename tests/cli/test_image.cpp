@@ -19,7 +19,7 @@
 #include "binary.hpp"
 #include "fakes.hpp"
 #include "strings/strings.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 #include <unistd.h>
 

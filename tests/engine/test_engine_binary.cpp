@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wire/protocol.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "release.hpp"
 
 namespace pp = precision_probe;

@@ -13,7 +13,7 @@
 #include "wire/protocol.hpp"
 #include "engine/checks/checks.hpp"
 #include "engine/torch/stderr_log.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "release.hpp"
 
 namespace pp = precision_probe;

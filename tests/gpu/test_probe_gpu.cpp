@@ -10,7 +10,7 @@
 
 #include "binary.hpp"
 #include "wire/protocol.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;

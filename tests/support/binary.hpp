@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "precision_probe/expected.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace precision_probe::testing {
 

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace pp = precision_probe;
 using namespace std::chrono_literals;

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "probe/driver/telemetry.hpp"
-#include "probe/platform/io.hpp"
-#include "probe/platform/process.hpp"
+#include "process/io.hpp"
+#include "process/process.hpp"
 #include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 #include "trace/trace.hpp"

@@ -16,7 +16,7 @@
 #include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
 #include "probe/driver/driver.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace precision_probe {
 

@@ -17,8 +17,8 @@
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
-#include "probe/platform/io.hpp"
-#include "probe/platform/process.hpp"
+#include "process/io.hpp"
+#include "process/process.hpp"
 #include "probe/platform/system.hpp"
 #include "report/json_fields.hpp"
 

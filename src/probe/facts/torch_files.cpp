@@ -14,7 +14,7 @@
 
 #include "probe/facts/fatbin.hpp"
 #include "strings/strings.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace precision_probe {
 

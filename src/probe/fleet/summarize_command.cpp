@@ -11,7 +11,7 @@
 #include "trace/trace.hpp"
 #include "probe/fleet/fleet_reader.hpp"
 #include "probe/fleet/summary_printers.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 
 namespace precision_probe {

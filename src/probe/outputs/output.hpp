@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/platform/io.hpp"
+#include "process/io.hpp"
 #include "precision_probe/expected.hpp"
 
 namespace precision_probe {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "trace/trace.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 
 namespace precision_probe {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "strings/strings.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "probe/run/execute.hpp"
 #include "probe/run/plan.hpp"
 #include "probe/verdicts/exit_codes.hpp"

@@ -25,7 +25,7 @@
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "trace/trace.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "probe/platform/system.hpp"
 #include "probe/run/engine_client.hpp"
 

@@ -1,6 +1,6 @@
 // Writing to a descriptor, and the temporary files being written (io.hpp).
 
-#include "probe/platform/io.hpp"
+#include "process/io.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

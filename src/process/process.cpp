@@ -1,5 +1,5 @@
-#include "probe/platform/process.hpp"
-#include "probe/platform/io.hpp"
+#include "process/process.hpp"
+#include "process/io.hpp"
 #include "strings/strings.hpp"
 
 #include <fmt/format.h>

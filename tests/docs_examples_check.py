@@ -71,6 +71,21 @@ c = job["spec"]["template"]["spec"]["containers"][0]
 check("nvidia.com/gpu" in c["resources"]["limits"], "k8s-job: nvidia.com/gpu limit")
 names_the_node(c, "k8s-job")
 
+check(c.get("terminationMessagePolicy") == "FallbackToLogsOnError",
+      "k8s-job: the probe's exit reason, else its log, as the termination message")
+
+init = yaml.safe_load((ex / "k8s-init-container.yaml").read_text())
+check(init["kind"] == "Job", "k8s-init-container: kind Job")
+pod = init["spec"]["template"]["spec"]
+gate = pod["initContainers"][0]
+check(gate["command"][0] == "precision-probe" and "--require" in gate["command"],
+      "k8s-init-container: the init container gates with --require")
+check(gate.get("terminationMessagePolicy") == "FallbackToLogsOnError",
+      "k8s-init-container: the probe's exit reason, else its log, as the termination message")
+check("nvidia.com/gpu" in gate["resources"]["limits"], "k8s-init-container: a GPU for the gate")
+names_the_node(gate, "k8s-init-container")
+check(pod["containers"][0]["name"] == "train", "k8s-init-container: the trainer after the gate")
+
 ds = yaml.safe_load((ex / "k8s-daemonset.yaml").read_text())
 check(ds["kind"] == "DaemonSet", "k8s-daemonset: kind DaemonSet")
 c = ds["spec"]["template"]["spec"]["containers"][0]

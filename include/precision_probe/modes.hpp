@@ -183,7 +183,8 @@ struct ModeInfo {
   double tolerance;          // matmul: relative error against float64 (0: exact); training:
                              // final loss against the fp32 run's (relative); docs/report.md
   PeakColumn peak;
-  std::string_view api;  // the operator the check calls (2.10 on, for fp8_blockwise)
+  std::string_view api;  // the operator the check calls (the scaled FP8 modes: _scaled_mm where
+                         // the release cannot call v2, 2.9: docs/engine.md)
 };
 
 // clang-format off
@@ -218,13 +219,13 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      CpuNeeds::bf16_isa, "", {2, 9}, {0, 0}, 1e-2, PeakColumn::bf16, "aten::mm"},
     {Mode::fp8_e4m3, "fp8_e4m3", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::fp8_e5m2, "fp8_e5m2", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {11, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::fp8_rowwise, "fp8_rowwise", ModeKind::matmul,
      {{kFrom(8, 9)}, Hardware::unsupported, kFp8Why}, {},
-     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {12, 0}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
+     CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {12, 0}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::fp8_blockwise, "fp8_blockwise", ModeKind::matmul,
      {{kOnly(9, 0, 9, 0), kOnly(10, 0, 10, 0), kOnly(10, 3, 10, 3)}, Hardware::unsupported,
       "block-wise scaled FP8 (1x128 and 128x128 scales) has library kernels for cc 9.0 (Hopper, "
@@ -235,7 +236,7 @@ inline constexpr std::array<ModeInfo, 14> kModeTable = {{
      CpuNeeds::unavailable, kFp8CpuWhy, {2, 9}, {12, 9}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::mxfp8, "mxfp8", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
-     CpuNeeds::unavailable, "no MX formats on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm"},
+     CpuNeeds::unavailable, "no MX formats on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp8, "aten::_scaled_mm_v2"},
     {Mode::nvfp4, "nvfp4", ModeKind::matmul,
      {{kFrom(10, 0)}, Hardware::unsupported, kBlockScaledWhy}, {},
      CpuNeeds::unavailable, "no FP4 matrix instructions on CPUs", {2, 11}, {12, 8}, 1e-2, PeakColumn::fp4, "aten::_scaled_mm_v2"},

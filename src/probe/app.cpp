@@ -19,6 +19,7 @@
 #include "probe/fleet/summarize_command.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/outputs/printers.hpp"
+#include "probe/outputs/termination_log.hpp"
 #include "probe/run/probe.hpp"
 #include "process/process.hpp"
 #include "precision_probe/report_json.hpp"
@@ -93,20 +94,22 @@ void keep_node_files(const Report& report, const Targets& t, PreparedOutputs& ou
   }
 }
 
-// The probe and `arch`: outputs checked before the run, the report delivered to all of them.
-int run_probe_command(const Options& o, const AppDeps& deps, const Console& console) {
-  const Targets t = plan_targets(o);
+// The probe and `arch`: outputs checked before the run, the report delivered to all of them; the
+// verdict the run ends with.
+Verdict run_and_deliver(const Options& o, const AppDeps& deps, const Console& console,
+                        const Targets& t) {
   auto usage = [&](const std::string& message) {
-    return console.fail(
-        exit_code::kUsage, message,
-        probe_error_document(FailureKind::usage, exit_code::kUsage, message, deps.system));
+    return Verdict{console.fail(exit_code::kUsage, message,
+                                probe_error_document(FailureKind::usage, exit_code::kUsage, message,
+                                                     deps.system)),
+                   message};
   };
   Expected<std::unique_ptr<PreparedOutputs>> prepared =
       prepare_outputs(t.requests, deps.streams, o.quiet ? o.quiet_flag : "");
   if (!prepared) {
     // Stdout that is one of the files named (`--json r.json >> r.json`) is left as it was.
     if (stdout_is_named(t.requests, deps.streams)) {
-      return console.fail(exit_code::kUsage, prepared.error(), "");
+      return {console.fail(exit_code::kUsage, prepared.error(), ""), prepared.error()};
     }
     return usage(prepared.error());
   }
@@ -147,7 +150,7 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   delivery.stdout_shows_verdict = t.main_on_stdout && o.format == Format::text;
   const Delivered d =
       deliver(**prepared, delivery, {report.exit_code, report.exit_reason}, console);
-  if (d.problem.empty() || d.stdout_failed) return d.verdict.code;
+  if (d.problem.empty() || d.stdout_failed) return d.verdict;
   // Stdout, where it still works, carries the report with the verdict of its delivery.
   report.error = RunFailure{FailureKind::output, d.problem};
   report.exit_code = d.verdict.code;
@@ -157,7 +160,34 @@ int run_probe_command(const Options& o, const AppDeps& deps, const Console& cons
   } else if (o.format == Format::json) {
     console.print_after_failure(report_to_json(report) + "\n");
   }
-  return d.verdict.code;
+  return d.verdict;
+}
+
+// The probe and `arch`: the termination log checked first (a usage error found later is written
+// there too), then the run; every way it ends is written there.
+int run_probe_command(const Options& o, const AppDeps& deps, const Console& console) {
+  const Targets t = plan_targets(o);
+  std::string note;
+  Expected<TerminationLog> log = TerminationLog::prepare(
+      choose_termination_log(o.termination_log, deps.system), t.requests, deps.streams, note);
+  if (!note.empty()) console.say("precision-probe: note: " + note);
+  if (!log) {
+    return console.fail(
+        exit_code::kUsage, log.error(),
+        probe_error_document(FailureKind::usage, exit_code::kUsage, log.error(), deps.system));
+  }
+  Verdict verdict;
+  try {
+    verdict = run_and_deliver(o, deps, console, t);
+  } catch (const std::exception& e) {
+    (void)log->write(exit_code::kCheckFailed, std::string("internal error: ") + e.what(),
+                     std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    throw;
+  }
+  const TerminationLog::Settled settled = log->finish(
+      verdict.code, verdict.reason, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  if (!settled.said.empty()) console.say(settled.said);
+  return settled.code;
 }
 
 // `summarize`: its output checked before the reports are read, the summary delivered.

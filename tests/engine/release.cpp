@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <iterator>
+#include "engine/torch/ops.hpp"
 #include "engine/torch/stderr_log.hpp"
 
 namespace precision_probe::testing {
@@ -59,6 +60,24 @@ engine::Target cpu_target(const engine::Torch& torch) {
   engine::Target t;
   t.torch = &torch;
   return t;
+}
+
+Expected<std::unique_ptr<engine::Torch>> torch_without(const std::string& library, bool cuda,
+                                                       const std::string& name) {
+  const Release* r = release();
+  if (r == nullptr) return Unexpected{std::string("no LibTorch release named (PP_TEST_TORCH)")};
+  std::ifstream in(r->site + "/torchgen/packaged/ATen/native/native_functions.yaml");
+  std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (yaml.empty()) return Unexpected{"no native_functions.yaml beside " + r->site + "/torch"};
+  const std::string func = "- func: " + name + "(";
+  for (std::size_t at = yaml.find(func); at != std::string::npos; at = yaml.find(func, at)) {
+    yaml.replace(at, 7, "- gone:");
+  }
+  Expected<std::unique_ptr<engine::Torch>> torch = engine::Torch::open(library, cuda);
+  if (!torch) return Unexpected{torch.error()};
+  const auto problems = engine::compare_schemas(yaml);
+  (*torch)->set_schema_problems(std::vector<std::string>(problems.begin(), problems.end()));
+  return torch;
 }
 
 }  // namespace precision_probe::testing

@@ -3,6 +3,7 @@
 // site-packages holding torch/; its version from its version.py: tests/CMakeLists.txt registers
 // the tests once per release). A test says which release it means by asking this.
 
+#include <memory>
 #include <string>
 
 #include "engine/checks/target.hpp"
@@ -28,6 +29,12 @@ Expected<const engine::Torch*> cpu_torch();
 
 // A target on the CPU of the loaded release.
 engine::Target cpu_target(const engine::Torch& torch);
+
+// `library` of the release opened again, its operator table as the image's native_functions.yaml
+// would set it with every entry whose `func:` starts `name(` taken out (a release that has
+// dropped the operator), or why it cannot be.
+Expected<std::unique_ptr<engine::Torch>> torch_without(const std::string& library, bool cuda,
+                                                       const std::string& name);
 
 }  // namespace precision_probe::testing
 

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "engine/host/float_formats.hpp"
@@ -235,21 +237,131 @@ TEST(EngineCpu, AWrongValueInASampledRowOrNaNOrAWildValueInAnyRowFails) {
 
 // LibTorch's CPU _scaled_mm takes fp8 with one scale a tensor: the engine's call of it (its
 // optional arguments boxed on the heap) gives the right numbers on every release; row-wise scales
-// it refuses on the CPU before 2.15.
+// it refuses on the CPU before 2.15. From 2.12 the CPU has _scaled_mm_v2, which takes both, and
+// the engine calls it there.
 TEST(EngineCpu, Fp8ThroughTheCpusScaledMmAsEachReleaseHasIt) {
   PP_REQUIRE_CPU_TORCH(torch);
+  const bool v2 = at_least(eng::kCpuScaledMmV2);
   const pp::SmokeOutcome e4m3 = smoke(*torch, Mode::fp8_e4m3);
   ASSERT_TRUE(e4m3.ok) << e4m3.error;
   EXPECT_GT(*e4m3.rel_error, 1e-3);
   EXPECT_LT(*e4m3.rel_error, 3e-3);
+  EXPECT_EQ(e4m3.method.rfind(v2 ? "aten::_scaled_mm_v2 e4m3 x e4m3 -> bf16"
+                                 : "aten::_scaled_mm e4m3 x e4m3 -> bf16 (the recipe from the "
+                                   "scales' shapes: " +
+                                       pp::testing::release()->version,
+                              0),
+            0U)
+      << e4m3.method;
   const pp::SmokeOutcome rowwise = smoke(*torch, Mode::fp8_rowwise);
-  if (at_least({2, 15})) {
+  if (v2 || at_least({2, 15})) {
     EXPECT_TRUE(rowwise.ok) << rowwise.error;
   } else {
     EXPECT_FALSE(rowwise.ran);
     EXPECT_EQ(rowwise.error_kind, pp::ErrorKind::not_supported) << rowwise.error;
     EXPECT_NE(rowwise.error.find("only supports per-tensor scaling for CPU"), std::string::npos)
         << rowwise.error;
+  }
+  if (!v2) return;
+  // The same release made to behave as 2.11 takes v1 on the CPU: the same inputs, the same error
+  // within what oneDNN's kernel (v1's on CPUs with AMX) may round otherwise.
+  pp::Expected<std::unique_ptr<eng::Torch>> old =
+      eng::Torch::open(pp::testing::release()->cpu_library(), false);
+  ASSERT_TRUE(old) << old.error();
+  (*old)->behave_as({2, 11});
+  const pp::SmokeOutcome v1 = smoke(**old, Mode::fp8_e4m3);
+  ASSERT_TRUE(v1.ok) << v1.error;
+  EXPECT_EQ(v1.method.rfind("aten::_scaled_mm e4m3 x e4m3 -> bf16 (the recipe from the scales' "
+                            "shapes: 2.11.0 has no CPU kernel for aten::_scaled_mm_v2)",
+                            0),
+            0U)
+      << v1.method;
+  EXPECT_NEAR(*v1.rel_error, *e4m3.rel_error, 0.1 * *e4m3.rel_error);
+}
+
+namespace {
+
+constexpr std::array<Mode, 5> kEitherScaledMm = {Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp8_rowwise,
+                                                 Mode::fp8_blockwise, Mode::mxfp8};
+
+}  // namespace
+
+// On GPUs the scaled FP8 modes and MXFP8 go through _scaled_mm_v2 where the release passes lists
+// (2.10), through _scaled_mm where it does not (2.9); on the CPU v2 needs 2.12's kernel.
+TEST(EngineCpu, TheScaledModesTakeV2WhereTheReleaseHasItAndV1WhereNot) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  const eng::Device gpu{true, 0};
+  const eng::Device cpu{};
+  for (Mode mode : kEitherScaledMm) {
+    EXPECT_EQ(eng::kernel_op(mode, *torch, gpu),
+              at_least({2, 10}) ? eng::Op::scaled_mm_v2 : eng::Op::scaled_mm)
+        << pp::mode_key(mode);
+    EXPECT_EQ(eng::kernel_op(mode, *torch, cpu),
+              at_least(eng::kCpuScaledMmV2) ? eng::Op::scaled_mm_v2 : eng::Op::scaled_mm)
+        << pp::mode_key(mode);
+  }
+  EXPECT_EQ(eng::kernel_op(Mode::nvfp4, *torch, gpu), eng::Op::scaled_mm_v2);
+  EXPECT_EQ(eng::kernel_op(Mode::bf16, *torch, gpu), eng::Op::mm);
+  EXPECT_EQ(eng::kernel_op(Mode::int8, *torch, gpu), eng::Op::int_mm);
+  // The same release made to behave as 2.9: v1 everywhere, the method saying why.
+  pp::Expected<std::unique_ptr<eng::Torch>> old =
+      eng::Torch::open(pp::testing::release()->cpu_library(), false);
+  ASSERT_TRUE(old) << old.error();
+  (*old)->behave_as({2, 9});
+  for (Mode mode : kEitherScaledMm) {
+    EXPECT_EQ(eng::kernel_op(mode, **old, gpu), eng::Op::scaled_mm) << pp::mode_key(mode);
+  }
+  EXPECT_EQ(eng::kernel_method(Mode::fp8_rowwise, "aten::_scaled_mm_v2 fp8_rowwise", **old, gpu),
+            "aten::_scaled_mm fp8_rowwise (the recipe from the scales' shapes: " +
+                (*old)->release_text() + " passes no lists)");
+  EXPECT_EQ(eng::kernel_problem(Mode::fp8_e4m3, **old, gpu), "");
+  if (at_least({2, 10})) {
+    EXPECT_EQ(eng::kernel_method(Mode::fp8_rowwise, "aten::_scaled_mm_v2 fp8_rowwise", *torch, gpu),
+              "aten::_scaled_mm_v2 fp8_rowwise");
+  }
+}
+
+// PyTorch's maintainers mean to remove _scaled_mm (v1). A release without it keeps every check
+// that _scaled_mm_v2 can run: on GPUs all of them from 2.10, on the CPU from 2.12 (per-tensor and
+// row-wise, the same numbers as v1's on the same inputs); where v2 cannot run either, the check is
+// not tested and says both why.
+TEST(EngineCpu, AReleaseWithoutScaledMmV1KeepsItsChecksThroughV2) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  pp::Expected<std::unique_ptr<eng::Torch>> without =
+      pp::testing::torch_without(pp::testing::release()->cpu_library(), false, "_scaled_mm");
+  ASSERT_TRUE(without) << without.error();
+  const std::unique_ptr<eng::Torch>& no_v1 = *without;
+  ASSERT_EQ(no_v1->release_text(), torch->release_text());
+  ASSERT_NE(eng::op_problem(*no_v1, eng::Op::scaled_mm).find("has no aten::_scaled_mm "),
+            std::string::npos)
+      << eng::op_problem(*no_v1, eng::Op::scaled_mm);
+  const eng::Device gpu{true, 0};
+  for (Mode mode : kEitherScaledMm) {
+    EXPECT_EQ(eng::kernel_op(mode, *no_v1, gpu), eng::Op::scaled_mm_v2) << pp::mode_key(mode);
+    const std::string problem = eng::kernel_problem(mode, *no_v1, gpu);
+    if (at_least(mode == Mode::mxfp8 ? pp::Version{2, 11} : pp::Version{2, 10})) {
+      EXPECT_EQ(problem, "") << pp::mode_key(mode);
+    } else {
+      EXPECT_NE(problem, "") << pp::mode_key(mode);
+    }
+  }
+  const eng::Target cpu = pp::testing::cpu_target(*no_v1);
+  for (Mode mode : {Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp8_rowwise}) {
+    const pp::SmokeOutcome o = eng::execute_smoke(prepared_smoke(mode), cpu);
+    if (at_least(eng::kCpuScaledMmV2)) {
+      ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
+      EXPECT_EQ(o.method.rfind("aten::_scaled_mm_v2 ", 0), 0U) << o.method;
+    } else {
+      EXPECT_FALSE(o.ran) << pp::mode_key(mode);
+      EXPECT_EQ(o.error_kind, pp::ErrorKind::not_run) << o.error;
+      EXPECT_NE(o.error.find("native_functions.yaml has no aten::_scaled_mm "), std::string::npos)
+          << o.error;
+      EXPECT_NE(o.error.find(at_least({2, 10}) ? "no CPU kernel for aten::_scaled_mm_v2 (it came "
+                                                 "in 2.12)"
+                                               : "no list arguments for aten::_scaled_mm_v2"),
+                std::string::npos)
+          << o.error;
+    }
   }
 }
 

@@ -129,6 +129,38 @@ TEST(EngineGpu, The2_9PathsRunOnThisGpu) {
   EXPECT_NE(run.method.find("written out per tensor"), std::string::npos);
 }
 
+// The scaled FP8 modes go through _scaled_mm_v2 from 2.10, through _scaled_mm on 2.9 (a release
+// told to behave as it), and through v2 where the image has no v1: both reach the same cuBLASLt
+// call (LibTorch's _scaled_gemm), so the same inputs give the same numbers.
+TEST(EngineGpu, TheScaledFp8ModesRunThroughV2AndV1Alike) {
+  PP_REQUIRE_GPU(g);
+  if (!at_least(*g, {8, 9})) GTEST_SKIP() << "no FP8 tensor cores before cc 8.9";
+  if (pp::testing::release()->release < pp::Version{2, 10}) GTEST_SKIP() << "v2 needs 2.10";
+  const std::string library = pp::testing::release()->cuda_library();
+  pp::Expected<std::unique_ptr<eng::Torch>> old = eng::Torch::open(library, true);
+  ASSERT_TRUE(old) << old.error();
+  (*old)->behave_as({2, 9});
+  pp::Expected<std::unique_ptr<eng::Torch>> no_v1 =
+      pp::testing::torch_without(library, true, "_scaled_mm");
+  ASSERT_TRUE(no_v1) << no_v1.error();
+  const eng::Target v1_target{old->get(), g->cuda.get(), eng::Device{true, 0}};
+  const eng::Target no_v1_target{no_v1->get(), g->cuda.get(), eng::Device{true, 0}};
+  std::vector<Mode> modes = {Mode::fp8_e4m3, Mode::fp8_e5m2, Mode::fp8_rowwise};
+  if (g->cc && *g->cc == pp::ComputeCapability{9, 0}) modes.push_back(Mode::fp8_blockwise);
+  for (Mode mode : modes) {
+    const pp::SmokeOutcome v2 = smoke(g->target, mode);
+    const pp::SmokeOutcome v1 = smoke(v1_target, mode);
+    const pp::SmokeOutcome only_v2 = smoke(no_v1_target, mode);
+    ASSERT_TRUE(v2.ok && v1.ok && only_v2.ok)
+        << pp::mode_key(mode) << ": " << v2.error << " / " << v1.error << " / " << only_v2.error;
+    EXPECT_EQ(v2.method.rfind("aten::_scaled_mm_v2 ", 0), 0U) << v2.method;
+    EXPECT_EQ(only_v2.method, v2.method);
+    EXPECT_EQ(v1.method.rfind("aten::_scaled_mm ", 0), 0U) << v1.method;
+    EXPECT_DOUBLE_EQ(*v1.rel_error, *v2.rel_error) << pp::mode_key(mode);
+    EXPECT_DOUBLE_EQ(*only_v2.rel_error, *v2.rel_error) << pp::mode_key(mode);
+  }
+}
+
 // The MX and NVFP4 recipes need Blackwell's tensor cores. On an older GPU the engine's call still
 // reaches LibTorch, whose own refusal comes back: the call was well formed up to its architecture
 // check (a mis-boxed argument would fail before, or crash).
@@ -137,6 +169,7 @@ TEST(EngineGpu, TheBlockScaledCallsReachLibTorch) {
   if (pp::testing::release()->release < pp::Version{2, 11}) GTEST_SKIP() << "needs 2.11's dtypes";
   for (Mode mode : {Mode::mxfp8, Mode::nvfp4, Mode::mxfp4}) {
     const pp::SmokeOutcome o = smoke(g->target, mode);
+    EXPECT_EQ(o.method.rfind("aten::_scaled_mm_v2 ", 0), 0U) << o.method;
     if (at_least(*g, {10, 0})) {
       EXPECT_TRUE(o.ok || o.error_kind == pp::ErrorKind::not_supported)
           << pp::mode_key(mode) << ": " << o.error;

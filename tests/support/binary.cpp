@@ -43,6 +43,8 @@ std::vector<std::string> probe_environment(const std::vector<std::string>& env) 
       "NVIDIA_VISIBLE_DEVICES",
       "NO_COLOR",
       "PRECISION_PROBE_NODE_NAME",
+      // Never the kubelet's /dev/termination-log, where a test machine is a pod.
+      "KUBERNETES_SERVICE_HOST",
   };
   // Later entries win: the caller's overrides replace the defaults above.
   overrides.insert(overrides.end(), env.begin(), env.end());

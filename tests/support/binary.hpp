@@ -19,9 +19,11 @@ struct Run {
 
 // Runs the binary with `args` and environment overrides ("KEY=VALUE", or "KEY" to unset).
 // The engine is the fake one (tests/cli/fake_engine.cpp) unless an override names another, the
-// image's PyTorch the fake "cuda" stack (2.11.0+cu130) unless one names another, and the driver
-// libraries are made unloadable unless an override names them. A report it prints as JSON is
-// gated again from its JSON (gated_again, fakes.hpp), to the exit code it says, or the test fails.
+// image's PyTorch the fake "cuda" stack (2.11.0+cu130) unless one names another, the driver
+// libraries are made unloadable unless an override names them, and KUBERNETES_SERVICE_HOST is
+// unset (no run writes the kubelet's /dev/termination-log unless a test says so). A report it
+// prints as JSON is gated again from its JSON (gated_again, fakes.hpp), to the exit code it says,
+// or the test fails.
 Run run_probe_binary(const std::vector<std::string>& args, std::vector<std::string> env = {},
                      int timeout_s = 60);
 

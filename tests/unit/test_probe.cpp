@@ -760,9 +760,10 @@ TEST(Probe, AnOlderLibTorchOrCudaIsNamedWithWhatToUpgrade) {
   ASSERT_NE(gpu, nullptr);
   const auto* mxfp8 = gpu->find(Mode::mxfp8);
   EXPECT_EQ(mxfp8->status, Status::unsupported);
-  EXPECT_NE(mxfp8->reason.find("cannot run the mxfp8 check (aten::_scaled_mm) through its stable "
-                               "C ABI: upgrade to LibTorch (PyTorch) 2.11 or later"),
-            std::string::npos)
+  EXPECT_NE(
+      mxfp8->reason.find("cannot run the mxfp8 check (aten::_scaled_mm_v2) through its stable "
+                         "C ABI: upgrade to LibTorch (PyTorch) 2.11 or later"),
+      std::string::npos)
       << mxfp8->reason;
   // Quick: a mode every layer has is native hardware, not tested; the row-wise recipe is there.
   EXPECT_EQ(gpu->find(Mode::fp8_rowwise)->status, Status::not_tested);

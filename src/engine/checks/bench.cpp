@@ -103,7 +103,7 @@ BenchOutcome run_bench(Mode mode, const Target& target, std::int64_t size) {
   BenchOutcome o;
   o.size = bench_size_for(mode, size);
   o.timer = target.on_gpu() ? "cuda events" : "steady clock";
-  if (std::string problem = kernel_problem(mode, *target.torch); !problem.empty()) {
+  if (std::string problem = kernel_problem(mode, *target.torch, target.device); !problem.empty()) {
     o.error_kind = ErrorKind::not_run;
     o.error = problem;
     return o;

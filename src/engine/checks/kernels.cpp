@@ -224,7 +224,7 @@ HostOperands scaled_operands(Mode mode, const Recipes& recipes, const std::vecto
     }
   }
   o.exact = mode == Mode::int8;
-  // Block-wise fp8 goes through _scaled_mm on 2.9: kernel_method says so once the release is known.
+  // The operator of the mode table; kernel_method names _scaled_mm where the release takes it.
   o.method = fmt::format("{} {}", mode_info(mode).api, mode_key(mode));
   return o;
 }
@@ -237,11 +237,13 @@ std::vector<Tensor> on_device(const std::vector<HostTensor>& tensors, const Targ
 }
 
 // The scaled_mm_v2 recipes: at::blas::ScalingType and SwizzleType per scale tensor (the values of
-// ATen/BlasBackend.h, the same in 2.10 to 2.15).
+// ATen/BlasBackend.h, the same in 2.10 to 2.15). Scales that are not swizzled say NO_SWIZZLE: the
+// CPU kernel of 2.12 reads the first swizzle without looking whether there is one.
 struct V2Recipe {
   std::vector<std::int64_t> scaling_a, swizzle_a, scaling_b, swizzle_b;
 };
 constexpr std::int64_t kTensorWise = 0;
+constexpr std::int64_t kRowWise = 1;
 constexpr std::int64_t kBlockWise1x16 = 2;
 constexpr std::int64_t kBlockWise1x32 = 3;
 constexpr std::int64_t kBlockWise1x128 = 4;
@@ -250,21 +252,76 @@ constexpr std::int64_t kNoSwizzle = 0;
 constexpr std::int64_t kSwizzle32_4_4 = 1;
 
 V2Recipe v2_recipe(Mode mode) {
-  if (mode == Mode::fp8_blockwise) return {{kBlockWise1x128}, {}, {kBlockWise128x128}, {}};
-  if (mode == Mode::nvfp4) {
-    return {{kBlockWise1x16, kTensorWise},
-            {kSwizzle32_4_4, kNoSwizzle},
-            {kBlockWise1x16, kTensorWise},
-            {kSwizzle32_4_4, kNoSwizzle}};
+  switch (mode) {
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2: return {{kTensorWise}, {kNoSwizzle}, {kTensorWise}, {kNoSwizzle}};
+    case Mode::fp8_rowwise: return {{kRowWise}, {kNoSwizzle}, {kRowWise}, {kNoSwizzle}};
+    case Mode::fp8_blockwise:
+      return {{kBlockWise1x128}, {kNoSwizzle}, {kBlockWise128x128}, {kNoSwizzle}};
+    case Mode::mxfp8:  // CUDA's MX kernels want the 32_4_4 swizzle (ROCm's none)
+    case Mode::mxfp4:
+      return {{kBlockWise1x32}, {kSwizzle32_4_4}, {kBlockWise1x32}, {kSwizzle32_4_4}};
+    case Mode::nvfp4:
+      return {{kBlockWise1x16, kTensorWise},
+              {kSwizzle32_4_4, kNoSwizzle},
+              {kBlockWise1x16, kTensorWise},
+              {kSwizzle32_4_4, kNoSwizzle}};
+    case Mode::fp32:
+    case Mode::tf32:
+    case Mode::fp16:
+    case Mode::bf16:
+    case Mode::int8:
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: break;
   }
-  return {{kBlockWise1x32}, {kSwizzle32_4_4}, {kBlockWise1x32}, {kSwizzle32_4_4}};
+  no_kernel(mode);
 }
 
-// Block-wise fp8 goes through _scaled_mm_v2 where the release passes lists (2.10), else through
-// _scaled_mm, which reads the recipe from the scales' shapes (2.9).
-bool blockwise_by_v2(const Torch& torch) { return torch.features().lists; }
+// The modes either scaled-mm operator can multiply: _scaled_mm_v2 told the recipe, or _scaled_mm
+// (v1, which PyTorch calls superseded) reading it from the scales' shapes and dtypes.
+bool either_scaled_mm(Mode mode) {
+  return mode == Mode::fp8_e4m3 || mode == Mode::fp8_e5m2 || mode == Mode::fp8_rowwise ||
+         mode == Mode::fp8_blockwise || mode == Mode::mxfp8;
+}
+
+// Why _scaled_mm_v2 is not called, in a few words, where kernel_op chose _scaled_mm.
+std::string why_not_v2(const Torch& torch) {
+  const OpInfo& v2 = op_info(Op::scaled_mm_v2);
+  if (torch.release() < v2.since || !torch.features().lists) {
+    return fmt::format("{} passes no lists", torch.release_text());
+  }
+  if (!op_problem(torch, Op::scaled_mm_v2).empty()) {
+    return fmt::format("the image's {} is not the one the engine calls", v2.name);
+  }
+  return fmt::format("{} has no CPU kernel for {}", torch.release_text(), v2.name);
+}
 
 }  // namespace
+
+Op kernel_op(Mode mode, const Torch& torch, Device device) {
+  switch (mode) {
+    case Mode::fp32:
+    case Mode::tf32:
+    case Mode::fp16:
+    case Mode::bf16: return Op::mm;
+    case Mode::fp8_e4m3:
+    case Mode::fp8_e5m2:
+    case Mode::fp8_rowwise:
+    case Mode::fp8_blockwise:
+    case Mode::mxfp8:
+      // v2 wherever it runs here; v1 where it does not, unless the image has no v1 either.
+      return op_problem_on(torch, Op::scaled_mm_v2, device).empty() ||
+                     !op_problem(torch, Op::scaled_mm).empty()
+                 ? Op::scaled_mm_v2
+                 : Op::scaled_mm;
+    case Mode::nvfp4:
+    case Mode::mxfp4: return Op::scaled_mm_v2;
+    case Mode::int8: return Op::int_mm;
+    case Mode::amp_fp16:
+    case Mode::amp_bf16: break;
+  }
+  no_kernel(mode);
+}
 
 Shape smoke_shape(Mode mode, bool gpu) {
   // The scaled recipes: K of 5 blocks of 128 (the padded 128x128 layout), M and N not multiples
@@ -306,8 +363,8 @@ HostOperands host_operands(Mode mode, const std::vector<double>& a64,
       o.b = encoded(b64, s.k, s.n, Scalar::e4m3, true, o.b_values);
       o.scales_a = {host_tensor(std::vector<float>{1.0F}, {}, Scalar::f32)};
       o.scales_b = {host_tensor(std::vector<float>{1.0F}, {}, Scalar::f32)};
-      o.method = mode == Mode::fp8_e4m3 ? "aten::_scaled_mm e4m3 x e4m3 -> bf16"
-                                        : "aten::_scaled_mm e5m2 x e4m3 -> bf16";
+      o.method = fmt::format("{} {} x e4m3 -> bf16", mode_info(mode).api,
+                             mode == Mode::fp8_e4m3 ? "e4m3" : "e5m2");
       return o;
     }
     case Mode::fp8_rowwise:
@@ -332,36 +389,18 @@ Gemm::Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a,
       a_(std::move(a)),
       b_(std::move(b)),
       scales_a_(std::move(scales_a)),
-      scales_b_(std::move(scales_b)) {}
+      scales_b_(std::move(scales_b)),
+      op_(kernel_op(mode, a_.torch(), a_.device())) {}
 
 Tensor Gemm::operator()() const {
-  switch (mode_) {
-    case Mode::fp32:
-    case Mode::tf32:
-    case Mode::fp16:
-    case Mode::bf16: return mm(a_, b_);
-    case Mode::fp8_blockwise:
-      if (blockwise_by_v2(a_.torch())) {
-        const V2Recipe r = v2_recipe(mode_);
-        return scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
-                            r.swizzle_b, Scalar::bf16);
-      }
-      [[fallthrough]];
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2:
-    case Mode::fp8_rowwise:
-    case Mode::mxfp8: return scaled_mm(a_, b_, scales_a_.at(0), scales_b_.at(0), Scalar::bf16);
-    case Mode::nvfp4:
-    case Mode::mxfp4: {
-      const V2Recipe r = v2_recipe(mode_);
-      return scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
-                          r.swizzle_b, Scalar::bf16);
-    }
-    case Mode::int8: return int_mm(a_, b_);
-    case Mode::amp_fp16:
-    case Mode::amp_bf16: no_kernel(mode_);
+  if (op_ == Op::mm) return mm(a_, b_);
+  if (op_ == Op::int_mm) return int_mm(a_, b_);
+  if (op_ == Op::scaled_mm) {
+    return scaled_mm(a_, b_, scales_a_.at(0), scales_b_.at(0), Scalar::bf16);
   }
-  no_kernel(mode_);
+  const V2Recipe r = v2_recipe(mode_);  // Op::scaled_mm_v2, the only other one kernel_op names
+  return scaled_mm_v2(a_, b_, scales_a_, r.scaling_a, r.swizzle_a, scales_b_, r.scaling_b,
+                      r.swizzle_b, Scalar::bf16);
 }
 
 Gemm device_gemm(Mode mode, const HostOperands& operands, const Target& target) {
@@ -474,22 +513,16 @@ Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t 
               unit_scales(mode, target, n, false));
 }
 
-std::string kernel_method(Mode mode, const std::string& method, const Torch& torch) {
-  if (mode == Mode::fp8_blockwise && !blockwise_by_v2(torch)) {
-    return fmt::format(
-        "aten::_scaled_mm {} (the recipe from the scales' shapes: {} passes no lists)",
-        mode_key(mode), torch.release_text());
-  }
-  return method;
+std::string kernel_method(Mode mode, const std::string& method, const Torch& torch, Device device) {
+  if (!either_scaled_mm(mode) || kernel_op(mode, torch, device) != Op::scaled_mm) return method;
+  // `method` names the operator of the mode table (_scaled_mm_v2): here it is _scaled_mm.
+  const std::string_view v2 = op_info(Op::scaled_mm_v2).name;
+  const std::string recipe = method.rfind(v2, 0) == 0 ? method.substr(v2.size()) : " " + method;
+  return fmt::format("{}{} (the recipe from the scales' shapes: {})", op_info(Op::scaled_mm).name,
+                     recipe, why_not_v2(torch));
 }
 
-std::string kernel_problem(Mode mode, const Torch& torch) {
-  auto first = [&torch](std::initializer_list<Op> ops) {
-    for (Op op : ops) {
-      if (std::string problem = op_problem(torch, op); !problem.empty()) return problem;
-    }
-    return std::string();
-  };
+std::string kernel_problem(Mode mode, const Torch& torch, Device device) {
   auto element = [&torch](Scalar s) {
     return torch.dtypes().has(s)
                ? std::string()
@@ -497,31 +530,20 @@ std::string kernel_problem(Mode mode, const Torch& torch) {
                        std::string("the ") + std::string(scalar_info(s).name) + " element type",
                        Version{2, 11});
   };
-  switch (mode) {
-    case Mode::fp32:
-    case Mode::tf32:
-    case Mode::fp16:
-    case Mode::bf16: return first({Op::mm});
-    case Mode::fp8_e4m3:
-    case Mode::fp8_e5m2:
-    case Mode::fp8_rowwise: return first({Op::scaled_mm});
-    case Mode::fp8_blockwise:
-      return blockwise_by_v2(torch) ? first({Op::scaled_mm_v2}) : first({Op::scaled_mm});
-    case Mode::mxfp8: {
-      std::string problem = element(Scalar::e8m0);
-      return problem.empty() ? first({Op::scaled_mm}) : problem;
-    }
-    case Mode::nvfp4:
-    case Mode::mxfp4: {
-      std::string problem = element(Scalar::fp4x2);
-      if (problem.empty() && mode == Mode::mxfp4) problem = element(Scalar::e8m0);
-      return problem.empty() ? first({Op::scaled_mm_v2}) : problem;
-    }
-    case Mode::int8: return first({Op::int_mm});
-    case Mode::amp_fp16:
-    case Mode::amp_bf16: return "not a matmul precision";
+  if (mode_info(mode).kind != ModeKind::matmul) return "not a matmul precision";
+  std::string problem;
+  if (four_bit(mode)) problem = element(Scalar::fp4x2);
+  if (problem.empty() && (mode == Mode::mxfp8 || mode == Mode::mxfp4)) {
+    problem = element(Scalar::e8m0);
   }
-  return "";
+  if (!problem.empty()) return problem;
+  const Op op = kernel_op(mode, torch, device);
+  problem = op_problem_on(torch, op, device);
+  // Neither scaled-mm operator: the image's v1 (or its absence) first, then why not v2.
+  if (!problem.empty() && op == Op::scaled_mm_v2 && either_scaled_mm(mode)) {
+    problem = op_problem(torch, Op::scaled_mm) + "; " + problem;
+  }
+  return problem;
 }
 
 double operand_bytes(Mode mode) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/checks/target.hpp"
+#include "engine/torch/ops.hpp"
 #include "precision_probe/modes.hpp"
 
 namespace precision_probe::engine {
@@ -56,6 +57,7 @@ class Gemm {
   Mode mode_;
   Tensor a_, b_;
   std::vector<Tensor> scales_a_, scales_b_;
+  Op op_;  // kernel_op's, on the operands' device
 };
 
 Tensor to_device(const HostTensor& t, const Target& target);
@@ -67,14 +69,22 @@ Gemm random_gemm(Mode mode, const Target& target, std::int64_t n);
 // operand), the same on every device: the soak's, whose golden results are compared across GPUs.
 Gemm seeded_gemm(Mode mode, const Target& target, std::int64_t n, std::uint64_t seed);
 
-// How the mode's product is called with this LibTorch: `method` (HostOperands'), unless the
-// release takes another path (block-wise fp8 on 2.9: _scaled_mm).
-std::string kernel_method(Mode mode, const std::string& method, const Torch& torch);
+// The operator that multiplies a mode's operands with this LibTorch on `device`. The scaled FP8
+// modes and MXFP8 go through _scaled_mm_v2 wherever it runs (lists, 2.10; on the CPU a kernel,
+// 2.12), and through _scaled_mm (v1) where it does not, or where the image's schema of v2
+// differs; an image without v1 gets v2 in any case (kernel_problem says when that cannot run).
+// NVFP4 and MXFP4: v2 only. Throws std::logic_error for the training modes.
+Op kernel_op(Mode mode, const Torch& torch, Device device);
 
-// Why this LibTorch cannot run the mode's kernel through its stable C ABI ("" when it can): the
-// element types (2.11) or list arguments (2.10) its call needs, or an operator whose schema in the
-// image differs.
-std::string kernel_problem(Mode mode, const Torch& torch);
+// How the mode's product is called with this LibTorch on `device`: `method` (HostOperands',
+// which names the mode table's operator), or, where kernel_op chose _scaled_mm, that name and why.
+std::string kernel_method(Mode mode, const std::string& method, const Torch& torch, Device device);
+
+// Why this LibTorch cannot run the mode's kernel on `device` through its stable C ABI ("" when it
+// can): the element types (2.11) or list arguments (2.10) its call needs, a CPU kernel the release
+// lacks, or an operator whose schema in the image differs or is missing (for the modes either
+// scaled-mm operator can run: both of them).
+std::string kernel_problem(Mode mode, const Torch& torch, Device device);
 
 // Bytes per element of the mode's operands and of its output (for sizing a benchmark).
 double operand_bytes(Mode mode);

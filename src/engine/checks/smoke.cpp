@@ -100,7 +100,7 @@ std::vector<Preload> smoke_preloads(const std::vector<PreparedSmoke>& prepared,
   std::vector<Preload> preloads;
   if (!target.on_gpu()) return preloads;
   for (const PreparedSmoke& p : prepared) {
-    if (!p.ready || !kernel_problem(p.mode, *target.torch).empty()) {
+    if (!p.ready || !kernel_problem(p.mode, *target.torch, target.device).empty()) {
       preloads.emplace_back();
       continue;
     }
@@ -203,12 +203,13 @@ void judge_smoke(SmokeOutcome& o, const std::vector<double>& got, const Prepared
 SmokeOutcome execute_smoke(const PreparedSmoke& p, const Target& target) {
   SmokeOutcome o = p.outcome;
   if (!p.ready) return o;
-  if (std::string problem = kernel_problem(p.mode, *target.torch); !problem.empty()) {
+  if (std::string problem = kernel_problem(p.mode, *target.torch, target.device);
+      !problem.empty()) {
     o.error_kind = ErrorKind::not_run;
     o.error = problem;
     return o;
   }
-  o.method = kernel_method(p.mode, o.method, *target.torch);
+  o.method = kernel_method(p.mode, o.method, *target.torch, target.device);
   try {
     const Gemm gemm = device_gemm(p.mode, p.operands, target);
     // One untimed run pays for library start-up (cuBLAS workspaces, kernel loading); the timed

@@ -207,7 +207,8 @@ std::shared_ptr<SoakState> prepare_soak(const WorkerPlan& plan, const std::vecto
   auto state = std::make_shared<SoakState>();
   for (Mode mode : modes) {
     try {
-      if (std::string problem = kernel_problem(mode, *target.torch); !problem.empty()) {
+      if (std::string problem = kernel_problem(mode, *target.torch, target.device);
+          !problem.empty()) {
         throw CannotRun(problem);
       }
       state->modes.push_back(prepare_mode(mode, plan, target));

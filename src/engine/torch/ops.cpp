@@ -68,6 +68,16 @@ std::string op_problem(const Torch& torch, Op op) {
   return torch.schema_problem(static_cast<std::size_t>(op));
 }
 
+std::string op_problem_on(const Torch& torch, Op op, Device device) {
+  std::string problem = op_problem(torch, op);
+  if (problem.empty() && op == Op::scaled_mm_v2 && !device.cuda &&
+      torch.release() < kCpuScaledMmV2) {
+    problem = fmt::format("this LibTorch ({}) has no CPU kernel for {} (it came in {})",
+                          torch.release_text(), op_info(op).name, kCpuScaledMmV2.to_string());
+  }
+  return problem;
+}
+
 void require(const Torch& torch, Op op) {
   if (std::string problem = op_problem(torch, op); !problem.empty()) throw CannotRun(problem);
 }

@@ -169,6 +169,14 @@ struct CannotRun : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The first release whose _scaled_mm_v2 has a CPU kernel (native_functions.yaml: 2.10 and 2.11
+// dispatch it to CUDA and XPU only, 2.12 adds CPU, per-tensor and row-wise scales).
+inline constexpr Version kCpuScaledMmV2{2, 12};
+
+// Why `op` cannot run on `device` with this LibTorch ("" where it can): op_problem, or an
+// operator this release has no kernel for on the CPU (_scaled_mm_v2 before kCpuScaledMmV2).
+std::string op_problem_on(const Torch& torch, Op op, Device device);
+
 // Throws CannotRun where op_problem says so.
 void require(const Torch& torch, Op op);
 

@@ -167,6 +167,14 @@ Expected<void> check_output_as(std::string& value) {
                   printable(value, 60))};
 }
 
+// --termination-log: a file, or none. Stdout carries the report.
+Expected<void> check_termination_log(std::string& value) {
+  if (value != "-") return {};
+  return Unexpected{
+      std::string("'-' is stdout, which carries the report: name a file (Kubernetes reads "
+                  "/dev/termination-log), or none")};
+}
+
 // A check that the value parses; what it parses to is bound later.
 template <class T>
 Expected<void> parses(const Expected<T>& parsed) {
@@ -313,6 +321,10 @@ void add_report_options(Table& t, Options& o) {
   t.value("--nfd-ttl", "DURATION", kProbeOnly,
           "How long the node labels stand when the probe stops running: 90m, 24h (default 1h)",
           to_label_seconds, o.nfd_ttl_s);
+  t.value_to("--termination-log", "FILE", kAlsoArch,
+             "Write the exit code and its reason, one line, to FILE when the run ends (none: "
+             "nowhere; default under Kubernetes: /dev/termination-log where it can be written)",
+             check_termination_log, [&o](const std::string& v) { o.termination_log = v; });
   t.values_to("--output-as", "FORMAT:FILE", kAlsoArch,
               "Also write FORMAT to FILE (json:r.json, json:- for stdout); repeatable",
               check_output_as, [&o](const std::vector<std::string>& all) {

@@ -32,7 +32,7 @@ struct EnvironmentVariable {
   const char* name;
   const char* effect;
 };
-inline constexpr std::array<EnvironmentVariable, 12> kEnvironmentVariables = {{
+inline constexpr std::array<EnvironmentVariable, 13> kEnvironmentVariables = {{
     {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
     {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
     {"NO_COLOR", "no colour in the text report"},
@@ -48,6 +48,9 @@ inline constexpr std::array<EnvironmentVariable, 12> kEnvironmentVariables = {{
     {"PRECISION_PROBE_NODE_NAME",
      "the node's name in the report, the metrics and summarize (Kubernetes: spec.nodeName) instead "
      "of the hostname; empty: unset"},
+    {"KUBERNETES_SERVICE_HOST",
+     "set (in a Kubernetes pod): the exit reason goes to /dev/termination-log where it can be "
+     "written, unless --termination-log says otherwise"},
     {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
      "1 (NGC's images): said by a diagnostic; given to the tf32 check's worker alone"},
     {"PRECISION_PROBE_INJECT_FAULT",

@@ -60,7 +60,10 @@ struct Options {
   double soak_s = 0.0;                     // --soak: seconds per device (0: no soak)
   std::vector<Mode> soak_modes;            // --soak-modes (empty: every native matmul mode)
   std::int64_t nfd_ttl_s = 3600;           // --nfd-ttl: the node labels' lifetime
-  std::string arch_cc;                     // `arch CC`
+  // --termination-log: FILE, or "none"; unset: /dev/termination-log under Kubernetes
+  // (outputs/termination_log.hpp)
+  std::optional<std::string> termination_log;
+  std::string arch_cc;  // `arch CC`
 };
 
 // `precision-probe summarize` (docs/summarize.md).

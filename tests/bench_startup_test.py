@@ -253,7 +253,9 @@ def part_dryrun(s, args):
         check("the probe and its engine workers sampled, with Pss", roles.get("probe", {}).get("peak_pss_mib", 0) > 0
               and roles.get("engine", {}).get("peak_pss_mib", 0) > 0, full.get("processes"))
         engines = [n for n, p in full.get("processes", {}).items() if p["role"] == "engine"]
-        check("the CPU's worker and the GPU's named apart", any("--worker cpu" in n for n in engines)
+        # Where GPU device nodes exist the CPU's plan joins the GPUs' session (started ahead).
+        gpu_nodes = any(n.startswith("nvidia") and n[6:].isdigit() for n in os.listdir("/dev"))
+        check("the CPU's session and the GPU's named apart", (gpu_nodes or any("--worker cpu" in n for n in engines))
               and any("--worker gpu" in n for n in engines), engines)
         check("the tree's summed Pss at least its largest process's", full.get("tree_pss_mib", 0)
               >= max(p["peak_pss_mib"] for p in full["processes"].values()) > 0, full.get("tree_pss_mib"))

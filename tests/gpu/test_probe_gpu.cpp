@@ -97,10 +97,10 @@ TEST(ProbeGpu, HidingEveryDeviceIsAnEnvironmentProblem) {
   EXPECT_EQ(j.at("driver").at("status"), "no_devices");
 }
 
-TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
-  // Workers start before the probe knows their GPU and narrow CUDA_VISIBLE_DEVICES from the plan
-  // before it loads LibTorch: a plan naming no existing GPU must leave the worker without one,
-  // and a plan naming the real first GPU must run on it (the UUID it reports).
+TEST(ProbeGpu, AnIsolatedSessionRunsOnTheGpuItsPlanNames) {
+  // A plan run again in isolation gets a session of its own, started with its GPU alone visible
+  // (CUDA_VISIBLE_DEVICES, the plan's UUID) and numbering it 0: a UUID naming no existing GPU
+  // must leave it without one, and the real first GPU's must run there (the UUID it reports).
   PP_REQUIRE_TEST_TORCH();
   int probe_code = 0;
   const json facts = probe_json({"--quick"}, probe_code);
@@ -111,12 +111,13 @@ TEST(ProbeGpu, AWorkerStartedBeforeItsPlanUsesTheGpuThePlanNames) {
     plan.kind = pp::DeviceKind::cuda;
     plan.index = 0;
     plan.cuda_visible_devices = visible;
+    plan.ordinals = {0};
     plan.smoke = {pp::Mode::fp32};
     plan.seed = 1;
-    // The environment the probe gives a worker started ahead: CUDA_VISIBLE_DEVICES untouched.
     return pp::run_process({PP_REAL_ENGINE, "--worker", "gpu", "--libtorch",
                             test_site() + "/torch/lib/libtorch_cuda.so"},
-                           pp::environment_with({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"}),
+                           pp::environment_with({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+                                                 "CUDA_VISIBLE_DEVICES=" + visible}),
                            pp::encode_plan(plan) + "\n", std::chrono::seconds(120));
   };
   const pp::ProcessOutput bogus = run_worker("GPU-00000000-0000-0000-0000-000000000000");

@@ -231,4 +231,16 @@ PromtoolCheck promtool_check(const std::string& exposition, bool& available) {
   return {out.exit_code, out.out + out.err};
 }
 
+bool machine_has_gpu_nodes() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace precision_probe::testing

@@ -43,6 +43,12 @@ std::vector<std::string> fake_driver_env(const std::string& gpus);
 // (2.11.0+cpu), "old" (2.8.0+cu128, below the engine's floor), "new" (2.16.0+cu132, untested).
 std::string fake_stack(const std::string& name);
 
+// Whether this machine has GPU device nodes (/dev/nvidiaN): the probe then starts the GPUs' engine
+// session before the driver answers, and the CPU's plan joins it (libtorch_cuda carries the
+// CPU's), fake driver or not; without them the CPU's plan gets a session of its own. A test of
+// which library each plan loads expects what the machine's nodes make right.
+bool machine_has_gpu_nodes();
+
 // The whole content of a file ("" when it cannot be read).
 std::string read_all(const std::string& path);
 

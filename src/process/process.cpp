@@ -482,22 +482,32 @@ void install_signal_handlers() {
 bool interrupt_requested() { return g_interrupt_signal != 0; }
 int interrupt_signal() { return g_interrupt_signal; }
 
+namespace {
+
+// Linux's signals, by name: sigabbrev_np would say the same, but it came in glibc 2.32 and the
+// distribution's binaries need 2.28 at most (docs/images.md).
+struct SignalName {
+  int signal;
+  const char* name;
+};
+constexpr std::array<SignalName, 31> kSignalNames = {{
+    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+    {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+    {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"}, {SIGSTKFLT, "SIGSTKFLT"},
+    {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"},
+    {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},
+    {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
+    {SIGPOLL, "SIGPOLL"}, {SIGPWR, "SIGPWR"},       {SIGSYS, "SIGSYS"},
+}};
+
+}  // namespace
+
 std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGPIPE: return "SIGPIPE";
-    default: {
-      const char* text = ::sigabbrev_np(signal);
-      return text != nullptr ? "SIG" + std::string(text) : "signal " + std::to_string(signal);
-    }
+  for (const SignalName& s : kSignalNames) {
+    if (s.signal == signal) return s.name;
   }
+  return "signal " + std::to_string(signal);
 }
 
 }  // namespace precision_probe

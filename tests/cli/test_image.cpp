@@ -397,6 +397,45 @@ TEST(Image, AFifoInATreeFoundThroughPython3IsRefusedToo) {
       nlohmann::json::array({dir + "/other" + site + "/torch/lib/libtorch_cuda.so (a FIFO)"}));
 }
 
+// PRECISION_PROBE_PYTHON (what the pip-installed launcher gives): that Python's torch is read
+// before the python3 on PATH's, that interpreter asked for its prefixes through the reader's second
+// reading; a value that names no interpreter is exit 2, in JSON too.
+TEST(Image, PrecisionProbePythonsTorchComesBeforePython3sAndABadOneIsAUsageError) {
+  const std::string dir = ppt::make_temp_dir();
+  const std::string site = "/lib/python3.12/site-packages";
+  std::filesystem::create_directories(dir + "/usr" + site);
+  std::filesystem::copy(std::string(PP_FAKE_STACKS) + "/cpu", dir + "/usr" + site,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(dir + "/usr/bin");
+  std::ofstream(dir + "/usr/bin/python3") << "#!/bin/sh\nexit 1\n";  // a script: not asked
+  std::filesystem::permissions(dir + "/usr/bin/python3", std::filesystem::perms::owner_all);
+  std::filesystem::create_directories(dir + "/other" + site);
+  std::filesystem::copy(std::string(PP_FAKE_STACKS) + "/cuda", dir + "/other" + site,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(dir + "/venv/bin");
+  std::filesystem::copy_file(PP_FAKE_PYTHON, dir + "/venv/bin/python");
+  std::ofstream(dir + "/venv/bin/fake-python-mode") << "prefix " << dir << "/other\n";
+  std::vector<std::string> env = python_env(dir + "/usr/bin", dir);
+  const ppt::Run path =
+      ppt::run_probe_binary({"--quick", "--timeout", "5", "--format", "json"}, env, 30);
+  EXPECT_EQ(nlohmann::json::parse(path.out)["image_stack"]["libtorch_version"], "2.11.0+cpu");
+  env.push_back("PRECISION_PROBE_PYTHON=" + dir + "/venv/bin/python");
+  const ppt::Run named =
+      ppt::run_probe_binary({"--quick", "--timeout", "5", "--format", "json"}, env, 30);
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  const nlohmann::json j = nlohmann::json::parse(named.out);
+  EXPECT_EQ(j["image_stack"]["found_by"], "PRECISION_PROBE_PYTHON (" + dir + "/venv/bin/python)");
+  EXPECT_EQ(j["image_stack"]["libtorch_version"], "2.11.0+cu130");
+  env.back() = "PRECISION_PROBE_PYTHON=" + dir + "/venv/bin/python9";
+  const ppt::Run bad = ppt::run_probe_binary({"--quick", "--format", "json"}, env, 30);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "precision-probe: error: PRECISION_PROBE_PYTHON=" +
+                         precision_probe::printable_path(dir + "/venv/bin/python9") +
+                         ": no such file\n");
+  EXPECT_EQ(nlohmann::json::parse(bad.out)["exit_code"], 2);
+  std::filesystem::remove_all(dir);
+}
+
 // A python3 that never answers (as one on a hung network mount would not): the reading is cut at
 // the run's time, exit 5, said so, and nothing it started is left running.
 TEST(Image, APython3ThatNeverAnswersCostsTheRunsTimeAndNoMore) {

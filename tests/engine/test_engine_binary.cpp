@@ -21,8 +21,11 @@
 #include "wire/protocol.hpp"
 #include "process/process.hpp"
 #include "release.hpp"
+#include "worker_lines.hpp"
 
 namespace pp = precision_probe;
+using pp::testing::cpu_plan;
+using pp::testing::read_lines;
 
 namespace {
 
@@ -38,25 +41,6 @@ pp::ProcessOutput run_worker(const pp::WorkerPlan& plan, const std::string& libr
   return pp::run_process({PP_REAL_ENGINE, "--worker", "cpu", "--libtorch", library},
                          pp::environment_with(env), pp::encode_plan(plan) + "\n",
                          std::chrono::seconds(120));
-}
-
-pp::WorkerPlan cpu_plan(std::vector<pp::Mode> smoke, std::vector<pp::Mode> amp) {
-  pp::WorkerPlan plan;
-  plan.smoke = std::move(smoke);
-  plan.amp = std::move(amp);
-  plan.seed = 1;
-  return plan;
-}
-
-pp::WorkerResult read_lines(const std::string& out) {
-  pp::WorkerResult result;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const pp::Expected<void> applied = pp::apply_result_line(line, result);
-    EXPECT_TRUE(applied) << line << ": " << applied.error();
-  }
-  return result;
 }
 
 // The probe with the real engine and no driver, loading the release: the CPU's checks only.

@@ -1,6 +1,8 @@
 #include "fakes.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -210,6 +212,16 @@ std::string cpuinfo_with_flags(const std::string& model, const std::string& flag
     text += fmt::format(
         "processor\t: {}\nvendor_id\t: GenuineIntel\nmodel name\t: {}\nflags\t\t: {}\n\n", i, model,
         flags);
+  }
+  return text;
+}
+
+std::string grace_cpuinfo() {
+  std::ifstream in(PP_SOURCE_DIR "/tests/unit/grace-cpuinfo.txt");
+  std::string text;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind('#', 0) != 0) text += line + "\n";
   }
   return text;
 }

@@ -138,5 +138,8 @@ std::optional<int> gated_again(const std::string& text);
 
 // /proc/cpuinfo text for a CPU with the given flags.
 std::string cpuinfo_with_flags(const std::string& model, const std::string& flags, int cores = 4);
+// A real NVIDIA Grace's /proc/cpuinfo (72 Neoverse-V2 cores; tests/unit/grace-cpuinfo.txt says
+// where it was recorded), without the fixture's '#' note.
+std::string grace_cpuinfo();
 
 }  // namespace precision_probe::testing

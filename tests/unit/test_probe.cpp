@@ -5,8 +5,11 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "binary.hpp"
 #include "fakes.hpp"
+#include "precision_probe/report_json.hpp"
 #include "probe/verdicts/exit_codes.hpp"
 #include "probe/run/probe.hpp"
 
@@ -100,6 +103,46 @@ TEST(Probe, WithoutDriverTheCpuIsStillProbedAndReported) {
   EXPECT_EQ(r.stack.libtorch_version, "2.11.0+cpu");  // the image's
   EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
   EXPECT_TRUE(has_diagnostic(r, "driver-library-not-found"));
+}
+
+// An aarch64 machine, through the fake System: qemu-user shows the host's /proc/cpuinfo, so the
+// Arm CPU facts are tested here with a real Grace's (tests/unit/grace-cpuinfo.txt), from the
+// probe's reading of the machine to the plan, the verdicts and the JSON report.
+TEST(Probe, AGraceCpuIsProbedAsItsArmCoresAllow) {
+  Probe p;
+  p.system.arch = "aarch64";
+  p.system.files["/proc/cpuinfo"] = pp::testing::grace_cpuinfo();
+  p.image = pp::testing::cpu_stack();
+  p.options.devices.cpu = true;
+  p.options.require = {Mode::bf16, Mode::fp16, Mode::int8, Mode::amp_bf16};
+  const auto r = p.run();
+  const auto* cpu = device(r, "CPU");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->cpu.has_value());
+  EXPECT_EQ(cpu->name, "Arm Neoverse-V2");
+  EXPECT_EQ(cpu->cpu->architecture, "aarch64");
+  EXPECT_EQ(cpu->cpu->logical_cores, 72);
+  EXPECT_EQ(cpu->cpu->physical_cores, 72);
+  // Every mode the Arm cores have instructions for is sent to the engine and is native.
+  ASSERT_EQ(p.engine.plans_seen.size(), 1U);
+  EXPECT_EQ(p.engine.plans_seen[0].smoke,
+            (std::vector<Mode>{Mode::fp32, Mode::fp16, Mode::bf16, Mode::int8}));
+  EXPECT_EQ(p.engine.plans_seen[0].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
+  for (Mode m : {Mode::fp32, Mode::fp16, Mode::bf16, Mode::int8, Mode::amp_fp16, Mode::amp_bf16}) {
+    ASSERT_NE(cpu->find(m), nullptr) << pp::mode_key(m);
+    EXPECT_EQ(cpu->find(m)->hardware, pp::Hardware::native) << pp::mode_key(m);
+    EXPECT_EQ(cpu->find(m)->status, Status::native) << pp::mode_key(m);
+  }
+  EXPECT_EQ(cpu->find(Mode::tf32)->status, Status::unsupported);
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+  const nlohmann::json j = nlohmann::json::parse(pp::report_to_json(r));
+  const nlohmann::json& facts = j.at("devices").back().at("cpu");
+  EXPECT_EQ(facts.at("model"), "Arm Neoverse-V2");
+  EXPECT_EQ(facts.at("architecture"), "aarch64");
+  EXPECT_EQ(facts.at("logical_cores"), 72);
+  EXPECT_EQ(facts.at("isa_features"), nlohmann::json({"asimd", "fphp", "asimdhp", "asimddp", "bf16",
+                                                      "i8mm", "sve", "sve2", "svebf16"}));
+  EXPECT_TRUE(facts.at("mhz").is_null());
 }
 
 TEST(Probe, RequiringAGpuModeWithoutGpusIsAnEnvironmentProblem) {

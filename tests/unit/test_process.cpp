@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "process/process.hpp"
 
@@ -32,6 +33,15 @@ TEST(Process, SignalsAreReportedByName) {
       pp::run_process({"/bin/sh", "-c", "kill -SEGV $$"}, pp::environment_with({}), "", 10s);
   EXPECT_EQ(out.term_signal, SIGSEGV);
   EXPECT_EQ(pp::signal_name(out.term_signal), "SIGSEGV");
+  // Every signal Linux names, as glibc's sigabbrev_np (2.32) names it, without it: the
+  // distribution's binaries need glibc 2.28 at most.
+  for (int signal = 1; signal < SIGRTMIN; ++signal) {
+    const char* abbreviation = ::sigabbrev_np(signal);
+    if (abbreviation == nullptr) continue;
+    EXPECT_EQ(pp::signal_name(signal), "SIG" + std::string(abbreviation)) << signal;
+  }
+  EXPECT_EQ(pp::signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
+  EXPECT_EQ(pp::signal_name(0), "signal 0");
 }
 
 TEST(Process, MissingExecutableIsAStartError) {

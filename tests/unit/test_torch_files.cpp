@@ -161,6 +161,85 @@ TEST(TorchFiles, TheSearchFollowsSysPathsOrderAndNoneTurnsItOff) {
   EXPECT_EQ(pp::find_image_torch(sys)->location, "/fake/lib/python3.9/site-packages/torch");
 }
 
+// PRECISION_PROBE_PYTHON (the wheel's launcher gives its sys.executable): that Python's torch comes
+// right after PRECISION_PROBE_TORCH and before the python3 on PATH's; where it has none, the search
+// goes on.
+TEST(TorchFiles, PrecisionProbePythonComesAfterPrecisionProbeTorchAndBeforePython3) {
+  pp::testing::FakeSystem sys = image_with_python("/img", "dist-packages");  // 2.11.0 on PATH
+  sys.env["PRECISION_PROBE_PYTHON"] = "/venv/bin/python";
+  sys.paths.insert("/venv/bin/python");
+  sys.paths.insert("/venv/lib/python3.11");
+  sys.files["/venv/lib/python3.11/site-packages/torch/version.py"] = "__version__ = '2.9.1+cpu'\n";
+  auto stack = pp::find_image_torch(sys);
+  ASSERT_TRUE(stack);
+  EXPECT_TRUE(stack->available) << stack->error;
+  EXPECT_EQ(stack->found_by, "PRECISION_PROBE_PYTHON (/venv/bin/python)");
+  EXPECT_EQ(stack->location, "/venv/lib/python3.11/site-packages/torch");
+  EXPECT_EQ(stack->libtorch_version, "2.9.1+cpu");
+  sys.env["PRECISION_PROBE_TORCH"] = "/img/lib/python3.12/dist-packages";  // it comes first
+  EXPECT_EQ(pp::find_image_torch(sys)->libtorch_version, "2.11.0+cu130");
+  sys.env.erase("PRECISION_PROBE_TORCH");
+  sys.files.erase("/venv/lib/python3.11/site-packages/torch/version.py");  // no torch there
+  stack = pp::find_image_torch(sys);
+  ASSERT_TRUE(stack);
+  EXPECT_EQ(stack->found_by, "python3 (/img/bin/python3)");
+  EXPECT_EQ(stack->libtorch_version, "2.11.0+cu130");
+}
+
+// A PRECISION_PROBE_PYTHON that names no interpreter is bad input, said with the value.
+TEST(TorchFiles, APrecisionProbePythonThatNamesNoFileIsSaidWithItsValue) {
+  pp::testing::FakeSystem sys = image_with_python("/img", "dist-packages");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"python3",
+       "PRECISION_PROBE_PYTHON=python3: not an absolute path (the Python whose torch to check: "
+       "sys.executable)"},
+      {"/nowhere/bin/python", "PRECISION_PROBE_PYTHON=/nowhere/bin/python: no such file"},
+      {"/root/venv/bin/python",
+       "PRECISION_PROBE_PYTHON=/root/venv/bin/python: permission denied: /root (this user, uid " +
+           std::to_string(::getuid()) + ", may not enter it)"},
+  };
+  sys.denials["/root/venv/bin/python"] = "/root";
+  for (const auto& [value, error] : cases) {
+    sys.env["PRECISION_PROBE_PYTHON"] = value;
+    const auto stack = pp::find_image_torch(sys);
+    ASSERT_TRUE(stack) << value;
+    EXPECT_FALSE(stack->available) << value;
+    EXPECT_EQ(stack->found_by, "PRECISION_PROBE_PYTHON");
+    EXPECT_EQ(stack->error, error);
+  }
+  sys.env["PRECISION_PROBE_PYTHON"] = "";  // empty is unset
+  const auto unset = pp::find_image_torch(sys);
+  ASSERT_TRUE(unset);
+  EXPECT_EQ(unset->found_by, "python3 (/img/bin/python3)");
+}
+
+// Where the named Python's prefixes hold no torch, that interpreter (an ELF executable) is asked
+// for its prefixes, as python3 is: a conda base, say, whose python lives elsewhere.
+TEST(TorchFiles, ThePythonPrecisionProbePythonNamesIsAskedForItsPrefixes) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const std::string python = dir + "/python";
+  ASSERT_EQ(::symlink(PP_FAKE_PYTHON, python.c_str()), 0);  // an ELF executable
+  pp::testing::FakeSystem sys;
+  sys.env["PRECISION_PROBE_PYTHON"] = python;
+  sys.paths.insert(python);
+  sys.paths.insert("/conda/lib/python3.12");
+  sys.files["/conda/lib/python3.12/site-packages/torch/version.py"] = "__version__ = '2.15.0'\n";
+  std::vector<std::string> asked;
+  const pp::PythonPrefixes ask = [&asked](const std::string& p) {
+    asked.push_back(p);
+    return std::optional<std::vector<std::string>>{{"/conda"}};
+  };
+  const auto stack = pp::search_image_torch(sys, ask);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(asked, std::vector<std::string>{python});
+  ASSERT_TRUE(stack);
+  EXPECT_EQ(stack->found_by, "PRECISION_PROBE_PYTHON (" + python + ")");
+  EXPECT_EQ(stack->libtorch_version, "2.15.0");
+  EXPECT_TRUE(pp::python_may_be_asked("/opt/conda/bin/python3.12"));
+  EXPECT_FALSE(pp::python_may_be_asked("python3"));
+  EXPECT_FALSE(pp::python_may_be_asked("/usr/bin/sh"));
+}
+
 TEST(TorchFiles, NoPyTorchAnywhereIsNone) {
   pp::testing::FakeSystem sys;
   sys.env["PATH"] = "/usr/bin";
@@ -306,6 +385,17 @@ TEST(ImageReader, AnAnswerThatCannotBeIsNotBelieved) {
   ASSERT_TRUE(good);
   EXPECT_TRUE(good->available) << good->error;
   EXPECT_EQ(good->location, "/t/torch");
+  // A stack found through PRECISION_PROBE_PYTHON is one the reader may send.
+  const std::string named_python =
+      R"x({"stack":{"available":true,"source":"image files","libtorch_version":"2.9.1",)x"
+      R"x("location":"/v/torch","found_by":"PRECISION_PROBE_PYTHON (/v/bin/python)",)x"
+      R"x("read_ms":0}})x";
+  const auto by_python =
+      pp::read_image_torch(fake_reader("say " + named_python),
+                           std::chrono::steady_clock::now() + std::chrono::seconds(30), 30.0);
+  ASSERT_TRUE(by_python);
+  EXPECT_TRUE(by_python->available) << by_python->error;
+  EXPECT_EQ(by_python->found_by, "PRECISION_PROBE_PYTHON (/v/bin/python)");
   EXPECT_FALSE(pp::read_image_torch(fake_reader(R"(say {"stack":null})"),
                                     std::chrono::steady_clock::now() + std::chrono::seconds(30),
                                     30.0));
@@ -324,6 +414,9 @@ TEST(ImageReader, AnAnswerThatCannotBeIsNotBelieved) {
       {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_TORCH","read_failure":"timed_out","read_ms":0}})",
        "a failure of its own reading"},
       {R"({"ask":"python3"})", "not an answer"},
+      {R"({"ask":"/bin/sh"})", "not an answer"},
+      {R"({"stack":{"available":true,"source":"image files","libtorch_version":"2.11.0","location":"/t","found_by":"PRECISION_PROBE_PYTHON","read_ms":0}})",
+       "found_by \"PRECISION_PROBE_PYTHON\""},
   };
   for (const auto& [line, why] : cases) {
     const auto s =

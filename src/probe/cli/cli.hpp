@@ -45,6 +45,9 @@ inline constexpr std::array<EnvironmentVariable, 13> kEnvironmentVariables = {{
     {"PRECISION_PROBE_TORCH",
      "the image's PyTorch to read and load (a torch package or LibTorch root) instead of "
      "python3's; none: look for none (no kernel runs)"},
+    {"PRECISION_PROBE_PYTHON",
+     "a Python (its path) whose torch is looked for after PRECISION_PROBE_TORCH, before python3's "
+     "on PATH; the pip-installed launcher gives its own"},
     {"PRECISION_PROBE_NODE_NAME",
      "the node's name in the report, the metrics and summarize (Kubernetes: spec.nodeName) instead "
      "of the hostname; empty: unset"},

@@ -25,6 +25,48 @@ bool is_arm(std::string_view machine) {
   return machine == "aarch64" || machine == "arm64" || starts_with(machine, "armv");
 }
 
+// Arm cores by the MIDR fields /proc/cpuinfo prints ("CPU implementer", "CPU part"): aarch64
+// kernels print no "model name". The data-centre cores and the common Cortex ones, named as lscpu
+// (util-linux) names them (HiSilicon's 0xd01, lscpu's TaiShan-v110, by its product's name), the
+// implementer's name first. An NVIDIA Grace is Arm's Neoverse-V2 (0x41, 0xd4f), as is an AWS
+// Graviton4: the MIDR does not tell them apart.
+struct ArmPart {
+  int implementer;
+  int part;
+  std::string_view name;
+};
+constexpr ArmPart kArmParts[] = {
+    {0x41, 0xd03, "Arm Cortex-A53"},        {0x41, 0xd05, "Arm Cortex-A55"},
+    {0x41, 0xd07, "Arm Cortex-A57"},        {0x41, 0xd08, "Arm Cortex-A72"},
+    {0x41, 0xd0b, "Arm Cortex-A76"},        {0x41, 0xd0c, "Arm Neoverse-N1"},
+    {0x41, 0xd40, "Arm Neoverse-V1"},       {0x41, 0xd41, "Arm Cortex-A78"},
+    {0x41, 0xd42, "Arm Cortex-A78AE"},      {0x41, 0xd47, "Arm Cortex-A710"},
+    {0x41, 0xd49, "Arm Neoverse-N2"},       {0x41, 0xd4a, "Arm Neoverse-E1"},
+    {0x41, 0xd4f, "Arm Neoverse-V2"},       {0x41, 0xd84, "Arm Neoverse-V3"},
+    {0x41, 0xd8e, "Arm Neoverse-N3"},       {0x46, 0x001, "Fujitsu A64FX"},
+    {0x48, 0xd01, "HiSilicon Kunpeng-920"}, {0x4e, 0x004, "NVIDIA Carmel"},
+    {0xc0, 0xac3, "Ampere Ampere-1"},       {0xc0, 0xac4, "Ampere Ampere-1a"},
+};
+
+// "Arm Neoverse-V2" for "0x41" and "0xd4f"; the numbers where the table does not know the core.
+std::string arm_model(const std::string& implementer, const std::string& part) {
+  const auto number = [](const std::string& hex) {
+    std::size_t used = 0;
+    try {
+      const int n = std::stoi(hex, &used, 16);
+      return used == hex.size() ? n : -1;
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
+  const int i = number(implementer);
+  const int p = number(part);
+  for (const ArmPart& known : kArmParts) {
+    if (known.implementer == i && known.part == p) return std::string(known.name);
+  }
+  return "Arm CPU (implementer " + implementer + ", part " + part + ")";
+}
+
 }  // namespace
 
 CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
@@ -66,9 +108,7 @@ CpuInfo parse_cpuinfo(std::string_view cpuinfo_text, std::string_view machine) {
       part = value;
     }
   }
-  if (cpu.model.empty() && !implementer.empty()) {
-    cpu.model = "Arm CPU (implementer " + implementer + ", part " + part + ")";
-  }
+  if (cpu.model.empty() && !implementer.empty()) cpu.model = arm_model(implementer, part);
   if (cpu.model.empty()) cpu.model = "unknown CPU";
   cpu.physical_cores = cpu.logical_cores;
   if (cores_per_package > 0 && siblings >= cores_per_package && siblings <= 1024) {

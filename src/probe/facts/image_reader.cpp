@@ -26,7 +26,7 @@ namespace precision_probe {
 
 namespace json_fields {
 
-// The reader's one line: the python3 it needs asked (run again with its answer), or the stack it
+// The reader's one line: the Python it needs asked (run again with its answer), or the stack it
 // found (null: none).
 struct ReaderLine {
   std::optional<std::string> ask;
@@ -106,7 +106,7 @@ int run_image_reader(int argc, const char* const* args) {
   const std::string parent = system->getenv(kParentVariable).value_or("");
   if (!parent.empty() && parent != std::to_string(::getppid())) return 1;
   const TracingSystem traced(*system);
-  std::optional<std::string> wanted;  // the python3 to ask, where the search needs it
+  std::optional<std::string> wanted;  // the Python to ask, where the search needs it
   const std::vector<std::string> given(args, args + argc);
   const PythonPrefixes ask = [&wanted, &given](const std::string& python) {
     if (given.empty()) wanted = python;
@@ -155,10 +155,14 @@ bool is_arch_target(const std::string& text) {
 // A stack the child sent, accepted, or what it cannot be: the reader reads files, it loads no
 // library, and it cannot have taken longer than the reading it was part of.
 Expected<void> possible(const StackInfo& s, double elapsed_ms) {
-  const bool python = starts_with(s.found_by, "python3 (") && s.found_by.back() == ')';
+  const bool python = (starts_with(s.found_by, "python3 (") ||
+                       starts_with(s.found_by, "PRECISION_PROBE_PYTHON (")) &&
+                      s.found_by.back() == ')';
+  const bool named = s.found_by == "PRECISION_PROBE_TORCH" ||
+                     (s.found_by == "PRECISION_PROBE_PYTHON" && !s.available);
   if (s.source != "image files") return Unexpected{"source \"" + s.source + "\""};
-  if (!python && s.found_by != "PRECISION_PROBE_TORCH" &&
-      s.found_by != "the loader path (LD_LIBRARY_PATH)" && !(s.found_by.empty() && !s.available)) {
+  if (!python && !named && s.found_by != "the loader path (LD_LIBRARY_PATH)" &&
+      !(s.found_by.empty() && !s.available)) {
     return Unexpected{"found_by \"" + s.found_by + "\""};
   }
   if (s.available && (s.libtorch_version.empty() || s.location.empty())) {
@@ -203,11 +207,7 @@ Expected<Answer> parse_answer(const std::string& out, bool may_ask, double elaps
   }
   Answer a;
   if (line.ask && may_ask) {
-    const std::string& python = *line.ask;
-    const bool path = starts_with(python, "/") && python.size() > 8 &&
-                      python.compare(python.size() - 8, 8, "/python3") == 0 &&
-                      printable(python, python.size()) == python;
-    if (path) a.ask = python;
+    if (python_may_be_asked(*line.ask)) a.ask = *line.ask;
   } else if (one && !line.ask && !line.stack && doc.root().find("stack")) {
     return a;  // {"stack": null}: none found
   } else if (line.stack) {

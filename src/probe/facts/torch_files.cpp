@@ -209,19 +209,25 @@ std::string real_path(const std::string& path) {
   return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : path;
 }
 
-// The python3 on PATH and the prefixes it may use: its own (where the link leads too), then the
-// interpreter's answer to -I -S (nothing imported) when none of those holds torch.
-std::optional<StackInfo> torch_of_python(Search& search) {
-  const System& sys = search.sys;
-  std::string python;
-  for (const std::string& dir : split(sys.getenv("PATH").value_or(""), ':')) {
-    if (!dir.empty() && sys.exists(dir + "/python3")) {
-      python = dir + "/python3";
-      break;
-    }
+// "permission denied: ..." where this user may not reach or read one of `paths` (the first such
+// place named), else "".
+std::string permission_denied(const System& sys, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    const std::string where = sys.denied(path);
+    if (where.empty()) continue;
+    return fmt::format("permission denied: {} (this user, uid {}, may not {} it)",
+                       printable_path(where), ::getuid(), where == path ? "read" : "enter");
   }
-  if (python.empty()) return std::nullopt;
-  const std::string found_by = "python3 (" + python + ")";
+  return "";
+}
+
+// The torch a Python interpreter (`python`, a path) imports: its own prefix's site-packages (and
+// the prefix its link leads to), the user's site first; then the interpreter's answer to -I -S
+// (nothing imported) where none of those holds torch and it is an ELF executable whose name
+// python_may_be_asked() accepts. `found_by` names it in the stack.
+std::optional<StackInfo> torch_of_interpreter(Search& search, const std::string& python,
+                                              const std::string& found_by) {
+  const System& sys = search.sys;
   // Its version from where the link leads ("python3.12"), as its sys.path has it.
   const std::string real = real_path(python);
   const std::string name = real.substr(real.find_last_of('/') + 1);
@@ -238,7 +244,7 @@ std::optional<StackInfo> torch_of_python(Search& search) {
       return read_torch_dir(sys, *dir, found_by);
     }
   }
-  if (!is_elf(search, real)) return std::nullopt;
+  if (!python_may_be_asked(python) || !is_elf(search, real)) return std::nullopt;
   const std::optional<std::vector<std::string>> asked = search.ask(python);
   for (const std::string& prefix : asked.value_or(std::vector<std::string>{})) {
     if (const auto dir = torch_under_prefix(sys, prefix, version))
@@ -247,16 +253,42 @@ std::optional<StackInfo> torch_of_python(Search& search) {
   return std::nullopt;
 }
 
-// "permission denied: ..." where this user may not reach or read one of `paths` (the first such
-// place named), else "".
-std::string permission_denied(const System& sys, const std::vector<std::string>& paths) {
-  for (const std::string& path : paths) {
-    const std::string where = sys.denied(path);
-    if (where.empty()) continue;
-    return fmt::format("permission denied: {} (this user, uid {}, may not {} it)",
-                       printable_path(where), ::getuid(), where == path ? "read" : "enter");
+// The python3 on PATH's torch.
+std::optional<StackInfo> torch_of_python(Search& search) {
+  const System& sys = search.sys;
+  for (const std::string& dir : split(sys.getenv("PATH").value_or(""), ':')) {
+    if (!dir.empty() && sys.exists(dir + "/python3")) {
+      const std::string python = dir + "/python3";
+      return torch_of_interpreter(search, python, "python3 (" + python + ")");
+    }
   }
-  return "";
+  return std::nullopt;
+}
+
+// PRECISION_PROBE_PYTHON=INTERPRETER (the wheel's launcher gives its own, sys.executable): that
+// Python's torch, looked for as python3's is; nullopt where it has none (the search goes on). A
+// value that names no interpreter gives a stack that is not available, with the reason in
+// `error` (bad input, as a PRECISION_PROBE_TORCH that names no PyTorch).
+std::optional<StackInfo> torch_of_named_python(Search& search, const std::string& python) {
+  const System& sys = search.sys;
+  std::string why;
+  if (!starts_with(python, "/")) {
+    why = "not an absolute path (the Python whose torch to check: sys.executable)";
+  } else if (!sys.exists(python)) {
+    why = permission_denied(sys, {python});
+    if (why.empty()) why = "no such file";
+  } else if (const std::string what = sys.not_regular(python); !what.empty()) {
+    why = "not a Python interpreter but " + what;
+  }
+  if (why.empty()) {
+    return torch_of_interpreter(search, python, "PRECISION_PROBE_PYTHON (" + python + ")");
+  }
+  StackInfo s;
+  s.source = "image files";
+  s.found_by = "PRECISION_PROBE_PYTHON";
+  s.location = python;
+  s.error = fmt::format("PRECISION_PROBE_PYTHON={}: {}", printable_path(python), why);
+  return s;
 }
 
 // PRECISION_PROBE_TORCH=DIR: its PyTorch, or a stack that says why there is none there.
@@ -295,6 +327,12 @@ std::string no_version(const System& sys, const std::string& dir, const StackInf
 }
 
 }  // namespace
+
+bool python_may_be_asked(const std::string& python) {
+  const std::string name = python.substr(python.find_last_of('/') + 1);
+  return starts_with(python, "/") && starts_with(name, "python") &&
+         printable(python, python.size()) == python;
+}
 
 std::optional<std::vector<std::string>> ask_python_prefixes(const std::string& python,
                                                             std::chrono::milliseconds limit) {
@@ -374,7 +412,9 @@ std::optional<StackInfo> search_image_torch(const System& sys, const PythonPrefi
   if (named && !named->empty()) {
     found = torch_named(sys, *named);  // and nowhere else
   } else {
-    found = torch_of_python(search);
+    const std::string python = sys.getenv("PRECISION_PROBE_PYTHON").value_or("");
+    if (!python.empty()) found = torch_of_named_python(search, python);
+    if (!found) found = torch_of_python(search);
   }
   if (!found && !(named && !named->empty())) {
     for (const std::string& dir : split(sys.getenv("LD_LIBRARY_PATH").value_or(""), ':')) {

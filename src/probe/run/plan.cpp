@@ -214,7 +214,9 @@ std::string cuda_blocker(const StackInfo& stack) {
 bool not_looked_for(const StackInfo& stack) { return stack.found_by == kTorchNotLookedFor; }
 
 std::string bad_torch_dir(const std::optional<StackInfo>& image) {
-  const bool bad = image && !image->available && image->found_by == "PRECISION_PROBE_TORCH";
+  const bool bad =
+      image && !image->available &&
+      (image->found_by == "PRECISION_PROBE_TORCH" || image->found_by == "PRECISION_PROBE_PYTHON");
   return bad ? image->error : "";
 }
 

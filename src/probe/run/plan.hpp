@@ -32,7 +32,8 @@ struct StackAtStart {
 StackInfo stack_or_none(const std::optional<StackInfo>& image, bool torch_not_looked_for);
 // Why a stack runs nothing on GPUs, from its files alone ("" when nothing says so).
 std::string cuda_blocker(const StackInfo& stack);
-// PRECISION_PROBE_TORCH naming no PyTorch: bad input (its one line), else "".
+// PRECISION_PROBE_TORCH naming no PyTorch, or PRECISION_PROBE_PYTHON no interpreter: bad input
+// (its one line), else "".
 std::string bad_torch_dir(const std::optional<StackInfo>& image);
 // The stack a run was told not to look for (PRECISION_PROBE_TORCH=none): the hardware alone.
 bool not_looked_for(const StackInfo& stack);

@@ -10,7 +10,8 @@ variable, the environment's `precision-probe`:
 - finds that environment's torch through the launcher (found_by `PRECISION_PROBE_PYTHON (...)`)
   and runs the CPU's checks through the bundled engine on that release's libtorch_cpu.so;
 - leaves PRECISION_PROBE_TORCH (OTHER, another release) first, and a PRECISION_PROBE_PYTHON the
-  user set is the user's (one that names no file: exit 2).
+  user set is the user's (one that names no file: exit 2);
+- says in one line, exit 3, where the bundled binary cannot be started (made not executable).
 
 Exit 0 when all hold, 1 with each problem. The wheel or a release that is not there is a failure:
 the test is registered only where PP_DIST_DIR names ./dev dist's output (./dev dist-test).
@@ -100,6 +101,14 @@ def checks(venv, env, version, release, other_release, other_site):
               dict(env, PRECISION_PROBE_PYTHON="/nonexistent/python"))
     check(bad.returncode == 2 and "PRECISION_PROBE_PYTHON=/nonexistent/python: no such file" in bad.stderr,
           f"a PRECISION_PROBE_PYTHON the user set: exit {bad.returncode}: {bad.stderr}")
+    # A bundled binary that cannot be started: exit 3, one line (the environment's problem).
+    bundled = pathlib.Path(run([str(python), "-c", "import precision_probe as p; print(p.probe_path())"],
+                               env).stdout.strip())
+    bundled.chmod(0o644)
+    lost = run([str(command), "--quick"], env)
+    check(lost.returncode == 3 and lost.stderr.count("\n") == 1 and
+          f"the bundled probe {bundled} cannot be started" in lost.stderr,
+          f"a bundled probe that cannot be started: exit {lost.returncode}: {lost.stderr}")
 
 
 def main():

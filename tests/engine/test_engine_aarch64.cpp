@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "binary.hpp"
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 #include "fakes.hpp"
-#include "probe/platform/process.hpp"
+#include "process/process.hpp"
 #include "worker_lines.hpp"
 
 namespace pp = precision_probe;

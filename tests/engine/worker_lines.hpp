@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/protocol.hpp"
+#include "wire/protocol.hpp"
 
 namespace precision_probe::testing {
 

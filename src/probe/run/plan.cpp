@@ -33,8 +33,8 @@ std::vector<Mode> runnable_modes(const Modes& candidates, SupportFn support) {
 std::string libtorch_blocker(const StackInfo& stack) {
   if (!stack.available) {
     return "no PyTorch or LibTorch was found for the engine to load (PRECISION_PROBE_TORCH, the "
-           "torch package of the python3 on PATH, a LibTorch on LD_LIBRARY_PATH), so no kernel "
-           "ran";
+           "torch package of PRECISION_PROBE_PYTHON's Python and of the python3 on PATH, a "
+           "LibTorch on LD_LIBRARY_PATH), so no kernel ran";
   }
   const std::optional<Version> release = Version::parse(stack.libtorch_version);
   if (release && *release < kEngineFloor) {

@@ -32,7 +32,7 @@ struct EnvironmentVariable {
   const char* name;
   const char* effect;
 };
-inline constexpr std::array<EnvironmentVariable, 13> kEnvironmentVariables = {{
+inline constexpr std::array<EnvironmentVariable, 14> kEnvironmentVariables = {{
     {"CUDA_VISIBLE_DEVICES", "the GPUs checked, numbered as CUDA numbers them"},
     {"NVIDIA_VISIBLE_DEVICES", "read for the diagnostics of a container's GPUs"},
     {"NO_COLOR", "no colour in the text report"},

@@ -308,7 +308,7 @@ std::vector<ChildOutput> read_children(std::vector<Watched>& watched,
       owners.push_back({i, 1});
     }
     // Its exit is noticed by itself, not by its pipes closing: a process it started may hold them.
-    if ((w.out || w.err) && w.child->exit_fd() >= 0) {
+    if (w.exit && w.child->exit_fd() >= 0) {
       fds.push_back({w.child->exit_fd(), POLLIN, 0});
       owners.push_back({i, 2});
     }
@@ -324,16 +324,18 @@ std::vector<ChildOutput> read_children(std::vector<Watched>& watched,
     Watched& w = watched[owners[f].index];
     if (owners[f].which == 2) {
       out.exited = true;
+      w.exit = false;
     } else if (owners[f].which == 0 ? w.out : w.err) {
       read_stream(w, owners[f].which == 0, out);
     }
   }
   // Without a pidfd, an exit is looked for.
   for (std::size_t i = 0; i < watched.size(); ++i) {
-    const Watched& w = watched[i];
-    if ((w.out || w.err) && w.child->exit_fd() < 0 && w.child->try_reap()) {
+    Watched& w = watched[i];
+    if (w.exit && w.child->exit_fd() < 0 && w.child->try_reap()) {
       got[i].index = i;
       got[i].exited = true;
+      w.exit = false;
     }
   }
   std::vector<ChildOutput> list;

@@ -84,8 +84,9 @@ bool drain_available(int fd, std::string& sink, std::size_t max);
 // that are open, watched.
 struct Watched {
   ChildProcess* child = nullptr;
-  bool out = true;  // its stdout is open (cleared, and the pipe closed, at its end)
-  bool err = true;  // its stderr is open
+  bool out = true;   // its stdout is open (cleared, and the pipe closed, at its end)
+  bool err = true;   // its stderr is open
+  bool exit = true;  // its exit not yet reported (looked for even once both streams ended)
 };
 // What one watched child had: bytes of its streams, the end of one (EOF or an error), its exit.
 struct ChildOutput {
@@ -95,7 +96,8 @@ struct ChildOutput {
   bool exited = false;  // its pidfd says it exited (where the kernel has one; else try_reap)
 };
 // Waits up to `slice` for any watched stream or exit, then reads what every ready one holds (a
-// stream whose end came is closed and its flag cleared): the children that had something.
+// stream whose end came is closed and its flag cleared; an exit is reported once): the children
+// that had something.
 std::vector<ChildOutput> read_children(std::vector<Watched>& watched,
                                        std::chrono::milliseconds slice);
 

@@ -107,12 +107,14 @@ TEST(LineBuffer, CutsLinesAcrossReadsAndDropsALineTooLongWhole) {
 }
 
 TEST(Process, OneLoopReadsSeveralChildrenAndSeesEachExit) {
-  // Two children, one loop: each one's lines come with its index, each one's end and exit too,
-  // while one that left an orphan holding its stdout is still seen to exit.
+  // Two children, one loop: each one's lines come with its index, each one's end and exit too:
+  // the first closes its streams before it exits (its exit is still looked for), the second left
+  // an orphan holding its stdout (its exit is seen all the same).
   pp::ChildProcess first;
   pp::ChildProcess second;
-  ASSERT_TRUE(first.start({"/bin/sh", "-c", "echo one; echo e1 >&2; exit 0"},
-                          pp::environment_with({}), ""));
+  ASSERT_TRUE(
+      first.start({"/bin/sh", "-c", "echo one; echo e1 >&2; exec >&- 2>&-; sleep 0.3; exit 0"},
+                  pp::environment_with({}), ""));
   ASSERT_TRUE(
       second.start({"/bin/sh", "-c", "sleep 30 & echo two; exit 0"}, pp::environment_with({}), ""));
   std::vector<pp::Watched> watched = {{&first, true, true}, {&second, true, true}};

@@ -2,7 +2,8 @@
 // through the same encoders as the real engine (wire/protocol.hpp), so the two cannot drift.
 // Like the real one, it is given the image's library (--worker KIND --libtorch LIB) and says it
 // loaded it: the release is the first three numbers of the version.py beside LIB.
-//   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakbad:N | soakslow:N |
+//   FAKE_ENGINE        ok (default) | hang | crash | soakcrash | soakhang | soakbad:N |
+//                      soakslow:N |
 //                      garbage | wrong:MODE | nan:MODE |
 //                      unsupported:MODE | noimage | busy (the compute mode refuses a
 //                      context) | slow | stall:MODE | slowbf16 |
@@ -403,6 +404,9 @@ void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
   if (behaviour == "soakcrash" && !plan.soak_modes.empty()) {  // dies before it says done
     std::signal(SIGSEGV, SIG_DFL);
     std::raise(SIGSEGV);
+  }
+  if (behaviour == "soakhang" && !plan.soak_modes.empty()) {  // its results said, never done
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "binary.hpp"
 
 namespace pp = precision_probe;
+using namespace std::chrono_literals;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
 using pp::testing::read_all;
@@ -98,24 +99,28 @@ bool wait_for_gpu_worker(const std::string& log) {
 
 // Starts a run that hangs in its GPU's checks, SIGTERMs it once the GPU's worker runs, and returns
 // its exit status and stderr.
-std::pair<int, std::string> terminated_run(const Files& f) {
+std::pair<int, std::string> terminated_run(const Files& f, const std::string& engine = "hang",
+                                           const std::vector<std::string>& more = {},
+                                           std::chrono::milliseconds after = {}) {
   const std::string pids = f.dir + "/pids";
   const std::string log = f.dir + "/log";
   pp::ChildProcess child;
   std::vector<std::string> argv = {PP_BINARY};
   for (const std::string& a : f.args()) argv.push_back(a);
-  const auto started =
-      child.start(argv,
-                  pp::testing::probe_environment(with(
-                      fake_driver_env(kH200),
-                      {"FAKE_ENGINE=hang", "FAKE_ENGINE_PIDS=" + pids, "FAKE_ENGINE_LOG=" + log})),
-                  "");
+  for (const std::string& a : more) argv.push_back(a);
+  const auto started = child.start(
+      argv,
+      pp::testing::probe_environment(
+          with(fake_driver_env(kH200),
+               {"FAKE_ENGINE=" + engine, "FAKE_ENGINE_PIDS=" + pids, "FAKE_ENGINE_LOG=" + log})),
+      "");
   if (!started) return {-1, started.error()};
   if (!wait_for_gpu_worker(log)) {
     ::kill(child.pid(), SIGKILL);
     child.wait();
     return {-1, "no worker started"};
   }
+  std::this_thread::sleep_for(after);
   ::kill(child.pid(), SIGTERM);
   std::string err;
   char buffer[4096];
@@ -196,6 +201,20 @@ TEST(NodeFacing, ASignalLeavesTheLastGoodMetricsAndLabelsAsTheyWere) {
   // The JSON report is the run's own: partial, interrupted.
   EXPECT_NE(read_all(f.json), report);
   EXPECT_EQ(json::parse(read_all(f.json)).at("run").at("interrupted"), "SIGTERM");
+}
+
+// A soak cut off by SIGTERM on the first run, its results so far all matching: not `passed` (the
+// soak did not last its time), `interrupted`.
+TEST(NodeFacing, ASoakCutOffBySignalIsInterruptedNotPassed) {
+  const Files f;
+  // The fake soaks 1 s, says its results, then never says done.
+  const auto [code, err] =
+      terminated_run(f, "soakhang", {"--soak", "1", "--soak-modes", "bf16"}, 2500ms);
+  ASSERT_EQ(code, 5) << err;
+  EXPECT_EQ(labels_of(read_all(f.nfd)).at("gpu.soak"), "interrupted") << read_all(f.nfd);
+  const json r = json::parse(read_all(f.json));
+  const json& bf16 = r.at("devices").at(0).at("soak").at("modes").at("bf16");
+  EXPECT_NE(bf16.dump().find("interrupted"), std::string::npos) << bf16.dump();
 }
 
 // --soak whose modes this GPU does not run soaks nothing: the node's soak label is not `passed`.

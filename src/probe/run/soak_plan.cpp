@@ -45,15 +45,22 @@ SoakOutcome missing(Mode mode, const WorkerResult* result, bool interrupted) {
   return did_not_run<SoakOutcome>(ErrorKind::crashed, "the engine finished without this soak");
 }
 
-// A worker that died or was stopped (not by an interrupt) before its soak was over: what it
-// reported stands, but it is no pass.
+// A worker that died or was stopped before its soak was over, or a run interrupted (a signal, its
+// deadline) during it: what it reported stands, but it is no pass.
 void cut_short(SoakOutcome& o, const WorkerResult* result, bool interrupted) {
-  if (result == nullptr || result->finished || interrupted || result->problem == ErrorKind::none ||
-      !o.ran) {
+  if (result == nullptr || result->finished || !o.ran ||
+      (!interrupted && result->problem == ErrorKind::none)) {
     return;
   }
   o.ok = false;
   if (o.mismatches > 0) return;  // the corruption found is the verdict
+  if (interrupted) {
+    o.error_kind =
+        result->problem == ErrorKind::out_of_time ? ErrorKind::out_of_time : ErrorKind::interrupted;
+    o.error =
+        fmt::format("cut short: the run was interrupted after {} result(s) matched", o.iterations);
+    return;
+  }
   o.error_kind = result->problem;
   o.error = "the soak was cut short: " + result->problem_message;
 }

@@ -122,8 +122,7 @@ void run_soak(SoakState& state, const WorkerPlan& plan, const Target& target,
 // All-reduce in fp32, fp16 and bf16 over the GPUs of `ordinals` (as the process numbers them, one
 // rank each, in order) through the image's NCCL (its own C API), checked exactly, with the
 // bandwidth of a `bytes`-sized message.
-std::vector<CollectiveOutcome> run_collectives(const Torch& torch,
-                                               const std::vector<int>& ordinals,
+std::vector<CollectiveOutcome> run_collectives(const Torch& torch, const std::vector<int>& ordinals,
                                                std::int64_t bytes, std::string& nccl_version);
 
 }  // namespace precision_probe::engine

@@ -81,8 +81,8 @@ class Execution {
   std::optional<CudaSnapshot> cuda_;  // cuInit's answer, once cuda_query_ is done
   std::mutex cpu_mutex_;
   std::condition_variable cpu_changed_;
-  bool cpu_done_ = false;      // the CPU's checks answered (cpu_ holds them)
-  bool engine_done_ = false;   // the engine's workers are ended: the CPU's thread may end
+  bool cpu_done_ = false;     // the CPU's checks answered (cpu_ holds them)
+  bool engine_done_ = false;  // the engine's workers are ended: the CPU's thread may end
   // The run's threads (threads/threads.hpp), each joined by the destructor at the latest.
   Threads cpu_checks_;
   Threads cuda_query_;

@@ -1,35 +1,25 @@
 #!/usr/bin/env python3
 """bench/memory_map.py without a GPU: an smaps text of every kind of mapping sorted into its kinds
 and summed; a trace's events of one process found and given the first sample at or after them;
-and a whole run against a real child that writes 48 MiB after a first trace line and says so in a
+and a whole run against a real child that writes 48 MiB 0.2 s after a first trace line and says so in a
 second, whose peak and timeline must show it. Nothing is left behind (the output goes to a
 temporary directory; the child is the command's and is reaped with it).
 
     bench_memory_map_test.py MEMORY_MAP_PY
 """
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    if not ok:
-        FAILURES.append(name)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pychecks import check, finish, load as load_module  # noqa: E402
 
 
 def load(path):
-    sys.path.insert(0, os.path.dirname(path))
-    spec = importlib.util.spec_from_file_location("memory_map", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path, "memory_map")
 
 
 def mapping(path, rss, pss, dirty):
@@ -90,6 +80,7 @@ def say(what):
     sys.stderr.write(f"trace: child:{os.getpid()} {ms:10.1f} ms 0 flt  {what}\n"); sys.stderr.flush()
 time.sleep(0.3)
 say('before')
+time.sleep(0.2)  # a sample or more before the writing starts
 data = b'\x01' * (48 << 20)
 say('written')
 time.sleep(0.6)
@@ -127,8 +118,7 @@ def main():
     part_parse(m)
     part_timeline(m)
     part_run(path)
-    print(f"{len(FAILURES)} failed" if FAILURES else "all passed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

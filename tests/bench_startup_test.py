@@ -11,7 +11,6 @@ started is reaped.
     PART: proc | wrapper | floor | dryrun | refusals
 """
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,20 +19,12 @@ import sys
 import tempfile
 import time
 
-FAILURES = []
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    if not ok:
-        FAILURES.append(name)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pychecks import check, finish, load as load_module  # noqa: E402
 
 
 def load(path):
-    spec = importlib.util.spec_from_file_location("startup", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path, "startup")
 
 
 def write(path, text):
@@ -317,8 +308,7 @@ def main():
         print("no C compiler (cc) for the floor")
         return 77
     parts[part](load(args.startup), args)
-    print(f"{len(FAILURES)} failed" if FAILURES else "all passed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

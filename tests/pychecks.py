@@ -5,6 +5,9 @@ import importlib.util
 import os
 import sys
 
+# A script of bench/ imported by a test leaves no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+
 FAILURES = []
 
 

@@ -21,13 +21,12 @@
 namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
+using pp::testing::kFakeT4;
 using pp::testing::run_probe_binary;
 using pp::testing::with;
 
 namespace {
-
-const char* kH200 = "NVIDIA H200:9.0:132:141";
-const char* kT4 = "Tesla T4:7.5:40:15";
 
 // The text report's wrapped lines joined: a line break and a continuation's indent (four spaces
 // or more; a table's rows have two) read as a space.
@@ -64,7 +63,7 @@ std::size_t lines_of(const std::string& text) {
 
 TEST(FakeGpus, H200ReportsFactsAndNativeBf16AndFp8) {
   const auto r =
-      run_probe_binary({"--format", "json", "--require", "bf16,fp8"}, fake_driver_env(kH200));
+      run_probe_binary({"--format", "json", "--require", "bf16,fp8"}, fake_driver_env(kFakeH200));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("driver").at("status"), "ok");
@@ -107,7 +106,7 @@ TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
       run_probe_binary({"--require", "fp8_blockwise"}, fake_driver_env("NVIDIA B200:10.0:148:180"));
   EXPECT_EQ(blockwise.exit_code, 1) << blockwise.out;
   // On an H200 the blocks-scaled formats are the architecture's to lack.
-  const auto h200 = run_probe_binary({"--require", "nvfp4"}, fake_driver_env(kH200));
+  const auto h200 = run_probe_binary({"--require", "nvfp4"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(h200.exit_code, 1);
   EXPECT_NE(unwrapped(h200.out).find("block-scaled MMA (MX and NVFP4 formats) needs Blackwell"),
             std::string::npos)
@@ -117,7 +116,7 @@ TEST(FakeGpus, B200RunsTheBlockScaledRecipesAndNamesWhatLibTorchRefuses) {
 // --soak across three like GPUs: the one whose golden result differs from the majority is named
 // and fails (exit 4); a slow one is a straggler; the report is valid JSON for the schema.
 TEST(FakeGpus, TheSoakComparesLikeGpusAndNamesTheOddOne) {
-  const std::string three = std::string(kH200) + ";" + kH200 + ";" + kH200;
+  const std::string three = std::string(kFakeH200) + ";" + kFakeH200 + ";" + kFakeH200;
   const auto odd =
       run_probe_binary({"--soak", "1", "--soak-modes", "bf16,fp8_rowwise", "--format", "json"},
                        with(fake_driver_env(three), {"FAKE_ENGINE=soakbad:2"}));
@@ -161,8 +160,8 @@ TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
   const auto r = run_probe_binary(
       {"--soak", "2", "--soak-modes", "bf16", "--format", "json", "--prom", dir + "/m.prom",
        "--markdown", dir + "/s.md", "--text", dir + "/r.txt"},
-      with(fake_driver_env(kH200), {"FAKE_NVIDIA_XID=79", "FAKE_NVIDIA_CLOCK_REASONS=0x44",
-                                    "FAKE_NVIDIA_ECC_GROWS=1", "FAKE_NVIDIA_TEMP=91"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_NVIDIA_XID=79", "FAKE_NVIDIA_CLOCK_REASONS=0x44",
+                                        "FAKE_NVIDIA_ECC_GROWS=1", "FAKE_NVIDIA_TEMP=91"}));
   EXPECT_EQ(r.exit_code, 0) << r.out;  // no wrong number: the exit stands
   const json j = json::parse(r.out);
   const json& t = j.at("devices").at(0).at("soak").at("telemetry");
@@ -205,16 +204,16 @@ TEST(FakeGpus, TheSoaksTelemetryNamesAnErroringGpuWithTheEvidence) {
 // result the soak never reaches is said, not claimed.
 TEST(FakeGpus, ASoakCutShortFailsAndAnInjectionNeverReachedIsSaid) {
   const auto died = run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
-                                     with(fake_driver_env(kH200), {"FAKE_ENGINE=soakcrash"}));
+                                     with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=soakcrash"}));
   EXPECT_EQ(died.exit_code, 4) << died.out;
   const json d = json::parse(died.out).at("devices").at(0);
   EXPECT_FALSE(d.at("soak").at("modes").at("bf16").at("ok").get<bool>());
   EXPECT_NE(d.at("soak").at("modes").at("bf16").at("error").get<std::string>().find(
                 "the soak was cut short"),
             std::string::npos);
-  const auto missed =
-      run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
-                       with(fake_driver_env(kH200), {"PRECISION_PROBE_INJECT_FAULT=bf16:5000"}));
+  const auto missed = run_probe_binary(
+      {"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
+      with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_INJECT_FAULT=bf16:5000"}));
   EXPECT_EQ(missed.exit_code, 0) << missed.out;
   const json m = json::parse(missed.out);
   const json& soak = m.at("devices").at(0).at("soak");
@@ -233,7 +232,7 @@ TEST(FakeGpus, AnInjectionNoDeviceTakesIsSaidAndAnEmptyOneIsUnset) {
   for (const char* spec : {"bf16:1:99", "bf16:1:cpu", "fp8_e4m3:1"}) {
     const auto r = run_probe_binary(
         {"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
-        with(fake_driver_env(kH200), {std::string("PRECISION_PROBE_INJECT_FAULT=") + spec}));
+        with(fake_driver_env(kFakeH200), {std::string("PRECISION_PROBE_INJECT_FAULT=") + spec}));
     EXPECT_EQ(r.exit_code, 0) << spec << ": " << r.out;
     const json j = json::parse(r.out);
     const json& soak = j.at("devices").at(0).at("soak");
@@ -258,7 +257,7 @@ TEST(FakeGpus, AnInjectionNoDeviceTakesIsSaidAndAnEmptyOneIsUnset) {
   }
   const auto empty =
       run_probe_binary({"--soak", "1", "--soak-modes", "bf16", "--format", "json"},
-                       with(fake_driver_env(kH200), {"PRECISION_PROBE_INJECT_FAULT="}));
+                       with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_INJECT_FAULT="}));
   EXPECT_EQ(empty.exit_code, 0) << empty.out;
   EXPECT_EQ(json::parse(empty.out).at("devices").at(0).at("soak").at("injection_note"), "");
 }
@@ -285,17 +284,17 @@ TEST(FakeGpus, AGpuOfAnUnknownComputeCapabilityGetsNoNativeVerdict) {
 }
 
 TEST(FakeGpus, T4RunsBf16OnlyEmulatedSoTheGateSaysOne) {
-  const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kT4));
+  const auto r = run_probe_binary({"--require", "bf16"}, fake_driver_env(kFakeT4));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("bf16          emulated     emulated"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("recommendation: fp16 with dynamic loss scaling"), std::string::npos)
       << r.out;
-  EXPECT_EQ(run_probe_binary({"--require", "fp16"}, fake_driver_env(kT4)).exit_code, 0);
+  EXPECT_EQ(run_probe_binary({"--require", "fp16"}, fake_driver_env(kFakeT4)).exit_code, 0);
 }
 
 TEST(FakeGpus, EmptyCudaVisibleDevicesHidesEveryGpu) {
   const auto r = run_probe_binary({"--require", "bf16", "--format", "json"},
-                                  with(fake_driver_env(kH200), {"CUDA_VISIBLE_DEVICES="}));
+                                  with(fake_driver_env(kFakeH200), {"CUDA_VISIBLE_DEVICES="}));
   EXPECT_EQ(r.exit_code, 3);
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("driver").at("status"), "no_devices");
@@ -303,7 +302,7 @@ TEST(FakeGpus, EmptyCudaVisibleDevicesHidesEveryGpu) {
 }
 
 TEST(FakeGpus, DeviceSelectionUsesVisibleIndices) {
-  const std::string two = std::string(kH200) + ";" + kT4;
+  const std::string two = std::string(kFakeH200) + ";" + kFakeT4;
   const auto r = run_probe_binary({"--device", "1", "--require", "fp16", "--format", "json"},
                                   fake_driver_env(two));
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -326,7 +325,7 @@ TEST(FakeGpus, QuickLaunchesNoKernel) {
   // The engine would hang: --quick must not start it.
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_probe_binary({"--quick", "--require", "bf16", "--format", "json"},
-                                  with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=hang"}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const json j = json::parse(r.out);
@@ -342,7 +341,7 @@ TEST(FakeGpus, AStackThatCannotRunOnTheGpuIsAnEnvironmentProblemEvenUnderQuick) 
     std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
     if (quick) args.emplace_back("--quick");
     const auto r =
-        run_probe_binary(args, with(fake_driver_env(kH200), {pp::testing::fake_stack("cpu")}));
+        run_probe_binary(args, with(fake_driver_env(kFakeH200), {pp::testing::fake_stack("cpu")}));
     EXPECT_EQ(r.exit_code, 3) << (quick ? "--quick" : "") << "\n" << r.err;
     const json j = json::parse(r.out);
     const json& bf16 = j.at("devices").at(0).at("precisions").at("bf16");
@@ -366,7 +365,7 @@ TEST(FakeGpus, AnEngineThatIsMissingOrCannotStartIsAnEnvironmentProblem) {
     for (bool quick : {false, true}) {
       std::vector<std::string> args = {"--require", "bf16", "--format", "json"};
       if (quick) args.emplace_back("--quick");
-      const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {engine}));
+      const auto r = run_probe_binary(args, with(fake_driver_env(kFakeH200), {engine}));
       EXPECT_EQ(r.exit_code, quick ? 0 : 3) << engine << (quick ? " --quick" : "") << "\n" << r.err;
       const json j = json::parse(r.out);
       EXPECT_EQ(j.at("devices").at(0).at("precisions").at("bf16").at("status"), "not_tested");
@@ -380,8 +379,8 @@ TEST(FakeGpus, AnEngineThatIsMissingOrCannotStartIsAnEnvironmentProblem) {
 TEST(FakeGpus, MemoryHeldByOthersLeavesChecksUntestedAndNamesTheHolders) {
   // Another process holds 136 of 141 GiB; the training run then runs out of memory.
   const auto env =
-      with(fake_driver_env(kH200), {"FAKE_MEMORY_USED_PCT=97", "FAKE_GPU_PROCESSES=4242:136",
-                                    "FAKE_ENGINE=oom:amp_bf16", "FAKE_ENGINE_ON=cuda"});
+      with(fake_driver_env(kFakeH200), {"FAKE_MEMORY_USED_PCT=97", "FAKE_GPU_PROCESSES=4242:136",
+                                        "FAKE_ENGINE=oom:amp_bf16", "FAKE_ENGINE_ON=cuda"});
   const auto r = run_probe_binary({"--format", "json"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -406,14 +405,14 @@ TEST(FakeGpus, PrometheusCarriesTheHardwareVerdictSoQuickIsNotAlarming) {
   // Under --quick nothing is native by status (no kernel ran), but the hardware verdict is there:
   // the documented alert on bf16 reads it and stays quiet on a healthy H200.
   const auto quick =
-      run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kH200));
+      run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(quick.exit_code, 0) << quick.err;
   EXPECT_NE(quick.out.find(R"(precision_probe_hardware_native{gpu="0",UUID="GPU-)"),
             std::string::npos)
       << quick.out;
   EXPECT_NE(quick.out.find(R"(modelName="NVIDIA H200",)"), std::string::npos);
   EXPECT_NE(quick.out.find(R"(kind="cuda",mode="bf16"} 1)"), std::string::npos);
-  const auto t4 = run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kT4));
+  const auto t4 = run_probe_binary({"--quick", "--format", "prometheus"}, fake_driver_env(kFakeT4));
   EXPECT_NE(t4.out.find(R"(modelName="Tesla T4",)"), std::string::npos);
   EXPECT_NE(t4.out.find(R"(kind="cuda",mode="bf16"} 0)"), std::string::npos) << t4.out;
   const auto arch = run_probe_binary({"arch", "9.0", "--format", "prometheus"});
@@ -428,7 +427,7 @@ TEST(FakeGpus, PrometheusCarriesTheHardwareVerdictSoQuickIsNotAlarming) {
 TEST(FakeGpus, PrometheusLabelsJoinDcgmExporters) {
   const std::string dir = pp::testing::make_temp_dir();
   const auto r = run_probe_binary({"--quick", "--format", "prometheus", "--json", dir + "/r.json"},
-                                  fake_driver_env(kH200));
+                                  fake_driver_env(kFakeH200));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(pp::testing::read_all(dir + "/r.json"));
   const json& gpu = j.at("devices").at(0).at("gpu");
@@ -451,11 +450,11 @@ TEST(FakeGpus, PrometheusLabelsJoinDcgmExporters) {
 TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
   // Workers start before their GPU is known and narrow CUDA_VISIBLE_DEVICES themselves; each says
   // which GPU it ran on, and results from any other GPU than the planned one are not believed.
-  const auto ok = run_probe_binary({"--require", "bf16"}, fake_driver_env(kH200));
+  const auto ok = run_probe_binary({"--require", "bf16"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   const auto r = run_probe_binary(
       {"--require", "bf16", "--format", "json"},
-      with(fake_driver_env(kH200), {"FAKE_ENGINE=wronggpu", "FAKE_ENGINE_ON=cuda"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=wronggpu", "FAKE_ENGINE_ON=cuda"}));
   EXPECT_EQ(r.exit_code, 3) << r.out;
   const json bf16 = json::parse(r.out).at("devices").at(0).at("precisions").at("bf16");
   EXPECT_EQ(bf16.at("status"), "cannot_run");
@@ -465,18 +464,18 @@ TEST(FakeGpus, AWorkerOnTheWrongGpuHasItsResultsDiscarded) {
 }
 
 TEST(FakeGpus, NoKernelImageIsAnEnvironmentFailure) {
-  const auto r =
-      run_probe_binary({"--require", "bf16"},
-                       with(fake_driver_env(kT4), {"FAKE_ENGINE=noimage", "FAKE_ENGINE_ON=cuda"}));
+  const auto r = run_probe_binary(
+      {"--require", "bf16"},
+      with(fake_driver_env(kFakeT4), {"FAKE_ENGINE=noimage", "FAKE_ENGINE_ON=cuda"}));
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.out.find("no kernel image is available"), std::string::npos);
 }
 
 TEST(FakeGpus, TrainingModesCanBeRequiredAndFailTheGate) {
-  EXPECT_EQ(run_probe_binary({"--require", "amp"}, fake_driver_env(kH200)).exit_code, 0);
+  EXPECT_EQ(run_probe_binary({"--require", "amp"}, fake_driver_env(kFakeH200)).exit_code, 0);
   const auto r = run_probe_binary(
       {"--require", "amp_bf16", "--format", "json"},
-      with(fake_driver_env(kH200), {"FAKE_ENGINE=wrong:amp_bf16", "FAKE_ENGINE_ON=cuda"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=wrong:amp_bf16", "FAKE_ENGINE_ON=cuda"}));
   EXPECT_EQ(r.exit_code, 4);
   const json amp = json::parse(r.out).at("devices").at(0).at("amp").at("amp_bf16");
   EXPECT_EQ(amp.at("status"), "failed");
@@ -485,7 +484,7 @@ TEST(FakeGpus, TrainingModesCanBeRequiredAndFailTheGate) {
 
 TEST(FakeGpus, BenchReportsThroughputAgainstFp32AndThePeak) {
   const auto r = run_probe_binary({"--bench", "--format", "json"},
-                                  with(fake_driver_env(kH200), {"FAKE_ENGINE_ON=cuda"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_ENGINE_ON=cuda"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("run").at("bench"), true);
@@ -501,12 +500,12 @@ TEST(FakeGpus, BenchReportsThroughputAgainstFp32AndThePeak) {
 TEST(FakeGpus, BenchEmulationRuleAndFailures) {
   const auto slow = run_probe_binary(
       {"--bench", "--require", "bf16"},
-      with(fake_driver_env(kH200), {"FAKE_ENGINE=slowbf16", "FAKE_ENGINE_ON=cuda"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=slowbf16", "FAKE_ENGINE_ON=cuda"}));
   EXPECT_EQ(slow.exit_code, 1) << slow.out;
   EXPECT_NE(slow.out.find("no faster than fp32's"), std::string::npos) << slow.out;
   const auto oom = run_probe_binary(
       {"--bench", "--bench-size", "32768"},
-      with(fake_driver_env(kH200), {"FAKE_ENGINE=oom:bf16", "FAKE_ENGINE_ON=cuda"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=oom:bf16", "FAKE_ENGINE_ON=cuda"}));
   // Out of memory is the machine's state: reported, not a failed check (exit 4 drains nodes).
   EXPECT_EQ(oom.exit_code, 0) << oom.out;
   EXPECT_NE(oom.out.find("CUDA out of memory"), std::string::npos);
@@ -523,7 +522,7 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
         std::vector<std::string>{"--format", "json", "--require", "amp"},
         std::vector<std::string>{"--format", "json", "--nccl", "--bench"},
         std::vector<std::string>{"--format", "json", "--soak", "1", "--device", "all"}}) {
-    const auto r = run_probe_binary(args, fake_driver_env(std::string(kH200) + ";" + kT4));
+    const auto r = run_probe_binary(args, fake_driver_env(std::string(kFakeH200) + ";" + kFakeT4));
     bool available = false;
     const std::string problem = pp::testing::validate_against_schema(r.out, available);
     if (!available)
@@ -559,18 +558,18 @@ TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
     return lines;
   };
   using Lines = std::vector<std::string>;
-  EXPECT_EQ(worker_args(kH200, {}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
-  EXPECT_EQ(worker_args(kH200, {"--device", "cpu"}, {}), (Lines{"cpu tf32=-"}));
-  const std::string two = std::string(kH200) + ";" + kH200;
+  EXPECT_EQ(worker_args(kFakeH200, {}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
+  EXPECT_EQ(worker_args(kFakeH200, {"--device", "cpu"}, {}), (Lines{"cpu tf32=-"}));
+  const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
   EXPECT_EQ(worker_args(two, {"--nccl"}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=-",
                                                      "cuda tf32=-", "cuda tf32=1", "cuda tf32=1"}));
   // An environment that sets the override (NGC's images) does not reach the other workers.
-  EXPECT_EQ(worker_args(kH200, {}, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"}),
+  EXPECT_EQ(worker_args(kFakeH200, {}, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"}),
             (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
 }
 
 TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
-  const std::string two = std::string(kH200) + ";" + kH200;
+  const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
   const auto r = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(two));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const json c = json::parse(r.out).at("collectives");
@@ -590,7 +589,7 @@ TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
 }
 
 TEST(FakeGpus, NcclFailuresAndRefusals) {
-  const std::string two = std::string(kH200) + ";" + kH200;
+  const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
   // An inexact sum is a failed check.
   const auto inexact =
       run_probe_binary({"--nccl"}, with(fake_driver_env(two), {"FAKE_ENGINE=inexact:bf16"}));
@@ -605,7 +604,7 @@ TEST(FakeGpus, NcclFailuresAndRefusals) {
   EXPECT_EQ(c.at("status"), "unsupported");
   EXPECT_NE(c.at("reason").get<std::string>().find("loads no NCCL"), std::string::npos) << c.dump();
   // One GPU: a one-rank all-reduce (NCCL's own set-up, its copy kernel), exact like any other.
-  const auto one = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(kH200));
+  const auto one = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(one.exit_code, 0) << one.err;
   const json single = json::parse(one.out).at("collectives");
   EXPECT_EQ(single.at("status"), "native") << single.dump();
@@ -615,8 +614,8 @@ TEST(FakeGpus, NcclFailuresAndRefusals) {
 }
 
 TEST(FakeGpus, DisagreeingGpusAreCalledOut) {
-  const auto mixed =
-      run_probe_binary({"--format", "json"}, fake_driver_env(std::string(kH200) + ";" + kT4));
+  const auto mixed = run_probe_binary({"--format", "json"},
+                                      fake_driver_env(std::string(kFakeH200) + ";" + kFakeT4));
   const json report = json::parse(mixed.out);
   bool found = false;
   for (const auto& d : report.at("diagnostics")) {
@@ -660,7 +659,7 @@ TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
   const std::string dir = pp::testing::make_temp_dir();
   const auto r = run_probe_binary({"--format", "json", "--nfd", dir + "/precision-probe", "--soak",
                                    "2", "--soak-modes", "fp16"},
-                                  fake_driver_env(std::string(kH200) + ";" + kT4));
+                                  fake_driver_env(std::string(kFakeH200) + ";" + kFakeT4));
   const auto after_s = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
@@ -689,7 +688,7 @@ TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
 
   // One H200 that computes wrong bf16 numbers: the node's bf16 is failed, exit 4; a day's TTL.
   const auto bad = run_probe_binary({"--format", "nfd", "--nfd-ttl", "24h"},
-                                    with(fake_driver_env(kH200), {"FAKE_ENGINE=wrong:bf16"}));
+                                    with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=wrong:bf16"}));
   EXPECT_EQ(bad.exit_code, 4) << bad.out;
   const auto bad_labels = nfd_labels(bad.out);
   EXPECT_EQ(bad_labels.at("gpu.bf16"), "failed");
@@ -722,7 +721,7 @@ TEST(FakeGpus, NodeLabelsSayWhatEveryGpuProvedAndExpire) {
 // The text report fits 80 columns (README: "Output"), on a run with every section: each line, or
 // one token alone where it is wider (a long path).
 TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
-  const std::string gpus = std::string(kH200) + ";" + kT4;
+  const std::string gpus = std::string(kFakeH200) + ";" + kFakeT4;
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
       {{"--bench", "--bench-size", "256", "--soak", "1", "--nccl", "--device", "all", "--require",
         "bf16,amp_fp16,fp8_blockwise"},
@@ -756,7 +755,7 @@ TEST(FakeGpus, EveryLineOfTheTextReportFitsEightyColumns) {
 TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) {
   const auto missing = run_probe_binary(
       {"--require", "bf16", "--format", "json"},
-      with(fake_driver_env(kH200), {"PRECISION_PROBE_ENGINE=/nonexistent/engine"}));
+      with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_ENGINE=/nonexistent/engine"}));
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   const json j = json::parse(missing.out);
   const std::string reason =
@@ -772,8 +771,9 @@ TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) 
   }
   EXPECT_TRUE(diagnosed) << missing.out;
   // PRECISION_PROBE_ENGINE= (empty): the engine next to the probe (the build's), which runs.
-  const auto next_to = run_probe_binary({"--require", "bf16", "--format", "json"},
-                                        with(fake_driver_env(kH200), {"PRECISION_PROBE_ENGINE="}));
+  const auto next_to =
+      run_probe_binary({"--require", "bf16", "--format", "json"},
+                       with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_ENGINE="}));
   EXPECT_NE(next_to.out.find("precisions"), std::string::npos);
   EXPECT_EQ(next_to.out.find("names no file"), std::string::npos) << next_to.out;
   // PRECISION_PROBE_LIBCUDA= (empty): the driver's own libcuda.so.1, not a library named "".
@@ -792,7 +792,7 @@ TEST(FakeGpus, AnEngineOrDriverVariableIsNamedWithItsValueAndAnEmptyOneIsUnset) 
 // CUDA_VISIBLE_DEVICES entries that name no GPU, by UUID, MIG UUID or a repeated index, are
 // diagnosed as the README promises; a GPU named twice is one GPU.
 TEST(FakeGpus, AVisibleDevicesEntryNamingNoGpuOrRepeatedIsDiagnosed) {
-  const std::string two = std::string(kH200) + ";" + kH200;
+  const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"GPU-xyz", "entry 'GPU-xyz' names no GPU"},
       {"MIG-abc", "entry 'MIG-abc' names no GPU"},
@@ -825,8 +825,8 @@ TEST(FakeGpus, AVisibleDevicesEntryNamingNoGpuOrRepeatedIsDiagnosed) {
 // H200s share one table in 60 lines, one H200 and the CPU take 45; the MX formats' reason is said
 // once, the CPU (reported, not gated) summarised.
 TEST(FakeGpus, TheTextReportOfAHealthyNodeFitsAScreen) {
-  std::string eight = kH200;
-  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  std::string eight = kFakeH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kFakeH200;
   const auto node = run_probe_binary({}, fake_driver_env(eight));
   ASSERT_EQ(node.exit_code, 0) << node.err << node.out;
   EXPECT_LE(lines_of(node.out), 60U) << node.out;
@@ -837,7 +837,7 @@ TEST(FakeGpus, TheTextReportOfAHealthyNodeFitsAScreen) {
   EXPECT_NE(unwrapped(node.out).find("peer access between every pair of the 8 GPUs: yes"),
             std::string::npos)
       << node.out;
-  const auto one = run_probe_binary({}, fake_driver_env(kH200));
+  const auto one = run_probe_binary({}, fake_driver_env(kFakeH200));
   ASSERT_EQ(one.exit_code, 0) << one.err << one.out;
   EXPECT_LE(lines_of(one.out), 45U) << one.out;
   EXPECT_NE(unwrapped(one.out).find("\nCPU "), std::string::npos) << one.out;
@@ -847,8 +847,8 @@ TEST(FakeGpus, TheTextReportOfAHealthyNodeFitsAScreen) {
 // A GPU whose bf16 verdict differs has its own table, the others share one; a GPU whose error is
 // larger within the tolerance shares the table, whose error column shows its figure.
 TEST(FakeGpus, AGpuWhoseVerdictDiffersHasItsOwnTableAndAGroupShowsItsLargestError) {
-  std::string eight = kH200;
-  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  std::string eight = kFakeH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kFakeH200;
   const auto odd = run_probe_binary(
       {}, with(fake_driver_env(eight), {"FAKE_ENGINE=wrong:bf16", "FAKE_ENGINE_ON=gpu:3"}));
   EXPECT_EQ(odd.exit_code, 4) << odd.out;
@@ -890,8 +890,8 @@ std::string last_line(const std::string& text) {
 // Without a PyTorch the one reason is said once per report, not per device and mode; the last
 // line says that no kernel ran, and which gate would make a CI step fail (exit 3 here).
 TEST(FakeGpus, WithoutATorchTheReasonIsSaidOnceAndTheLastLineSaysNothingIsProven) {
-  std::string eight = kH200;
-  for (int i = 1; i < 8; ++i) eight += std::string(";") + kH200;
+  std::string eight = kFakeH200;
+  for (int i = 1; i < 8; ++i) eight += std::string(";") + kFakeH200;
   const auto gpus =
       run_probe_binary({}, with(fake_driver_env(eight), {"PRECISION_PROBE_TORCH=none"}));
   EXPECT_EQ(gpus.exit_code, 0) << gpus.out;
@@ -915,7 +915,7 @@ TEST(FakeGpus, WithoutATorchTheReasonIsSaidOnceAndTheLastLineSaysNothingIsProven
   EXPECT_NE(last_line(bare.out).find(". --device cpu --require "), std::string::npos) << bare.out;
   EXPECT_NE(last_line(bare.out).find("(here: exit 3)."), std::string::npos) << bare.out;
   // --quick: the hardware alone meets a requirement there, and the line says so.
-  const auto quick = run_probe_binary({"--quick"}, fake_driver_env(kH200));
+  const auto quick = run_probe_binary({"--quick"}, fake_driver_env(kFakeH200));
   EXPECT_NE(last_line(quick.out).find("under --quick the hardware alone meets it (here: exit 0)."),
             std::string::npos)
       << quick.out;

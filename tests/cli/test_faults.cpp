@@ -17,12 +17,11 @@
 namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
 using pp::testing::run_probe_binary;
 using pp::testing::with;
 
 namespace {
-
-const char* kH200 = "NVIDIA H200:9.0:132:141";
 
 bool has_diagnostic(const json& report, const std::string& code) {
   for (const auto& d : report.at("diagnostics")) {
@@ -45,7 +44,8 @@ TEST(DriverFaults, AHungNvmlIsContainedAndReportedAsHung) {
     std::vector<std::string> args = {"--format", "json", "--check-timeout", "3"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto start = std::chrono::steady_clock::now();
-    const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+    const auto r =
+        run_probe_binary(args, with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"}));
     EXPECT_LT(seconds_since(start), 10.0) << "the hang was not bounded";
     EXPECT_EQ(r.exit_code, 5) << r.err;  // a driver that hangs is a hung GPU
     const json j = json::parse(r.out);
@@ -62,7 +62,7 @@ TEST(DriverFaults, ASegfaultingDriverLibraryDoesNotKillTheProbe) {
   for (const char* fault : {"FAKE_NVML_FAULT=segv", "FAKE_CUINIT_FAULT=segv"}) {
     const auto r =
         run_probe_binary({"--format", "json", "--require", "bf16"},
-                         with(fake_driver_env(kH200), {fault, "FAKE_NVML_INIT_RESULT=999"}));
+                         with(fake_driver_env(kFakeH200), {fault, "FAKE_NVML_INIT_RESULT=999"}));
     EXPECT_EQ(r.term_signal, 0) << fault;
     EXPECT_EQ(r.exit_code, 3) << fault << ": " << r.err;
     const json j = json::parse(r.out);
@@ -80,7 +80,7 @@ TEST(DriverFaults, AHungCuInitBoundsTheFullRunAndTheWorkersResultsStand) {
   // NVML answers; cuInit (in the background, beside the workers) never does.
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_probe_binary({"--format", "json", "--check-timeout", "3"},
-                                  with(fake_driver_env(kH200), {"FAKE_CUINIT_FAULT=hang"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_CUINIT_FAULT=hang"}));
   EXPECT_LT(seconds_since(start), 10.0);
   EXPECT_EQ(r.exit_code, 5) << r.err;
   const json j = json::parse(r.out);
@@ -90,7 +90,7 @@ TEST(DriverFaults, AHungCuInitBoundsTheFullRunAndTheWorkersResultsStand) {
 
 TEST(DriverFaults, OnlyTheCpuSelectedAHungDriverIsSaidButDoesNotFailTheRun) {
   const auto r = run_probe_binary({"--device", "cpu", "--format", "json", "--check-timeout", "3"},
-                                  with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("driver").at("status"), "hung");
@@ -105,14 +105,14 @@ TEST(DriverFaults, TheCpusChecksDoNotWaitForAHungDriver) {
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_probe_binary(
       {"--device", "cpu", "--format", "json", "--timeout", "3", "--check-timeout", "3"},
-      with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"}));
   EXPECT_LT(seconds_since(start), 8.0);
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "native") << r.out;
   EXPECT_EQ(j.at("driver").at("status"), "hung");
   const auto shorter = run_probe_binary(
       {"--device", "cpu", "--format", "json", "--timeout", "2", "--check-timeout", "3"},
-      with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+      with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"}));
   const json k = json::parse(shorter.out);
   EXPECT_EQ(k.at("devices").back().at("precisions").at("fp32").at("status"), "native");
   EXPECT_TRUE(has_diagnostic(k, "driver-out-of-time")) << shorter.out;
@@ -125,7 +125,7 @@ TEST(DriverFaults, TheCpusChecksDoNotWaitForAHungDriver) {
 // A driver query cut short by --timeout tells one story in every field: out of time, not hung.
 TEST(DriverFaults, AQueryCutShortByTheRunsTimeIsOutOfTimeEverywhere) {
   for (const char* timeout : {"0.0001", "1"}) {
-    std::vector<std::string> env = fake_driver_env(kH200);
+    std::vector<std::string> env = fake_driver_env(kFakeH200);
     env.emplace_back("PRECISION_PROBE_TORCH=none");  // no image to read: the driver runs out
     if (std::string(timeout) == "1") env.emplace_back("FAKE_NVML_FAULT=hang");
     const auto r = run_probe_binary({"--quick", "--format", "json", "--timeout", timeout}, env);
@@ -147,8 +147,9 @@ TEST(DriverFaults, AQueryCutShortByTheRunsTimeIsOutOfTimeEverywhere) {
               std::string::npos)
         << message;
   }
-  const auto text = run_probe_binary({"--quick", "--timeout", "0.0001"},
-                                     with(fake_driver_env(kH200), {"PRECISION_PROBE_TORCH=none"}));
+  const auto text =
+      run_probe_binary({"--quick", "--timeout", "0.0001"},
+                       with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_TORCH=none"}));
   EXPECT_NE(text.out.find("driver: out_of_time · "), std::string::npos) << text.out;
 }
 
@@ -160,7 +161,8 @@ TEST(DriverFaults, ACheckTimeoutTooShortForTheDriverIsBlamedNotTheDriver) {
        {std::vector<std::string>{"--quick"}, std::vector<std::string>{"--device", "0"}}) {
     std::vector<std::string> args = {"--format", "json", "--check-timeout", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = run_probe_binary(args, with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"}));
+    const auto r =
+        run_probe_binary(args, with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"}));
     EXPECT_EQ(r.exit_code, 5) << r.err;
     const json j = json::parse(r.out);
     EXPECT_EQ(j.at("driver").at("status"), "out_of_time");
@@ -177,7 +179,7 @@ TEST(DriverFaults, ACheckTimeoutTooShortForTheDriverIsBlamedNotTheDriver) {
     EXPECT_FALSE(has_diagnostic(j, "driver-hung"));
   }
   // Below what any check can meet, it is refused before anything runs.
-  const auto refused = run_probe_binary({"--check-timeout", "0.001"}, fake_driver_env(kH200));
+  const auto refused = run_probe_binary({"--check-timeout", "0.001"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_EQ(refused.err,
             "precision-probe: error: --check-timeout: '0.001' is shorter than any check can finish "
@@ -189,7 +191,7 @@ TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {
   // A driver library that writes without end: the query is ended at 4 MiB, a crashed driver.
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_probe_binary({"--quick", "--format", "json", "--check-timeout", "20"},
-                                  with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=flood"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=flood"}));
   EXPECT_LT(seconds_since(start), 10.0);
   const json j = json::parse(r.out);
   EXPECT_EQ(j.at("driver").at("status"), "crashed") << r.out;
@@ -199,7 +201,7 @@ TEST(DriverFaults, ADriverThatFloodsStdoutIsEndedNotCollected) {
 
 TEST(DriverFaults, SigtermWhileTheDriverHangsEndsTheRunAtOnceWithAReport) {
   pp::ChildProcess child;
-  auto env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
+  auto env = with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"});
   env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
   const auto started = child.start({PP_BINARY, "--quick", "--format", "json"},
                                    pp::testing::probe_environment(env), "");
@@ -234,7 +236,7 @@ TEST(DriverFaults, ArchStartsNoEngine) {
 
 TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
   // In a private /dev with one GPU node: NVML hangs, so nothing names the GPU but its node.
-  std::vector<std::string> env = with(fake_driver_env(kH200), {"FAKE_NVML_FAULT=hang"});
+  std::vector<std::string> env = with(fake_driver_env(kFakeH200), {"FAKE_NVML_FAULT=hang"});
   env.insert(env.end(), {"PRECISION_PROBE_ENGINE=" PP_FAKE_ENGINE, "CUDA_VISIBLE_DEVICES"});
   const pp::ProcessOutput probe = pp::run_process(
       {"/bin/sh", "-c",

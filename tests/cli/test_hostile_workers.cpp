@@ -10,12 +10,12 @@
 namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
 using pp::testing::run_probe_binary;
 
 namespace {
 
-const char* kH200 = "NVIDIA H200:9.0:132:141";
-const std::string kTwoH200 = std::string(kH200) + ";" + kH200;
+const std::string kTwoH200 = std::string(kFakeH200) + ";" + kFakeH200;
 
 pp::testing::Run run_patched(const std::vector<std::string>& args, const std::string& gpus,
                              const std::string& patch) {
@@ -51,7 +51,7 @@ TEST(HostileWorkers, ATrainingRunThatDidNotTrainFailsTheGate) {
       R"({"amp":{"fp32_loss_end":0,"loss_rel_diff":null}})",
   };
   for (const std::string& patch : patches) {
-    const auto r = run_patched({"--device", "0", "--require", "amp_bf16"}, kH200, patch);
+    const auto r = run_patched({"--device", "0", "--require", "amp_bf16"}, kFakeH200, patch);
     EXPECT_EQ(r.exit_code, 4) << patch << "\n" << r.out;
     const json amp = json::parse(r.out).at("devices").at(0).at("amp").at("amp_bf16");
     EXPECT_EQ(amp.at("status"), "failed") << patch;
@@ -61,8 +61,8 @@ TEST(HostileWorkers, ATrainingRunThatDidNotTrainFailsTheGate) {
 TEST(HostileWorkers, FiguresFromABenchmarkThatDidNotRunChangeNoVerdict) {
   // An fp32 benchmark that says it did not run, with an absurd throughput: bf16 stays native.
   const auto r =
-      run_patched({"--device", "0", "--bench", "--bench-size", "1024", "--require", "bf16"}, kH200,
-                  R"({"bench":{"ran":false,"size":1,"reps":-1,"ms":-5,"tflops":1e9}})");
+      run_patched({"--device", "0", "--bench", "--bench-size", "1024", "--require", "bf16"},
+                  kFakeH200, R"({"bench":{"ran":false,"size":1,"reps":-1,"ms":-5,"tflops":1e9}})");
   const json gpu = json::parse(r.out).at("devices").at(0);
   EXPECT_NE(gpu.at("precisions").at("bf16").at("status"), "emulated") << r.out;
   EXPECT_EQ(gpu.at("bench").at("fp32").at("ok"), false);

@@ -75,7 +75,7 @@ TEST(Image, ArchAnswersForTheImagesStack) {
 // the library the engine loaded and the release it said it is.
 TEST(Image, AFullRunsWorkersLoadTheImagesLibTorch) {
   const std::string log = ppt::make_temp_dir() + "/engine.log";
-  std::vector<std::string> env = image_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = image_env(ppt::kFakeH200);
   env.push_back("FAKE_ENGINE_LOG=" + log);
   env.emplace_back("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1");
   const ppt::Run r = ppt::run_probe_binary({"--no-amp", "--format", "json"}, env);
@@ -108,7 +108,7 @@ TEST(Image, AFullRunsWorkersLoadTheImagesLibTorch) {
 // Below the engine's floor (2.9), or newer than the newest release it was tested with: a full run
 // says so; the first runs no kernel, the second runs them, marked.
 TEST(Image, AReleaseBelowTheFloorRunsNoKernelAndANewerOneRunsMarked) {
-  std::vector<std::string> below = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> below = ppt::fake_driver_env(ppt::kFakeH200);
   below.push_back(ppt::fake_stack("old"));
   const ppt::Run old = ppt::run_probe_binary({"--require", "bf16", "--format", "json"}, below);
   EXPECT_EQ(old.exit_code, 3) << old.out;
@@ -120,7 +120,7 @@ TEST(Image, AReleaseBelowTheFloorRunsNoKernelAndANewerOneRunsMarked) {
   bool said = false;
   for (const auto& d : o["diagnostics"]) said = said || d["code"] == "libtorch-too-old";
   EXPECT_TRUE(said) << old.out;
-  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = ppt::fake_driver_env(ppt::kFakeH200);
   env.push_back(ppt::fake_stack("new"));
   const ppt::Run next = ppt::run_probe_binary({"--require", "bf16", "--format", "json"}, env);
   EXPECT_EQ(next.exit_code, 0) << next.out;
@@ -143,7 +143,7 @@ TEST(Image, APrecisionProbeTorchThatNamesNoPyTorchIsAUsageError) {
 // its version.py: the report names the library and the error, every check not tested, and a
 // requirement that needed them is an environment problem.
 TEST(Image, ALibTorchTheEngineCannotLoadIsNamedWithDlopensError) {
-  std::vector<std::string> env = image_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = image_env(ppt::kFakeH200);
   env.emplace_back("FAKE_ENGINE=loadfail");
   const ppt::Run r = ppt::run_probe_binary({"--require", "bf16", "--format", "json"}, env);
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -159,7 +159,7 @@ TEST(Image, ALibTorchTheEngineCannotLoadIsNamedWithDlopensError) {
               std::string::npos);
   }
   EXPECT_TRUE(said) << r.out;
-  std::vector<std::string> other = image_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> other = image_env(ppt::kFakeH200);
   other.emplace_back("FAKE_ENGINE=abi:2.10.0");
   const nlohmann::json m =
       nlohmann::json::parse(ppt::run_probe_binary({"--format", "json", "--no-amp"}, other).out);
@@ -174,7 +174,7 @@ TEST(Image, ALibTorchTheEngineCannotLoadIsNamedWithDlopensError) {
 // files' release stands.
 TEST(Image, TheReleaseTheEngineLoadedIsTheOneReported) {
   const std::string dir = ppt::make_temp_dir();
-  std::vector<std::string> env = image_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = image_env(ppt::kFakeH200);
   env.emplace_back("FAKE_ENGINE=abi:2.10.0");
   const ppt::Run r =
       ppt::run_probe_binary({"--format", "json", "--no-amp", "--text", dir + "/r.txt", "--markdown",
@@ -201,8 +201,7 @@ TEST(Image, TheReleaseTheEngineLoadedIsTheOneReported) {
   EXPECT_EQ(prom.find("2.9.1"), std::string::npos) << prom;
   // Where the two agree, the files' fuller name stands (its local version, +cu128).
   const nlohmann::json agree = nlohmann::json::parse(
-      ppt::run_probe_binary({"--format", "json", "--no-amp"}, image_env("NVIDIA H200:9.0:132:141"))
-          .out);
+      ppt::run_probe_binary({"--format", "json", "--no-amp"}, image_env(ppt::kFakeH200)).out);
   EXPECT_EQ(agree["stack"]["libtorch_version"], "2.9.1+cu128");
   const nlohmann::json quick =
       nlohmann::json::parse(ppt::run_probe_binary({"--quick", "--format", "json"}, env).out);
@@ -273,7 +272,7 @@ bool has_diagnostic(const nlohmann::json& j, const std::string& code) {
 
 // The environment of an image whose PyTorch is found through the python3 of `bin` alone.
 std::vector<std::string> python_env(const std::string& bin, const std::string& home) {
-  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = ppt::fake_driver_env(ppt::kFakeH200);
   env.insert(env.end(), {"PRECISION_PROBE_TORCH", "LD_LIBRARY_PATH",
                          "PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home});
   return env;
@@ -302,7 +301,7 @@ namespace {
 
 // The fake H200 and the image's PyTorch at `tree` (PRECISION_PROBE_TORCH).
 std::vector<std::string> h200_with_torch(const std::string& tree) {
-  std::vector<std::string> env = ppt::fake_driver_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> env = ppt::fake_driver_env(ppt::kFakeH200);
   env.push_back("PRECISION_PROBE_TORCH=" + tree);
   return env;
 }

@@ -21,13 +21,12 @@ namespace pp = precision_probe;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
 using pp::testing::read_all;
 using pp::testing::run_probe_binary;
 using pp::testing::with;
 
 namespace {
-
-const char* kH200 = "NVIDIA H200:9.0:132:141";
 
 // The files of one run, one per format.
 struct Files {
@@ -111,7 +110,7 @@ std::pair<int, std::string> terminated_run(const Files& f, const std::string& en
   const auto started = child.start(
       argv,
       pp::testing::probe_environment(
-          with(fake_driver_env(kH200),
+          with(fake_driver_env(kFakeH200),
                {"FAKE_ENGINE=" + engine, "FAKE_ENGINE_PIDS=" + pids, "FAKE_ENGINE_LOG=" + log})),
       "");
   if (!started) return {-1, started.error()};
@@ -141,7 +140,8 @@ std::pair<int, std::string> terminated_run(const Files& f, const std::string& en
 // nothing wrong.
 TEST(NodeFacing, AStackThatCannotRunIsCannotRunInEveryFormat) {
   const Files f;
-  const auto r = run_probe_binary(f.args(), with(fake_driver_env(kH200), {"FAKE_ENGINE=noimage"}));
+  const auto r =
+      run_probe_binary(f.args(), with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=noimage"}));
   ASSERT_EQ(r.exit_code, 3) << r.err;
   expect_every_format_says(f, "cannot_run");
 }
@@ -149,7 +149,7 @@ TEST(NodeFacing, AStackThatCannotRunIsCannotRunInEveryFormat) {
 // Exit 3: the GPU's compute mode refuses contexts. A setting of the node's, not wrong numbers.
 TEST(NodeFacing, ASettingThatRefusesTheWorkIsRefusedInEveryFormat) {
   const Files f;
-  const auto r = run_probe_binary(f.args(), with(fake_driver_env(kH200), {"FAKE_ENGINE=busy"}));
+  const auto r = run_probe_binary(f.args(), with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=busy"}));
   ASSERT_EQ(r.exit_code, 3) << r.err;
   expect_every_format_says(f, "refused");
   const json j = json::parse(read_all(f.json));
@@ -163,7 +163,7 @@ TEST(NodeFacing, ASettingThatRefusesTheWorkIsRefusedInEveryFormat) {
 TEST(NodeFacing, TheRunsDeadlineIsOutOfTimeInEveryFormat) {
   const Files f;
   const auto r = run_probe_binary(with(f.args(), {"--timeout", "3"}),
-                                  with(fake_driver_env(kH200), {"FAKE_ENGINE=hang"}));
+                                  with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=hang"}));
   ASSERT_EQ(r.exit_code, 5) << r.err;
   expect_every_format_says(f, "out_of_time");
 }
@@ -182,7 +182,7 @@ TEST(NodeFacing, ASignalOnTheFirstRunWritesInterruptedInEveryFormat) {
 // formats are replaced by the partial report, and stderr says what was kept.
 TEST(NodeFacing, ASignalLeavesTheLastGoodMetricsAndLabelsAsTheyWere) {
   const Files f;
-  const auto good = run_probe_binary(f.args(), fake_driver_env(kH200));
+  const auto good = run_probe_binary(f.args(), fake_driver_env(kFakeH200));
   ASSERT_EQ(good.exit_code, 0) << good.err;
   const std::string prom = read_all(f.prom);
   const std::string labels = read_all(f.nfd);
@@ -220,10 +220,10 @@ TEST(NodeFacing, ASoakCutOffBySignalIsInterruptedNotPassed) {
 // --soak whose modes this GPU does not run soaks nothing: the node's soak label is not `passed`.
 TEST(NodeFacing, ASoakThatSoakedNothingIsNotLabelledPassed) {
   const auto nothing = run_probe_binary({"--format", "nfd", "--soak", "1", "--soak-modes", "mxfp8"},
-                                        fake_driver_env(kH200));
+                                        fake_driver_env(kFakeH200));
   EXPECT_EQ(labels_of(nothing.out).at("gpu.soak"), "not_tested") << nothing.out;
   const auto soaked = run_probe_binary({"--format", "nfd", "--soak", "1", "--soak-modes", "bf16"},
-                                       fake_driver_env(kH200));
+                                       fake_driver_env(kFakeH200));
   EXPECT_EQ(soaked.exit_code, 0) << soaked.err;
   EXPECT_EQ(labels_of(soaked.out).at("gpu.soak"), "passed") << soaked.out;
 }

@@ -134,7 +134,7 @@ TEST(Outputs, ASignalWhileTheReaderDoesNotReadEndsTheWait) {
   // A report larger than a pipe holds (40 GPUs), a reader that waits 4 s: SIGTERM at 1 s ends the
   // blocked delivery at once, exit 5, not when the reader wakes up (or at --timeout).
   std::string gpus;
-  for (int i = 0; i < 40; ++i) gpus += std::string(i ? ";" : "") + "NVIDIA H200:9.0:132:141";
+  for (int i = 0; i < 40; ++i) gpus += std::string(i ? ";" : "") + pp::testing::kFakeH200;
   std::vector<std::string> env = pp::testing::fake_driver_env(gpus);
   const auto r = run_in_shell(
       "start=$(date +%s%N); { \"$@\" --quick --format json --timeout 30 & pid=$!; sleep 1; "

@@ -111,7 +111,7 @@ TEST(Reliability, DuplicateDeviceIndicesAreOne) {
   const std::string cpu_workers = pp::testing::read_all(log);
   EXPECT_EQ(std::count(cpu_workers.begin(), cpu_workers.end(), '\n'), 1) << cpu_workers;
   EXPECT_EQ(cpu_workers.rfind("cpu --worker cpu ", 0), 0U) << cpu_workers;
-  std::vector<std::string> gpu_env = pp::testing::fake_driver_env("NVIDIA H200:9.0:132:141");
+  std::vector<std::string> gpu_env = pp::testing::fake_driver_env(pp::testing::kFakeH200);
   gpu_env.push_back("FAKE_ENGINE_LOG=" + log + ".gpu");
   const auto gpus = run_probe_binary({"--device", "0,0,cpu,0", "--format", "json"}, gpu_env);
   EXPECT_EQ(gpus.exit_code, 0) << gpus.err;

@@ -19,16 +19,15 @@
 namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
 using pp::testing::read_all;
 using pp::testing::run_probe_binary;
 using pp::testing::with;
 
 namespace {
 
-const char* kH200 = "NVIDIA H200:9.0:132:141";
-
 std::string gpus(int count) {
-  std::vector<std::string> each(static_cast<std::size_t>(count), kH200);
+  std::vector<std::string> each(static_cast<std::size_t>(count), kFakeH200);
   return pp::join(each, ";");
 }
 
@@ -73,7 +72,7 @@ TEST(Sessions, EightGpusLoadLibTorchsCudaLibraryTwiceAsOneGpuDoes) {
   EXPECT_EQ(count_of(plans, "tf32=1"), 8U) << plans;
   const std::string one_dir = pp::testing::make_temp_dir();
   const auto one = run_probe_binary(
-      {"-q"}, with(fake_driver_env(kH200), {"FAKE_ENGINE_SESSIONS=" + one_dir + "/sessions"}));
+      {"-q"}, with(fake_driver_env(kFakeH200), {"FAKE_ENGINE_SESSIONS=" + one_dir + "/sessions"}));
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(count_of(read_all(one_dir + "/sessions"), "--worker"), count_of(sessions, "--worker"));
   const json j = json::parse(r.out);
@@ -153,11 +152,11 @@ TEST(Sessions, AGpuWhoseCheckHangsCostsOnlyItsOwnVerdicts) {
 // measured on one GPU; a count that is not one is refused.
 TEST(Sessions, TheBenchPlansGpuZeroAsManyDevices) {
   const std::string dir = pp::testing::make_temp_dir();
-  const auto r =
-      run_probe_binary({"--format", "json"},
-                       with(fake_driver_env(kH200), {"PRECISION_PROBE_BENCH_GPU_COPIES=4",
-                                                     "FAKE_ENGINE_SESSIONS=" + dir + "/sessions",
-                                                     "FAKE_ENGINE_LOG=" + dir + "/plans"}));
+  const auto r = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(kFakeH200),
+           {"PRECISION_PROBE_BENCH_GPU_COPIES=4", "FAKE_ENGINE_SESSIONS=" + dir + "/sessions",
+            "FAKE_ENGINE_LOG=" + dir + "/plans"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   std::vector<int> indices;
@@ -172,7 +171,7 @@ TEST(Sessions, TheBenchPlansGpuZeroAsManyDevices) {
   for (const char* bad : {"0", "65", "two"}) {
     const auto refused = run_probe_binary(
         {"-q"},
-        with(fake_driver_env(kH200), {std::string("PRECISION_PROBE_BENCH_GPU_COPIES=") + bad}));
+        with(fake_driver_env(kFakeH200), {std::string("PRECISION_PROBE_BENCH_GPU_COPIES=") + bad}));
     EXPECT_EQ(refused.exit_code, 2) << bad;
     EXPECT_NE(refused.err.find("is not a count of copies of GPU 0 from 1 to 64"), std::string::npos)
         << refused.err;

@@ -146,8 +146,8 @@ std::string probe_report(const std::string& dir, const std::string& name, const 
 
 TEST(Summarize, ReadsTheProbesReportsAndGatesTheFleet) {
   const std::string dir = ppt::make_temp_dir();
-  const std::string h200 = probe_report(dir, "h200.json", "NVIDIA H200:9.0:132:141");
-  const std::string t4 = probe_report(dir, "t4.json", "Tesla T4:7.5:40:15");
+  const std::string h200 = probe_report(dir, "h200.json", ppt::kFakeH200);
+  const std::string t4 = probe_report(dir, "t4.json", ppt::kFakeT4);
   ppt::Run r = ppt::run_probe_binary({"summarize", h200});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\n  bf16                 1         0            0        0           0\n"),
@@ -171,7 +171,7 @@ TEST(Summarize, ReadsTheProbesReportsAndGatesTheFleet) {
 // twice through one directory named twice (or by another path), it is one report.
 TEST(Summarize, AFileIsCountedOnceHoweverOftenItIsNamed) {
   const std::string dir = ppt::make_temp_dir();
-  const std::string a = probe_report(dir, "a.json", "NVIDIA H200:9.0:132:141");
+  const std::string a = probe_report(dir, "a.json", ppt::kFakeH200);
   ASSERT_EQ(::symlink(a.c_str(), (dir + "/link.json").c_str()), 0);
   ASSERT_EQ(::link(a.c_str(), (dir + "/hard.json").c_str()), 0);
   const std::string parent = precision_probe::directory_of(dir);
@@ -202,7 +202,7 @@ TEST(Summarize, AFileIsCountedOnceHoweverOftenItIsNamed) {
 
 TEST(Summarize, AnUnreadableOrStaleReportIsExit3AndNamed) {
   const std::string dir = ppt::make_temp_dir();
-  const std::string h200 = probe_report(dir, "h200.json", "NVIDIA H200:9.0:132:141");
+  const std::string h200 = probe_report(dir, "h200.json", ppt::kFakeH200);
   std::ofstream(dir + "/broken.json") << "{\"schema_version\": 2, \"tool\": ";
   ppt::Run r = ppt::run_probe_binary({"summarize", dir});
   EXPECT_EQ(r.exit_code, 3);
@@ -255,7 +255,7 @@ TEST(Summarize, BadInputIsOneLineAndExit2AndJsonStaysJson) {
 
 TEST(Summarize, WritesItsFileAtomicallyAndAFailedDeliveryIsExit6) {
   const std::string dir = ppt::make_temp_dir();
-  const std::string h200 = probe_report(dir, "h200.json", "NVIDIA H200:9.0:132:141");
+  const std::string h200 = probe_report(dir, "h200.json", ppt::kFakeH200);
   const std::string out = dir + "/fleet.md";
   ppt::Run r = ppt::run_probe_binary({"summarize", "--format", "markdown", "-o", out, h200});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -291,7 +291,7 @@ TEST(Summarize, WritesItsFileAtomicallyAndAFailedDeliveryIsExit6) {
 // read or written, by any spelling, and the report is left as it was.
 TEST(Summarize, AnOutputThatIsOneOfItsReportsIsRefusedAndTheReportKept) {
   const std::string dir = ppt::make_temp_dir();
-  const std::string n0 = probe_report(dir, "n0.json", "NVIDIA H200:9.0:132:141");
+  const std::string n0 = probe_report(dir, "n0.json", ppt::kFakeH200);
   const std::string before = ppt::read_all(n0);
   ASSERT_EQ(::link(n0.c_str(), (dir + "/n0.link").c_str()), 0);
   const std::vector<std::vector<std::string>> cases = {
@@ -342,7 +342,7 @@ TEST(Summarize, AnOutputThatIsOneOfItsReportsIsRefusedAndTheReportKept) {
 // named; the summary's own output, holding a summary, is replaced.
 TEST(Summarize, ItsOwnSummaryInTheDirectoryIsSkippedOnTheNextRun) {
   const std::string dir = ppt::make_temp_dir();
-  probe_report(dir, "n0.json", "NVIDIA H200:9.0:132:141");
+  probe_report(dir, "n0.json", ppt::kFakeH200);
   const std::string fleet = dir + "/fleet.json";
   for (int run = 0; run < 2; ++run) {
     const ppt::Run r = ppt::run_probe_binary({"summarize", "--format", "json", "-o", fleet, dir});
@@ -371,7 +371,7 @@ TEST(Summarize, AFifoIsRefusedByNameAndNeverWaitedFor) {
   const std::string dir = ppt::make_temp_dir();
   const std::string fifo = dir + "/fifo.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  probe_report(dir, "n0.json", "NVIDIA H200:9.0:132:141");
+  probe_report(dir, "n0.json", ppt::kFakeH200);
   for (const std::string& source : {fifo, dir}) {
     const ppt::Run r = ppt::run_probe_binary({"summarize", source}, {}, 30);
     EXPECT_EQ(r.exit_code, 3) << source << ": " << r.err;
@@ -389,8 +389,8 @@ namespace {
 
 // An H200's --quick report as one JSON line, as `summarize -` reads them.
 std::string compact_quick_report() {
-  const ppt::Run r = ppt::run_probe_binary({"--quick", "--format", "json"},
-                                           ppt::fake_driver_env("NVIDIA H200:9.0:132:141"));
+  const ppt::Run r =
+      ppt::run_probe_binary({"--quick", "--format", "json"}, ppt::fake_driver_env(ppt::kFakeH200));
   return nlohmann::json::parse(r.out).dump() + "\n";
 }
 

@@ -21,14 +21,14 @@
 namespace pp = precision_probe;
 using nlohmann::json;
 using pp::testing::fake_driver_env;
+using pp::testing::kFakeH200;
+using pp::testing::kFakeT4;
 using pp::testing::read_all;
 using pp::testing::run_probe_binary;
 using pp::testing::with;
 
 namespace {
 
-const char* kH200 = "NVIDIA H200:9.0:132:141";
-const char* kT4 = "Tesla T4:7.5:40:15";
 const std::string kInAPod = "KUBERNETES_SERVICE_HOST=10.96.0.1";
 
 // What the kubelet's own file is now ("" where there is none), to see that a run left it alone.
@@ -48,14 +48,14 @@ TEST(KubernetesMessage, TheFileNamedHoldsTheRunsExitReason) {
   const std::string file = pp::testing::make_temp_dir() + "/termination-log";
   const auto met =
       run_probe_binary({"--require", "bf16", "--format", "json", "--termination-log", file},
-                       with(fake_driver_env(kH200), {kInAPod}));
+                       with(fake_driver_env(kFakeH200), {kInAPod}));
   ASSERT_EQ(met.exit_code, 0) << met.err;
   EXPECT_EQ(read_all(file),
             "precision-probe exit 0 (every requirement met natively, nothing failed): " +
                 json::parse(met.out).at("exit_reason").get<std::string>() + "\n");
   const auto unmet =
       run_probe_binary({"--require", "bf16", "--format", "json", "--termination-log", file},
-                       with(fake_driver_env(kT4), {kInAPod}));
+                       with(fake_driver_env(kFakeT4), {kInAPod}));
   ASSERT_EQ(unmet.exit_code, 1) << unmet.err;
   const std::string reason = json::parse(unmet.out).at("exit_reason");
   EXPECT_NE(reason.find("bf16 on GPU 0 is emulated"), std::string::npos) << reason;
@@ -75,10 +75,11 @@ TEST(KubernetesMessage, NoneAndNoPodWriteNothing) {
   const std::string before = kubelets_file();
   const std::string dir = pp::testing::make_temp_dir();
   const auto none = run_probe_binary({"-q", "--json", dir + "/r.json", "--termination-log", "none"},
-                                     with(fake_driver_env(kH200), {kInAPod}));
+                                     with(fake_driver_env(kFakeH200), {kInAPod}));
   EXPECT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(none.err, "");
-  const auto outside = run_probe_binary({"-q", "--json", dir + "/r.json"}, fake_driver_env(kH200));
+  const auto outside =
+      run_probe_binary({"-q", "--json", dir + "/r.json"}, fake_driver_env(kFakeH200));
   EXPECT_EQ(outside.exit_code, 0) << outside.err;
   EXPECT_EQ(outside.err, "");
   struct stat st {};
@@ -101,8 +102,9 @@ TEST(KubernetesMessage, ABadValueIsAUsageErrorBeforeTheRun) {
       {{"--termination-log"}, "--termination-log: FILE is missing"},
   };
   for (const auto& [args, said] : cases) {
-    const auto r = run_probe_binary(with({"--format", "json"}, args),
-                                    with(fake_driver_env(kH200), {"FAKE_ENGINE=hang", kInAPod}));
+    const auto r =
+        run_probe_binary(with({"--format", "json"}, args),
+                         with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=hang", kInAPod}));
     EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
     EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -119,7 +121,7 @@ TEST(KubernetesMessage, AUsageErrorFoundBeforeTheRunIsWrittenThere) {
   const std::string file = dir + "/termination-log";
   const auto r =
       run_probe_binary({"-q", "--json", dir + "/missing/r.json", "--termination-log", file},
-                       with(fake_driver_env(kH200), {kInAPod}));
+                       with(fake_driver_env(kFakeH200), {kInAPod}));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   const std::string line = read_all(file);
   EXPECT_EQ(line.rfind("precision-probe exit 2 (usage error): --json: ", 0), 0U) << line;
@@ -132,7 +134,7 @@ TEST(KubernetesMessage, AUsageErrorFoundBeforeTheRunIsWrittenThere) {
 // is delivered.
 TEST(KubernetesMessage, ALogThatCannotBeWrittenFailsTheRunAsAnUndeliveredReport) {
   const auto met = run_probe_binary({"--format", "json", "--termination-log", "/dev/full"},
-                                    fake_driver_env(kH200));
+                                    fake_driver_env(kFakeH200));
   EXPECT_EQ(met.exit_code, 6) << met.err;
   EXPECT_EQ(json::parse(met.out).at("exit_code"), 0) << "the report was delivered before";
   EXPECT_NE(met.err.find("precision-probe: error: the exit reason could not be written: "
@@ -140,10 +142,10 @@ TEST(KubernetesMessage, ALogThatCannotBeWrittenFailsTheRunAsAnUndeliveredReport)
             std::string::npos)
       << met.err;
   const auto unmet = run_probe_binary({"-q", "--require", "bf16", "--termination-log", "/dev/full"},
-                                      fake_driver_env(kT4));
+                                      fake_driver_env(kFakeT4));
   EXPECT_EQ(unmet.exit_code, 6) << unmet.err;
   const auto broken = run_probe_binary({"-q", "--termination-log", "/dev/full"},
-                                       with(fake_driver_env(kH200), {"FAKE_ENGINE=noimage"}));
+                                       with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=noimage"}));
   EXPECT_EQ(broken.exit_code, 3) << broken.err;
   EXPECT_NE(broken.err.find("No space left on device (exit 3: "), std::string::npos) << broken.err;
 }
@@ -155,12 +157,12 @@ TEST(KubernetesMessage, ATerminatedRunSaysItWasInterrupted) {
   const std::string log = dir + "/engine.log";
   const std::string pids = dir + "/pids";
   pp::ChildProcess child;
-  const auto started =
-      child.start({PP_BINARY, "-q", "--termination-log", file},
-                  pp::testing::probe_environment(
-                      with(fake_driver_env(kH200), {"FAKE_ENGINE=hang", "FAKE_ENGINE_LOG=" + log,
-                                                    "FAKE_ENGINE_PIDS=" + pids, kInAPod})),
-                  "");
+  const auto started = child.start(
+      {PP_BINARY, "-q", "--termination-log", file},
+      pp::testing::probe_environment(with(
+          fake_driver_env(kFakeH200),
+          {"FAKE_ENGINE=hang", "FAKE_ENGINE_LOG=" + log, "FAKE_ENGINE_PIDS=" + pids, kInAPod})),
+      "");
   ASSERT_TRUE(started) << started.error();
   // Once the GPU's worker has its plan (the fake engine logs "cuda ..."), the checks hang.
   bool running = false;

@@ -10,6 +10,10 @@
 
 namespace precision_probe::testing {
 
+// FAKE_NVIDIA_GPUS entries (name:cc:SMs:GiB) of the GPUs the CLI tests fake most.
+inline constexpr const char* kFakeH200 = "NVIDIA H200:9.0:132:141";
+inline constexpr const char* kFakeT4 = "Tesla T4:7.5:40:15";
+
 struct Run {
   int exit_code = -1;
   std::string out;

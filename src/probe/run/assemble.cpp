@@ -216,6 +216,7 @@ WorkerRun gpu_work(const WorkerRun& main, const WorkerRun* tf32) {
   if (t != nullptr) {
     for (const auto& [mode, bench] : t->bench) r.bench[mode] = bench;
     for (const auto& [mode, soak] : t->soak) r.soak[mode] = soak;
+    if (!r.rerun) r.rerun = t->rerun;
   }
   return w;
 }
@@ -228,6 +229,7 @@ std::optional<WorkerRun> cpu_work(const RunResults& results) {
   const std::optional<WorkerRun>& bench = results.cpu_bench;
   if (!bench || !bench->result || !w.result) return w;
   w.result->bench = bench->result->bench;
+  if (!w.result->rerun) w.result->rerun = bench->result->rerun;
   if (bench->result->problem != ErrorKind::none && w.result->problem == ErrorKind::none) {
     w.result->problem = bench->result->problem;
     w.result->problem_message = bench->result->problem_message;
@@ -324,6 +326,7 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     fill_precisions(d, support, work, matmul, training);
     if (work) d.soak = soak_report(options, work->plan, result, interrupted);
     if (d.soak) add_telemetry(*d.soak, gpu.uuid, results);
+    if (result != nullptr) d.engine_rerun = result->rerun;
     report.devices.push_back(std::move(d));
   }
 }
@@ -346,6 +349,7 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
       d, [&cpu](Mode m) { return cpu_hardware_support(cpu, m); }, work, why,
       training_not_run(options, why));
   if (work) d.soak = soak_report(options, work->plan, result, !results.interrupted.empty());
+  if (result != nullptr) d.engine_rerun = result->rerun;
   report.devices.push_back(std::move(d));
 }
 

@@ -125,7 +125,10 @@ std::vector<pp::WorkerResult> run_killed(const pp::System& system, bool once) {
   std::unique_ptr<pp::Engine> engine = pp::make_process_engine(system, "");
   engine->use_libtorch(PP_FAKE_TORCH_LIB);
   std::vector<pp::WorkerPlan> plans = {gpu_plan(0, false), gpu_plan(1, false)};
-  for (pp::WorkerPlan& p : plans) p.smoke.push_back(pp::Mode::fp16);  // left after the kill
+  // Three checks each: the plan that kills its session has answered one, so at least two are
+  // left for its isolated session, where the fake kills again (it kills only where more than one
+  // is left).
+  for (pp::WorkerPlan& p : plans) p.smoke.insert(p.smoke.end(), {pp::Mode::fp16, pp::Mode::fp32});
   std::vector<pp::WorkerResult> results = engine->run(plans, limits());
   engine->finish();
   ::unsetenv("FAKE_ENGINE");

@@ -223,21 +223,15 @@ void answer_unavailable(const WorkerPlan& plan, ErrorKind kind, const std::strin
 std::string plan_problem(const WorkerPlan& plan, DeviceKind session_kind) {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): the session's environment is never changed
   const char* value = std::getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
-  const bool override_on = value != nullptr && std::string(value) == "1";
-  const bool only_tf32 = plan.amp.empty() && std::all_of(plan.smoke.begin(), plan.smoke.end(),
-                                                         [](Mode m) { return m == Mode::tf32; });
   if (plan.kind == DeviceKind::cuda && session_kind != DeviceKind::cuda) {
     return "a GPU's plan in a session that loaded LibTorch's CPU library alone";
   }
-  if (plan.tf32_process && (!override_on || !only_tf32)) {
-    return "a TF32 plan needs TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 and a plan of tf32 alone";
-  }
-  if (!plan.tf32_process && override_on) {
+  if (value != nullptr && std::string(value) == "1") {
     return "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 would make this plan's fp32 checks TF32";
   }
-  if (!plan.tf32_process &&
+  if (plan.kind == DeviceKind::cpu &&
       std::find(plan.smoke.begin(), plan.smoke.end(), Mode::tf32) != plan.smoke.end()) {
-    return "tf32 is checked only in a TF32 session";
+    return "tf32 is checked on GPUs alone (cuBLAS's TF32 GEMM)";
   }
   return "";
 }

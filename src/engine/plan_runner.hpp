@@ -43,8 +43,9 @@ void run_collective_plan(const WorkerPlan& plan, const Torch& torch);
 // not be had).
 void answer_unavailable(const WorkerPlan& plan, ErrorKind kind, const std::string& why);
 
-// Why a plan cannot be run in this process ("" when it can): TF32 is on in a TF32 session alone
-// (LibTorch reads its variable once per process), and a plan's device kind is the session's.
+// Why a plan cannot be run in this process ("" when it can): a plan's device kind is the session's,
+// no session has LibTorch's TF32 override on (it would make fp32's checks TF32), and tf32 is a
+// GPU's check.
 std::string plan_problem(const WorkerPlan& plan, DeviceKind session_kind);
 
 }  // namespace precision_probe::engine

@@ -21,7 +21,6 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("smoke", p.smoke);
   v("amp", p.amp);
   v("seed", p.seed);
-  v("tf32_process", p.tf32_process);
   v("hold", p.hold);
   v("bench_size", p.bench_size);
   v("collective_ranks", p.collective_ranks);

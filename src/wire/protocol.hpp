@@ -22,7 +22,8 @@ namespace precision_probe {
 // hello), the TF32 process and the hold before measurements; the plan is one line.
 // 6: sessions: several plans in one engine process, each line of a plan naming its slot; a plan
 // names its GPUs by the session's device ordinals; "go SLOT".
-inline constexpr int kProtocolVersion = 6;
+// 7: no TF32 process: a GPU's tf32 is in its plan (cuBLAS asked for TF32 by name).
+inline constexpr int kProtocolVersion = 7;
 
 std::string encode_plan(const WorkerPlan& plan);
 Expected<WorkerPlan> decode_plan(std::string_view text);

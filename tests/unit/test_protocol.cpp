@@ -17,7 +17,6 @@ TEST(Protocol, PlanRoundTrips) {
   plan.index = 3;
   plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
   plan.seed = 123456789;
-  plan.tf32_process = true;
   plan.hold = true;
   plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
   plan.ordinals = {3};
@@ -30,7 +29,6 @@ TEST(Protocol, PlanRoundTrips) {
   EXPECT_EQ(back.smoke, plan.smoke);
   EXPECT_EQ(back.cuda_visible_devices, plan.cuda_visible_devices);
   EXPECT_EQ(back.seed, 123456789U);
-  EXPECT_TRUE(back.tf32_process);
   EXPECT_TRUE(back.hold);
   EXPECT_EQ(back.slot, 7);
   EXPECT_EQ(back.ordinals, std::vector<int>{3});
@@ -40,7 +38,7 @@ TEST(Protocol, PlanRoundTrips) {
 // the CPU's none; and its slot is a plan's number.
 TEST(Protocol, APlansOrdinalsNameItsGpus) {
   const auto decoded = [](const std::string& fields) {
-    return pp::decode_plan(R"({"protocol":6,)" + fields + "}");
+    return pp::decode_plan(R"({"protocol":7,)" + fields + "}");
   };
   EXPECT_TRUE(decoded(R"("kind":"cuda","ordinals":[2])"));
   EXPECT_TRUE(decoded(R"("kind":"cpu")"));
@@ -95,17 +93,17 @@ TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","bench_size":-4})").find("bench_size"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","soak_seconds":-1})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","soak_seconds":-1})").find("soak"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","inject_iteration":-2})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 

@@ -1,11 +1,12 @@
 // The real engine client: engine sessions. One precision-probe-engine process loads the image's
 // LibTorch once and runs every device's plan at once, a thread each (the CPU's too, below the
-// GPUs' priority); a second one, with TF32 on, runs every GPU's tf32 check. A run therefore loads
-// LibTorch at most twice whatever its GPU count. The probe owns the clock: a plan silent for
-// longer than a check may take hung, and the session holding it is ended; what the session's
-// other plans left unfinished, and what a session that died left, runs again in isolated sessions
-// of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a GPU that hangs or
-// crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per run".
+// GPUs' priority), tf32 included (cuBLAS asked for TF32 by name: no process has LibTorch's TF32
+// override on). A run therefore loads LibTorch once whatever its GPU count. The probe owns the
+// clock: a plan silent for longer than a check may take hung, and the session holding it is ended;
+// what the session's other plans left unfinished, and what a session that died left, runs again in
+// isolated sessions of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a
+// GPU that hangs or crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per
+// run".
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kEngineName = "precision-probe-engine";
 constexpr std::size_t kStderrTail = 2048;
-// LibTorch reads it once per process: on in the TF32 session, off in every other.
+// LibTorch reads it once per process: off in every session, so that fp32 is proven as fp32.
 constexpr const char* kTf32Override = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE";
 // The longest result line a session may send (the longest real one is a few hundred bytes).
 constexpr std::size_t kMaxLine = 1U << 20U;
@@ -51,14 +52,11 @@ std::string last_line(const std::string& text) {
 }
 
 // What a session loads and how it is started: LibTorch's CPU library (a session of the CPU
-// alone) or its CUDA one, TF32 on or off; shared by every plan of its kind, or isolated (one plan,
-// its GPUs alone visible).
+// alone) or its CUDA one; shared by every plan of its kind, or isolated (one plan, its GPUs alone
+// visible).
 struct SessionKind {
   bool gpu = false;
-  bool tf32 = false;
-  friend bool operator==(SessionKind a, SessionKind b) {
-    return a.gpu == b.gpu && a.tf32 == b.tf32;
-  }
+  friend bool operator==(SessionKind a, SessionKind b) { return a.gpu == b.gpu; }
 };
 
 struct Session {
@@ -100,10 +98,9 @@ class ProcessEngine final : public Engine {
     if (!engine_ || lib_dir_.empty()) return;
     const std::lock_guard<std::mutex> lock(mutex_);
     if (what.gpus > 0) {
-      (void)session_of({true, false});
-      if (what.tf32_gpus > 0) (void)session_of({true, true});
+      (void)session_of({true});
     } else if (what.cpu) {
-      (void)session_of({false, false});
+      (void)session_of({false});
     }
     trace(fmt::format("{} engine session(s) started ahead", sessions_.size()));
   }
@@ -166,15 +163,15 @@ class ProcessEngine final : public Engine {
  private:
   // --- Sessions ----------------------------------------------------------------------------
 
-  // Starts a session: LibTorch's CUDA library in a GPU session, its CPU one alone; TF32 on in the
-  // TF32 session and off in every other; an isolated session sees `visible` alone (its plan's
-  // GPUs, or none for the CPU). Where it cannot be started, why.
+  // Starts a session: LibTorch's CUDA library in a GPU session, its CPU one alone; LibTorch's TF32
+  // override off; an isolated session sees `visible` alone (its plan's GPUs, or none for the
+  // CPU). Where it cannot be started, why.
   Expected<Session*> start_session(SessionKind kind, const std::optional<std::string>& visible) {
     // A session ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (!kind.gpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind.gpu && visible) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *visible);
-    overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
+    overrides.emplace_back(kTf32Override);
     const std::string library = lib_dir_ + (kind.gpu ? "/libtorch_cuda.so" : "/libtorch_cpu.so");
     const std::vector<std::string> argv = {*engine_, "--worker", kind.gpu ? "gpu" : "cpu",
                                            "--libtorch", library};
@@ -186,8 +183,8 @@ class ProcessEngine final : public Engine {
         !started) {
       return Unexpected{started.error()};
     }
-    trace(fmt::format("engine session started ({}{}{})", kind.gpu ? "GPU" : "CPU",
-                      kind.tf32 ? ", TF32" : "", session->isolated ? ", isolated" : ""));
+    trace(fmt::format("engine session started ({}{})", kind.gpu ? "GPU" : "CPU",
+                      session->isolated ? ", isolated" : ""));
     sessions_.push_back(std::move(session));
     return sessions_.back().get();
   }
@@ -200,16 +197,14 @@ class ProcessEngine final : public Engine {
     return start_session(kind, std::nullopt);
   }
 
-  // Where a plan runs: a GPU's tf32 in the TF32 session, every other GPU plan in the GPU session,
-  // the CPU's in the GPU session where there is one (its LibTorch carries the CPU's), else in a
-  // session of its own.
+  // Where a plan runs: a GPU's in the GPU session, the CPU's in the GPU session where there is one
+  // (its LibTorch carries the CPU's), else in a session of its own.
   Expected<Session*> shared_session_for(const WorkerPlan& plan) {
-    if (plan.tf32_process) return session_of({true, true});
-    if (plan.kind == DeviceKind::cuda) return session_of({true, false});
+    if (plan.kind == DeviceKind::cuda) return session_of({true});
     for (auto& s : sessions_) {
-      if (!s->isolated && !s->broken && s->kind == SessionKind{true, false}) return s.get();
+      if (!s->isolated && !s->broken && s->kind == SessionKind{true}) return s.get();
     }
-    return session_of({false, false});
+    return session_of({false});
   }
 
   // Ends a session: killed with its group, its pipes closed; no plan goes to it any more.
@@ -367,8 +362,9 @@ class ProcessEngine final : public Engine {
     }
   }
 
-  // A GPU's TF32 plan measures after the GPU's main plan: its "go" once that one is done (or
-  // gone), at once where the run has none.
+  // A held plan measures after the other plans of its device: its "go" once they are done (or
+  // gone), at once where the run has none. (No plan the probe makes holds since tf32 left its
+  // process of its own; the engine keeps the protocol's "go".)
   void release_held() {
     for (auto& entry : slots_) {
       const auto id = entry.first;
@@ -377,8 +373,7 @@ class ProcessEngine final : public Engine {
       const bool partner_running = std::any_of(slots_.begin(), slots_.end(), [&](const auto& e) {
         const Slot& other = e.second;
         return &other != &slot && !other.settled && other.plan.kind == slot.plan.kind &&
-               other.plan.index == slot.plan.index && !other.plan.tf32_process &&
-               other.plan.collective_ranks == 0;
+               other.plan.index == slot.plan.index && other.plan.collective_ranks == 0;
       });
       if (partner_running) continue;
       slot.session->child->write_input(encode_go(id) + "\n");

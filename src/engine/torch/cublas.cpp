@@ -41,11 +41,15 @@ struct Cublas::Api {
 };
 
 Expected<std::unique_ptr<Cublas>> Cublas::open(const Torch& torch, void* stream) {
+  return open([&torch](const char* name) { return torch.symbol(name); }, stream);
+}
+
+Expected<std::unique_ptr<Cublas>> Cublas::open(const SymbolFinder& symbol, void* stream) {
   std::unique_ptr<Cublas> c(new Cublas);
   c->api_ = std::make_unique<Api>();
   Api& a = *c->api_;
-  auto find = [&torch](auto& slot, const char* name) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(torch.symbol(name));
+  auto find = [&symbol](auto& slot, const char* name) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol(name));
     return slot != nullptr;
   };
   for (auto [ok, name] : {std::pair{find(a.create, "cublasCreate_v2"), "cublasCreate_v2"},

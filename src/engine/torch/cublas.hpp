@@ -6,6 +6,7 @@
 // (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE) once per process, and its C ABI has no other; asking cuBLAS
 // proves tf32 in the process that proves fp32 as fp32 (docs/engine.md, "TF32").
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,9 @@ class Cublas {
   // A handle of the image's cuBLAS for the calling thread's current device, its work queued on
   // `stream` (LibTorch's current one); the error says which function the image lacks or failed.
   static Expected<std::unique_ptr<Cublas>> open(const Torch& torch, void* stream);
+  // The same with the functions found by `symbol` (a test's stand-in for LibTorch's handle).
+  using SymbolFinder = std::function<void*(const char*)>;
+  static Expected<std::unique_ptr<Cublas>> open(const SymbolFinder& symbol, void* stream);
   Cublas(const Cublas&) = delete;
   Cublas& operator=(const Cublas&) = delete;
   ~Cublas();

@@ -88,8 +88,7 @@ struct Slot {
 
 class ProcessEngine final : public Engine {
  public:
-  ProcessEngine(const System& system, Expected<std::string> engine)
-      : system_(system), engine_(std::move(engine)) {}
+  explicit ProcessEngine(Expected<std::string> engine) : engine_(std::move(engine)) {}
   ProcessEngine(const ProcessEngine&) = delete;
   ProcessEngine& operator=(const ProcessEngine&) = delete;
   ~ProcessEngine() override { finish(); }
@@ -599,7 +598,6 @@ class ProcessEngine final : public Engine {
         plan.index, result.device_uuid, plan.cuda_visible_devices);
   }
 
-  const System& system_;
   const Expected<std::string> engine_;  // the engine executable's path, or why there is none
   std::string lib_dir_;                 // the image's torch/lib (use_libtorch)
   // The CPU's run and the GPUs' run may be under way at once: one caller reads the sessions at a
@@ -638,7 +636,7 @@ Expected<std::string> find_engine_executable(const System& system, const std::st
 }
 
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {
-  return std::make_unique<ProcessEngine>(system, find_engine_executable(system, self_exe));
+  return std::make_unique<ProcessEngine>(find_engine_executable(system, self_exe));
 }
 
 }  // namespace precision_probe

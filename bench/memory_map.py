@@ -109,36 +109,35 @@ def cmdline(pid):
         return ""
 
 
-starts = {}  # pid: its start on CLOCK_BOOTTIME, ms (read while it lives)
-
-
 def boot_ms():
     return time.clock_gettime(time.CLOCK_BOOTTIME) * 1000
 
 
 def sample(command, match, interval_s, trace_file):
-    """Run `command` traced; {pid: (cmdline, peak kinds, peak dirty, peak at s)} of the matching
-    processes of its tree, and {pid: [(boot ms, Private_Dirty KiB)]} of every sample."""
-    peaks, series = {}, {}
-    starts.clear()
+    """Run `command` traced; per matching process of its tree, read when first seen: its
+    command line (again while empty) and its start (`start_ms`); then every sample (`series`: boot ms, Private_Dirty
+    KiB) and the one with the most Private_Dirty (`kinds`, `dirty`, `at_s`)."""
+    procs = {}
     t0 = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=trace_file,
                              env={**os.environ, "PRECISION_PROBE_TRACE": "1"})
     while child.poll() is None:
         for pid in descendants(child.pid):
-            if match not in executable(pid):
+            if pid not in procs and match not in executable(pid):
                 continue
             kinds = read_smaps(pid)
             if not kinds:
                 continue
             dirty = sum(k["Private_Dirty"] for k in kinds.values())
-            starts.setdefault(pid, start_boot_ms(pid))
-            series.setdefault(pid, []).append((boot_ms(), dirty))
-            old = peaks.get(pid)
-            if old is None or dirty > old[2]:
-                peaks[pid] = (cmdline(pid), kinds, dirty, time.monotonic() - t0)
+            proc = procs.setdefault(pid, {"cmdline": cmdline(pid), "start_ms": start_boot_ms(pid),
+                                          "series": [], "kinds": None, "dirty": -1, "at_s": 0.0})
+            if not proc["cmdline"]:  # empty while its exec is under way: read again
+                proc["cmdline"] = cmdline(pid)
+            proc["series"].append((boot_ms(), dirty))
+            if dirty > proc["dirty"]:
+                proc.update(kinds=kinds, dirty=dirty, at_s=time.monotonic() - t0)
         time.sleep(interval_s)
-    return child.returncode, time.monotonic() - t0, peaks, series
+    return child.returncode, time.monotonic() - t0, procs
 
 
 def start_boot_ms(pid):
@@ -195,24 +194,23 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "memory-map-trace.txt"), "w+") as trace_file:
         try:
-            rc, wall, peaks, series = sample(command, args.match, args.sample_ms / 1000, trace_file)
+            rc, wall, procs = sample(command, args.match, args.sample_ms / 1000, trace_file)
         except OSError as e:
             sys.exit(f"bench: {command[0]}: {e.strerror}")
         trace_file.seek(0)
         trace_text = trace_file.read()
-    print(f"{' '.join(command)}: exit {rc} in {wall:.2f} s; {len(peaks)} process(es) matching {args.match!r}")
-    lines = {}
-    for pid, (line, kinds, _, at_s) in peaks.items():
-        print_process(pid, line, kinds, at_s)
-        lines[pid] = timeline(trace_text, pid, starts.get(pid) or 0.0, series.get(pid, []))
-        for event, ms, dirty in lines[pid]:
+    print(f"{' '.join(command)}: exit {rc} in {wall:.2f} s; {len(procs)} process(es) matching {args.match!r}")
+    report = []
+    for pid, proc in procs.items():
+        print_process(pid, proc["cmdline"], proc["kinds"], proc["at_s"])
+        rows = timeline(trace_text, pid, proc["start_ms"] or 0.0, proc["series"])
+        for event, ms, dirty in rows:
             print(f"    {ms:8.1f} ms  {'-' if dirty is None else f'{dirty / 1024:7.1f}':>7} MiB dirty  {event[:70]}")
+        report.append({"pid": pid, "cmdline": proc["cmdline"], "peak_at_s": proc["at_s"],
+                       "kinds_kib": proc["kinds"], "timeline": rows})
     with open(os.path.join(args.out, "memory-map.json"), "w") as f:
-        json.dump({"command": command, "exit": rc, "wall_s": wall,
-                   "processes": [{"pid": pid, "cmdline": line, "peak_at_s": at_s, "kinds_kib": kinds,
-                                  "timeline": lines[pid]}
-                                 for pid, (line, kinds, _, at_s) in peaks.items()]}, f, indent=1)
-    return 0 if peaks else 1
+        json.dump({"command": command, "exit": rc, "wall_s": wall, "processes": report}, f, indent=1)
+    return 0 if procs else 1
 
 
 if __name__ == "__main__":

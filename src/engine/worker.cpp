@@ -11,7 +11,6 @@
 #include <functional>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,7 +37,7 @@ std::optional<std::string> env(const char* name) {
   return std::string(value);
 }
 
-// One line of stdin (a plan, or "go SLOT"); nullopt at its end.
+// One line of stdin (a plan); nullopt at its end.
 std::optional<std::string> read_line() {
   std::string line;
   if (!std::getline(std::cin, line)) return std::nullopt;
@@ -218,8 +217,8 @@ Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
   return driver;
 }
 
-// The session: LibTorch loaded once, each plan on a thread of its own as it arrives, held plans
-// released by "go SLOT", the end of stdin the end of the plans.
+// The session: LibTorch loaded once, each plan on a thread of its own as it arrives, the end of
+// stdin the end of the plans.
 class Session {
  public:
   Session(const WorkerArgs& args, const StartKnobs& knobs) : args_(args), knobs_(knobs) {
@@ -230,28 +229,11 @@ class Session {
   ~Session() { end(); }
 
   void start(const WorkerPlan& plan) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      released_.emplace(plan.slot, false);
-    }
     threads_.start_or_run([this, plan] { run(plan); });
   }
 
-  void release(int slot) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    released_[slot] = true;
-    changed_.notify_all();
-  }
-
-  // No more plans: the held ones are released unmeasured; the plans under way finish.
-  void end() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      ended_ = true;
-      changed_.notify_all();
-    }
-    threads_.join();
-  }
+  // No more plans: the plans under way finish.
+  void end() { threads_.join(); }
 
  private:
   void load() {
@@ -309,12 +291,6 @@ class Session {
     return {std::move(prepared), std::move(cuda)};
   }
 
-  bool wait_for_go(int slot) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this, slot] { return released_[slot] || ended_; });
-    return released_[slot];
-  }
-
   void run(const WorkerPlan& plan) {
     // The CPU's checks beside GPUs never delay theirs on a machine short of CPUs: the lowest
     // priority for this thread and the threads it starts (LibTorch's pool inherits it).
@@ -335,8 +311,7 @@ class Session {
       answer_unavailable(plan, classify_error(cuda.error()), cuda.error());
     } else {
       if (*cuda) (*cuda)->make_current();  // on this thread, bound before LibTorch was there
-      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.preload,
-                      [this, &plan] { return wait_for_go(plan.slot); });
+      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.preload);
     }
     emit(encode_done(plan.slot));
     trace(fmt::format("plan {} done", plan.slot));
@@ -349,19 +324,13 @@ class Session {
   std::optional<Loaded> loaded_;
   bool driver_started_ = false;              // the driver's start is over (a GPU session's)
   std::optional<std::string> driver_error_;  // why it did not start
-  std::map<int, bool> released_;             // a plan's slot: whether its "go" came
-  bool ended_ = false;
-  Threads threads_;  // last: joined before what the threads use goes
+  Threads threads_;                          // last: joined before what the threads use goes
 };
 
-// One line of stdin, taken: a plan started, a held plan released. A line that is neither is the
-// session's end with an error (a probe that does not speak its protocol).
+// One line of stdin, taken: a plan started. A line that is not one is the session's end with an
+// error (a probe that does not speak its protocol).
 Expected<void> take_line(const std::string& line, const WorkerArgs& args, Session& session) {
   if (trim(line).empty()) return {};
-  if (const std::optional<int> slot = decode_go(line)) {
-    session.release(*slot);
-    return {};
-  }
   Expected<WorkerPlan> plan = decode_plan(line);
   if (!plan) return Unexpected{plan.error()};
   if (std::string problem = plan_problem(*plan, args.kind); !problem.empty()) {

@@ -27,9 +27,6 @@ struct WorkerPlan {
   std::vector<Mode> smoke;   // matmul precisions to smoke-test
   std::vector<Mode> amp;     // mixed-precision training modes to run
   std::uint64_t seed = 0;    // random inputs are drawn from this seed
-  // After its smoke tests (and its soak's golden results), wait for a line "go" on stdin before
-  // benchmarks and the soak (no plan the probe makes holds now; the protocol keeps it).
-  bool hold = false;
   std::int64_t bench_size = 0;  // > 0: benchmark every smoke mode that passed, at this size
   int collective_ranks = 0;     // > 0: this plan runs the NCCL all-reduce over that many
                                 // GPUs (`ordinals`) and nothing else

@@ -594,8 +594,8 @@ TEST(Probe, AReleaseBelowTheFloorRunsNoKernelNamingBoth) {
 }
 
 // tf32 is in its GPU's one plan, beside fp32 (the engine asks cuBLAS for TF32 by name: no process
-// of its own), its benchmark and its share of the soak too; nothing is held, and one session is
-// started ahead for the GPUs.
+// of its own), its benchmark and its share of the soak too; one session is started ahead for the
+// GPUs.
 TEST(Probe, EachGpusTf32IsInItsOnePlan) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});
@@ -612,7 +612,6 @@ TEST(Probe, EachGpusTf32IsInItsOnePlan) {
   EXPECT_EQ(std::count(main.smoke.begin(), main.smoke.end(), Mode::tf32), 1);
   EXPECT_EQ(std::count(main.smoke.begin(), main.smoke.end(), Mode::fp32), 1);
   EXPECT_EQ(std::count(main.soak_modes.begin(), main.soak_modes.end(), Mode::tf32), 1);
-  EXPECT_FALSE(main.hold);
   EXPECT_NEAR(main.soak_seconds, 12.0, 1e-9);
   ASSERT_FALSE(p.engine.prestarts.empty());
   EXPECT_EQ(p.engine.prestarts.front().gpus, 1);

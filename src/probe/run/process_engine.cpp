@@ -80,8 +80,6 @@ struct Slot {
   WorkerResult* result = nullptr;
   Session* session = nullptr;
   Clock::time_point last_line;  // a line of the plan resets its per-check clock
-  bool holding = false;         // it said it waits for its "go" (its clock does not run meanwhile)
-  bool released = false;        // its "go" was sent
   bool hung = false;            // silent past --check-timeout: its session was ended
   bool settled = false;         // done, or given up with its result saying why
 };
@@ -259,7 +257,7 @@ class ProcessEngine final : public Engine {
     return std::all_of(ids.begin(), ids.end(), [this](int id) { return slots_.at(id).settled; });
   }
 
-  // The run's clock, the per-check watchdog, the sessions lost and the plans held.
+  // The run's clock, the per-check watchdog and the sessions lost.
   void look_after(Clock::time_point deadline, const Limits& limits) {
     const bool stopped = limits.stop && limits.stop();
     if (stopped || Clock::now() >= deadline) {
@@ -268,7 +266,6 @@ class ProcessEngine final : public Engine {
     }
     watch(limits);
     rerun_what_was_lost();
-    release_held();
   }
 
   // What cut the plans off: a signal, the run given up (a --device found missing), or the run's
@@ -305,7 +302,7 @@ class ProcessEngine final : public Engine {
   void watch(const Limits& limits) {
     const Clock::time_point now = Clock::now();
     for (auto& [id, slot] : slots_) {
-      if (slot.settled || slot.hung || slot.holding || slot.session == nullptr) continue;
+      if (slot.settled || slot.hung || slot.session == nullptr) continue;
       if (now - slot.last_line <= limits.per_check) continue;
       slot.hung = true;
       slot.result->problem = ErrorKind::timed_out;
@@ -356,29 +353,7 @@ class ProcessEngine final : public Engine {
       for (std::size_t i = 0; i < slot.plan.ordinals.size(); ++i) {
         slot.plan.ordinals[i] = static_cast<int>(i);
       }
-      slot.holding = slot.released = false;
       send(slot, **isolated);
-    }
-  }
-
-  // A held plan measures after the other plans of its device: its "go" once they are done (or
-  // gone), at once where the run has none. (No plan the probe makes holds since tf32 left its
-  // process of its own; the engine keeps the protocol's "go".)
-  void release_held() {
-    for (auto& entry : slots_) {
-      const auto id = entry.first;
-      Slot& slot = entry.second;  // named, not bound: a lambda below captures it
-      if (!slot.plan.hold || slot.released || slot.settled || !slot.holding) continue;
-      const bool partner_running = std::any_of(slots_.begin(), slots_.end(), [&](const auto& e) {
-        const Slot& other = e.second;
-        return &other != &slot && !other.settled && other.plan.kind == slot.plan.kind &&
-               other.plan.index == slot.plan.index && other.plan.collective_ranks == 0;
-      });
-      if (partner_running) continue;
-      slot.session->child->write_input(encode_go(id) + "\n");
-      slot.released = true;
-      slot.holding = false;
-      slot.last_line = Clock::now();
     }
   }
 
@@ -519,7 +494,6 @@ class ProcessEngine final : public Engine {
     Slot& slot = slots_.at(*note->slot);
     if (!slot.result->stack) slot.result->stack = s.hello;
     slot.last_line = Clock::now();
-    if (note->holding) slot.holding = true;
     if (note->done) {
       slot.settled = true;
       trace(fmt::format("plan {} ({}) done", *note->slot,

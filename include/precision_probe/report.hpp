@@ -139,6 +139,15 @@ struct SoakReport {
   std::optional<SoakTelemetry> telemetry;  // GPUs
 };
 
+// A device whose checks ran again in an isolated engine session because the session shared with
+// the run's other devices was lost before they were done: what ended it. Its verdicts are the
+// isolated session's (diagnostic engine-session-lost).
+struct EngineRerun {
+  std::string why;          // "the engine worker crashed (SIGKILL)"
+  std::string signal;       // the signal that ended the session ("SIGKILL"), where one did
+  std::string hung_device;  // the device whose hung check the probe ended it for ("GPU 3")
+};
+
 struct DeviceReport {
   DeviceKind kind = DeviceKind::cpu;
   int index = -1;  // visible GPU index; -1 for the CPU (and for `arch`)
@@ -150,6 +159,7 @@ struct DeviceReport {
   PerMode<PrecisionResult> precisions;
   Recommendation recommendation;
   std::optional<SoakReport> soak;  // --soak
+  std::optional<EngineRerun> engine_rerun;
 
   std::string label() const;  // "GPU 0", "CPU"
   const PrecisionResult* find(Mode mode) const { return precisions.find(mode); }

@@ -785,6 +785,13 @@ std::enable_if_t<is<S, Recommendation>> fields(V& v, S& r) {
 }
 
 template <class V, class S>
+std::enable_if_t<is<S, EngineRerun>> fields(V& v, S& e) {
+  v("why", e.why);
+  v("signal", e.signal);
+  v("hung_device", e.hung_device);
+}
+
+template <class V, class S>
 std::enable_if_t<is<S, DeviceReport>> fields(V& v, S& d) {
   v.when(d.index >= 0, "index", d.index);
   v("kind", d.kind);
@@ -795,6 +802,7 @@ std::enable_if_t<is<S, DeviceReport>> fields(V& v, S& d) {
   v.details([&] { v("recommendation", d.recommendation); });
   v.benches("bench", d.precisions);
   v.omit_unless(d.soak.has_value(), "soak", d.soak);
+  v.omit_unless(d.engine_rerun.has_value(), "engine_rerun", d.engine_rerun);
   v.omit_unless(d.gpu.has_value(), "gpu", d.gpu);
   v.omit_unless(d.cpu.has_value(), "cpu", d.cpu);
   // A GPU's says null when unknown; a CPU has none.

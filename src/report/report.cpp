@@ -114,6 +114,12 @@ void make_printable(DeviceReport& d) {
   }
   for (auto [mode, p] : d.precisions) make_printable(p);
   safe(d.recommendation.reason);
+  if (d.engine_rerun) {
+    for (std::string* s :
+         {&d.engine_rerun->why, &d.engine_rerun->signal, &d.engine_rerun->hung_device}) {
+      safe(*s);
+    }
+  }
 }
 
 }  // namespace

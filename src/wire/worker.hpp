@@ -56,6 +56,7 @@ struct WorkerResult {
   bool finished = false;                // the worker said "done"
   ErrorKind problem = ErrorKind::none;  // timed_out, crashed or runtime (could not start)
   std::string problem_message;
+  std::optional<EngineRerun> rerun;  // it ran again in an isolated session: why the shared one went
 };
 
 }  // namespace precision_probe

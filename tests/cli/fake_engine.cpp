@@ -9,6 +9,8 @@
 //                      context) | slow | stall:MODE | slowbf16 |
 //                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
 //                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
+//                      killed (the session SIGKILLed after the plan's first check, as the OOM
+//                      killer ends a process) |
 //                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
 //                      then stays) | flood (an endless line) | loadfail (LIB cannot be loaded:
 //                      every check answered unavailable) | abi:X.Y.Z (LIB says it is X.Y.Z) |
@@ -16,6 +18,8 @@
 //                      near:MODE (MODE's smoke test right, its error half its tolerance)
 //   FAKE_ENGINE_ON     cpu | cuda | any (default) | gpu:N (GPU N's only): which plans misbehave
 //                      (loadfail: the sessions of that kind's library)
+//   FAKE_ENGINE_ONCE   a file: the first plan to misbehave creates it, and none misbehaves where
+//                      it exists (a fault that does not come again when the plan runs again)
 //   FAKE_ENGINE_PATCH  a JSON object from line type to a JSON merge patch applied to every line of
 //                      that type (null: such lines are not sent), for hostile workers:
 //                      {"amp":{"loss_rel_diff":-1},"collective":null}
@@ -28,6 +32,7 @@
 //   FAKE_ENGINE_HOLD_MS each session waits this long before its hello, as a real one loads
 //                      LibTorch (bench/startup.py's test samples its memory)
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -382,6 +387,16 @@ void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
   }
 }
 
+// Whether this plan may misbehave under FAKE_ENGINE_ONCE: it is the first of the run to.
+bool first_to_misbehave() {
+  const std::string once = env("FAKE_ENGINE_ONCE");
+  if (once.empty()) return true;
+  const int fd = ::open(once.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
 // One plan of the session, on its thread: as a real engine runs it, but for its behaviour.
 void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::StackInfo& s) {
   t_slot = plan.slot;
@@ -394,6 +409,7 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
   const bool this_gpu =
       plan.kind == pp::DeviceKind::cuda && on == "gpu:" + std::to_string(plan.index);
   if (on != "any" && on != kind && !this_gpu) behaviour = "ok";
+  if (behaviour != "ok" && !first_to_misbehave()) behaviour = "ok";
 
   if (!s.load_error.empty()) {
     answer_unloaded(plan, s);
@@ -420,6 +436,7 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
       std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
       std::raise(SIGSEGV);
     }
+    if (behaviour == "killed" && i == 0) std::raise(SIGKILL);
   }
   for (Mode mode : plan.amp) emit(pp::encode_amp(slot(), mode, amp(mode, behaviour)));
   measurements(plan, behaviour);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,6 +90,15 @@ TEST(Sessions, EightGpusLoadLibTorchsCudaLibraryOnceAsOneGpuDoes) {
   EXPECT_NE(cpu_sessions[0].find("cpu --worker cpu --libtorch"), std::string::npos);
 }
 
+// The run's diagnostics of `code`.
+std::vector<json> diagnostics_of(const json& report, const std::string& code) {
+  std::vector<json> found;
+  for (const json& d : report.at("diagnostics")) {
+    if (d.at("code") == code) found.push_back(d);
+  }
+  return found;
+}
+
 // GPU 3's checks crash their process: the session's other plans run again in isolated sessions
 // and pass; GPU 3's, run again alone, crash again, so the crash is its own (exit 4).
 TEST(Sessions, AGpuWhoseChecksCrashCostsOnlyItsOwnVerdicts) {
@@ -114,6 +124,61 @@ TEST(Sessions, AGpuWhoseChecksCrashCostsOnlyItsOwnVerdicts) {
       EXPECT_EQ(by.count("failed"), 0U) << d.at("name") << " " << d.at("index");
       EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native");
     }
+  }
+  // The loss is said, as GPU 3's own: it crashed again alone (info: its failure is the error).
+  const std::vector<json> lost = diagnostics_of(j, "engine-session-lost");
+  ASSERT_EQ(lost.size(), 1U) << j.at("diagnostics");
+  EXPECT_EQ(lost[0].at("severity"), "info");
+  const std::string message = lost[0].at("message");
+  EXPECT_NE(message.find("crashed (SIGSEGV)"), std::string::npos) << message;
+  EXPECT_NE(message.find("GPU 3 crashed again alone"), std::string::npos) << message;
+  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
+    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
+  }
+}
+
+// The shared session SIGKILLed from outside (as the kernel's OOM killer ends a process) while
+// GPU 1's checks run, a fault that does not come again: every plan it left runs again in an
+// isolated session and passes (exit 0), and the report says so, a warning naming the signal and
+// the devices whose verdicts came from there, so that an engine killed for memory is not unsaid.
+TEST(Sessions, ASessionKilledFromOutsideRunsAgainAndIsSaid) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(gpus(2)),
+           {"FAKE_ENGINE=killed", "FAKE_ENGINE_ON=gpu:1", "FAKE_ENGINE_ONCE=" + dir + "/once",
+            "FAKE_ENGINE_PIDS=" + dir + "/pids", "FAKE_ENGINE_SESSIONS=" + dir + "/sessions"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/once")) << "the session was never killed";
+  const json j = json::parse(r.out);
+  std::vector<std::string> rerun;
+  for (const json& d : j.at("devices")) {
+    EXPECT_EQ(statuses_of(d).count("failed"), 0U) << d;
+    if (d.at("kind") == "cuda") {
+      EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native");
+    }
+    if (!d.contains("engine_rerun")) continue;
+    const json& e = d.at("engine_rerun");
+    EXPECT_EQ(e.at("signal"), "SIGKILL") << e;
+    EXPECT_EQ(e.at("why"), "the engine worker was killed (SIGKILL)") << e;
+    EXPECT_EQ(e.at("hung_device"), "") << e;
+    rerun.push_back(d.at("kind") == "cuda" ? "GPU " + std::to_string(d.at("index").get<int>())
+                                           : std::string("CPU"));
+  }
+  ASSERT_NE(std::find(rerun.begin(), rerun.end(), "GPU 1"), rerun.end()) << r.out;
+  // Isolated sessions ran them: more sessions than the shared ones.
+  EXPECT_GT(lines_of(dir + "/sessions").size(), 1U);
+  const std::vector<json> lost = diagnostics_of(j, "engine-session-lost");
+  ASSERT_EQ(lost.size(), 1U) << j.at("diagnostics");
+  EXPECT_EQ(lost[0].at("severity"), "warning");
+  const std::string message = lost[0].at("message");
+  EXPECT_NE(message.find("the checks of " + pp::join(rerun, ", ") + " was lost"), std::string::npos)
+      << message;
+  EXPECT_NE(lost[0].at("hint").get<std::string>().find("OOM killer"), std::string::npos);
+  bool validator = false;
+  const std::string invalid = pp::testing::validate_against_schema(r.out, validator);
+  if (validator) {
+    EXPECT_EQ(invalid, "") << "engine_rerun against docs/report.schema.json";
   }
   for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
     EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";

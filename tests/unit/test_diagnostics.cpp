@@ -321,3 +321,83 @@ TEST(Diagnostics, OneCauseIsSaidOnce) {
   EXPECT_NE(d->message.find("names no GPU (1 present: 0)"), std::string::npos) << d->message;
   EXPECT_EQ(find(r, "no-cuda-device"), std::nullopt);
 }
+
+namespace {
+
+// Every plan passes; the devices named in `rerun` ran again in an isolated session after `lost`,
+// and `crashed_again` (a GPU index, or -2 for none) crashed in bf16 there.
+void answer_with_rerun(Machine& m, const std::set<int>& rerun, const pp::EngineRerun& lost,
+                       int crashed_again = -2) {
+  m.engine.answer = [rerun, lost, crashed_again](const pp::WorkerPlan& plan) {
+    pp::WorkerResult r;
+    r.kind = plan.kind;
+    r.index = plan.index;
+    r.finished = true;
+    for (Mode mode : plan.smoke) r.smoke[mode] = pp::testing::passed(1e-4);
+    for (Mode mode : plan.amp) r.amp[mode] = pp::testing::passed_amp(mode);
+    if (rerun.count(plan.index) > 0) r.rerun = lost;
+    if (plan.index == crashed_again && plan.kind == pp::DeviceKind::cuda) {
+      pp::SmokeOutcome crash;
+      crash.error_kind = pp::ErrorKind::crashed;
+      crash.error = "the engine worker crashed (" + lost.signal + ")";
+      r.smoke[Mode::bf16] = crash;
+    }
+    return r;
+  };
+}
+
+}  // namespace
+
+// The shared session SIGKILLed from outside, its plans passing alone: the devices that ran again
+// are named, with the signal, as a warning pointing at the OOM killer; the exit code is the
+// verdicts' (0), and the JSON says which devices ran again.
+TEST(Diagnostics, ASessionKilledFromOutsideIsAWarningNamingTheDevicesThatRanAgain) {
+  Machine m({kH200, kH200});
+  answer_with_rerun(m, {1, -1}, {"the engine worker was killed (SIGKILL)", "SIGKILL", ""});
+  const pp::Report r = m.run();
+  EXPECT_EQ(r.exit_code, 0);
+  const auto lost = find(r, "engine-session-lost");
+  ASSERT_NE(lost, std::nullopt) << ::testing::PrintToString(codes(r));
+  EXPECT_EQ(lost->severity, Severity::warning);
+  EXPECT_NE(lost->message.find("the checks of GPU 1, CPU was lost before they were done (the "
+                               "engine worker was killed (SIGKILL))"),
+            std::string::npos)
+      << lost->message;
+  EXPECT_NE(lost->hint.find("OOM killer"), std::string::npos) << lost->hint;
+  const std::vector<std::string> all = codes(r);
+  EXPECT_EQ(std::count(all.begin(), all.end(), "engine-session-lost"), 1);
+  ASSERT_EQ(r.devices.size(), 3U);
+  EXPECT_FALSE(r.devices[0].engine_rerun.has_value());
+  ASSERT_TRUE(r.devices[1].engine_rerun.has_value());
+  EXPECT_EQ(r.devices[1].engine_rerun->signal, "SIGKILL");
+}
+
+// The probe ended the session for GPU 1's hung check: the others that ran again are information,
+// pointing at that device; where one device crashed again alone the crash is its own.
+TEST(Diagnostics, ASessionLostToOneDevicesFaultIsInformation) {
+  Machine hung({kH200, kH200});
+  answer_with_rerun(hung, {0},
+                    {"GPU 1's check hung (timed out: a check did not finish within 2 s "
+                     "(--check-timeout))",
+                     "", "GPU 1"});
+  const auto after_hang = find(hung.run(), "engine-session-lost");
+  ASSERT_NE(after_hang, std::nullopt);
+  EXPECT_EQ(after_hang->severity, Severity::info);
+  EXPECT_NE(after_hang->message.find("the checks of GPU 0 was lost"), std::string::npos);
+  EXPECT_NE(after_hang->hint.find("shared with GPU 1"), std::string::npos) << after_hang->hint;
+
+  Machine crash({kH200, kH200});
+  answer_with_rerun(crash, {0, 1}, {"the engine worker crashed (SIGSEGV)", "SIGSEGV", ""}, 1);
+  const pp::Report r = crash.run();
+  EXPECT_EQ(r.exit_code, 4);  // GPU 1's bf16 crashed
+  const auto crashed = find(r, "engine-session-lost");
+  ASSERT_NE(crashed, std::nullopt);
+  EXPECT_EQ(crashed->severity, Severity::info);
+  EXPECT_NE(crashed->message.find("; GPU 1 crashed again alone"), std::string::npos)
+      << crashed->message;
+  EXPECT_NE(crashed->hint.find("see the failed checks of GPU 1"), std::string::npos);
+
+  // Nothing lost: nothing said.
+  Machine healthy({kH200});
+  EXPECT_EQ(find(healthy.run(), "engine-session-lost"), std::nullopt);
+}

@@ -76,6 +76,16 @@ TEST(ReportJson, EveryShapeOfReportReadsBackToTheSameDocument) {
   expect_round_trip(none);
 
   expect_round_trip(pp::usage_error_report("--device: GPU 5 does not exist", h200.system));
+
+  pp::Report rerun = quick.run();
+  rerun.devices.front().engine_rerun =
+      pp::EngineRerun{"the engine worker was killed (SIGKILL)", "SIGKILL", ""};
+  expect_round_trip(rerun);
+  const pp::Expected<pp::Report> read = pp::read_report_json(pp::report_to_json(rerun));
+  ASSERT_TRUE(read) << read.error();
+  ASSERT_TRUE(read->devices.front().engine_rerun.has_value());
+  EXPECT_EQ(read->devices.front().engine_rerun->signal, "SIGKILL");
+  EXPECT_FALSE(read->devices.back().engine_rerun.has_value());
 }
 
 TEST(ReportJson, TheReadReportHasTheValues) {

@@ -196,6 +196,7 @@ std::optional<WorkerRun> cpu_work(const RunResults& results) {
   const std::optional<WorkerRun>& bench = results.cpu_bench;
   if (!bench || !bench->result || !w.result) return w;
   w.result->bench = bench->result->bench;
+  if (!w.result->rerun) w.result->rerun = bench->result->rerun;
   if (bench->result->problem != ErrorKind::none && w.result->problem == ErrorKind::none) {
     w.result->problem = bench->result->problem;
     w.result->problem_message = bench->result->problem_message;
@@ -289,6 +290,7 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
     fill_precisions(d, support, work, matmul, training);
     if (work) d.soak = soak_report(options, work->plan, result, interrupted);
     if (d.soak) add_telemetry(*d.soak, gpu.uuid, results);
+    if (result != nullptr) d.engine_rerun = result->rerun;
     report.devices.push_back(std::move(d));
   }
 }
@@ -311,6 +313,7 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
       d, [&cpu](Mode m) { return cpu_hardware_support(cpu, m); }, work, why,
       training_not_run(options, why));
   if (work) d.soak = soak_report(options, work->plan, result, !results.interrupted.empty());
+  if (result != nullptr) d.engine_rerun = result->rerun;
   report.devices.push_back(std::move(d));
 }
 

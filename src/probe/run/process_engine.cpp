@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <condition_variable>
 #include <cstdio>
 #include <list>
@@ -67,9 +68,11 @@ struct Session {
   std::string err_tail;
   bool out_open = true;
   bool err_open = true;
-  bool used = false;     // a plan was sent to it
-  bool broken = false;   // killed, died or broke the protocol: no plan goes to it any more
-  std::string lost_why;  // what broke it, for the plans it leaves that cannot run again
+  bool used = false;        // a plan was sent to it
+  bool broken = false;      // killed, died or broke the protocol: no plan goes to it any more
+  std::string lost_why;     // what broke it, for the plans it leaves that cannot run again
+  std::string lost_signal;  // the signal it died of, where it crashed
+  std::string hung_device;  // the device whose hung check it was ended for
   std::optional<Clock::time_point> killed_at;
   std::optional<StackInfo> hello;
 };
@@ -309,7 +312,9 @@ class ProcessEngine final : public Engine {
       slot.result->problem_message =
           fmt::format("timed out: a check did not finish within {:g} s (--check-timeout)",
                       static_cast<double>(limits.per_check.count()) / 1000.0);
-      slot.session->lost_why = slot.result->problem_message;
+      slot.session->lost_why =
+          fmt::format("{}'s check hung ({})", device_of(slot.plan), slot.result->problem_message);
+      slot.session->hung_device = device_of(slot.plan);
       end_session(*slot.session);
     }
     // A hung plan's session gone (or past its grace: named as stuck), the plan is given up.
@@ -348,6 +353,9 @@ class ProcessEngine final : public Engine {
         continue;
       }
       trace(fmt::format("plan {} runs again in an isolated session ({})", id, lost_reason(lost)));
+      if (!slot.result->rerun) {
+        slot.result->rerun = EngineRerun{lost_reason(lost), lost.lost_signal, lost.hung_device};
+      }
       slot.plan = *rest;
       // Its GPUs alone are visible there: CUDA numbers them from 0.
       for (std::size_t i = 0; i < slot.plan.ordinals.size(); ++i) {
@@ -496,12 +504,13 @@ class ProcessEngine final : public Engine {
     slot.last_line = Clock::now();
     if (note->done) {
       slot.settled = true;
-      trace(fmt::format("plan {} ({}) done", *note->slot,
-                        slot.plan.kind == DeviceKind::cuda
-                            ? "GPU " + std::to_string(slot.plan.index)
-                            : std::string("CPU")));
+      trace(fmt::format("plan {} ({}) done", *note->slot, device_of(slot.plan)));
     }
     return {};
+  }
+
+  static std::string device_of(const WorkerPlan& plan) {
+    return plan.kind == DeviceKind::cuda ? "GPU " + std::to_string(plan.index) : "CPU";
   }
 
   // A session that broke the protocol: ended; its plans not done run again in isolation, where
@@ -517,10 +526,14 @@ class ProcessEngine final : public Engine {
     const int status = s.child->status();
     const std::string detail = last_line(s.err_tail);
     std::string why =
-        WIFSIGNALED(status)
-            ? fmt::format("the engine worker crashed ({})", signal_name(WTERMSIG(status)))
-            : fmt::format("the engine worker exited with code {} before finishing",
-                          WEXITSTATUS(status));
+        fmt::format("the engine worker exited with code {} before finishing", WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+      // A SIGKILL the probe did not send is no crash: something ended it (the OOM killer, most
+      // often).
+      s.lost_signal = signal_name(WTERMSIG(status));
+      why = fmt::format("the engine worker {} ({})",
+                        WTERMSIG(status) == SIGKILL ? "was killed" : "crashed", s.lost_signal);
+    }
     if (!detail.empty()) why += ": " + detail;
     return why;
   }

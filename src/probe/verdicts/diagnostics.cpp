@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -594,6 +595,64 @@ void ungated_failures(Collector& c, const Report& r) {
   }
 }
 
+// Why a lost session's devices ran again, by what ended it: the probe itself (another device's
+// check hung), a crash that came again with one device alone (that device's own), a SIGKILL the
+// probe did not send (the OOM killer, most often), or a crash or an exit that did not come again.
+std::string rerun_hint(const EngineRerun& e, const std::vector<std::string>& again) {
+  if (!e.hung_device.empty()) {
+    return "nothing to do for the others: the probe ended the session they shared with " +
+           e.hung_device + " to free their checks; see its timed-out check";
+  }
+  if (!again.empty()) {
+    return "see the failed checks of " + join(again, ", ") +
+           ": the crash came again with it alone, so it is that device's";
+  }
+  if (e.signal == "SIGKILL") {
+    return "the probe does not send SIGKILL: the kernel's OOM killer most often (`dmesg | grep -i "
+           "oom`, the container cgroup's memory.events `oom_kill`); give the probe's container "
+           "more memory (docs/performance.md has its peak per GPU), or find what killed it";
+  }
+  return "it did not come again with each device alone, so it depends on what ran beside it: "
+         "run again with PRECISION_PROBE_TRACE=1 and report it with that output";
+}
+
+bool crashed(const DeviceReport& d) {
+  for (const auto& [mode, p] : d.precisions) {
+    if (p.failure == ErrorKind::crashed) return true;
+  }
+  return false;
+}
+
+// Devices whose checks ran again in an isolated session, the shared one lost before they were
+// done: their verdicts stand, what ended the session is said (a diagnostic a cause).
+void lost_sessions(Collector& c, const Report& r) {
+  using Cause = std::tuple<std::string, std::string, std::string>;
+  std::map<Cause, std::vector<const DeviceReport*>> by_cause;
+  for (const DeviceReport& d : r.devices) {
+    if (d.engine_rerun) {
+      const EngineRerun& e = *d.engine_rerun;
+      by_cause[{e.why, e.signal, e.hung_device}].push_back(&d);
+    }
+  }
+  for (const auto& [cause, devices] : by_cause) {
+    const EngineRerun e{std::get<0>(cause), std::get<1>(cause), std::get<2>(cause)};
+    std::vector<std::string> labels;
+    std::vector<std::string> again;  // their checks crashed again alone
+    for (const DeviceReport* d : devices) {
+      labels.push_back(d->label());
+      if (crashed(*d)) again.push_back(d->label());
+    }
+    const bool explained = !e.hung_device.empty() || !again.empty();
+    c.add(DiagnosticCode::engine_session_lost, explained ? Severity::info : Severity::warning,
+          fmt::format("the engine session running the checks of {} was lost before they were "
+                      "done ({}); what they had not answered ran again in an isolated session "
+                      "each, and their verdicts are from there{}",
+                      join(labels, ", "), e.why,
+                      again.empty() ? "" : "; " + join(again, ", ") + " crashed again alone"),
+          rerun_hint(e, again));
+  }
+}
+
 // "GPU 0 (NVIDIA H200, GPU-..., 0000:17:00.0)": what a datacentre ticket needs.
 std::string identity(const DeviceReport& d) {
   if (!d.gpu) return d.label() + " (" + d.name + ")";
@@ -725,6 +784,7 @@ std::vector<Diagnostic> diagnose(const Report& report, const DiagnosticFacts& fa
   libtorch(c, report);
   disagreement(c, report);
   ungated_failures(c, report);
+  lost_sessions(c, report);
   cpu_blas(c, report);
   soak(c, report);
   return out;

@@ -50,6 +50,7 @@ enum class DiagnosticCode {
   driver_hung,
   driver_out_of_time,
   driver_crashed,
+  engine_session_lost,
   silent_data_corruption,
   soak_golden_disagrees,
   soak_straggler,
@@ -62,7 +63,7 @@ struct DiagnosticInfo {
   std::string_view name;  // the report's `code`: stable, kebab-case
 };
 
-inline constexpr std::array<DiagnosticInfo, 40> kDiagnosticCodes = {{
+inline constexpr std::array<DiagnosticInfo, 41> kDiagnosticCodes = {{
     {DiagnosticCode::driver_library_not_found, "driver-library-not-found"},
     {DiagnosticCode::cuda_library_not_found, "cuda-library-not-found"},
     {DiagnosticCode::device_nodes_missing, "device-nodes-missing"},
@@ -98,6 +99,7 @@ inline constexpr std::array<DiagnosticInfo, 40> kDiagnosticCodes = {{
     {DiagnosticCode::driver_hung, "driver-hung"},
     {DiagnosticCode::driver_out_of_time, "driver-out-of-time"},
     {DiagnosticCode::driver_crashed, "driver-crashed"},
+    {DiagnosticCode::engine_session_lost, "engine-session-lost"},
     {DiagnosticCode::silent_data_corruption, "silent-data-corruption"},
     {DiagnosticCode::soak_golden_disagrees, "soak-golden-disagrees"},
     {DiagnosticCode::soak_straggler, "soak-straggler"},

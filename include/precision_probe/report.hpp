@@ -146,6 +146,8 @@ struct EngineRerun {
   std::string why;          // "the engine worker crashed (SIGKILL)"
   std::string signal;       // the signal that ended the session ("SIGKILL"), where one did
   std::string hung_device;  // the device whose hung check the probe ended it for ("GPU 3")
+  // Killed: whether an OOM killer did it, as the cgroup's oom_kill count says (nullopt: unknown).
+  std::optional<bool> oom_killer;
 };
 
 struct DeviceReport {

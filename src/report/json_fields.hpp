@@ -789,6 +789,7 @@ std::enable_if_t<is<S, EngineRerun>> fields(V& v, S& e) {
   v("why", e.why);
   v("signal", e.signal);
   v("hung_device", e.hung_device);
+  v("oom_killer", e.oom_killer);
 }
 
 template <class V, class S>

@@ -9,8 +9,8 @@
 //                      context) | slow | stall:MODE | slowbf16 |
 //                      oom:MODE (CUDA out of memory in MODE's smoke test, training run or
 //                      benchmark) | inexact:DTYPE | nonccl | wronggpu |
-//                      killed (the session SIGKILLed after the plan's first check, as the OOM
-//                      killer ends a process) |
+//                      killed (the session SIGKILLed after the plan's first check where others
+//                      are left, as the OOM killer ends a process) |
 //                      orphan (leaves a process holding its stdout, exits 1) | linger (says done,
 //                      then stays) | flood (an endless line) | loadfail (LIB cannot be loaded:
 //                      every check answered unavailable) | abi:X.Y.Z (LIB says it is X.Y.Z) |
@@ -409,7 +409,8 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
   const bool this_gpu =
       plan.kind == pp::DeviceKind::cuda && on == "gpu:" + std::to_string(plan.index);
   if (on != "any" && on != kind && !this_gpu) behaviour = "ok";
-  if (behaviour != "ok" && !first_to_misbehave()) behaviour = "ok";
+  // (killed: where it kills, once more checks are left.)
+  if (behaviour != "ok" && behaviour != "killed" && !first_to_misbehave()) behaviour = "ok";
 
   if (!s.load_error.empty()) {
     answer_unloaded(plan, s);
@@ -436,7 +437,9 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
       std::signal(SIGSEGV, SIG_DFL);  // a real crash, even where a sanitizer catches SIGSEGV
       std::raise(SIGSEGV);
     }
-    if (behaviour == "killed" && i == 0) std::raise(SIGKILL);
+    if (behaviour == "killed" && i == 0 && plan.smoke.size() > 1 && first_to_misbehave()) {
+      std::raise(SIGKILL);
+    }
   }
   for (Mode mode : plan.amp) emit(pp::encode_amp(slot(), mode, amp(mode, behaviour)));
   measurements(plan, behaviour);

@@ -353,7 +353,8 @@ void answer_with_rerun(Machine& m, const std::set<int>& rerun, const pp::EngineR
 // verdicts' (0), and the JSON says which devices ran again.
 TEST(Diagnostics, ASessionKilledFromOutsideIsAWarningNamingTheDevicesThatRanAgain) {
   Machine m({kH200, kH200});
-  answer_with_rerun(m, {1, -1}, {"the engine worker was killed (SIGKILL)", "SIGKILL", ""});
+  answer_with_rerun(m, {1, -1},
+                    {"the engine worker was killed (SIGKILL)", "SIGKILL", "", std::nullopt});
   const pp::Report r = m.run();
   EXPECT_EQ(r.exit_code, 0);
   const auto lost = find(r, "engine-session-lost");
@@ -379,7 +380,7 @@ TEST(Diagnostics, ASessionLostToOneDevicesFaultIsInformation) {
   answer_with_rerun(hung, {0},
                     {"GPU 1's check hung (timed out: a check did not finish within 2 s "
                      "(--check-timeout))",
-                     "", "GPU 1"});
+                     "", "GPU 1", std::nullopt});
   const auto after_hang = find(hung.run(), "engine-session-lost");
   ASSERT_NE(after_hang, std::nullopt);
   EXPECT_EQ(after_hang->severity, Severity::info);
@@ -387,7 +388,8 @@ TEST(Diagnostics, ASessionLostToOneDevicesFaultIsInformation) {
   EXPECT_NE(after_hang->hint.find("shared with GPU 1"), std::string::npos) << after_hang->hint;
 
   Machine crash({kH200, kH200});
-  answer_with_rerun(crash, {0, 1}, {"the engine worker crashed (SIGSEGV)", "SIGSEGV", ""}, 1);
+  answer_with_rerun(crash, {0, 1},
+                    {"the engine worker crashed (SIGSEGV)", "SIGSEGV", "", std::nullopt}, 1);
   const pp::Report r = crash.run();
   EXPECT_EQ(r.exit_code, 4);  // GPU 1's bf16 crashed
   const auto crashed = find(r, "engine-session-lost");

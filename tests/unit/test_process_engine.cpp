@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "binary.hpp"
+#include "fakes.hpp"
 #include "strings/strings.hpp"
 #include "probe/platform/system.hpp"
 #include "probe/run/engine_client.hpp"
@@ -86,4 +87,77 @@ TEST(ProcessEngine, EveryPlanOfARunInOneSession) {
     EXPECT_NE(s.find("cuda --worker gpu"), std::string::npos) << s;
   }
   EXPECT_EQ(started, 1U) << pp::testing::read_all(fake.sessions);
+}
+
+namespace {
+
+// The machine's files but a cgroup whose OOM killer count is 0 at its first read and
+// `kills_after` after (as the kernel's OOM killer counts a kill), under a limit of 1 GiB.
+class OomCountingSystem : public pp::testing::FakeSystem {
+ public:
+  explicit OomCountingSystem(int kills_after) : kills_after_(kills_after) {
+    env["PRECISION_PROBE_ENGINE"] = PP_FAKE_ENGINE;
+    paths.insert(PP_FAKE_ENGINE);
+    files["/proc/self/cgroup"] = "0::/\n";
+    files["/sys/fs/cgroup/memory.max"] = "1073741824\n";
+  }
+  std::optional<std::string> read_file(const std::string& path) const override {
+    if (path != "/sys/fs/cgroup/memory.events") return FakeSystem::read_file(path);
+    return "oom 1\noom_kill " + std::to_string(reads_++ == 0 ? 0 : kills_after_) + "\n";
+  }
+
+ private:
+  int kills_after_;
+  mutable int reads_ = 0;
+};
+
+// Two GPU plans in a session the fake engine SIGKILLs after one check: what the one that ran
+// again says of why.
+pp::EngineRerun rerun_after_a_kill(const pp::System& system) {
+  const std::string once = pp::testing::make_temp_dir() + "/once";
+  ::setenv("FAKE_ENGINE", "killed", 1);
+  ::setenv("FAKE_ENGINE_ONCE", once.c_str(), 1);
+  std::unique_ptr<pp::Engine> engine = pp::make_process_engine(system, "");
+  engine->use_libtorch(PP_FAKE_TORCH_LIB);
+  std::vector<pp::WorkerPlan> plans = {gpu_plan(0, false), gpu_plan(1, false)};
+  for (pp::WorkerPlan& p : plans) p.smoke.push_back(pp::Mode::fp16);  // left after the kill
+  const std::vector<pp::WorkerResult> results = engine->run(plans, limits());
+  engine->finish();
+  ::unsetenv("FAKE_ENGINE");
+  ::unsetenv("FAKE_ENGINE_ONCE");
+  for (const pp::WorkerResult& r : results) {
+    EXPECT_TRUE(r.finished) << r.problem_message;
+    if (r.rerun) return *r.rerun;
+  }
+  ADD_FAILURE() << "no plan ran again";
+  return {};
+}
+
+}  // namespace
+
+// A session SIGKILLed: where the cgroup's count of OOM kills rose meanwhile, the OOM killer did it
+// (with the cgroup's limit); where it did not, something else; where the cgroup does not say, the
+// kill alone is said.
+TEST(ProcessEngine, AKilledSessionSaysWhetherTheOomKillerDidIt) {
+  const OomCountingSystem oom(1);
+  const pp::EngineRerun by_oom = rerun_after_a_kill(oom);
+  EXPECT_EQ(by_oom.signal, "SIGKILL");
+  EXPECT_EQ(by_oom.oom_killer, std::optional<bool>(true));
+  EXPECT_EQ(by_oom.why,
+            "the engine worker was killed (SIGKILL) by the kernel's OOM killer "
+            "(/sys/fs/cgroup/memory.events: oom_kill 0 -> 1; the cgroup's limit 1024 MiB)");
+
+  const OomCountingSystem other(0);
+  const pp::EngineRerun by_other = rerun_after_a_kill(other);
+  EXPECT_EQ(by_other.oom_killer, std::optional<bool>(false));
+  EXPECT_EQ(by_other.why,
+            "the engine worker was killed (SIGKILL), not by the OOM killer (the count of its "
+            "kills in /sys/fs/cgroup/memory.events stayed at 0)");
+
+  pp::testing::FakeSystem unknown;
+  unknown.env["PRECISION_PROBE_ENGINE"] = PP_FAKE_ENGINE;
+  unknown.paths.insert(PP_FAKE_ENGINE);
+  const pp::EngineRerun by_someone = rerun_after_a_kill(unknown);
+  EXPECT_FALSE(by_someone.oom_killer.has_value());
+  EXPECT_EQ(by_someone.why, "the engine worker was killed (SIGKILL)");
 }

@@ -79,7 +79,7 @@ TEST(ReportJson, EveryShapeOfReportReadsBackToTheSameDocument) {
 
   pp::Report rerun = quick.run();
   rerun.devices.front().engine_rerun =
-      pp::EngineRerun{"the engine worker was killed (SIGKILL)", "SIGKILL", ""};
+      pp::EngineRerun{"the engine worker was killed (SIGKILL)", "SIGKILL", "", std::nullopt};
   expect_round_trip(rerun);
   const pp::Expected<pp::Report> read = pp::read_report_json(pp::report_to_json(rerun));
   ASSERT_TRUE(read) << read.error();

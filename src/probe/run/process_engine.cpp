@@ -28,6 +28,7 @@
 #include "strings/strings.hpp"
 #include "trace/trace.hpp"
 #include "process/process.hpp"
+#include "probe/platform/cgroup.hpp"
 #include "probe/platform/system.hpp"
 #include "probe/run/engine_client.hpp"
 
@@ -73,6 +74,7 @@ struct Session {
   std::string lost_why;     // what broke it, for the plans it leaves that cannot run again
   std::string lost_signal;  // the signal it died of, where it crashed
   std::string hung_device;  // the device whose hung check it was ended for
+  std::optional<bool> oom_killer;  // killed: whether the cgroup's OOM killer count rose
   std::optional<Clock::time_point> killed_at;
   std::optional<StackInfo> hello;
 };
@@ -89,7 +91,8 @@ struct Slot {
 
 class ProcessEngine final : public Engine {
  public:
-  explicit ProcessEngine(Expected<std::string> engine) : engine_(std::move(engine)) {}
+  ProcessEngine(Expected<std::string> engine, const System& system)
+      : engine_(std::move(engine)), system_(system) {}
   ProcessEngine(const ProcessEngine&) = delete;
   ProcessEngine& operator=(const ProcessEngine&) = delete;
   ~ProcessEngine() override { finish(); }
@@ -175,6 +178,8 @@ class ProcessEngine final : public Engine {
     const std::string library = lib_dir_ + (kind.gpu ? "/libtorch_cuda.so" : "/libtorch_cpu.so");
     const std::vector<std::string> argv = {*engine_, "--worker", kind.gpu ? "gpu" : "cpu",
                                            "--libtorch", library};
+    // What the cgroup's OOM killer had done before any session: a SIGKILL later is told by it.
+    if (sessions_.empty()) oom_before_ = read_cgroup_memory(system_);
     auto session = std::make_unique<Session>();
     session->kind = kind;
     session->isolated = visible.has_value();
@@ -354,7 +359,8 @@ class ProcessEngine final : public Engine {
       }
       trace(fmt::format("plan {} runs again in an isolated session ({})", id, lost_reason(lost)));
       if (!slot.result->rerun) {
-        slot.result->rerun = EngineRerun{lost_reason(lost), lost.lost_signal, lost.hung_device};
+        slot.result->rerun =
+            EngineRerun{lost_reason(lost), lost.lost_signal, lost.hung_device, lost.oom_killer};
       }
       slot.plan = *rest;
       // Its GPUs alone are visible there: CUDA numbers them from 0.
@@ -520,8 +526,9 @@ class ProcessEngine final : public Engine {
     end_session(s);
   }
 
-  // Why a session went away, from its exit: a crash, or an exit before its plans were done.
-  static std::string exit_reason(Session& s) {
+  // Why a session went away, from its exit: a crash, a kill (by the OOM killer where the cgroup's
+  // count of its kills rose), or an exit before its plans were done.
+  std::string exit_reason(Session& s) const {
     if (!s.child->try_reap()) return "the engine session went away";
     const int status = s.child->status();
     const std::string detail = last_line(s.err_tail);
@@ -533,12 +540,30 @@ class ProcessEngine final : public Engine {
       s.lost_signal = signal_name(WTERMSIG(status));
       why = fmt::format("the engine worker {} ({})",
                         WTERMSIG(status) == SIGKILL ? "was killed" : "crashed", s.lost_signal);
+      if (WTERMSIG(status) == SIGKILL) why += oom_note(s);
     }
     if (!detail.empty()) why += ": " + detail;
     return why;
   }
 
-  static std::string lost_reason(Session& s) {
+  // Whether the OOM killer ended a killed session: the cgroup's count of its kills since the run's
+  // first session, and the cgroup's limit ("" where the cgroup does not say).
+  std::string oom_note(Session& s) const {
+    const std::optional<CgroupMemory> now = read_cgroup_memory(system_);
+    if (!oom_before_ || !now || now->events != oom_before_->events) return "";
+    s.oom_killer = now->oom_kills > oom_before_->oom_kills;
+    if (!*s.oom_killer) {
+      return fmt::format(", not by the OOM killer (the count of its kills in {} stayed at {})",
+                         now->events, now->oom_kills);
+    }
+    const std::string limit =
+        now->limit ? fmt::format("{:.0f} MiB", static_cast<double>(*now->limit) / (1U << 20U))
+                   : std::string("none");
+    return fmt::format(" by the kernel's OOM killer ({}: oom_kill {} -> {}; the cgroup's limit {})",
+                       now->events, oom_before_->oom_kills, now->oom_kills, limit);
+  }
+
+  std::string lost_reason(Session& s) const {
     if (s.lost_why.empty()) s.lost_why = exit_reason(s);
     return s.lost_why;
   }
@@ -585,8 +610,10 @@ class ProcessEngine final : public Engine {
         plan.index, result.device_uuid, plan.cuda_visible_devices);
   }
 
-  const Expected<std::string> engine_;  // the engine executable's path, or why there is none
-  std::string lib_dir_;                 // the image's torch/lib (use_libtorch)
+  const Expected<std::string> engine_;      // the engine executable's path, or why there is none
+  const System& system_;                    // the cgroup's files
+  std::optional<CgroupMemory> oom_before_;  // the cgroup's, before the run's first session
+  std::string lib_dir_;                     // the image's torch/lib (use_libtorch)
   // The CPU's run and the GPUs' run may be under way at once: one caller reads the sessions at a
   // time (pumping_), every caller waits for its own plans.
   std::mutex mutex_;
@@ -623,7 +650,7 @@ Expected<std::string> find_engine_executable(const System& system, const std::st
 }
 
 std::unique_ptr<Engine> make_process_engine(const System& system, const std::string& self_exe) {
-  return std::make_unique<ProcessEngine>(find_engine_executable(system, self_exe));
+  return std::make_unique<ProcessEngine>(find_engine_executable(system, self_exe), system);
 }
 
 }  // namespace precision_probe

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -607,6 +606,14 @@ std::string rerun_hint(const EngineRerun& e, const std::vector<std::string>& aga
     return "see the failed checks of " + join(again, ", ") +
            ": the crash came again with it alone, so it is that device's";
   }
+  if (e.signal == "SIGKILL" && e.oom_killer == std::optional<bool>(true)) {
+    return "give the probe's container more memory than its cgroup's limit (docs/performance.md "
+           "has the probe's peak per GPU), or run it where less else runs in that cgroup";
+  }
+  if (e.signal == "SIGKILL" && e.oom_killer == std::optional<bool>(false)) {
+    return "something outside the probe sent SIGKILL (a supervisor, an eviction, `kill -9`): find "
+           "what, in its logs and the kernel's (`dmesg`)";
+  }
   if (e.signal == "SIGKILL") {
     return "the probe does not send SIGKILL: the kernel's OOM killer most often (`dmesg | grep -i "
            "oom`, the container cgroup's memory.events `oom_kill`); give the probe's container "
@@ -626,16 +633,12 @@ bool crashed(const DeviceReport& d) {
 // Devices whose checks ran again in an isolated session, the shared one lost before they were
 // done: their verdicts stand, what ended the session is said (a diagnostic a cause).
 void lost_sessions(Collector& c, const Report& r) {
-  using Cause = std::tuple<std::string, std::string, std::string>;
-  std::map<Cause, std::vector<const DeviceReport*>> by_cause;
+  std::map<std::string, std::vector<const DeviceReport*>> by_cause;  // by what ended the session
   for (const DeviceReport& d : r.devices) {
-    if (d.engine_rerun) {
-      const EngineRerun& e = *d.engine_rerun;
-      by_cause[{e.why, e.signal, e.hung_device}].push_back(&d);
-    }
+    if (d.engine_rerun) by_cause[d.engine_rerun->why].push_back(&d);
   }
-  for (const auto& [cause, devices] : by_cause) {
-    const EngineRerun e{std::get<0>(cause), std::get<1>(cause), std::get<2>(cause)};
+  for (const auto& [why, devices] : by_cause) {
+    const EngineRerun e = *devices.front()->engine_rerun;
     std::vector<std::string> labels;
     std::vector<std::string> again;  // their checks crashed again alone
     for (const DeviceReport* d : devices) {

@@ -111,17 +111,15 @@ class OomCountingSystem : public pp::testing::FakeSystem {
   mutable int reads_ = 0;
 };
 
-// Two GPU plans in a session the fake engine SIGKILLs after one check: what the one that ran
-// again says of why.
+// Two GPU plans (three checks each) in a session the fake engine SIGKILLs after one check: what
+// the one that ran again says of why.
 pp::EngineRerun rerun_after_a_kill(const pp::System& system) {
   const std::string once = pp::testing::make_temp_dir() + "/once";
   ::setenv("FAKE_ENGINE", "killed", 1);
   ::setenv("FAKE_ENGINE_ONCE", once.c_str(), 1);
   std::unique_ptr<pp::Engine> engine = pp::make_process_engine(system, "");
   engine->use_libtorch(PP_FAKE_TORCH_LIB);
-  std::vector<pp::WorkerPlan> plans = {gpu_plan(0, false), gpu_plan(1, false)};
-  for (pp::WorkerPlan& p : plans) p.smoke.push_back(pp::Mode::fp16);  // left after the kill
-  const std::vector<pp::WorkerResult> results = engine->run(plans, limits());
+  const std::vector<pp::WorkerResult> results = engine->run({gpu_plan(0), gpu_plan(1)}, limits());
   engine->finish();
   ::unsetenv("FAKE_ENGINE");
   ::unsetenv("FAKE_ENGINE_ONCE");

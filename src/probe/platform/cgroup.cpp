@@ -67,8 +67,8 @@ std::optional<CgroupMemory> read_cgroup_memory(const System& system) {
   }
   // A hybrid machine's v2 hierarchy has no memory controller: v1's first where it has one.
   if (v1) {
-    if (auto m = read_at(system, {"/sys/fs/cgroup/memory", "memory.oom_control",
-                                  "memory.limit_in_bytes"},
+    if (auto m = read_at(system,
+                         {"/sys/fs/cgroup/memory", "memory.oom_control", "memory.limit_in_bytes"},
                          *v1)) {
       return m;
     }

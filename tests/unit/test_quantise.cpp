@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -276,4 +278,110 @@ TEST(Quantise, BlockwiseScalesArePaddedToFourColumns) {
   EXPECT_EQ(unit.scales, std::vector<float>(15, 1.0F));
   EXPECT_EQ(q::unit_scales(q::Recipe::nv_e2m1, 2, 32).scale_bytes,
             std::vector<std::uint8_t>(4, q::encode_e4m3(1.0F)));
+}
+
+namespace {
+
+// The formats' arithmetic definition, in double precision with libm (the encoders were this until
+// they worked on the float's bits): the nearest value, ties to even, e4m3 saturating at 448.
+float nearest_e4m3(float x) {
+  if (std::isnan(x)) return x;
+  const double a = std::fabs(static_cast<double>(x));
+  if (a >= 448.0) return std::copysign(448.0F, x);
+  if (a == 0.0) return std::copysign(0.0F, x);
+  int e = 0;
+  std::frexp(a, &e);
+  const int quantum = a < 0.015625 ? -9 : e - 1 - 3;
+  const double r = std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum);
+  return std::copysign(static_cast<float>(r), x);
+}
+
+std::uint8_t nearest_e2m1_code(float x) {
+  constexpr float kMagnitudes[] = {0.0F, 0.5F, 1.0F, 1.5F, 2.0F, 3.0F, 4.0F, 6.0F};
+  const float a = std::min(std::fabs(x), 6.0F);
+  unsigned best = 0;
+  for (unsigned code = 1; code < 8; ++code) {
+    const float d = std::fabs(kMagnitudes[code] - a);
+    const float best_d = std::fabs(kMagnitudes[best] - a);
+    if (d < best_d || (d == best_d && code % 2 == 0)) best = code;
+  }
+  return static_cast<std::uint8_t>(best | (x < 0.0F && best != 0 ? 0x8U : 0x0U));
+}
+
+float float_of(std::uint32_t u) {
+  float x = 0.0F;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// Floats where rounding is decided: for every exponent from 2^-30 to 2^10 and every top 4 bits of
+// the mantissa (e4m3 keeps 3, the 4th is the half), the low 19 bits at their edges (0, 1, a tie,
+// either side of it, all ones) and at random; both signs; the special values; and 2^20 floats at
+// random over every bit pattern.
+std::vector<float> deciding_floats() {
+  std::vector<float> out;
+  std::mt19937 gen(7);
+  const std::uint32_t edges[] = {0U, 1U, 0x3ffffU, 0x40000U, 0x40001U, 0x7fffeU, 0x7ffffU};
+  for (std::uint32_t exponent = 127 - 30; exponent <= 127 + 10; ++exponent) {
+    for (std::uint32_t top = 0; top < 16; ++top) {
+      std::vector<std::uint32_t> lows(std::begin(edges), std::end(edges));
+      for (int i = 0; i < 4; ++i) lows.push_back(gen() & 0x7ffffU);
+      for (std::uint32_t low : lows) {
+        const std::uint32_t bits = (exponent << 23U) | (top << 19U) | low;
+        out.push_back(float_of(bits));
+        out.push_back(float_of(bits | 0x80000000U));
+      }
+    }
+  }
+  for (float special : {0.0F,
+                        -0.0F,
+                        448.0F,
+                        464.0F,
+                        480.0F,
+                        0.015625F,
+                        0.0009765625F,
+                        std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::denorm_min(),
+                        std::numeric_limits<float>::min(),
+                        0.25F,
+                        0.75F,
+                        1.25F,
+                        1.75F,
+                        2.5F,
+                        3.5F,
+                        5.0F,
+                        6.0F,
+                        7.0F}) {
+    for (float f : {special, std::nextafter(special, 0.0F), std::nextafter(special, 1e30F)}) {
+      out.push_back(f);
+      out.push_back(-f);
+    }
+  }
+  for (int i = 0; i < (1 << 20); ++i) out.push_back(float_of(gen()));
+  return out;
+}
+
+}  // namespace
+
+// The encoders on the float's bits agree with the formats' arithmetic definition, bit for bit, on
+// every float where rounding is decided, NaN included (e4m3's NaN is 0x7F whatever its sign).
+TEST(Quantise, TheBitLevelEncodersAreTheArithmeticDefinition) {
+  std::size_t checked = 0;
+  for (float x : deciding_floats()) {
+    const float want = nearest_e4m3(x);
+    const float got = q::round_e4m3(x);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << x;
+      ASSERT_EQ(q::encode_e4m3(x), 0x7F) << x;
+    } else {
+      ASSERT_EQ(std::signbit(got), std::signbit(want)) << std::hexfloat << x;
+      ASSERT_EQ(got, want) << std::hexfloat << x;
+      ASSERT_EQ(q::decode_e4m3(q::encode_e4m3(x)), want) << std::hexfloat << x;
+    }
+    ASSERT_EQ(q::encode_e2m1(x), nearest_e2m1_code(x)) << std::hexfloat << x;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000000U);
+  EXPECT_EQ(q::encode_e2m1(std::numeric_limits<float>::quiet_NaN()), 0);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -12,7 +13,6 @@ namespace precision_probe::quantise {
 namespace {
 
 constexpr std::array<float, 8> kE2m1Magnitudes = {0.0F, 0.5F, 1.0F, 1.5F, 2.0F, 3.0F, 4.0F, 6.0F};
-constexpr double kE4m3MinNormal = 0.015625;  // 2^-6
 
 // floor(log2(a)) for a > 0, exactly.
 int exponent_of(double a) {
@@ -25,49 +25,78 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
-float round_e4m3(float x) {
-  if (std::isnan(x)) return x;
-  const double a = std::fabs(static_cast<double>(x));
-  if (a >= kE4m3Max) return std::copysign(kE4m3Max, x);
-  if (a == 0.0) return std::copysign(0.0F, x);
-  // Subnormals are spaced 2^-9 apart; normals have 3 mantissa bits.
-  const int quantum_exponent = a < kE4m3MinNormal ? -9 : exponent_of(a) - 3;
-  const double r = std::ldexp(std::nearbyint(std::ldexp(a, -quantum_exponent)), quantum_exponent);
-  return std::copysign(static_cast<float>(std::min(r, static_cast<double>(kE4m3Max))), x);
+namespace {
+
+std::uint32_t bits_of(float x) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
 }
 
+// Shifts `value` right by `shift` bits, rounding to nearest, ties to even (0 from 32 bits on).
+std::uint32_t shift_rounded(std::uint32_t value, unsigned shift) {
+  if (shift >= 32U) return 0;
+  const std::uint32_t kept = value >> shift;
+  const std::uint32_t rest = value & ((1U << shift) - 1U);
+  const std::uint32_t half = 1U << (shift - 1U);
+  return rest > half || (rest == half && (kept & 1U) != 0) ? kept + 1 : kept;
+}
+
+// Every e4m3 code's value (0x7F and 0xFF: NaN), computed once.
+const std::array<float, 256>& e4m3_values() {
+  static const std::array<float, 256> values = [] {
+    std::array<float, 256> v{};
+    for (unsigned bits = 0; bits < v.size(); ++bits) {
+      const unsigned exponent = (bits >> 3U) & 0xFU;
+      const unsigned mantissa = bits & 0x7U;
+      const double magnitude =
+          exponent == 0 ? std::ldexp(mantissa, -9)
+                        : std::ldexp(1.0 + mantissa / 8.0, static_cast<int>(exponent) - 7);
+      v[bits] = exponent == 0xF && mantissa == 0x7
+                    ? std::numeric_limits<float>::quiet_NaN()
+                    : static_cast<float>((bits & 0x80U) != 0 ? -magnitude : magnitude);
+    }
+    return v;
+  }();
+  return values;
+}
+
+}  // namespace
+
+// On the float's bits (every operand element passes here: libm's ldexp and frexp were most of the
+// smoke tests' input time, docs/performance.md): the exponent rebiased from 127 to 7 and the
+// mantissa rounded to 3 bits, a carry raising the exponent; below 2^-6, units of 2^-9.
 std::uint8_t encode_e4m3(float x) {
-  const float r = round_e4m3(x);
-  if (std::isnan(r)) return 0x7F;
-  const std::uint8_t sign = std::signbit(r) ? 0x80 : 0x00;
-  const double a = std::fabs(static_cast<double>(r));
-  if (a == 0.0) return sign;
-  if (a < kE4m3MinNormal) {
-    return static_cast<std::uint8_t>(sign | static_cast<int>(std::ldexp(a, 9)));
+  const std::uint32_t u = bits_of(x);
+  const std::uint32_t sign = (u >> 24U) & 0x80U;
+  const std::uint32_t magnitude = u & 0x7fffffffU;
+  if (magnitude > 0x7f800000U) return 0x7F;                 // NaN
+  if (magnitude >= bits_of(kE4m3Max)) return sign | 0x7EU;  // saturates at 448
+  const int exponent = static_cast<int>(magnitude >> 23U) - 127;
+  if (exponent < -126) return static_cast<std::uint8_t>(sign);  // zero, fp32 subnormals
+  std::uint32_t out = 0;
+  if (exponent >= -6) {
+    out = shift_rounded(magnitude - ((127U - 7U) << 23U), 20U);
+  } else {
+    const std::uint32_t significand = (magnitude & 0x7fffffU) | 0x800000U;
+    out = shift_rounded(significand, static_cast<unsigned>(14 - exponent));
   }
-  const int e = exponent_of(a);
-  const int mantissa = static_cast<int>((std::ldexp(a, -e) - 1.0) * 8.0);
-  return static_cast<std::uint8_t>(sign | ((e + 7) << 3) | mantissa);
+  return static_cast<std::uint8_t>(sign | out);
 }
 
-float decode_e4m3(std::uint8_t bits) {
-  const int exponent = (bits >> 3) & 0xF;
-  const int mantissa = bits & 0x7;
-  if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa, -9) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
-  return static_cast<float>((bits & 0x80) != 0 ? -magnitude : magnitude);
-}
+float round_e4m3(float x) { return std::isnan(x) ? x : decode_e4m3(encode_e4m3(x)); }
 
+float decode_e4m3(std::uint8_t bits) { return e4m3_values()[bits]; }
+
+// The nearest of 0, .5, 1, 1.5, 2, 3, 4, 6 by the midpoints between them, a tie to the even code
+// (strictly above a midpoint where the lower code is even, from it where the upper one is).
 std::uint8_t encode_e2m1(float x) {
-  const float a = std::min(std::fabs(x), kE2m1Max);
-  std::size_t best = 0;
-  for (std::size_t code = 1; code < kE2m1Magnitudes.size(); ++code) {
-    const float d = std::fabs(kE2m1Magnitudes[code] - a);
-    const float best_d = std::fabs(kE2m1Magnitudes[best] - a);
-    if (d < best_d || (d == best_d && code % 2 == 0)) best = code;  // ties to the even code
-  }
-  return static_cast<std::uint8_t>(best | (x < 0.0F && best != 0 ? 0x8U : 0x0U));
+  const float a = std::min(std::fabs(x), kE2m1Max);  // NaN stays NaN: every test below false
+  const unsigned code = static_cast<unsigned>(a > 0.25F) + static_cast<unsigned>(a >= 0.75F) +
+                        static_cast<unsigned>(a > 1.25F) + static_cast<unsigned>(a >= 1.75F) +
+                        static_cast<unsigned>(a > 2.5F) + static_cast<unsigned>(a >= 3.5F) +
+                        static_cast<unsigned>(a > 5.0F);
+  return static_cast<std::uint8_t>(code | (x < 0.0F && code != 0 ? 0x8U : 0x0U));
 }
 
 float decode_e2m1(std::uint8_t code) {

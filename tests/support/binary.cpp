@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 
 #include <algorithm>
@@ -12,12 +13,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "fakes.hpp"
+#include "strings/strings.hpp"
 
 namespace precision_probe::testing {
 
@@ -173,7 +176,11 @@ std::string make_temp_dir() {
   std::string templ = std::string(base != nullptr ? base : "/tmp") + "/pp-test-XXXXXX";
   std::vector<char> name(templ.begin(), templ.end());
   name.push_back('\0');
-  if (::mkdtemp(name.data()) == nullptr) return "";
+  // Never "": a test joins paths to it and writes there ("" + "/usr/bin/python3" is the system's
+  // python3, which a test whose temporary directory was deleted under it once overwrote).
+  if (::mkdtemp(name.data()) == nullptr) {
+    throw std::runtime_error("make_temp_dir: mkdtemp(" + templ + "): " + error_string(errno));
+  }
   temp_dirs().dirs.emplace_back(name.data());
   return name.data();
 }

@@ -72,8 +72,9 @@ std::vector<std::string> pids_in(const std::string& file);
 // end well, why.
 Expected<std::string> without_threads(const std::function<std::string()>& work);
 
-// A fresh empty directory under the system's temp dir, removed with what is in it when the test
-// program exits.
+// A fresh empty directory under the system's temp dir ($TMPDIR, else /tmp), removed with what is in
+// it when the test program exits; std::runtime_error where none can be made (never "": a test
+// joins paths to it).
 std::string make_temp_dir();
 
 // Validates a JSON document against docs/report.schema.json with python3-jsonschema.

@@ -36,7 +36,8 @@ if [ -z "${PP_SLURMD_TEST_NAMESPACE:-}" ]; then
   PP_SLURMD_TEST_NAMESPACE=1 exec unshare -m --propagation private "$BASH" "$0" "$@"
 fi
 
-dir=$(mktemp -d /tmp/pp-slurmd-XXXXXX)
+# Never "": every path below is joined to it (the script runs without -e).
+dir=$(mktemp -d /tmp/pp-slurmd-XXXXXX) && [ -n "$dir" ] || { echo "mktemp -d failed" >&2; exit 1; }
 chmod 755 "$dir"
 # The daemons' working directory, and so the health check's: slurmd allows core dumps, and a case
 # crashes the fake driver's process on purpose; its core is removed with the directory.

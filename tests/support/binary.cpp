@@ -172,8 +172,10 @@ Expected<std::string> without_threads(const std::function<std::string()>& work) 
 }
 
 std::string make_temp_dir() {
+  // An empty TMPDIR is unset, as mktemp(1) takes it (not "/pp-test-...", in the root).
   const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base != nullptr ? base : "/tmp") + "/pp-test-XXXXXX";
+  std::string templ =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/pp-test-XXXXXX";
   std::vector<char> name(templ.begin(), templ.end());
   name.push_back('\0');
   // Never "": a test joins paths to it and writes there ("" + "/usr/bin/python3" is the system's

@@ -403,3 +403,23 @@ TEST(Diagnostics, ASessionLostToOneDevicesFaultIsInformation) {
   Machine healthy({kH200});
   EXPECT_EQ(find(healthy.run(), "engine-session-lost"), std::nullopt);
 }
+
+// The shared session and then a device's isolated one killed by the OOM killer: the memory's
+// fault, not the device's (a warning with the memory's hint, the device named as killed again).
+TEST(Diagnostics, ADeviceKilledAgainByTheOomKillerIsNotBlamed) {
+  Machine m({kH200, kH200});
+  answer_with_rerun(m, {0, 1},
+                    {"the engine worker was killed (SIGKILL) by the kernel's OOM killer "
+                     "(/sys/fs/cgroup/memory.events: oom_kill 0 -> 1; the cgroup's limit 512 MiB)",
+                     "SIGKILL", "", true},
+                    1);
+  const pp::Report r = m.run();
+  const auto lost = find(r, "engine-session-lost");
+  ASSERT_NE(lost, std::nullopt);
+  EXPECT_EQ(lost->severity, Severity::warning);
+  EXPECT_NE(lost->message.find("; the OOM killer ended GPU 1 again alone"), std::string::npos)
+      << lost->message;
+  EXPECT_EQ(lost->message.find("crashed again alone"), std::string::npos) << lost->message;
+  EXPECT_NE(lost->hint.find("more memory than its cgroup's limit"), std::string::npos)
+      << lost->hint;
+}

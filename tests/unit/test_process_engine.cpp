@@ -111,19 +111,23 @@ class OomCountingSystem : public pp::testing::FakeSystem {
   mutable int reads_ = 0;
 };
 
-// Two GPU plans (three checks each) in a session the fake engine SIGKILLs after one check: what
-// the one that ran again says of why.
-pp::EngineRerun rerun_after_a_kill(const pp::System& system) {
-  const std::string once = pp::testing::make_temp_dir() + "/once";
+// Two GPU plans (three checks each) in a session the fake engine SIGKILLs after one check.
+// (`once`: the kill does not come again in the isolated sessions.)
+std::vector<pp::WorkerResult> run_killed(const pp::System& system, bool once) {
+  const std::string once_file = pp::testing::make_temp_dir() + "/once";
   ::setenv("FAKE_ENGINE", "killed", 1);
-  ::setenv("FAKE_ENGINE_ONCE", once.c_str(), 1);
+  if (once) ::setenv("FAKE_ENGINE_ONCE", once_file.c_str(), 1);
   std::unique_ptr<pp::Engine> engine = pp::make_process_engine(system, "");
   engine->use_libtorch(PP_FAKE_TORCH_LIB);
-  const std::vector<pp::WorkerResult> results = engine->run({gpu_plan(0), gpu_plan(1)}, limits());
+  std::vector<pp::WorkerResult> results = engine->run({gpu_plan(0), gpu_plan(1)}, limits());
   engine->finish();
   ::unsetenv("FAKE_ENGINE");
   ::unsetenv("FAKE_ENGINE_ONCE");
-  for (const pp::WorkerResult& r : results) {
+  return results;
+}
+
+pp::EngineRerun rerun_after_a_kill(const pp::System& system) {
+  for (const pp::WorkerResult& r : run_killed(system, true)) {
     EXPECT_TRUE(r.finished) << r.problem_message;
     if (r.rerun) return *r.rerun;
   }
@@ -158,4 +162,25 @@ TEST(ProcessEngine, AKilledSessionSaysWhetherTheOomKillerDidIt) {
   const pp::EngineRerun by_someone = rerun_after_a_kill(unknown);
   EXPECT_FALSE(by_someone.oom_killer.has_value());
   EXPECT_EQ(by_someone.why, "the engine worker was killed (SIGKILL)");
+}
+
+// The cgroup's one OOM kill is the shared session's: the isolated sessions killed again (the
+// fake's kill comes again there) are not blamed on it, each kill said once.
+TEST(ProcessEngine, EachOomKillIsSaidOfOneSessionOnly) {
+  const OomCountingSystem oom(1);
+  const std::vector<pp::WorkerResult> results = run_killed(oom, false);
+  std::size_t again = 0;
+  for (const pp::WorkerResult& r : results) {
+    ASSERT_TRUE(r.rerun.has_value()) << r.problem_message;
+    EXPECT_EQ(r.rerun->oom_killer, std::optional<bool>(true)) << r.rerun->why;
+    if (r.problem != pp::ErrorKind::crashed) continue;
+    ++again;
+    EXPECT_NE(r.problem_message.find("not by the OOM killer (the 1 kill(s) in "
+                                     "/sys/fs/cgroup/memory.events since the run started were of "
+                                     "sessions lost before)"),
+              std::string::npos)
+        << r.problem_message;
+  }
+  // (A plan left with one check is not killed again: the fake kills after a first check.)
+  EXPECT_GE(again, 1U) << "no isolated session was killed again";
 }

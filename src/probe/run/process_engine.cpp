@@ -346,6 +346,10 @@ class ProcessEngine final : public Engine {
       if (lost.isolated || !rest) {
         if (!rest) slot.result->finished = true;
         give_up(slot, ErrorKind::crashed, lost_reason(lost));
+        // Killed again alone by the OOM killer: the memory's fault, not the device's.
+        if (slot.result->rerun && lost.oom_killer == std::optional<bool>(true)) {
+          slot.result->rerun->oom_killer = true;
+        }
         continue;
       }
       const std::optional<std::string> visible = slot.plan.kind == DeviceKind::cuda
@@ -528,7 +532,7 @@ class ProcessEngine final : public Engine {
 
   // Why a session went away, from its exit: a crash, a kill (by the OOM killer where the cgroup's
   // count of its kills rose), or an exit before its plans were done.
-  std::string exit_reason(Session& s) const {
+  std::string exit_reason(Session& s) {
     if (!s.child->try_reap()) return "the engine session went away";
     const int status = s.child->status();
     const std::string detail = last_line(s.err_tail);
@@ -546,16 +550,26 @@ class ProcessEngine final : public Engine {
     return why;
   }
 
-  // Whether the OOM killer ended a killed session: the cgroup's count of its kills since the run's
-  // first session, and the cgroup's limit ("" where the cgroup does not say).
-  std::string oom_note(Session& s) const {
+  // Whether the OOM killer ended a killed session: the cgroup's kills since the run's first
+  // session that no session killed before accounts for, and the cgroup's limit (its ancestors'
+  // included); "" where the cgroup does not say.
+  std::string oom_note(Session& s) {
     const std::optional<CgroupMemory> now = read_cgroup_memory(system_);
     if (!oom_before_ || !now || now->events != oom_before_->events) return "";
-    s.oom_killer = now->oom_kills > oom_before_->oom_kills;
+    const std::uint64_t since =
+        now->oom_kills > oom_before_->oom_kills ? now->oom_kills - oom_before_->oom_kills : 0;
+    s.oom_killer = since > oom_attributed_;
     if (!*s.oom_killer) {
-      return fmt::format(", not by the OOM killer (the count of its kills in {} stayed at {})",
-                         now->events, now->oom_kills);
+      return since == 0 ? fmt::format(
+                              ", not by the OOM killer (the count of its kills in {} "
+                              "stayed at {})",
+                              now->events, now->oom_kills)
+                        : fmt::format(
+                              ", not by the OOM killer (the {} kill(s) in {} since the "
+                              "run started were of sessions lost before)",
+                              since, now->events);
     }
+    ++oom_attributed_;
     const std::string limit =
         now->limit ? fmt::format("{:.0f} MiB", static_cast<double>(*now->limit) / (1U << 20U))
                    : std::string("none");
@@ -563,7 +577,7 @@ class ProcessEngine final : public Engine {
                        now->events, oom_before_->oom_kills, now->oom_kills, limit);
   }
 
-  std::string lost_reason(Session& s) const {
+  std::string lost_reason(Session& s) {
     if (s.lost_why.empty()) s.lost_why = exit_reason(s);
     return s.lost_why;
   }
@@ -613,6 +627,7 @@ class ProcessEngine final : public Engine {
   const Expected<std::string> engine_;      // the engine executable's path, or why there is none
   const System& system_;                    // the cgroup's files
   std::optional<CgroupMemory> oom_before_;  // the cgroup's, before the run's first session
+  std::uint64_t oom_attributed_ = 0;        // its OOM kills since, said of a session already
   std::string lib_dir_;                     // the image's torch/lib (use_libtorch)
   // The CPU's run and the GPUs' run may be under way at once: one caller reads the sessions at a
   // time (pumping_), every caller waits for its own plans.

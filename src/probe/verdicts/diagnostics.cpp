@@ -638,20 +638,25 @@ void lost_sessions(Collector& c, const Report& r) {
     if (d.engine_rerun) by_cause[d.engine_rerun->why].push_back(&d);
   }
   for (const auto& [why, devices] : by_cause) {
-    const EngineRerun e = *devices.front()->engine_rerun;
+    EngineRerun e = *devices.front()->engine_rerun;
     std::vector<std::string> labels;
-    std::vector<std::string> again;  // their checks crashed again alone
+    std::vector<std::string> again;   // their checks crashed again alone
+    std::vector<std::string> killed;  // the OOM killer ended them again alone: memory, not them
     for (const DeviceReport* d : devices) {
       labels.push_back(d->label());
-      if (crashed(*d)) again.push_back(d->label());
+      const bool oom = d->engine_rerun->oom_killer == std::optional<bool>(true);
+      if (oom) e.oom_killer = true;
+      if (crashed(*d)) (oom ? killed : again).push_back(d->label());
     }
     const bool explained = !e.hung_device.empty() || !again.empty();
+    std::string after;
+    if (!again.empty()) after += "; " + join(again, ", ") + " crashed again alone";
+    if (!killed.empty()) after += "; the OOM killer ended " + join(killed, ", ") + " again alone";
     c.add(DiagnosticCode::engine_session_lost, explained ? Severity::info : Severity::warning,
           fmt::format("the engine session running the checks of {} was lost before they were "
                       "done ({}); what they had not answered ran again in an isolated session "
                       "each, and their verdicts are from there{}",
-                      join(labels, ", "), e.why,
-                      again.empty() ? "" : "; " + join(again, ", ") + " crashed again alone"),
+                      join(labels, ", "), e.why, after),
           rerun_hint(e, again));
   }
 }

@@ -8,33 +8,16 @@ namespace precision_probe {
 
 namespace {
 
-std::uint32_t bits_of(float x) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
 float float_of(std::uint32_t u) {
   float x = 0.0F;
   std::memcpy(&x, &u, sizeof x);
   return x;
 }
 
-// Shifts `value` right by `shift` bits, rounding to nearest, ties to even.
-std::uint32_t shift_rounded(std::uint32_t value, int shift) {
-  if (shift <= 0) return value;
-  if (shift >= 32) return 0;
-  const std::uint32_t kept = value >> static_cast<unsigned>(shift);
-  const std::uint32_t rest = value & ((1U << static_cast<unsigned>(shift)) - 1U);
-  const std::uint32_t half = 1U << static_cast<unsigned>(shift - 1);
-  if (rest > half || (rest == half && (kept & 1U) != 0)) return kept + 1;
-  return kept;
-}
-
 // A float in a format of fp16's exponent (5 bits, bias 15) and `m` mantissa bits: fp16 (10) and
 // e5m2 (2). Round to nearest, ties to even; overflow gives infinity, NaN a quiet NaN.
 std::uint16_t encode_e5(float x, int m) {
-  const std::uint32_t u = bits_of(x);
+  const std::uint32_t u = float_bits(x);
   const auto sign = static_cast<std::uint16_t>(((u >> 31U) & 1U) << static_cast<unsigned>(5 + m));
   const std::uint32_t magnitude = u & 0x7fffffffU;
   const std::uint32_t inf = 0x1fU << static_cast<unsigned>(m);
@@ -75,7 +58,7 @@ float decode_fp16(std::uint16_t bits) {
 }
 
 std::uint16_t encode_bf16(float x) {
-  const std::uint32_t u = bits_of(x);
+  const std::uint32_t u = float_bits(x);
   if ((u & 0x7fffffffU) > 0x7f800000U) return static_cast<std::uint16_t>((u >> 16U) | 0x40U);
   return static_cast<std::uint16_t>(shift_rounded(u, 16));
 }

@@ -1,9 +1,10 @@
 #include "engine/host/quantise.hpp"
 
+#include "engine/host/float_formats.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -26,21 +27,6 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 }  // namespace
 
 namespace {
-
-std::uint32_t bits_of(float x) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-// Shifts `value` right by `shift` bits, rounding to nearest, ties to even (0 from 32 bits on).
-std::uint32_t shift_rounded(std::uint32_t value, unsigned shift) {
-  if (shift >= 32U) return 0;
-  const std::uint32_t kept = value >> shift;
-  const std::uint32_t rest = value & ((1U << shift) - 1U);
-  const std::uint32_t half = 1U << (shift - 1U);
-  return rest > half || (rest == half && (kept & 1U) != 0) ? kept + 1 : kept;
-}
 
 // Every e4m3 code's value (0x7F and 0xFF: NaN), computed once.
 const std::array<float, 256>& e4m3_values() {
@@ -67,19 +53,19 @@ const std::array<float, 256>& e4m3_values() {
 // smoke tests' input time, docs/performance.md): the exponent rebiased from 127 to 7 and the
 // mantissa rounded to 3 bits, a carry raising the exponent; below 2^-6, units of 2^-9.
 std::uint8_t encode_e4m3(float x) {
-  const std::uint32_t u = bits_of(x);
+  const std::uint32_t u = float_bits(x);
   const std::uint32_t sign = (u >> 24U) & 0x80U;
   const std::uint32_t magnitude = u & 0x7fffffffU;
-  if (magnitude > 0x7f800000U) return 0x7F;                 // NaN
-  if (magnitude >= bits_of(kE4m3Max)) return sign | 0x7EU;  // saturates at 448
+  if (magnitude > 0x7f800000U) return 0x7F;                    // NaN
+  if (magnitude >= float_bits(kE4m3Max)) return sign | 0x7EU;  // saturates at 448
   const int exponent = static_cast<int>(magnitude >> 23U) - 127;
   if (exponent < -126) return static_cast<std::uint8_t>(sign);  // zero, fp32 subnormals
   std::uint32_t out = 0;
   if (exponent >= -6) {
-    out = shift_rounded(magnitude - ((127U - 7U) << 23U), 20U);
+    out = shift_rounded(magnitude - ((127U - 7U) << 23U), 20);
   } else {
     const std::uint32_t significand = (magnitude & 0x7fffffU) | 0x800000U;
-    out = shift_rounded(significand, static_cast<unsigned>(14 - exponent));
+    out = shift_rounded(significand, 14 - exponent);
   }
   return static_cast<std::uint8_t>(sign | out);
 }

@@ -21,12 +21,17 @@ std::optional<std::uint64_t> keyed(const std::string& text, std::string_view key
   return std::nullopt;
 }
 
-// A limit file's bytes: "max" (v2) or v1's "unlimited" (the largest page-aligned value) is none.
-std::optional<std::uint64_t> limit_of(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  const std::optional<std::int64_t> bytes = parse_int(trim(*text));
-  if (!bytes || *bytes <= 0 || *bytes >= (std::int64_t{1} << 62)) return std::nullopt;
-  return static_cast<std::uint64_t>(*bytes);
+// A limit in bytes; v1's "unlimited" (the largest page-aligned value) is none.
+std::optional<std::uint64_t> limit_of(std::optional<std::uint64_t> bytes) {
+  if (!bytes || *bytes == 0 || *bytes >= (std::uint64_t{1} << 62U)) return std::nullopt;
+  return bytes;
+}
+
+// A limit file's: "max" (v2) is none too.
+std::optional<std::uint64_t> limit_in(const std::optional<std::string>& text) {
+  const std::optional<std::int64_t> bytes = text ? parse_int(trim(*text)) : std::nullopt;
+  if (!bytes || *bytes < 0) return std::nullopt;
+  return limit_of(static_cast<std::uint64_t>(*bytes));
 }
 
 struct Layout {
@@ -55,13 +60,13 @@ std::optional<std::uint64_t> effective_limit(const System& system, const Layout&
   if (layout.v1) {
     const std::optional<std::string> stat = system.read_file(dir + "/memory.stat");
     if (const auto hierarchical = stat ? keyed(*stat, "hierarchical_memory_limit") : std::nullopt) {
-      return limit_of(std::to_string(*hierarchical));
+      return limit_of(hierarchical);
     }
-    return limit_of(system.read_file(dir + "/" + layout.limit));
+    return limit_in(system.read_file(dir + "/" + layout.limit));
   }
   std::optional<std::uint64_t> smallest;
   for (std::string at = dir;; at = directory_of(at)) {
-    const std::optional<std::uint64_t> limit = limit_of(system.read_file(at + "/" + layout.limit));
+    const std::optional<std::uint64_t> limit = limit_in(system.read_file(at + "/" + layout.limit));
     if (limit && (!smallest || *limit < *smallest)) smallest = limit;
     if (at.size() <= layout.root.size()) return smallest;
   }

@@ -132,9 +132,7 @@ TEST(Sessions, AGpuWhoseChecksCrashCostsOnlyItsOwnVerdicts) {
   const std::string message = lost[0].at("message");
   EXPECT_NE(message.find("crashed (SIGSEGV)"), std::string::npos) << message;
   EXPECT_NE(message.find("GPU 3 crashed again alone"), std::string::npos) << message;
-  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
-    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
-  }
+  EXPECT_EQ(pp::testing::outliving(dir + "/pids"), std::vector<std::string>{});
 }
 
 // The shared session SIGKILLed from outside (as the kernel's OOM killer ends a process) while
@@ -197,9 +195,7 @@ TEST(Sessions, ASessionKilledFromOutsideRunsAgainAndIsSaid) {
   if (validator) {
     EXPECT_EQ(invalid, "") << "engine_rerun against docs/report.schema.json";
   }
-  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
-    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
-  }
+  EXPECT_EQ(pp::testing::outliving(dir + "/pids"), std::vector<std::string>{});
 }
 
 // GPU 3's first check hangs: past --check-timeout its session is ended, GPU 3's checks are
@@ -224,9 +220,7 @@ TEST(Sessions, AGpuWhoseCheckHangsCostsOnlyItsOwnVerdicts) {
       EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native") << d.at("index");
     }
   }
-  for (const std::string& pid : pp::testing::pids_in(dir + "/pids")) {
-    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
-  }
+  EXPECT_EQ(pp::testing::outliving(dir + "/pids"), std::vector<std::string>{});
 }
 
 // The bench's switch: GPU 0 planned and reported as N GPUs (each copy's checks in a context of

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 def plan_line(slot):
-    return json.dumps({"protocol": 6, "slot": slot, "kind": "cpu", "index": -1,
+    return json.dumps({"protocol": 7, "slot": slot, "kind": "cpu", "index": -1,
                        "smoke": ["fp32", "fp16", "bf16", "int8"], "seed": slot + 1})
 
 

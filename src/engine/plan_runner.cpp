@@ -126,10 +126,9 @@ void run_benches(const WorkerPlan& plan, const std::vector<Mode>& passed, const 
 }
 
 // Benchmarks and the soak of the modes whose smoke test passed (a mode that failed it was not
-// soaked: the report says so). A held plan computes its golden results first, then waits for the
-// probe's "go" (or the session's end: nothing more to do).
-void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed, const Target& target,
-                      const WaitForGo& wait_for_go) {
+// soaked: the report says so).
+void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed,
+                      const Target& target) {
   std::vector<Mode> soak_modes;
   for (Mode mode : plan.soak_modes) {
     if (std::find(passed.begin(), passed.end(), mode) != passed.end()) soak_modes.push_back(mode);
@@ -139,14 +138,9 @@ void run_measurements(const WorkerPlan& plan, const std::vector<Mode>& passed, c
     emit(encode_soak(slot, mode, outcome));
     trace(std::string("soak ") + std::string(mode_key(mode)));
   };
-  std::shared_ptr<SoakState> state;
-  if (soak && plan.hold) state = prepare_soak(plan, soak_modes, target, report);
-  if (plan.hold && (soak || plan.bench_size > 0)) {
-    emit(encode_progress(plan.slot, kHolding));
-    if (!wait_for_go()) return;
-  }
   if (plan.bench_size > 0) run_benches(plan, passed, target);
-  if (soak && !state) state = prepare_soak(plan, soak_modes, target, report);
+  if (!soak) return;
+  const std::shared_ptr<SoakState> state = prepare_soak(plan, soak_modes, target, report);
   if (state) run_soak(*state, plan, target, report);
 }
 
@@ -167,7 +161,7 @@ Prepared prepare_plan(const WorkerPlan& plan) {
 }
 
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
-                     const Prepared& prepared, PreloadWay preload, const WaitForGo& wait_for_go) {
+                     const Prepared& prepared, PreloadWay preload) {
   Target target;
   target.torch = &torch;
   if (cuda != nullptr) {
@@ -182,7 +176,7 @@ void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDrive
   // Grad mode is the thread's: each plan's thread turns it off for itself.
   torch.c().aoti_torch_grad_mode_set_enabled(false);
   const std::vector<Mode> passed = run_checks(plan, prepared, target, preload);
-  run_measurements(plan, passed, target, wait_for_go);
+  run_measurements(plan, passed, target);
 }
 
 void run_collective_plan(const WorkerPlan& plan, const Torch& torch) {
@@ -223,21 +217,15 @@ void answer_unavailable(const WorkerPlan& plan, ErrorKind kind, const std::strin
 std::string plan_problem(const WorkerPlan& plan, DeviceKind session_kind) {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): the session's environment is never changed
   const char* value = std::getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
-  const bool override_on = value != nullptr && std::string(value) == "1";
-  const bool only_tf32 = plan.amp.empty() && std::all_of(plan.smoke.begin(), plan.smoke.end(),
-                                                         [](Mode m) { return m == Mode::tf32; });
   if (plan.kind == DeviceKind::cuda && session_kind != DeviceKind::cuda) {
     return "a GPU's plan in a session that loaded LibTorch's CPU library alone";
   }
-  if (plan.tf32_process && (!override_on || !only_tf32)) {
-    return "a TF32 plan needs TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 and a plan of tf32 alone";
-  }
-  if (!plan.tf32_process && override_on) {
+  if (value != nullptr && std::string(value) == "1") {
     return "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 would make this plan's fp32 checks TF32";
   }
-  if (!plan.tf32_process &&
+  if (plan.kind == DeviceKind::cpu &&
       std::find(plan.smoke.begin(), plan.smoke.end(), Mode::tf32) != plan.smoke.end()) {
-    return "tf32 is checked only in a TF32 session";
+    return "tf32 is checked on GPUs alone (cuBLAS's TF32 GEMM)";
   }
   return "";
 }

@@ -4,7 +4,6 @@
 // the plan's slot (wire/protocol.hpp), written whole: the session's plans run on threads of
 // their own.
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,20 +30,18 @@ Prepared prepare_plan(const WorkerPlan& plan);
 // ("first"), or each check loading its own ("none").
 enum class PreloadWay { overlap, first, none };
 
-// A held plan's wait for its "go" (false: the session ends first: nothing more to do).
-using WaitForGo = std::function<bool()>;
-
 // Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
-                     const Prepared& prepared, PreloadWay preload, const WaitForGo& wait_for_go);
+                     const Prepared& prepared, PreloadWay preload);
 // Runs the collective over the plan's ordinals.
 void run_collective_plan(const WorkerPlan& plan, const Torch& torch);
 // Every check of the plan answered as not run, of `kind`, with `why` (LibTorch or the GPU could
 // not be had).
 void answer_unavailable(const WorkerPlan& plan, ErrorKind kind, const std::string& why);
 
-// Why a plan cannot be run in this process ("" when it can): TF32 is on in a TF32 session alone
-// (LibTorch reads its variable once per process), and a plan's device kind is the session's.
+// Why a plan cannot be run in this process ("" when it can): a plan's device kind is the session's,
+// no session has LibTorch's TF32 override on (it would make fp32's checks TF32), and tf32 is a
+// GPU's check.
 std::string plan_problem(const WorkerPlan& plan, DeviceKind session_kind);
 
 }  // namespace precision_probe::engine

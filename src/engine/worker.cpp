@@ -8,13 +8,14 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ std::optional<std::string> env(const char* name) {
   return std::string(value);
 }
 
-// One line of stdin (a plan, or "go SLOT"); nullopt at its end.
+// One line of stdin (a plan); nullopt at its end.
 std::optional<std::string> read_line() {
   std::string line;
   if (!std::getline(std::cin, line)) return std::nullopt;
@@ -166,14 +167,17 @@ void load_torch(const WorkerArgs& args, Loaded& out, Torch::Binding binding) {
 // the order the knobs say: "init-first" (and "driver-first") runs cuInit before LibTorch's dlopen,
 // which holds the loader's lock that cuInit's own library loading waits for; "cuinit-beside"
 // loads libcuda first, then runs cuInit beside LibTorch's dlopen; "overlap" runs the two at once;
-// "libtorch-first" one after the other.
-void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out) {
+// "libtorch-first" one after the other. `driver_ready` is called once the driver's start is over
+// (a GPU session's plans bind their GPUs then, beside LibTorch's load).
+void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out,
+                  const std::function<void(const Loaded&)>& driver_ready) {
   const bool gpu = args.kind == DeviceKind::cuda;
   auto start_torch = [&] { load_torch(args, out, knobs.binding); };
   auto start_driver = [&] {
     if (!gpu) return;
     out.driver = CudaDriver::open();
     trace("cuInit done");
+    driver_ready(out);
   };
   Threads threads;
   if (knobs.order == "cuinit-beside" && gpu) {
@@ -185,6 +189,7 @@ void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out) 
       }
       trace("cuInit done");
     }
+    driver_ready(out);
   } else if (knobs.order == "overlap") {
     threads.start_or_run(start_torch);
     threads.start_or_run(start_driver);
@@ -198,10 +203,11 @@ void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out) 
   threads.wait();
 }
 
-// A GPU's plan binds its GPU: the driver the session started, the plan's ordinal, its primary
-// context (the one LibTorch's runtime uses).
-Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan, const Loaded& loaded) {
-  if (!loaded.driver) return Unexpected{loaded.driver.error()};
+// A GPU's plan binds its GPU: the driver the session started (`driver_error` where it could not),
+// the plan's ordinal, its primary context (the one LibTorch's runtime uses).
+Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
+                                               const std::optional<std::string>& driver_error) {
+  if (driver_error) return Unexpected{*driver_error};
   Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
   if (!driver) return driver;
   if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0), plan.own_context); !bound) {
@@ -211,8 +217,8 @@ Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan, const Loa
   return driver;
 }
 
-// The session: LibTorch loaded once, each plan on a thread of its own as it arrives, held plans
-// released by "go SLOT", the end of stdin the end of the plans.
+// The session: LibTorch loaded once, each plan on a thread of its own as it arrives, the end of
+// stdin the end of the plans.
 class Session {
  public:
   Session(const WorkerArgs& args, const StartKnobs& knobs) : args_(args), knobs_(knobs) {
@@ -223,33 +229,28 @@ class Session {
   ~Session() { end(); }
 
   void start(const WorkerPlan& plan) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      released_.emplace(plan.slot, false);
-    }
     threads_.start_or_run([this, plan] { run(plan); });
   }
 
-  void release(int slot) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    released_[slot] = true;
-    changed_.notify_all();
-  }
-
-  // No more plans: the held ones are released unmeasured; the plans under way finish.
-  void end() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      ended_ = true;
-      changed_.notify_all();
-    }
-    threads_.join();
-  }
+  // No more plans: the plans under way finish.
+  void end() { threads_.join(); }
 
  private:
   void load() {
     Loaded loaded;
-    load_session(args_, knobs_, loaded);
+    load_session(args_, knobs_, loaded, [this](const Loaded& started) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      driver_error_ = started.driver ? std::nullopt : std::optional(started.driver.error());
+      driver_started_ = true;
+      changed_.notify_all();
+    });
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (!driver_started_ && args_.kind == DeviceKind::cuda) {
+        driver_error_ = loaded.driver ? std::nullopt : std::optional(loaded.driver.error());
+      }
+      driver_started_ = true;  // a GPU plan waits no longer, whatever the start did
+    }
     if (loaded.torch) {
       emit(encode_hello(stack_of(*loaded.torch)));
       trace("hello sent");
@@ -271,10 +272,23 @@ class Session {
     return *loaded_;
   }
 
-  bool wait_for_go(int slot) {
+  // Why the session's driver did not start (nullopt: it did), once its start is over.
+  std::optional<std::string> wait_driver() {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this, slot] { return released_[slot] || ended_; });
-    return released_[slot];
+    changed_.wait(lock, [this] { return driver_started_; });
+    return driver_error_;
+  }
+
+  // A GPU plan's inputs and references made on another thread while this one binds its GPU, as
+  // soon as the driver has started (beside LibTorch's load: the context is not made after it).
+  std::pair<Prepared, Expected<std::unique_ptr<CudaDriver>>> prepare_and_bind(
+      const WorkerPlan& plan) {
+    Prepared prepared;
+    Threads preparing;
+    preparing.start_or_run([&] { prepared = prepare_plan(plan); });
+    Expected<std::unique_ptr<CudaDriver>> cuda = bind_gpu(plan, wait_driver());
+    preparing.wait();
+    return {std::move(prepared), std::move(cuda)};
   }
 
   void run(const WorkerPlan& plan) {
@@ -283,20 +297,21 @@ class Session {
     if (plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda) {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     }
-    const Prepared prepared = plan.collective_ranks > 0 ? Prepared{} : prepare_plan(plan);
+    const bool gpu = plan.kind == DeviceKind::cuda && plan.collective_ranks == 0;
+    auto [prepared, cuda] =
+        gpu ? prepare_and_bind(plan)
+            : std::pair(plan.collective_ranks > 0 ? Prepared{} : prepare_plan(plan),
+                        Expected<std::unique_ptr<CudaDriver>>{nullptr});
     const Loaded& loaded = wait_loaded();
     if (!loaded.torch) {
       answer_unavailable(plan, ErrorKind::unavailable, loaded.torch_error);
     } else if (plan.collective_ranks > 0) {
       run_collective_plan(plan, *loaded.torch);
-    } else if (plan.kind == DeviceKind::cpu) {
-      run_device_plan(plan, *loaded.torch, nullptr, prepared, knobs_.preload,
-                      [this, &plan] { return wait_for_go(plan.slot); });
-    } else if (Expected<std::unique_ptr<CudaDriver>> cuda = bind_gpu(plan, loaded); !cuda) {
+    } else if (!cuda) {
       answer_unavailable(plan, classify_error(cuda.error()), cuda.error());
     } else {
-      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.preload,
-                      [this, &plan] { return wait_for_go(plan.slot); });
+      if (*cuda) (*cuda)->make_current();  // on this thread, bound before LibTorch was there
+      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.preload);
     }
     emit(encode_done(plan.slot));
     trace(fmt::format("plan {} done", plan.slot));
@@ -307,19 +322,15 @@ class Session {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Loaded> loaded_;
-  std::map<int, bool> released_;  // a plan's slot: whether its "go" came
-  bool ended_ = false;
-  Threads threads_;  // last: joined before what the threads use goes
+  bool driver_started_ = false;              // the driver's start is over (a GPU session's)
+  std::optional<std::string> driver_error_;  // why it did not start
+  Threads threads_;                          // last: joined before what the threads use goes
 };
 
-// One line of stdin, taken: a plan started, a held plan released. A line that is neither is the
-// session's end with an error (a probe that does not speak its protocol).
+// One line of stdin, taken: a plan started. A line that is not one is the session's end with an
+// error (a probe that does not speak its protocol).
 Expected<void> take_line(const std::string& line, const WorkerArgs& args, Session& session) {
   if (trim(line).empty()) return {};
-  if (const std::optional<int> slot = decode_go(line)) {
-    session.release(*slot);
-    return {};
-  }
   Expected<WorkerPlan> plan = decode_plan(line);
   if (!plan) return Unexpected{plan.error()};
   if (std::string problem = plan_problem(*plan, args.kind); !problem.empty()) {

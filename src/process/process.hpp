@@ -36,8 +36,8 @@ class ChildProcess {
   // Writes `input` to the child's stdin and closes it (once; later calls do nothing). A child that
   // has exited without reading it is not an error: its output says what happened.
   void send_input(const std::string& input);
-  // Writes `input` to the child's stdin and leaves it open for more (a worker held before its
-  // measurements gets "go" later); send_input("") closes it.
+  // Writes `input` to the child's stdin and leaves it open for more (an engine session gets each
+  // plan as it comes); send_input("") closes it.
   void write_input(const std::string& input);
 
   pid_t pid() const { return pid_; }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "strings/strings.hpp"
 #include "wire/worker_checks.hpp"
 #include "report/json_fields.hpp"
 
@@ -21,8 +20,6 @@ std::enable_if_t<is<S, WorkerPlan>> fields(V& v, S& p) {
   v("smoke", p.smoke);
   v("amp", p.amp);
   v("seed", p.seed);
-  v("tf32_process", p.tf32_process);
-  v("hold", p.hold);
   v("bench_size", p.bench_size);
   v("collective_ranks", p.collective_ranks);
   v("soak_seconds", p.soak_seconds);
@@ -240,15 +237,6 @@ std::string encode_progress(int slot, std::string_view what) {
   return dump(json{{"type", "progress"}, {"slot", slot}, {"what", std::string(what)}});
 }
 
-std::string encode_go(int slot) { return "go " + std::to_string(slot); }
-
-std::optional<int> decode_go(std::string_view line) {
-  if (line.substr(0, 3) != "go ") return std::nullopt;
-  const std::optional<std::int64_t> slot = parse_int(trim(line.substr(3)));
-  if (!slot || *slot < 0 || *slot >= kMaxSlot) return std::nullopt;
-  return static_cast<int>(*slot);
-}
-
 namespace {
 
 // The slot a plan's line names.
@@ -270,10 +258,9 @@ LineNote apply_plan_line(const std::string& type, const JsonValue& j,
   if (type == "device") {
     read_device(j, *result);
   } else if (type == "progress") {
-    // The line itself tells the probe's watchdog the plan is alive; a hold is said.
+    // The line itself tells the probe's watchdog the plan is alive; its "what" must be a text.
     std::string what;
     json_fields::Reader(j, "", kLineLimits)("what", what);
-    note.holding = what == kHolding;
   } else if (type == "done") {
     result->finished = true;
     note.done = true;

@@ -1,10 +1,10 @@
 #pragma once
 // The wire between the probe and an engine session: one engine process loads the image's LibTorch
 // once and runs several plans at once, a device each (its slot). Plans go in as JSON lines on
-// stdin, "go SLOT" releases a held plan, and the end of stdin says no more plans come; results
-// come back as JSON lines on stdout, each naming its slot, one per finished check, so that a
-// session that hangs or dies mid-way still leaves every finished result behind. Versioned; the
-// probe never trusts a line blindly (a malformed line is a crashed session).
+// stdin, and the end of stdin says no more plans come; results come back as JSON lines on stdout,
+// each naming its slot, one per finished check, so that a session that hangs or dies mid-way
+// still leaves every finished result behind. Versioned; the probe never trusts a line blindly (a
+// malformed line is a crashed session).
 
 #include <functional>
 #include <optional>
@@ -22,13 +22,13 @@ namespace precision_probe {
 // hello), the TF32 process and the hold before measurements; the plan is one line.
 // 6: sessions: several plans in one engine process, each line of a plan naming its slot; a plan
 // names its GPUs by the session's device ordinals; "go SLOT".
-inline constexpr int kProtocolVersion = 6;
+// 7: no TF32 process: a GPU's tf32 is in its plan (cuBLAS asked for TF32 by name); no hold
+// before measurements (the plan's "hold", "go SLOT", the "holding" progress line), which only
+// the TF32 process needed.
+inline constexpr int kProtocolVersion = 7;
 
 std::string encode_plan(const WorkerPlan& plan);
 Expected<WorkerPlan> decode_plan(std::string_view text);
-// The line that releases a held plan ("go 3"), and the slot such a line names (nullopt: not one).
-std::string encode_go(int slot);
-std::optional<int> decode_go(std::string_view line);
 
 // Result lines (each one line of JSON, no newline inside). All but the session's hello name the
 // slot of the plan they answer.
@@ -43,9 +43,8 @@ std::string encode_collective(int slot, const CollectiveOutcome& outcome,
                               const std::string& nccl_version);
 std::string encode_done(int slot);
 // A check that finished without a result of its own yet (a benchmark's first figure): it resets
-// the probe's per-check watchdog. kHolding says the plan waits for its "go".
+// the probe's per-check watchdog.
 std::string encode_progress(int slot, std::string_view what);
-inline constexpr std::string_view kHolding = "holding";
 
 // The stack alone (engine --describe and the build cache).
 std::string encode_stack(const StackInfo& stack);
@@ -54,7 +53,6 @@ Expected<StackInfo> decode_stack(std::string_view text);
 // What a line says of its plan besides the result it carries.
 struct LineNote {
   std::optional<int> slot;  // the plan it answers; none for the session's hello
-  bool holding = false;     // the plan waits for its "go"
   bool done = false;        // the plan is finished
 };
 

@@ -27,13 +27,6 @@ struct WorkerPlan {
   std::vector<Mode> smoke;   // matmul precisions to smoke-test
   std::vector<Mode> amp;     // mixed-precision training modes to run
   std::uint64_t seed = 0;    // random inputs are drawn from this seed
-  // This worker's LibTorch runs fp32 matmuls as TF32: its environment has
-  // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, read once per process, so tf32 is checked in a process of
-  // its own and no other worker has it. Its plan holds tf32 alone.
-  bool tf32_process = false;
-  // After its smoke tests (and its soak's golden results), wait for a line "go" on stdin before
-  // benchmarks and the soak: the GPU's TF32 process measures after the GPU's main worker.
-  bool hold = false;
   std::int64_t bench_size = 0;  // > 0: benchmark every smoke mode that passed, at this size
   int collective_ranks = 0;     // > 0: this plan runs the NCCL all-reduce over that many
                                 // GPUs (`ordinals`) and nothing else

@@ -47,8 +47,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <condition_variable>
-#include <map>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
@@ -107,28 +105,6 @@ thread_local int t_slot = 0;
 int slot() { return t_slot; }
 
 std::mutex g_stdout;
-
-// The session's held plans: released by "go SLOT", or by the end of stdin (unmeasured).
-std::mutex g_go_mutex;
-std::condition_variable g_go_changed;
-std::map<int, bool> g_released;
-bool g_ended = false;
-
-bool wait_for_go(int slot) {
-  std::unique_lock<std::mutex> lock(g_go_mutex);
-  g_go_changed.wait(lock, [slot] { return g_released[slot] || g_ended; });
-  return g_released[slot];
-}
-
-void take_go_or_end(std::optional<int> slot) {
-  const std::lock_guard<std::mutex> lock(g_go_mutex);
-  if (slot) {
-    g_released[*slot] = true;
-  } else {
-    g_ended = true;
-  }
-  g_go_changed.notify_all();
-}
 
 // Sends a line, changed by FAKE_ENGINE_PATCH for its type; whole, whatever the other plans send.
 void emit(const std::string& line) {
@@ -390,12 +366,8 @@ void answer_unloaded(const pp::WorkerPlan& plan, const pp::StackInfo& s) {
   }
 }
 
-// Benchmarks and the soak, after the probe's "go" where the plan holds the worker.
+// Benchmarks and the soak.
 void measurements(const pp::WorkerPlan& plan, const std::string& behaviour) {
-  if (plan.hold && (plan.bench_size > 0 || !plan.soak_modes.empty())) {
-    emit(pp::encode_progress(slot(), "holding"));
-    if (!wait_for_go(plan.slot)) return;
-  }
   if (plan.bench_size > 0) {
     for (Mode mode : plan.smoke) {
       emit(pp::encode_bench(slot(), mode, bench(mode, plan.bench_size, behaviour)));
@@ -497,10 +469,6 @@ int run_worker(const std::string& args, const std::string& library) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    if (const std::optional<int> go = pp::decode_go(line)) {
-      take_go_or_end(go);
-      continue;
-    }
     const pp::Expected<pp::WorkerPlan> decoded = pp::decode_plan(line);
     if (!decoded) {
       std::cerr << "fake-engine: " << decoded.error() << '\n';
@@ -508,7 +476,6 @@ int run_worker(const std::string& args, const std::string& library) {
     }
     plans.emplace_back([plan = *decoded, args, s] { run_plan(plan, args, s); });
   }
-  take_go_or_end(std::nullopt);
   for (std::thread& t : plans) t.join();
   return 0;
 }

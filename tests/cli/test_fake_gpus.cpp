@@ -531,8 +531,8 @@ TEST(FakeGpus, EveryKindOfReportMatchesTheSchema) {
   }
 }
 
-// A worker per device, a TF32 process per GPU (LibTorch reads its TF32 override once per
-// process), and one for the collective; each loads the image's library for its kind.
+// A plan per device (a GPU's tf32 in it: no session has LibTorch's TF32 override on, whatever the
+// environment), and one for the collective; each loads the image's library for its kind.
 TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
   // Each worker logs "KIND ARGS tf32=SETTING"; kept here as "KIND tf32=SETTING".
   const std::string dir = pp::testing::make_temp_dir();
@@ -561,14 +561,15 @@ TEST(FakeGpus, OneWorkerPerDeviceAndOneForTheCollective) {
     return lines;
   };
   using Lines = std::vector<std::string>;
-  EXPECT_EQ(worker_args(kFakeH200, {}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
+  EXPECT_EQ(worker_args(kFakeH200, {}, {}), (Lines{"cpu tf32=-", "cuda tf32=-"}));
   EXPECT_EQ(worker_args(kFakeH200, {"--device", "cpu"}, {}), (Lines{"cpu tf32=-"}));
   const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
-  EXPECT_EQ(worker_args(two, {"--nccl"}, {}), (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=-",
-                                                     "cuda tf32=-", "cuda tf32=1", "cuda tf32=1"}));
-  // An environment that sets the override (NGC's images) does not reach the other workers.
+  EXPECT_EQ(worker_args(two, {"--nccl"}, {}),
+            (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=-", "cuda tf32=-"}));
+  // An environment that sets the override (NGC's images) reaches no session: tf32 is asked of
+  // cuBLAS by name, fp32 stays fp32.
   EXPECT_EQ(worker_args(kFakeH200, {}, {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"}),
-            (Lines{"cpu tf32=-", "cuda tf32=-", "cuda tf32=1"}));
+            (Lines{"cpu tf32=-", "cuda tf32=-"}));
 }
 
 TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {

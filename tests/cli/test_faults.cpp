@@ -11,6 +11,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "binary.hpp"
 
@@ -257,7 +258,7 @@ TEST(DriverFaults, TheGpusOfAHungDriverAreReportedFromTheirDeviceNodes) {
 }
 
 using pp::testing::alive;
-using pp::testing::gone_soon;
+using pp::testing::outliving;
 using pp::testing::pids_in;
 
 TEST(Workers, AnExitIsSeenEvenWhenAnOrphanHoldsTheWorkersStdout) {
@@ -273,9 +274,8 @@ TEST(Workers, AnExitIsSeenEvenWhenAnOrphanHoldsTheWorkersStdout) {
       << fp32.dump();
   // And what it left behind was ended with it: the session's orphan, and that of the isolated
   // session its plan ran again in (where it exited again: so the failure is its own).
-  const auto left = pids_in(pids);
-  ASSERT_EQ(left.size(), 4U);
-  for (const std::string& pid : left) EXPECT_TRUE(gone_soon(pid)) << pid << " outlived the probe";
+  ASSERT_EQ(pids_in(pids).size(), 4U);
+  EXPECT_EQ(outliving(pids), std::vector<std::string>{});
 }
 
 TEST(Workers, AWorkerThatSaysDoneAndLingersIsEnded) {
@@ -285,7 +285,7 @@ TEST(Workers, AWorkerThatSaysDoneAndLingersIsEnded) {
                                   {"FAKE_ENGINE=linger", "FAKE_ENGINE_PIDS=" + pids});
   EXPECT_LT(seconds_since(start), 10.0);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const std::string& pid : pids_in(pids)) EXPECT_TRUE(gone_soon(pid)) << pid << " lingers";
+  EXPECT_EQ(outliving(pids), std::vector<std::string>{}) << "lingering";
 }
 
 TEST(Workers, AnEndlessLineIsAProtocolViolationAndTheRestOfTheReportStands) {
@@ -321,6 +321,6 @@ TEST(Workers, NoWorkerOutlivesAProbeEndedBySighupOrSigquit) {
     const int status = child.wait();
     ASSERT_TRUE(WIFEXITED(status)) << sig;
     EXPECT_EQ(WEXITSTATUS(status), 5);
-    for (const std::string& pid : pids_in(pids)) EXPECT_TRUE(gone_soon(pid)) << "signal " << sig;
+    EXPECT_EQ(outliving(pids), std::vector<std::string>{}) << "signal " << sig;
   }
 }

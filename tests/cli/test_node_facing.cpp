@@ -128,9 +128,7 @@ std::pair<int, std::string> terminated_run(const Files& f, const std::string& en
     err.append(buffer, static_cast<std::size_t>(n));
   }
   const int status = child.wait();
-  for (const std::string& pid : pp::testing::pids_in(pids)) {
-    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
-  }
+  EXPECT_EQ(pp::testing::outliving(pids), std::vector<std::string>{});
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
 }
 

@@ -179,9 +179,7 @@ TEST(KubernetesMessage, ATerminatedRunSaysItWasInterrupted) {
     err.append(buffer, static_cast<std::size_t>(n));
   }
   const int status = child.wait();
-  for (const std::string& pid : pp::testing::pids_in(pids)) {
-    EXPECT_TRUE(pp::testing::gone_soon(pid)) << pid << " outlived the probe";
-  }
+  EXPECT_EQ(pp::testing::outliving(pids), std::vector<std::string>{});
   ASSERT_TRUE(WIFEXITED(status)) << err;
   EXPECT_EQ(WEXITSTATUS(status), 5) << err;
   EXPECT_EQ(read_all(file),

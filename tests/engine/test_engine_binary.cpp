@@ -173,7 +173,8 @@ TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {
 }
 
 // TF32 is the one setting LibTorch reads once per process: a session whose environment would make
-// its fp32 checks TF32 refuses the plan, and so does one asked for tf32 without it.
+// its fp32 checks TF32 refuses the plan; tf32 is asked of cuBLAS, on a GPU: a CPU's plan with it
+// is refused.
 TEST(EngineBinary, AWorkerRefusesAPlanItsTf32SettingWouldFalsify) {
   PP_REQUIRE_RELEASE();
   const std::string lib = pp::testing::release()->cpu_library();
@@ -184,7 +185,7 @@ TEST(EngineBinary, AWorkerRefusesAPlanItsTf32SettingWouldFalsify) {
   pp::WorkerPlan tf32 = cpu_plan({pp::Mode::tf32}, {});
   const pp::ProcessOutput off = run_worker(tf32, lib);
   EXPECT_EQ(off.exit_code, 2) << off.out;
-  EXPECT_NE(off.err.find("tf32 is checked only in a TF32 session"), std::string::npos) << off.err;
+  EXPECT_NE(off.err.find("tf32 is checked on GPUs alone"), std::string::npos) << off.err;
 }
 
 // A library that is no LibTorch (or cannot be loaded) is said in the hello, and every check is

@@ -2,6 +2,7 @@
 // (release.hpp; ./dev test runs them on 2.9.1, 2.10.0 and 2.15.0 from PyPI). What differs between
 // releases is asserted per release.
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "engine/host/host_math.hpp"
 #include "engine/host/quantise.hpp"
 #include "engine/checks/checks.hpp"
+#include "engine/torch/cublas.hpp"
 #include "release.hpp"
 
 namespace pp = precision_probe;
@@ -479,4 +481,59 @@ TEST(EngineCpu, TheMemoryLedgerCountsEachStorageOnceAtItsPeak) {
   }
   const eng::Tensor c = eng::empty(*torch, {128}, eng::Scalar::f32, eng::Device{});
   EXPECT_EQ(ledger.peak_bytes(), 256 * 256 * 4 + 256 * 4);
+}
+
+// The TF32 GEMM the engine asks of cuBLAS (engine/torch/cublas.hpp), against a stand-in of cuBLAS
+// on host memory (fake_cublas.cpp, column-major as cuBLAS): on this release's CPU tensors it gives
+// LibTorch's own row-major product of non-square operands, asks for CUBLAS_COMPUTE_32F_FAST_TF32
+// (the stand-in refuses anything else), names the library's version, says which function an
+// image lacks, refuses operands that are not row-major fp32, and passes a failed call's status on.
+TEST(Cublas, TheTf32GemmIsLibTorchsRowMajorProduct) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  void* lib = ::dlopen(PP_FAKE_CUBLAS, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  const eng::Cublas::SymbolFinder find = [lib](const char* name) { return ::dlsym(lib, name); };
+  pp::Expected<std::unique_ptr<eng::Cublas>> cublas = eng::Cublas::open(find, nullptr);
+  ASSERT_TRUE(cublas) << cublas.error();
+  EXPECT_EQ((*cublas)->name(), "cuBLAS 13.1.0");
+  pp::HostRandom random(7);
+  auto operand = [&](std::int64_t rows, std::int64_t cols) {
+    std::vector<float> v(static_cast<std::size_t>(rows * cols));
+    for (float& x : v) x = static_cast<float>(random.normal());
+    return eng::upload(*torch, v, {rows, cols}, eng::Scalar::f32, eng::Device{});
+  };
+  const eng::Tensor a = operand(3, 5);
+  const eng::Tensor b = operand(5, 7);
+  const eng::Tensor c = eng::empty(*torch, {3, 7}, eng::Scalar::f32, eng::Device{});
+  (*cublas)->gemm_tf32(a, b, c);
+  const std::vector<std::uint8_t> got = eng::download_bytes(c);
+  const std::vector<std::uint8_t> want = eng::download_bytes(eng::mm(a, b));
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); i += 4) {
+    float g = 0;
+    float w = 0;
+    std::memcpy(&g, &got[i], 4);
+    std::memcpy(&w, &want[i], 4);
+    EXPECT_NEAR(g, w, 1e-5 * (1.0 + std::fabs(w))) << "element " << i / 4;
+  }
+  EXPECT_THROW((*cublas)->gemm_tf32(a, b.t(), c), std::logic_error);              // B seen as 7x5
+  EXPECT_THROW((*cublas)->gemm_tf32(a, operand(7, 5).t(), c), std::logic_error);  // not row-major
+  ::setenv("FAKE_CUBLAS_FAIL", "1", 1);
+  try {
+    (*cublas)->gemm_tf32(a, b, c);
+    ADD_FAILURE() << "a failed GEMM was not said";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_EXECUTION_FAILED"), std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("FAKE_CUBLAS_FAIL");
+  const pp::Expected<std::unique_ptr<eng::Cublas>> lacking = eng::Cublas::open(
+      [&find](const char* name) {
+        return std::string(name) == "cublasGemmEx" ? nullptr : find(name);
+      },
+      nullptr);
+  ASSERT_FALSE(lacking);
+  EXPECT_NE(lacking.error().find("cublasGemmEx"), std::string::npos) << lacking.error();
+  cublas->reset();
+  ::dlclose(lib);
 }

@@ -139,6 +139,14 @@ std::vector<std::string> pids_in(const std::string& file) {
   return pids;
 }
 
+std::vector<std::string> outliving(const std::string& file) {
+  std::vector<std::string> left;
+  for (const std::string& pid : pids_in(file)) {
+    if (!gone_soon(pid)) left.push_back(pid);
+  }
+  return left;
+}
+
 Expected<std::string> without_threads(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) return Unexpected{"pipe failed"};

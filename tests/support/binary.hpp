@@ -66,6 +66,10 @@ bool gone_soon(const std::string& pid);
 // The process ids a fake engine wrote to FAKE_ENGINE_PIDS, one a line.
 std::vector<std::string> pids_in(const std::string& file);
 
+// Those of the process ids in `file` (pids_in) that have not gone soon (gone_soon): empty where no
+// process outlived the probe, so that a test says which did.
+std::vector<std::string> outliving(const std::string& file);
+
 // What `work` returns when it runs in a forked child that can start no thread (nor process): the
 // child's RLIMIT_NPROC is 1, and root's child becomes nobody first (root's limit is not enforced),
 // so what it reads must be readable by all. Where the child could still start one, or did not

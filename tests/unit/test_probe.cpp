@@ -52,16 +52,6 @@ const pp::DeviceReport* device(const pp::Report& r, const std::string& label) {
   return nullptr;
 }
 
-// The plans the engine was given, less the GPUs' TF32 processes (Probe.EachGpusTf32RunsInAProcess-
-// OfItsOwn looks at those), in the order they were given.
-std::vector<pp::WorkerPlan> main_plans(const FakeEngine& engine) {
-  std::vector<pp::WorkerPlan> plans;
-  for (const pp::WorkerPlan& plan : engine.plans_seen) {
-    if (!plan.tf32_process) plans.push_back(plan);
-  }
-  return plans;
-}
-
 // What a run concluded, without its timings: each device's statuses and reasons, the diagnostics
 // and the exit code.
 std::string conclusions(const pp::Report& r) {
@@ -162,16 +152,10 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.require = {Mode::bf16, Mode::fp8_e4m3, Mode::fp8_e5m2};
   const auto r = p.run();
-  ASSERT_EQ(p.engine.plans_seen.size(), 5U);  // the CPU, two GPUs and their TF32 processes
-  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
-  ASSERT_EQ(plans.size(), 3U);
+  const std::vector<pp::WorkerPlan>& plans = p.engine.plans_seen;
+  ASSERT_EQ(plans.size(), 3U);  // the CPU and two GPUs
   EXPECT_EQ(plans[1].cuda_visible_devices, p.driver.cuda.devices[0].uuid);
   EXPECT_EQ(plans[2].cuda_visible_devices, p.driver.cuda.devices[1].uuid);
-  for (const pp::WorkerPlan& plan : p.engine.plans_seen) {
-    if (plan.tf32_process) {
-      EXPECT_NE(plan.cuda_visible_devices, "");
-    }
-  }
   // nvfp4 is not run on Hopper: the hardware has none.
   const auto& gpu_modes = plans[1].smoke;
   EXPECT_EQ(std::count(gpu_modes.begin(), gpu_modes.end(), Mode::nvfp4), 0);
@@ -203,7 +187,7 @@ TEST(Probe, WithoutASecondThreadTheRunConcludesTheSame) {
   };
   const std::string expected = run();
   ASSERT_NE(expected.find("GPU 1 bf16: emulated"), std::string::npos) << expected;
-  ASSERT_NE(expected.find("cuInit asked 1, 5 plans run"), std::string::npos) << expected;
+  ASSERT_NE(expected.find("cuInit asked 1, 3 plans run"), std::string::npos) << expected;
   const pp::Expected<std::string> got = pp::testing::without_threads(run);
   ASSERT_TRUE(got) << got.error();
   EXPECT_EQ(*got, expected);
@@ -609,34 +593,28 @@ TEST(Probe, AReleaseBelowTheFloorRunsNoKernelNamingBoth) {
   EXPECT_TRUE(has_diagnostic(r, "libtorch-too-old"));
 }
 
-// tf32 runs in a process of its own on each GPU (LibTorch reads its TF32 override once per
-// process); with --bench and --soak it is held until the GPU's main worker is done, its share of
-// the soak moved over, and the report reads as if one worker had run everything.
-TEST(Probe, EachGpusTf32RunsInAProcessOfItsOwn) {
+// tf32 is in its GPU's one plan, beside fp32 (the engine asks cuBLAS for TF32 by name: no process
+// of its own), its benchmark and its share of the soak too; one session is started ahead for the
+// GPUs.
+TEST(Probe, EachGpusTf32IsInItsOnePlan) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200});
+  p.system.paths.insert("/dev/nvidia0");
   p.options.soak_s = 12;
   p.options.bench = true;
   const auto r = p.run();
-  const pp::WorkerPlan* main = nullptr;
-  const pp::WorkerPlan* tf32 = nullptr;
+  std::vector<const pp::WorkerPlan*> gpu_plans;
   for (const auto& plan : p.engine.plans_seen) {
-    if (plan.kind != pp::DeviceKind::cuda) continue;
-    (plan.tf32_process ? tf32 : main) = &plan;
+    if (plan.kind == pp::DeviceKind::cuda) gpu_plans.push_back(&plan);
   }
-  ASSERT_NE(main, nullptr);
-  ASSERT_NE(tf32, nullptr);
-  EXPECT_EQ(std::count(main->smoke.begin(), main->smoke.end(), Mode::tf32), 0);
-  EXPECT_EQ(tf32->smoke, (std::vector<Mode>{Mode::tf32}));
-  EXPECT_TRUE(tf32->amp.empty());
-  EXPECT_TRUE(tf32->hold);
-  EXPECT_FALSE(main->hold);
-  EXPECT_EQ(tf32->soak_modes, (std::vector<Mode>{Mode::tf32}));
-  EXPECT_NEAR(main->soak_seconds + tf32->soak_seconds, 12.0, 1e-9);
-  EXPECT_NEAR(tf32->soak_seconds, 12.0 / static_cast<double>(main->soak_modes.size() + 1), 1e-9);
-  EXPECT_EQ(tf32->bench_size, main->bench_size);
+  ASSERT_EQ(gpu_plans.size(), 1U);
+  const pp::WorkerPlan& main = *gpu_plans.front();
+  EXPECT_EQ(std::count(main.smoke.begin(), main.smoke.end(), Mode::tf32), 1);
+  EXPECT_EQ(std::count(main.smoke.begin(), main.smoke.end(), Mode::fp32), 1);
+  EXPECT_EQ(std::count(main.soak_modes.begin(), main.soak_modes.end(), Mode::tf32), 1);
+  EXPECT_NEAR(main.soak_seconds, 12.0, 1e-9);
   ASSERT_FALSE(p.engine.prestarts.empty());
-  EXPECT_EQ(p.engine.prestarts.front().tf32_gpus, p.engine.prestarts.front().gpus);
+  EXPECT_EQ(p.engine.prestarts.front().gpus, 1);
   const auto* gpu = device(r, "GPU 0");
   EXPECT_EQ(gpu->find(Mode::tf32)->status, Status::native) << gpu->find(Mode::tf32)->reason;
   ASSERT_TRUE(gpu->soak.has_value());
@@ -648,7 +626,7 @@ TEST(Probe, TrainingModesAreRunAndGated) {
   p.driver = pp::testing::driver_with({kH200});
   p.options.require = {Mode::amp_bf16, Mode::amp_fp16};
   const auto r = p.run();
-  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  const std::vector<pp::WorkerPlan> plans = p.engine.plans_seen;
   ASSERT_EQ(plans.size(), 2U);
   EXPECT_EQ(plans[1].amp, (std::vector<Mode>{Mode::amp_fp16, Mode::amp_bf16}));
   const auto* gpu = device(r, "GPU 0");
@@ -706,8 +684,8 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   p.system.paths = {"/dev/nvidia0", "/dev/nvidia1"};
   p.options.nccl = true;
   p.run();
-  // CPU; 2 GPUs, their TF32 processes, the collective
-  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{1, 5}));
+  // CPU; 2 GPUs and the collective
+  EXPECT_EQ(p.engine.run_sizes, (std::vector<std::size_t>{1, 3}));
   EXPECT_EQ(p.engine.plans_seen.front().kind, pp::DeviceKind::cpu);
   EXPECT_EQ(p.engine.plans_seen.back().collective_ranks, 2);
   // With --bench: the CPU's checks, the GPUs; then the CPU's benchmark alone; then the
@@ -718,8 +696,8 @@ TEST(Probe, MeasurementsRunAloneEverythingElseAtOnce) {
   b.options.nccl = true;
   b.options.bench = true;
   b.run();
-  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{1, 4, 1, 1}));
-  const std::vector<pp::WorkerPlan> plans = main_plans(b.engine);
+  EXPECT_EQ(b.engine.run_sizes, (std::vector<std::size_t>{1, 2, 1, 1}));
+  const std::vector<pp::WorkerPlan> plans = b.engine.plans_seen;
   ASSERT_EQ(plans.size(), 5U);
   EXPECT_EQ(plans[0].bench_size, 0);     // the CPU, without its benchmark
   EXPECT_EQ(plans[1].bench_size, 8192);  // a GPU
@@ -785,7 +763,7 @@ TEST(Probe, ARecipeTheStackLacksIsUnsupportedWithTheLayerAndNotRun) {
   EXPECT_NE(blockwise->reason.find("(LibTorch 2.11)"), std::string::npos);
   EXPECT_EQ(gpu->find(Mode::nvfp4)->status, Status::native);
   EXPECT_EQ(gpu->find(Mode::mxfp8)->status, Status::native);
-  const std::vector<Mode> planned = main_plans(p.engine).back().smoke;
+  const std::vector<Mode> planned = p.engine.plans_seen.back().smoke;
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::fp8_blockwise), 0);
   EXPECT_EQ(std::count(planned.begin(), planned.end(), Mode::nvfp4), 1);
   EXPECT_EQ(r.exit_code, pp::exit_code::kRequirementNotMet) << r.exit_reason;
@@ -847,7 +825,7 @@ TEST(Probe, EveryGpuSoaksTheSameInputs) {
   p.driver = pp::testing::driver_with({kH200, kH200});
   p.options.soak_s = 1.0;
   const pp::Report r = p.run();
-  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  const std::vector<pp::WorkerPlan> plans = p.engine.plans_seen;
   ASSERT_EQ(plans.size(), 3U);
   const pp::WorkerPlan& gpu0 = plans[1];
   const pp::WorkerPlan& gpu1 = plans[2];
@@ -871,7 +849,7 @@ TEST(Probe, TheSoakSizeFollowsTheDevicesMemoryUnlessBenchSizeSays) {
   p.options.soak_s = 1.0;
   p.options.devices.cpu = true;
   (void)p.run();
-  const std::vector<pp::WorkerPlan> plans = main_plans(p.engine);
+  const std::vector<pp::WorkerPlan> plans = p.engine.plans_seen;
   ASSERT_EQ(plans.size(), 3U);
   EXPECT_EQ(plans[0].soak_size, 256);
   EXPECT_EQ(plans[1].soak_size, 16384);
@@ -881,7 +859,7 @@ TEST(Probe, TheSoakSizeFollowsTheDevicesMemoryUnlessBenchSizeSays) {
   sized.options.soak_s = 1.0;
   sized.options.bench_size = 4096;
   (void)sized.run();
-  const std::vector<pp::WorkerPlan> sized_plans = main_plans(sized.engine);
+  const std::vector<pp::WorkerPlan> sized_plans = sized.engine.plans_seen;
   ASSERT_EQ(sized_plans.size(), 2U);
   EXPECT_EQ(sized_plans[1].soak_size, 4096);
 }

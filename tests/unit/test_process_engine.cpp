@@ -34,14 +34,13 @@ class WithFakeEngine {
   std::string sessions = pp::testing::make_temp_dir() + "/sessions";
 };
 
-pp::WorkerPlan gpu_plan(int index, bool tf32) {
+pp::WorkerPlan gpu_plan(int index) {
   pp::WorkerPlan p;
   p.kind = pp::DeviceKind::cuda;
   p.index = index;
   p.ordinals = {index};
   p.cuda_visible_devices = std::to_string(index);
-  p.smoke = {tf32 ? pp::Mode::tf32 : pp::Mode::bf16};
-  p.tf32_process = tf32;
+  p.smoke = {pp::Mode::fp32, pp::Mode::tf32, pp::Mode::bf16};
   p.seed = 1;
   return p;
 }
@@ -55,33 +54,30 @@ pp::Limits limits() {
 }  // namespace
 
 // Started ahead for a node whose device nodes show eight GPUs: the CPU's plan (run first, before
-// the GPUs are known) and every GPU's go to the GPU session, the tf32 checks to the TF32 one:
-// two sessions in all, each plan answered.
-TEST(ProcessEngine, EveryPlanOfARunInTwoSessions) {
+// the GPUs are known) and every GPU's, tf32 included, go to the GPU session: one session in all
+// (LibTorch loaded once), each plan answered.
+TEST(ProcessEngine, EveryPlanOfARunInOneSession) {
   const WithFakeEngine fake;
   const std::unique_ptr<pp::System> system = pp::make_real_system();
   std::unique_ptr<pp::Engine> engine = pp::make_process_engine(*system, "");
   ASSERT_TRUE(engine->installed()) << engine->not_installed_reason();
   engine->use_libtorch(PP_FAKE_TORCH_LIB);
-  engine->prestart(pp::Prestart{true, 8, 8});
+  engine->prestart(pp::Prestart{true, 8});
   pp::WorkerPlan cpu;
   cpu.smoke = {pp::Mode::fp32};
   cpu.seed = 1;
   const std::vector<pp::WorkerResult> first = engine->run({cpu}, limits());
   std::vector<pp::WorkerPlan> plans;
-  for (int i = 0; i < 8; ++i) {
-    plans.push_back(gpu_plan(i, false));
-    plans.push_back(gpu_plan(i, true));
-  }
+  for (int i = 0; i < 8; ++i) plans.push_back(gpu_plan(i));
   const std::vector<pp::WorkerResult> gpus = engine->run(plans, limits());
   engine->finish();
   ASSERT_EQ(first.size(), 1U);
   EXPECT_TRUE(first[0].finished) << first[0].problem_message;
   EXPECT_TRUE(first[0].smoke.contains(pp::Mode::fp32));
-  ASSERT_EQ(gpus.size(), 16U);
+  ASSERT_EQ(gpus.size(), 8U);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     EXPECT_TRUE(gpus[i].finished) << i << ": " << gpus[i].problem_message;
-    EXPECT_EQ(gpus[i].smoke.size(), 1U) << i;
+    EXPECT_EQ(gpus[i].smoke.size(), 3U) << i;
   }
   const std::vector<std::string> sessions = pp::split(pp::testing::read_all(fake.sessions), '\n');
   std::size_t started = 0;
@@ -90,7 +86,7 @@ TEST(ProcessEngine, EveryPlanOfARunInTwoSessions) {
     ++started;
     EXPECT_NE(s.find("cuda --worker gpu"), std::string::npos) << s;
   }
-  EXPECT_EQ(started, 2U) << pp::testing::read_all(fake.sessions);
+  EXPECT_EQ(started, 1U) << pp::testing::read_all(fake.sessions);
 }
 
 namespace {
@@ -115,8 +111,7 @@ class OomCountingSystem : public pp::testing::FakeSystem {
   mutable int reads_ = 0;
 };
 
-// Two GPU plans in a session the fake engine SIGKILLs after one check: what the one that ran
-// again says of why.
+// Two GPU plans (three checks each) in a session the fake engine SIGKILLs after one check.
 // (`once`: the kill does not come again in the isolated sessions.)
 std::vector<pp::WorkerResult> run_killed(const pp::System& system, bool once) {
   const std::string once_file = pp::testing::make_temp_dir() + "/once";
@@ -124,12 +119,7 @@ std::vector<pp::WorkerResult> run_killed(const pp::System& system, bool once) {
   if (once) ::setenv("FAKE_ENGINE_ONCE", once_file.c_str(), 1);
   std::unique_ptr<pp::Engine> engine = pp::make_process_engine(system, "");
   engine->use_libtorch(PP_FAKE_TORCH_LIB);
-  std::vector<pp::WorkerPlan> plans = {gpu_plan(0, false), gpu_plan(1, false)};
-  // Three checks each: the plan that kills its session has answered one, so at least two are
-  // left for its isolated session, where the fake kills again (it kills only where more than one
-  // is left).
-  for (pp::WorkerPlan& p : plans) p.smoke.insert(p.smoke.end(), {pp::Mode::fp16, pp::Mode::fp32});
-  std::vector<pp::WorkerResult> results = engine->run(plans, limits());
+  std::vector<pp::WorkerResult> results = engine->run({gpu_plan(0), gpu_plan(1)}, limits());
   engine->finish();
   ::unsetenv("FAKE_ENGINE");
   ::unsetenv("FAKE_ENGINE_ONCE");

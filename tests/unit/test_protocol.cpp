@@ -17,8 +17,7 @@ TEST(Protocol, PlanRoundTrips) {
   plan.index = 3;
   plan.smoke = {Mode::fp32, Mode::fp8_e5m2};
   plan.seed = 123456789;
-  plan.tf32_process = true;
-  plan.hold = true;
+  plan.own_context = true;
   plan.cuda_visible_devices = "GPU-8f3a0c1e-1234-5678-9abc-def012345678";
   plan.ordinals = {3};
   plan.slot = 7;
@@ -30,8 +29,7 @@ TEST(Protocol, PlanRoundTrips) {
   EXPECT_EQ(back.smoke, plan.smoke);
   EXPECT_EQ(back.cuda_visible_devices, plan.cuda_visible_devices);
   EXPECT_EQ(back.seed, 123456789U);
-  EXPECT_TRUE(back.tf32_process);
-  EXPECT_TRUE(back.hold);
+  EXPECT_TRUE(back.own_context);
   EXPECT_EQ(back.slot, 7);
   EXPECT_EQ(back.ordinals, std::vector<int>{3});
 }
@@ -40,7 +38,7 @@ TEST(Protocol, PlanRoundTrips) {
 // the CPU's none; and its slot is a plan's number.
 TEST(Protocol, APlansOrdinalsNameItsGpus) {
   const auto decoded = [](const std::string& fields) {
-    return pp::decode_plan(R"({"protocol":6,)" + fields + "}");
+    return pp::decode_plan(R"({"protocol":7,)" + fields + "}");
   };
   EXPECT_TRUE(decoded(R"("kind":"cuda","ordinals":[2])"));
   EXPECT_TRUE(decoded(R"("kind":"cpu")"));
@@ -53,10 +51,6 @@ TEST(Protocol, APlansOrdinalsNameItsGpus) {
     EXPECT_NE(plan.error().find("ordinals"), std::string::npos) << plan.error();
   }
   EXPECT_NE(decoded(R"("kind":"cpu","slot":-1)").error().find("slot"), std::string::npos);
-  EXPECT_EQ(pp::decode_go(pp::encode_go(12)), 12);
-  for (const char* not_go : {"go", "go -1", "go x", "gone 1", "go 99999999"}) {
-    EXPECT_FALSE(pp::decode_go(not_go)) << not_go;
-  }
 }
 
 // One session's lines: the hello is the session's, every other line names the slot of the plan it
@@ -76,10 +70,11 @@ TEST(Protocol, ASessionsLinesGoToTheirPlans) {
   EXPECT_EQ(smoke->slot, 9);
   EXPECT_TRUE(b.smoke.contains(Mode::bf16));
   EXPECT_FALSE(a.smoke.contains(Mode::bf16));
-  const auto holding =
-      pp::apply_engine_line(pp::encode_progress(4, pp::kHolding), result_of, hello);
-  ASSERT_TRUE(holding);
-  EXPECT_TRUE(holding->holding);
+  const auto progress =
+      pp::apply_engine_line(pp::encode_progress(4, "bench fp32"), result_of, hello);
+  ASSERT_TRUE(progress) << progress.error();
+  EXPECT_EQ(progress->slot, 4);
+  EXPECT_FALSE(progress->done || a.finished);
   const auto done = pp::apply_engine_line(pp::encode_done(4), result_of, hello);
   ASSERT_TRUE(done);
   EXPECT_TRUE(done->done && a.finished && !b.finished);
@@ -95,17 +90,17 @@ TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","bench_size":-4})").find("bench_size"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","soak_seconds":-1})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","soak_seconds":-1})").find("soak"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":6,"kind":"cpu","inject_iteration":-2})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 

@@ -351,7 +351,8 @@ HostOperands host_operands(Mode mode, const std::vector<double>& a64,
       o.a = encoded(a64, s.m, s.k, e, false, o.a_values);
       o.b = encoded(b64, s.k, s.n, e, false, o.b_values);
       o.method = mode == Mode::tf32
-                     ? "aten::mm float32 in a process with TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1"
+                     ? "cublasGemmEx float32, CUBLAS_COMPUTE_32F_FAST_TF32 (the image's cuBLAS, "
+                       "as PyTorch's fp32 matmuls with TF32 allowed)"
                      : fmt::format("aten::mm {}", scalar_info(e).name);
       return o;
     }
@@ -390,9 +391,23 @@ Gemm::Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a,
       b_(std::move(b)),
       scales_a_(std::move(scales_a)),
       scales_b_(std::move(scales_b)),
-      op_(kernel_op(mode, a_.torch(), a_.device())) {}
+      op_(kernel_op(mode, a_.torch(), a_.device())) {
+  const Device device = a_.device();
+  if (mode_ != Mode::tf32 || !device.cuda) return;
+  void* stream = nullptr;
+  check(a_.torch(), a_.torch().c().aoti_torch_get_current_cuda_stream(device.index, &stream),
+        "get_current_cuda_stream");
+  Expected<std::unique_ptr<Cublas>> cublas = Cublas::open(a_.torch(), stream);
+  if (!cublas) throw std::runtime_error(cublas.error());
+  cublas_ = std::move(*cublas);
+}
 
 Tensor Gemm::operator()() const {
+  if (cublas_) {
+    Tensor c = empty(a_.torch(), {a_.sizes().at(0), b_.sizes().at(1)}, Scalar::f32, a_.device());
+    cublas_->gemm_tf32(a_, b_, c);
+    return c;
+  }
   if (op_ == Op::mm) return mm(a_, b_);
   if (op_ == Op::int_mm) return int_mm(a_, b_);
   if (op_ == Op::scaled_mm) {

@@ -7,10 +7,12 @@
 // one).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/checks/target.hpp"
+#include "engine/torch/cublas.hpp"
 #include "engine/torch/ops.hpp"
 #include "precision_probe/modes.hpp"
 
@@ -48,6 +50,8 @@ HostOperands host_operands(Mode mode, const std::vector<double>& a64,
 
 // One GEMM of a mode, ready to be called again and again: operands and scales on the device in
 // the layout the call wants, made once.
+// tf32 on a GPU asks the image's cuBLAS for TF32 by name (engine/torch/cublas.hpp) on LibTorch's
+// current stream of the operands' device, as it was when the Gemm was made.
 class Gemm {
  public:
   Gemm(Mode mode, Tensor a, Tensor b, std::vector<Tensor> scales_a, std::vector<Tensor> scales_b);
@@ -57,7 +61,8 @@ class Gemm {
   Mode mode_;
   Tensor a_, b_;
   std::vector<Tensor> scales_a_, scales_b_;
-  Op op_;  // kernel_op's, on the operands' device
+  Op op_;                           // kernel_op's, on the operands' device
+  std::shared_ptr<Cublas> cublas_;  // tf32 on a GPU
 };
 
 Tensor to_device(const HostTensor& t, const Target& target);

@@ -188,39 +188,6 @@ std::pair<NotRun, NotRun> gpu_not_run(const Options& o, const DeviceReport& d, c
   return {why, training_not_run(o, why)};
 }
 
-// A GPU's two workers as one: what the main worker was asked and answered, with the TF32
-// process's tf32 put back, as if one worker had run them all.
-WorkerRun gpu_work(const WorkerRun& main, const WorkerRun* tf32) {
-  WorkerRun w = main;
-  if (tf32 == nullptr) return w;
-  const WorkerPlan& tp = tf32->plan;
-  w.plan.smoke.insert(w.plan.smoke.begin() + (w.plan.smoke.empty() ? 0 : 1), Mode::tf32);
-  if (tp.soak_seconds > 0.0) {
-    w.plan.soak_modes.insert(w.plan.soak_modes.begin() + (w.plan.soak_modes.empty() ? 0 : 1),
-                             Mode::tf32);
-    w.plan.soak_seconds += tp.soak_seconds;
-    if (tp.inject_iteration > 0) {
-      w.plan.inject_mode = Mode::tf32;
-      w.plan.inject_iteration = tp.inject_iteration;
-    }
-  }
-  if (!w.result) return w;
-  WorkerResult& r = *w.result;
-  const WorkerResult* t = tf32->result ? &*tf32->result : nullptr;
-  if (const SmokeOutcome* answer = t != nullptr ? t->smoke.find(Mode::tf32) : nullptr) {
-    r.smoke[Mode::tf32] = *answer;
-  } else {
-    r.smoke[Mode::tf32] =
-        unanswered<SmokeOutcome>(t, "the TF32 process finished without reporting this check");
-  }
-  if (t != nullptr) {
-    for (const auto& [mode, bench] : t->bench) r.bench[mode] = bench;
-    for (const auto& [mode, soak] : t->soak) r.soak[mode] = soak;
-    if (!r.rerun) r.rerun = t->rerun;
-  }
-  return w;
-}
-
 // The CPU's checks and its benchmark (run alone after the GPUs') as one worker: the benchmark's
 // answers with the checks'.
 std::optional<WorkerRun> cpu_work(const RunResults& results) {
@@ -283,15 +250,12 @@ void add_telemetry(SoakReport& soak, const std::string& uuid, const RunResults& 
   soak.telemetry = summary;
 }
 
-// A GPU's workers, taken together (none where no worker ran for it).
+// A GPU's worker run (none where no worker ran for it).
 std::optional<WorkerRun> gpu_work_of(int index, const std::vector<WorkerRun>& runs) {
-  const WorkerRun* main = nullptr;
-  const WorkerRun* tf32 = nullptr;
   for (const WorkerRun& w : runs) {
-    if (w.plan.index == index) (w.plan.tf32_process ? tf32 : main) = &w;
+    if (w.plan.index == index) return w;
   }
-  if (main == nullptr) return std::nullopt;
-  return gpu_work(*main, tf32);
+  return std::nullopt;
 }
 
 DeviceReport gpu_device(const Report& report, const Options& options, const GpuInfo& gpu,

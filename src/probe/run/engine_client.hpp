@@ -30,12 +30,10 @@ struct Limits {
   std::function<bool()> stop;
 };
 
-// Workers worth starting before their plans are known: one for the CPU, `gpus` for GPUs, and
-// `tf32_gpus` TF32 processes (a GPU's tf32 check runs in a process of its own).
+// Workers worth starting before their plans are known: one for the CPU, `gpus` for GPUs.
 struct Prestart {
   bool cpu = false;
   int gpus = 0;
-  int tf32_gpus = 0;
 };
 
 class Engine {

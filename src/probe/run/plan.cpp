@@ -95,36 +95,6 @@ WorkerPlan plan_cpu_bench(const Options& options, const WorkerPlan& cpu) {
   return p;
 }
 
-// A GPU's tf32 check runs in a process of its own (LibTorch reads the TF32 override once per
-// process): its smoke test, benchmark and share of the soak move from `main` to a plan of their
-// own, held before its measurements until the main worker is done.
-std::optional<WorkerPlan> split_tf32(WorkerPlan& p) {
-  const auto at = std::find(p.smoke.begin(), p.smoke.end(), Mode::tf32);
-  if (at == p.smoke.end()) return std::nullopt;
-  p.smoke.erase(at);
-  WorkerPlan t = p;
-  t.tf32_process = true;
-  t.smoke = {Mode::tf32};
-  t.amp.clear();
-  t.soak_modes.clear();
-  t.soak_seconds = 0.0;
-  t.inject_iteration = 0;
-  const auto soaked = std::find(p.soak_modes.begin(), p.soak_modes.end(), Mode::tf32);
-  if (p.soak_seconds > 0.0 && soaked != p.soak_modes.end()) {
-    const double share = p.soak_seconds / static_cast<double>(p.soak_modes.size());
-    p.soak_modes.erase(soaked);
-    p.soak_seconds = p.soak_modes.empty() ? 0.0 : p.soak_seconds - share;
-    t.soak_modes = {Mode::tf32};
-    t.soak_seconds = share;
-    if (p.inject_iteration > 0 && p.inject_mode == Mode::tf32) {
-      t.inject_iteration = p.inject_iteration;
-      p.inject_iteration = 0;
-    }
-  }
-  t.hold = t.bench_size > 0 || t.soak_seconds > 0.0;
-  return t;
-}
-
 WorkerPlan plan_gpu(const Options& options, const GpuInfo& gpu, const StartPlan& start) {
   // What the image's stack lacks (its release, its CUDA) is not asked of the engine.
   auto support = [&gpu, &start](Mode m) { return gpu_support(*gpu.cc, m, start.stack.stack); };
@@ -248,8 +218,8 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
         expected_gpu_workers(facts.machine.nodes, visible_devices(facts.machine), options.devices);
   }
   if (options.quick || !s.stack.kernel_blocker.empty()) return s;
-  // A GPU's TF32 process with its main worker: both load LibTorch at once.
-  s.prestart = Prestart{true, s.expected_gpus, s.expected_gpus};
+  // The GPUs' session (the CPU's plan joins it) starts loading LibTorch before the driver is asked.
+  s.prestart = Prestart{true, s.expected_gpus};
   const bool bench_later = s.expected_gpus > 0;
   s.cpu = plan_cpu(options, facts.machine.cpu, s.seed, bench_later, s.inject);
   if (options.bench && bench_later) s.cpu_bench = plan_cpu_bench(options, *s.cpu);
@@ -263,10 +233,7 @@ GpuPlan plan_gpus(const Options& options, const GpuFacts& facts, const StartPlan
         !start.stack.gpu_blocker.empty()) {
       continue;
     }
-    WorkerPlan main = plan_gpu(options, gpu, start);
-    std::optional<WorkerPlan> tf32 = split_tf32(main);
-    g.gpus.push_back(main);
-    if (tf32) g.gpus.push_back(*tf32);
+    g.gpus.push_back(plan_gpu(options, gpu, start));
   }
   g.collective_on = collective_gpus(options, facts);
   g.collective = plan_collective(options, facts, g.collective_on, start.seed);

@@ -58,7 +58,7 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts);
 
 // What runs once the driver has answered.
 struct GpuPlan {
-  std::vector<WorkerPlan> gpus;          // each selected GPU's main worker, then its TF32 process
+  std::vector<WorkerPlan> gpus;          // each selected GPU's plan
   std::vector<int> collective_on;        // the GPUs the collective spans
   std::optional<WorkerPlan> collective;  // --nccl
   bool collective_alone = false;         // after the GPUs (--bench: measurements run alone)

@@ -1,11 +1,12 @@
 // The real engine client: engine sessions. One precision-probe-engine process loads the image's
 // LibTorch once and runs every device's plan at once, a thread each (the CPU's too, below the
-// GPUs' priority); a second one, with TF32 on, runs every GPU's tf32 check. A run therefore loads
-// LibTorch at most twice whatever its GPU count. The probe owns the clock: a plan silent for
-// longer than a check may take hung, and the session holding it is ended; what the session's
-// other plans left unfinished, and what a session that died left, runs again in isolated sessions
-// of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a GPU that hangs or
-// crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per run".
+// GPUs' priority), tf32 included (cuBLAS asked for TF32 by name: no process has LibTorch's TF32
+// override on). A run therefore loads LibTorch once whatever its GPU count. The probe owns the
+// clock: a plan silent for longer than a check may take hung, and the session holding it is ended;
+// what the session's other plans left unfinished, and what a session that died left, runs again in
+// isolated sessions of one plan each (narrowed to its GPU through CUDA_VISIBLE_DEVICES), so that a
+// GPU that hangs or crashes costs only its own verdicts. docs/architecture.md, "One LibTorch per
+// run".
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kEngineName = "precision-probe-engine";
 constexpr std::size_t kStderrTail = 2048;
-// LibTorch reads it once per process: on in the TF32 session, off in every other.
+// LibTorch reads it once per process: off in every session, so that fp32 is proven as fp32.
 constexpr const char* kTf32Override = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE";
 // The longest result line a session may send (the longest real one is a few hundred bytes).
 constexpr std::size_t kMaxLine = 1U << 20U;
@@ -53,14 +54,11 @@ std::string last_line(const std::string& text) {
 }
 
 // What a session loads and how it is started: LibTorch's CPU library (a session of the CPU
-// alone) or its CUDA one, TF32 on or off; shared by every plan of its kind, or isolated (one plan,
-// its GPUs alone visible).
+// alone) or its CUDA one; shared by every plan of its kind, or isolated (one plan, its GPUs alone
+// visible).
 struct SessionKind {
   bool gpu = false;
-  bool tf32 = false;
-  friend bool operator==(SessionKind a, SessionKind b) {
-    return a.gpu == b.gpu && a.tf32 == b.tf32;
-  }
+  friend bool operator==(SessionKind a, SessionKind b) { return a.gpu == b.gpu; }
 };
 
 struct Session {
@@ -87,8 +85,6 @@ struct Slot {
   WorkerResult* result = nullptr;
   Session* session = nullptr;
   Clock::time_point last_line;  // a line of the plan resets its per-check clock
-  bool holding = false;         // it said it waits for its "go" (its clock does not run meanwhile)
-  bool released = false;        // its "go" was sent
   bool hung = false;            // silent past --check-timeout: its session was ended
   bool settled = false;         // done, or given up with its result saying why
 };
@@ -105,10 +101,9 @@ class ProcessEngine final : public Engine {
     if (!engine_ || lib_dir_.empty()) return;
     const std::lock_guard<std::mutex> lock(mutex_);
     if (what.gpus > 0) {
-      (void)session_of({true, false});
-      if (what.tf32_gpus > 0) (void)session_of({true, true});
+      (void)session_of({true});
     } else if (what.cpu) {
-      (void)session_of({false, false});
+      (void)session_of({false});
     }
     trace(fmt::format("{} engine session(s) started ahead", sessions_.size()));
   }
@@ -171,15 +166,15 @@ class ProcessEngine final : public Engine {
  private:
   // --- Sessions ----------------------------------------------------------------------------
 
-  // Starts a session: LibTorch's CUDA library in a GPU session, its CPU one alone; TF32 on in the
-  // TF32 session and off in every other; an isolated session sees `visible` alone (its plan's
-  // GPUs, or none for the CPU). Where it cannot be started, why.
+  // Starts a session: LibTorch's CUDA library in a GPU session, its CPU one alone; LibTorch's TF32
+  // override off; an isolated session sees `visible` alone (its plan's GPUs, or none for the
+  // CPU). Where it cannot be started, why.
   Expected<Session*> start_session(SessionKind kind, const std::optional<std::string>& visible) {
     // A session ends with the probe (PR_SET_PDEATHSIG), and at once if the probe is already gone.
     std::vector<std::string> overrides = {"PRECISION_PROBE_PARENT=" + std::to_string(::getpid())};
     if (!kind.gpu) overrides.emplace_back("CUDA_VISIBLE_DEVICES=");
     if (kind.gpu && visible) overrides.push_back("CUDA_VISIBLE_DEVICES=" + *visible);
-    overrides.emplace_back(kind.tf32 ? std::string(kTf32Override) + "=1" : kTf32Override);
+    overrides.emplace_back(kTf32Override);
     const std::string library = lib_dir_ + (kind.gpu ? "/libtorch_cuda.so" : "/libtorch_cpu.so");
     const std::vector<std::string> argv = {*engine_, "--worker", kind.gpu ? "gpu" : "cpu",
                                            "--libtorch", library};
@@ -193,8 +188,8 @@ class ProcessEngine final : public Engine {
         !started) {
       return Unexpected{started.error()};
     }
-    trace(fmt::format("engine session started ({}{}{})", kind.gpu ? "GPU" : "CPU",
-                      kind.tf32 ? ", TF32" : "", session->isolated ? ", isolated" : ""));
+    trace(fmt::format("engine session started ({}{})", kind.gpu ? "GPU" : "CPU",
+                      session->isolated ? ", isolated" : ""));
     sessions_.push_back(std::move(session));
     return sessions_.back().get();
   }
@@ -207,16 +202,14 @@ class ProcessEngine final : public Engine {
     return start_session(kind, std::nullopt);
   }
 
-  // Where a plan runs: a GPU's tf32 in the TF32 session, every other GPU plan in the GPU session,
-  // the CPU's in the GPU session where there is one (its LibTorch carries the CPU's), else in a
-  // session of its own.
+  // Where a plan runs: a GPU's in the GPU session, the CPU's in the GPU session where there is one
+  // (its LibTorch carries the CPU's), else in a session of its own.
   Expected<Session*> shared_session_for(const WorkerPlan& plan) {
-    if (plan.tf32_process) return session_of({true, true});
-    if (plan.kind == DeviceKind::cuda) return session_of({true, false});
+    if (plan.kind == DeviceKind::cuda) return session_of({true});
     for (auto& s : sessions_) {
-      if (!s->isolated && !s->broken && s->kind == SessionKind{true, false}) return s.get();
+      if (!s->isolated && !s->broken && s->kind == SessionKind{true}) return s.get();
     }
-    return session_of({false, false});
+    return session_of({false});
   }
 
   // Ends a session: killed with its group, its pipes closed; no plan goes to it any more.
@@ -272,7 +265,7 @@ class ProcessEngine final : public Engine {
     return std::all_of(ids.begin(), ids.end(), [this](int id) { return slots_.at(id).settled; });
   }
 
-  // The run's clock, the per-check watchdog, the sessions lost and the plans held.
+  // The run's clock, the per-check watchdog and the sessions lost.
   void look_after(Clock::time_point deadline, const Limits& limits) {
     const bool stopped = limits.stop && limits.stop();
     if (stopped || Clock::now() >= deadline) {
@@ -281,7 +274,6 @@ class ProcessEngine final : public Engine {
     }
     watch(limits);
     rerun_what_was_lost();
-    release_held();
   }
 
   // What cut the plans off: a signal, the run given up (a --device found missing), or the run's
@@ -318,7 +310,7 @@ class ProcessEngine final : public Engine {
   void watch(const Limits& limits) {
     const Clock::time_point now = Clock::now();
     for (auto& [id, slot] : slots_) {
-      if (slot.settled || slot.hung || slot.holding || slot.session == nullptr) continue;
+      if (slot.settled || slot.hung || slot.session == nullptr) continue;
       if (now - slot.last_line <= limits.per_check) continue;
       slot.hung = true;
       slot.result->problem = ErrorKind::timed_out;
@@ -379,29 +371,7 @@ class ProcessEngine final : public Engine {
       for (std::size_t i = 0; i < slot.plan.ordinals.size(); ++i) {
         slot.plan.ordinals[i] = static_cast<int>(i);
       }
-      slot.holding = slot.released = false;
       send(slot, **isolated);
-    }
-  }
-
-  // A GPU's TF32 plan measures after the GPU's main plan: its "go" once that one is done (or
-  // gone), at once where the run has none.
-  void release_held() {
-    for (auto& entry : slots_) {
-      const auto id = entry.first;
-      Slot& slot = entry.second;  // named, not bound: a lambda below captures it
-      if (!slot.plan.hold || slot.released || slot.settled || !slot.holding) continue;
-      const bool partner_running = std::any_of(slots_.begin(), slots_.end(), [&](const auto& e) {
-        const Slot& other = e.second;
-        return &other != &slot && !other.settled && other.plan.kind == slot.plan.kind &&
-               other.plan.index == slot.plan.index && !other.plan.tf32_process &&
-               other.plan.collective_ranks == 0;
-      });
-      if (partner_running) continue;
-      slot.session->child->write_input(encode_go(id) + "\n");
-      slot.released = true;
-      slot.holding = false;
-      slot.last_line = Clock::now();
     }
   }
 
@@ -542,7 +512,6 @@ class ProcessEngine final : public Engine {
     Slot& slot = slots_.at(*note->slot);
     if (!slot.result->stack) slot.result->stack = s.hello;
     slot.last_line = Clock::now();
-    if (note->holding) slot.holding = true;
     if (note->done) {
       slot.settled = true;
       trace(fmt::format("plan {} ({}) done", *note->slot, device_of(slot.plan)));

@@ -203,12 +203,10 @@ void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out,
   threads.wait();
 }
 
-// A GPU's plan binds its GPU: the driver the session started (`driver_error` where it could not),
+// A GPU's plan binds its GPU: a handle on the driver the session started (or why it could not),
 // the plan's ordinal, its primary context (the one LibTorch's runtime uses).
 Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
-                                               const std::optional<std::string>& driver_error) {
-  if (driver_error) return Unexpected{*driver_error};
-  Expected<std::unique_ptr<CudaDriver>> driver = CudaDriver::open();
+                                               Expected<std::unique_ptr<CudaDriver>> driver) {
   if (!driver) return driver;
   if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0), plan.own_context); !bound) {
     return Unexpected{bound.error()};
@@ -240,15 +238,12 @@ class Session {
     Loaded loaded;
     load_session(args_, knobs_, loaded, [this](const Loaded& started) {
       const std::lock_guard<std::mutex> lock(mutex_);
-      driver_error_ = started.driver ? std::nullopt : std::optional(started.driver.error());
-      driver_started_ = true;
+      keep_driver(started);
       changed_.notify_all();
     });
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      if (!driver_started_ && args_.kind == DeviceKind::cuda) {
-        driver_error_ = loaded.driver ? std::nullopt : std::optional(loaded.driver.error());
-      }
+      if (!driver_started_ && args_.kind == DeviceKind::cuda) keep_driver(loaded);
       driver_started_ = true;  // a GPU plan waits no longer, whatever the start did
     }
     if (loaded.torch) {
@@ -272,11 +267,23 @@ class Session {
     return *loaded_;
   }
 
-  // Why the session's driver did not start (nullopt: it did), once its start is over.
-  std::optional<std::string> wait_driver() {
+  // The driver's start is over (under mutex_): a handle on it for the plans, or why it failed.
+  void keep_driver(const Loaded& started) {
+    if (started.driver) {
+      driver_ = (*started.driver)->another();
+    } else {
+      driver_ = Unexpected{started.driver.error()};
+    }
+    driver_started_ = true;
+  }
+
+  // Once the session's driver has started: a handle on it for one plan's GPU, taken without the
+  // loader's lock (LibTorch's dlopen may hold it), or why the driver did not start.
+  Expected<std::unique_ptr<CudaDriver>> wait_driver() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return driver_started_; });
-    return driver_error_;
+    if (!driver_) return Unexpected{driver_.error()};
+    return (*driver_)->another();
   }
 
   // A GPU plan's inputs and references made on another thread while this one binds its GPU, as
@@ -322,9 +329,10 @@ class Session {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Loaded> loaded_;
-  bool driver_started_ = false;              // the driver's start is over (a GPU session's)
-  std::optional<std::string> driver_error_;  // why it did not start
-  Threads threads_;                          // last: joined before what the threads use goes
+  bool driver_started_ = false;  // the driver's start is over (a GPU session's)
+  // The started driver (a handle of its own), or why it did not start.
+  Expected<std::unique_ptr<CudaDriver>> driver_ = Unexpected{std::string("no GPU in this session")};
+  Threads threads_;  // last: joined before what the threads use goes
 };
 
 // One line of stdin, taken: a plan started. A line that is not one is the session's end with an

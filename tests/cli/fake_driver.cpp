@@ -393,6 +393,21 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
   return 0;
 }
 int cuCtxSetCurrent(void* /*context*/) { return 0; }
+// What the engine's driver needs beside (unit/test_cuda_driver.cpp): nothing is queued, so every
+// wait returns at once and no time passes.
+int cuCtxSynchronize() { return 0; }
+int cuEventCreate(void** event, unsigned int /*flags*/) {
+  static int fake_event = 0;
+  *event = &fake_event;
+  return 0;
+}
+int cuEventRecord(void* /*event*/, void* /*stream*/) { return 0; }
+int cuEventSynchronize(void* /*event*/) { return 0; }
+int cuEventElapsedTime_v2(float* ms, void* /*start*/, void* /*end*/) {
+  *ms = 0.0F;
+  return 0;
+}
+int cuEventDestroy_v2(void* /*event*/) { return 0; }
 int cuDeviceGetPCIBusId(char* out, int size, int device) {
   std::snprintf(out, static_cast<std::size_t>(size), "0000:%02x:00.0",
                 0x17 + visible_gpus().at(static_cast<std::size_t>(device)).nvml_index);

@@ -123,6 +123,12 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   return driver;
 }
 
+std::unique_ptr<CudaDriver> CudaDriver::another() const {
+  std::unique_ptr<CudaDriver> driver(new CudaDriver());
+  driver->api_ = std::make_unique<Api>(*api_);
+  return driver;
+}
+
 CudaDriver::~CudaDriver() = default;  // never dlclose'd: LibTorch's runtime uses it too
 
 int CudaDriver::device_count() const {

@@ -24,6 +24,10 @@ class CudaDriver {
   // (it does not: it may run beside another library's dlopen).
   static Expected<std::unique_ptr<CudaDriver>> load();
   Expected<void> init();
+  // Another handle on this loaded (and started) driver, unbound, for another thread's device: no
+  // dlopen and no dlsym, so it never waits for the loader's lock that a library's dlopen holds
+  // (LibTorch's, for the half second its initialisers run).
+  std::unique_ptr<CudaDriver> another() const;
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;
   ~CudaDriver();

@@ -1,0 +1,87 @@
+// The engine's CUDA driver against the fake libcuda: a GPU plan's handle on the session's started
+// driver is taken without the dynamic loader's lock, which LibTorch's dlopen holds for as long as
+// its initialisers run (about half a second on the H100); a plan that opened the driver again
+// (dlopen) bound its GPU only once LibTorch had loaded (docs/performance.md, "The one session,
+// measured on an H100").
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "binary.hpp"
+#include "engine/cuda/driver.hpp"
+
+namespace {
+
+namespace eng = precision_probe::engine;
+
+// A library's dlopen on another thread, inside its constructor for `ms` milliseconds (the
+// loader's lock held all the while): started() returns once the constructor runs, ended() says
+// whether it has returned.
+class LoaderHeld {
+ public:
+  explicit LoaderHeld(int ms) {
+    EXPECT_EQ(::pipe2(fds_, O_CLOEXEC), 0);
+    ::setenv("PP_SLOW_CONSTRUCTOR_FD", std::to_string(fds_[1]).c_str(), 1);
+    ::setenv("PP_SLOW_CONSTRUCTOR_MS", std::to_string(ms).c_str(), 1);
+    loading_ = std::thread([this] { handle_ = ::dlopen(PP_SLOW_CONSTRUCTOR, RTLD_NOW); });
+    char c = 0;
+    EXPECT_EQ(::read(fds_[0], &c, 1), 1);
+    EXPECT_EQ(c, 's');
+  }
+  LoaderHeld(const LoaderHeld&) = delete;
+  LoaderHeld& operator=(const LoaderHeld&) = delete;
+  ~LoaderHeld() {
+    loading_.join();
+    if (handle_ != nullptr) ::dlclose(handle_);  // unloaded: the next dlopen runs it again
+    ::unsetenv("PP_SLOW_CONSTRUCTOR_FD");
+    ::unsetenv("PP_SLOW_CONSTRUCTOR_MS");
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  bool ended() const {
+    pollfd p{fds_[0], POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+  void* handle_ = nullptr;
+  std::thread loading_;
+};
+
+}  // namespace
+
+TEST(CudaDriver, APlansHandleBindsItsGpuWhileALibrarysDlopenHoldsTheLoader) {
+  ::setenv("PRECISION_PROBE_LIBCUDA", PP_FAKE_DRIVER, 1);
+  ::setenv("FAKE_NVIDIA_GPUS", precision_probe::testing::kFakeH200, 1);
+  auto started = eng::CudaDriver::open();  // the session's: dlopen and cuInit, before LibTorch's
+  ASSERT_TRUE(started) << started.error();
+  {
+    // What a plan does now: a handle on the started driver, bound, while the loader is held.
+    const LoaderHeld loading(3000);
+    std::unique_ptr<eng::CudaDriver> plan = (*started)->another();
+    const auto bound = plan->bind(0);
+    EXPECT_TRUE(bound) << bound.error();
+    EXPECT_FALSE(loading.ended()) << "the plan's GPU was bound only once the library had loaded";
+    EXPECT_EQ(plan->ordinal(), 0);
+    EXPECT_EQ(plan->name(), "NVIDIA H200");
+  }
+  {
+    // Why: opening the driver again (its dlopen) waits for the loader until the library's
+    // constructor has returned, what a plan did before.
+    const LoaderHeld loading(1000);
+    auto again = eng::CudaDriver::open();
+    EXPECT_TRUE(again) << again.error();
+    EXPECT_TRUE(loading.ended()) << "a dlopen did not wait for the loader's lock";
+  }
+  ::unsetenv("PRECISION_PROBE_LIBCUDA");
+  ::unsetenv("FAKE_NVIDIA_GPUS");
+}

@@ -1,8 +1,9 @@
 // The engine's CUDA driver against the fake libcuda: a GPU plan's handle on the session's started
-// driver is taken without the dynamic loader's lock, which LibTorch's dlopen holds for as long as
-// its initialisers run (about half a second on the H100); a plan that opened the driver again
-// (dlopen) bound its GPU only once LibTorch had loaded (docs/performance.md, "The one session,
-// measured on an H100").
+// driver (CudaDriver::another, what worker.cpp's plans bind with) is taken and bound without the
+// dynamic loader's lock, which LibTorch's dlopen holds for as long as its initialisers run (about
+// half a second on the H100), where opening the driver again (dlopen) waits for it. Whether the
+// real driver's context creation needs that lock too is for a GPU to show (docs/performance.md,
+// "The one session, measured on an H100").
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -31,10 +32,13 @@ class LoaderHeld {
     EXPECT_EQ(::pipe2(fds_, O_CLOEXEC), 0);
     ::setenv("PP_SLOW_CONSTRUCTOR_FD", std::to_string(fds_[1]).c_str(), 1);
     ::setenv("PP_SLOW_CONSTRUCTOR_MS", std::to_string(ms).c_str(), 1);
-    loading_ = std::thread([this] { handle_ = ::dlopen(PP_SLOW_CONSTRUCTOR, RTLD_NOW); });
+    loading_ = std::thread([this] {
+      handle_ = ::dlopen(PP_SLOW_CONSTRUCTOR, RTLD_NOW);
+      if (handle_ == nullptr) (void)::write(fds_[1], "x", 1);  // the wait below ends
+    });
     char c = 0;
     EXPECT_EQ(::read(fds_[0], &c, 1), 1);
-    EXPECT_EQ(c, 's');
+    EXPECT_EQ(c, 's') << "the library's constructor did not run: " << PP_SLOW_CONSTRUCTOR;
   }
   LoaderHeld(const LoaderHeld&) = delete;
   LoaderHeld& operator=(const LoaderHeld&) = delete;
@@ -60,6 +64,10 @@ class LoaderHeld {
 }  // namespace
 
 TEST(CudaDriver, APlansHandleBindsItsGpuWhileALibrarysDlopenHoldsTheLoader) {
+  // The fake driver's GPU 0 whatever the machine's environment says.
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "FAKE_CUINIT_RESULT", "FAKE_CUINIT_FAULT"}) {
+    ::unsetenv(name);
+  }
   ::setenv("PRECISION_PROBE_LIBCUDA", PP_FAKE_DRIVER, 1);
   ::setenv("FAKE_NVIDIA_GPUS", precision_probe::testing::kFakeH200, 1);
   auto started = eng::CudaDriver::open();  // the session's: dlopen and cuInit, before LibTorch's

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -243,8 +243,7 @@ class Session {
     });
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      if (!driver_started_ && args_.kind == DeviceKind::cuda) keep_driver(loaded);
-      driver_started_ = true;  // a GPU plan waits no longer, whatever the start did
+      if (!driver_) keep_driver(loaded);  // a GPU plan waits no longer, whatever the start did
     }
     if (loaded.torch) {
       emit(encode_hello(stack_of(*loaded.torch)));
@@ -267,23 +266,23 @@ class Session {
     return *loaded_;
   }
 
-  // The driver's start is over (under mutex_): a handle on it for the plans, or why it failed.
+  // The driver's start is over (under mutex_): a handle on it for the plans, or why it failed
+  // (a CPU session's: "no GPU in this session").
   void keep_driver(const Loaded& started) {
     if (started.driver) {
-      driver_ = (*started.driver)->another();
+      driver_.emplace((*started.driver)->another());
     } else {
-      driver_ = Unexpected{started.driver.error()};
+      driver_.emplace(Unexpected{started.driver.error()});
     }
-    driver_started_ = true;
   }
 
   // Once the session's driver has started: a handle on it for one plan's GPU, taken without the
   // loader's lock (LibTorch's dlopen may hold it), or why the driver did not start.
   Expected<std::unique_ptr<CudaDriver>> wait_driver() {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return driver_started_; });
-    if (!driver_) return Unexpected{driver_.error()};
-    return (*driver_)->another();
+    changed_.wait(lock, [this] { return driver_.has_value(); });
+    if (!*driver_) return Unexpected{driver_->error()};
+    return (**driver_)->another();
   }
 
   // A GPU plan's inputs and references made on another thread while this one binds its GPU, as
@@ -329,9 +328,9 @@ class Session {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<Loaded> loaded_;
-  bool driver_started_ = false;  // the driver's start is over (a GPU session's)
-  // The started driver (a handle of its own), or why it did not start.
-  Expected<std::unique_ptr<CudaDriver>> driver_ = Unexpected{std::string("no GPU in this session")};
+  // Once the driver's start is over: the started driver (a handle of its own), or why it did not
+  // start.
+  std::optional<Expected<std::unique_ptr<CudaDriver>>> driver_;
   Threads threads_;  // last: joined before what the threads use goes
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -84,6 +85,29 @@ std::vector<double> normal_values(std::uint64_t seed, std::size_t count) {
   std::vector<double> values(count);
   for (double& v : values) v = random.normal();
   return values;
+}
+
+std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<float>& teacher,
+                                 std::int64_t rows, std::int64_t in, std::int64_t classes) {
+  if (rows < 0 || in < 1 || classes < 1 || x.size() != static_cast<std::size_t>(rows * in) ||
+      teacher.size() != static_cast<std::size_t>(in * classes)) {
+    throw std::invalid_argument("argmax_labels: sizes that do not match");
+  }
+  std::vector<float> onehot(static_cast<std::size_t>(rows * classes), 0.0F);
+  std::vector<double> logits(static_cast<std::size_t>(classes));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::fill(logits.begin(), logits.end(), 0.0);
+    // The classes innermost, along the teacher's rows: a class at a time strides through the
+    // teacher and took 5x as long (a GPU's training batch is 134 M products).
+    for (std::int64_t j = 0; j < in; ++j) {
+      const double xij = x[static_cast<std::size_t>(i * in + j)];
+      const float* row = &teacher[static_cast<std::size_t>(j * classes)];
+      for (std::size_t c = 0; c < logits.size(); ++c) logits[c] += xij * row[c];
+    }
+    const std::ptrdiff_t best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    onehot[static_cast<std::size_t>(i * classes + best)] = 1.0F;
+  }
+  return onehot;
 }
 
 std::vector<double> reference_product(const std::vector<double>& a, const std::vector<double>& b,

@@ -393,7 +393,6 @@ std::optional<std::int64_t> step_bytes(const AmpSetup& s, const Target& target, 
   }
 }
 
-
 }  // namespace
 
 std::string amp_method(Mode mode, const Torch& torch) {

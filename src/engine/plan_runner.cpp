@@ -1,5 +1,7 @@
 #include "engine/plan_runner.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/host/cpus.hpp"
 #include "wire/injection.hpp"
 #include "wire/protocol.hpp"
 #include "threads/threads.hpp"
@@ -21,7 +24,13 @@ namespace {
 
 std::mutex g_stdout;
 
-unsigned host_threads() { return std::max(1U, std::min(8U, std::thread::hardware_concurrency())); }
+// Threads for the host's inputs and references: one per CPU this process may use, at most 8.
+unsigned host_threads() { return std::min(8U, usable_cpus()); }
+
+// The heap's free pages handed back to the kernel (glibc's malloc_trim): what the inputs'
+// float64 drafts and a CPU's training steps freed stays resident otherwise, in every thread's
+// arena, and counts in the session's memory at its peak (docs/performance.md).
+void give_back_free_memory() { (void)::malloc_trim(0); }
 
 // PRECISION_PROBE_INJECT_HANG, read once (the probe refused a value it cannot read).
 const std::optional<HangInjection>& injected_hang() {
@@ -92,6 +101,7 @@ std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, c
         preloading.wait_training();
         amp = run_amp(plan.amp, prepared.amp, target);
         trace("training runs done");
+        give_back_free_memory();
       },
       [&] {
         for (std::size_t i = 0; i < prepared.smoke.size(); ++i) {
@@ -155,8 +165,12 @@ Prepared prepare_plan(const WorkerPlan& plan) {
   Prepared prepared;
   const bool gpu = plan.kind == DeviceKind::cuda;
   prepared.smoke = prepare_smoke(plan.smoke, gpu, plan.seed, host_threads());
-  if (!plan.amp.empty()) prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
+  if (!plan.amp.empty()) {
+    trace("smoke inputs and references prepared");
+    prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
+  }
   trace("inputs and references prepared");
+  give_back_free_memory();
   return prepared;
 }
 

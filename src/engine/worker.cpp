@@ -23,6 +23,7 @@
 #include "strings/strings.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
+#include "engine/host/cpus.hpp"
 #include "engine/plan_runner.hpp"
 #include "engine/torch/stderr_log.hpp"
 
@@ -134,7 +135,10 @@ StartKnobs start_knobs() {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
-  const std::string preload = env("PRECISION_PROBE_ENGINE_PRELOAD").value_or("");
+  // On one CPU the preloads' threads only take turns, each with a cuBLAS handle of its own: each
+  // check loads its own kernels there (docs/engine.md, "On one CPU").
+  const std::string preload =
+      env("PRECISION_PROBE_ENGINE_PRELOAD").value_or(usable_cpus() == 1 ? "none" : "");
   if (preload == "none") k.preload = PreloadWay::none;
   if (preload == "first") k.preload = PreloadWay::first;
   return k;

@@ -180,3 +180,48 @@ TEST(HostMath, AResultThatCannotBeComparedGivesNaN) {
   EXPECT_THROW(pp::sample_product(p.a, p.b, 64, 32, 48, {0, 64}), std::invalid_argument);
   EXPECT_THROW(pp::sample_product(p.a, p.b, 64, 33, 48, {0}), std::invalid_argument);
 }
+
+// The training check's labels: each row's class is its largest logit under the teacher, summed in
+// float64 in the order of the inputs, the first class where two logits are equal; one label a row.
+TEST(HostMath, TheTeachersLabelsAreEachRowsLargestLogit) {
+  constexpr std::int64_t kRows = 96, kIn = 40, kClasses = 24;
+  const std::vector<double> x64 = pp::normal_values(11, static_cast<std::size_t>(kRows * kIn));
+  const std::vector<double> t64 = pp::normal_values(12, static_cast<std::size_t>(kIn * kClasses));
+  std::vector<float> x(x64.begin(), x64.end());
+  std::vector<float> teacher(t64.begin(), t64.end());
+  // Row 0 ties classes 3 and 7 at the largest logit: column 7 is column 3 again, and column 3 is
+  // made the largest by adding to it where row 0 is positive.
+  for (std::int64_t j = 0; j < kIn; ++j) {
+    float& t3 = teacher[static_cast<std::size_t>(j * kClasses + 3)];
+    if (x[static_cast<std::size_t>(j)] > 0) t3 += 100.0F;
+    teacher[static_cast<std::size_t>(j * kClasses + 7)] = t3;
+  }
+  const std::vector<float> labels = pp::argmax_labels(x, teacher, kRows, kIn, kClasses);
+  ASSERT_EQ(labels.size(), static_cast<std::size_t>(kRows * kClasses));
+  std::set<std::int64_t> classes_seen;
+  for (std::int64_t i = 0; i < kRows; ++i) {
+    // The definition, a class at a time.
+    std::int64_t best = 0;
+    double best_logit = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < kClasses; ++c) {
+      double logit = 0.0;
+      for (std::int64_t j = 0; j < kIn; ++j) {
+        logit += static_cast<double>(x[static_cast<std::size_t>(i * kIn + j)]) *
+                 teacher[static_cast<std::size_t>(j * kClasses + c)];
+      }
+      if (logit > best_logit) {
+        best_logit = logit;
+        best = c;
+      }
+    }
+    const auto row = labels.begin() + i * kClasses;
+    EXPECT_EQ(std::count(row, row + kClasses, 1.0F), 1) << "row " << i;
+    EXPECT_EQ(std::count(row, row + kClasses, 0.0F), kClasses - 1) << "row " << i;
+    EXPECT_EQ(row[best], 1.0F) << "row " << i << ": class " << best;
+    classes_seen.insert(best);
+  }
+  EXPECT_EQ(labels[3], 1.0F) << "of two equal logits, the first class";
+  EXPECT_GT(classes_seen.size(), 8U) << "random rows fall into many classes";
+  EXPECT_THROW(pp::argmax_labels(x, teacher, kRows + 1, kIn, kClasses), std::invalid_argument);
+  EXPECT_THROW(pp::argmax_labels(x, teacher, kRows, kIn, kClasses + 1), std::invalid_argument);
+}

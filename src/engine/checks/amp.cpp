@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -428,23 +427,7 @@ AmpSetup prepare_amp(bool gpu, std::uint64_t seed) {
   s.x = normals(s.batch * kIn, 1.0);
   // Labels from a random linear teacher: learnable, so a correct run's loss goes down.
   const std::vector<float> teacher = normals(kIn * kClasses, 1.0);
-  s.onehot.assign(static_cast<std::size_t>(s.batch * kClasses), 0.0F);
-  for (std::int64_t i = 0; i < s.batch; ++i) {
-    std::int64_t best = 0;
-    double best_value = -std::numeric_limits<double>::infinity();
-    for (std::int64_t c = 0; c < kClasses; ++c) {
-      double dot = 0.0;
-      for (std::int64_t j = 0; j < kIn; ++j) {
-        dot += static_cast<double>(s.x[static_cast<std::size_t>(i * kIn + j)]) *
-               teacher[static_cast<std::size_t>(j * kClasses + c)];
-      }
-      if (dot > best_value) {
-        best_value = dot;
-        best = c;
-      }
-    }
-    s.onehot[static_cast<std::size_t>(i * kClasses + best)] = 1.0F;
-  }
+  s.onehot = argmax_labels(s.x, teacher, s.batch, kIn, kClasses);
   s.init = {normals(kHidden * kIn, 1.0 / std::sqrt(static_cast<double>(kIn))),
             std::vector<float>(kHidden, 0.0F),
             normals(kClasses * kHidden, 1.0 / std::sqrt(static_cast<double>(kHidden))),

@@ -25,6 +25,12 @@ class HostRandom {
 // `count` standard normal values from `seed`.
 std::vector<double> normal_values(std::uint64_t seed, std::size_t count);
 
+// One-hot labels [rows, classes] of x [rows, in] under a linear teacher [in, classes] (all
+// row-major): row i gets the class of its largest logit x_i . teacher_:c, the first of equals. Each
+// logit is summed in float64 in the order of `in`, so every machine draws the same labels.
+std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<float>& teacher,
+                                 std::int64_t rows, std::int64_t in, std::int64_t classes);
+
 // C = A x B in float64, A [m, k] and B [k, n] row-major, on up to `threads` threads. Products of
 // values of at most 24 significant bits are exact in float64; the sums round at 2^-53.
 std::vector<double> reference_product(const std::vector<double>& a, const std::vector<double>& b,

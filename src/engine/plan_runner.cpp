@@ -161,6 +161,13 @@ void emit(const std::string& line) {
   std::cout << line << '\n' << std::flush;
 }
 
+PreloadWay preload_way(const std::optional<std::string>& setting, unsigned cpus) {
+  const std::string way = setting.value_or(cpus <= 1 ? "none" : "overlap");
+  if (way == "none") return PreloadWay::none;
+  if (way == "first") return PreloadWay::first;
+  return PreloadWay::overlap;
+}
+
 Prepared prepare_plan(const WorkerPlan& plan) {
   Prepared prepared;
   const bool gpu = plan.kind == DeviceKind::cuda;

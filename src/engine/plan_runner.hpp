@@ -5,6 +5,7 @@
 // their own.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ Prepared prepare_plan(const WorkerPlan& plan);
 // thread of its own, each check starting as soon as its own are loaded ("overlap") or once all are
 // ("first"), or each check loading its own ("none").
 enum class PreloadWay { overlap, first, none };
+// The way a session takes: `setting` (PRECISION_PROBE_ENGINE_PRELOAD) where given, else none where
+// one CPU is usable (`cpus`: the preloads' threads would only take turns, each with a cuBLAS handle
+// of its own; docs/engine.md, "On one CPU") and overlap where more are.
+PreloadWay preload_way(const std::optional<std::string>& setting, unsigned cpus);
 
 // Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,

@@ -135,12 +135,7 @@ StartKnobs start_knobs() {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
-  // On one CPU the preloads' threads only take turns, each with a cuBLAS handle of its own: each
-  // check loads its own kernels there (docs/engine.md, "On one CPU").
-  const std::string preload =
-      env("PRECISION_PROBE_ENGINE_PRELOAD").value_or(usable_cpus() == 1 ? "none" : "");
-  if (preload == "none") k.preload = PreloadWay::none;
-  if (preload == "first") k.preload = PreloadWay::first;
+  k.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
   return k;
 }
 

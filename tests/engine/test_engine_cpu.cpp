@@ -18,6 +18,7 @@
 #include "engine/host/host_math.hpp"
 #include "engine/host/quantise.hpp"
 #include "engine/checks/checks.hpp"
+#include "engine/plan_runner.hpp"
 #include "engine/torch/cublas.hpp"
 #include "release.hpp"
 
@@ -536,4 +537,17 @@ TEST(Cublas, TheTf32GemmIsLibTorchsRowMajorProduct) {
   EXPECT_NE(lacking.error().find("cublasGemmEx"), std::string::npos) << lacking.error();
   cublas->reset();
   ::dlclose(lib);
+}
+
+// How a session loads its checks' kernels: as PRECISION_PROBE_ENGINE_PRELOAD says, and where it
+// says nothing, each check its own on one usable CPU (no preload threads to take turns) and all at
+// once, each starting as its own are loaded, on more.
+TEST(EngineCpu, OnOneCpuEachCheckLoadsItsOwnKernels) {
+  using W = eng::PreloadWay;
+  EXPECT_EQ(eng::preload_way(std::nullopt, 1), W::none);
+  EXPECT_EQ(eng::preload_way(std::nullopt, 2), W::overlap);
+  EXPECT_EQ(eng::preload_way(std::nullopt, 64), W::overlap);
+  EXPECT_EQ(eng::preload_way(std::string("overlap"), 1), W::overlap);
+  EXPECT_EQ(eng::preload_way(std::string("first"), 1), W::first);
+  EXPECT_EQ(eng::preload_way(std::string("none"), 16), W::none);
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits>
 #include <map>
 
 #include "engine/host/cpus.hpp"
@@ -51,34 +52,75 @@ TEST(Cpus, TheSmallestQuotaOnTheWayUpCountsInWholeCpus) {
       << "the root's own file, where there is one";
 }
 
-// No quota, no cgroup v2 line, a file that cannot be read or is not a quota: no limit.
-TEST(Cpus, NoQuotaOrNoCgroupV2IsNoLimit) {
+// No quota, a file that cannot be read or is not a quota: no limit. A quota of more CPUs than an
+// unsigned counts is the largest, never 0.
+TEST(Cpus, NoQuotaOrNoFileIsNoLimit) {
   EXPECT_EQ(pp::cgroup_cpu_limit("0::/a/b\n", kRoot,
                                  files({{"/sys/fs/cgroup/a/cpu.max", "max 100000\n"}})),
             std::nullopt);
-  EXPECT_EQ(pp::cgroup_cpu_limit("12:cpu,cpuacct:/docker/x\n", kRoot,
-                                 files({{"/sys/fs/cgroup/docker/x/cpu.max", "100000 100000"}})),
-            std::nullopt)
-      << "cgroup v1 alone";
   EXPECT_EQ(pp::cgroup_cpu_limit("", kRoot, files({})), std::nullopt);
-  for (const char* bad : {"", "100000", "abc 100000", "100000 0", "-5 100000", "1e5x 100000"}) {
+  for (const char* bad : {"", "100000", "abc 100000", "100000 0", "-5 100000", "1e5x 100000",
+                          "nan 100000", "inf 100000", "100000 nan"}) {
     EXPECT_EQ(pp::cgroup_cpu_limit("0::/a\n", kRoot, files({{"/sys/fs/cgroup/a/cpu.max", bad}})),
               std::nullopt)
         << '"' << bad << '"';
   }
-  EXPECT_EQ(pp::cgroup_cpu_limit("1:name=systemd:/x\n0::/a\n", kRoot,
-                                 files({{"/sys/fs/cgroup/a/cpu.max", "200000 100000"}})),
-            2U)
-      << "the v2 line among v1 lines";
+  EXPECT_EQ(pp::cgroup_cpu_limit("0::/a\n", kRoot,
+                                 files({{"/sys/fs/cgroup/a/cpu.max", "17592186044415 1000"}})),
+            std::numeric_limits<unsigned>::max());
+}
+
+// A namespaced cgroup is "/": the root's own file. A path that leaves the namespace ("..") is not
+// followed out of the cgroup file system.
+TEST(Cpus, TheNamespacesRootAndNoPathOutOfIt) {
+  EXPECT_EQ(
+      pp::cgroup_cpu_limit("0::/\n", kRoot, files({{"/sys/fs/cgroup/cpu.max", "200000 100000"}})),
+      2U);
+  EXPECT_EQ(pp::cgroup_cpu_limit("0::/../../x\n", kRoot,
+                                 files({{"/sys/fs/cgroup/../../x/cpu.max", "100000 100000"},
+                                        {"/sys/fs/cgroup/cpu.max", "100000 100000"}})),
+            std::nullopt);
+  EXPECT_EQ(pp::cgroup_cpu_limit("0::/a/..\n", kRoot,
+                                 files({{"/sys/fs/cgroup/cpu.max", "100000 100000"}})),
+            std::nullopt);
+  EXPECT_EQ(pp::cgroup_cpu_limit("0::/..a\n", kRoot,
+                                 files({{"/sys/fs/cgroup/..a/cpu.max", "300000 100000"}})),
+            3U)
+      << "a cgroup named ..a is a name";
+}
+
+// cgroup v1 (and a hybrid host, whose cpu controller stays in v1): the cpu controller's line and
+// its cfs quota and period, up to the root; -1 is no quota.
+TEST(Cpus, CgroupV1sCfsQuota) {
+  const std::string cgroup = "12:memory:/docker/x\n4:cpu,cpuacct:/docker/x\n0::/system.slice/x\n";
+  EXPECT_EQ(
+      pp::cgroup_cpu_limit(cgroup, kRoot,
+                           files({{"/sys/fs/cgroup/cpu/docker/x/cpu.cfs_quota_us", "150000\n"},
+                                  {"/sys/fs/cgroup/cpu/docker/x/cpu.cfs_period_us", "100000\n"},
+                                  {"/sys/fs/cgroup/system.slice/x/cpu.max", "100000 100000"}})),
+      2U);
+  EXPECT_EQ(
+      pp::cgroup_cpu_limit(cgroup, kRoot,
+                           files({{"/sys/fs/cgroup/cpu/docker/x/cpu.cfs_quota_us", "-1\n"},
+                                  {"/sys/fs/cgroup/cpu/docker/x/cpu.cfs_period_us", "100000\n"}})),
+      std::nullopt);
+  // No cgroup namespace: the host's path in /proc/self/cgroup, the container's own cgroup mounted
+  // as the controller's root.
+  EXPECT_EQ(pp::cgroup_cpu_limit(cgroup, kRoot,
+                                 files({{"/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "50000"},
+                                        {"/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000"}})),
+            1U);
 }
 
 // A process pinned to one CPU may use one, whatever the machine has; unpinned, what its mask says
-// at most.
+// at most. (count_usable_cpus: the count of now, in a child that pins itself.)
 TEST(Cpus, APinnedProcessUsesTheCpusItMayRunOn) {
   cpu_set_t mask;
   CPU_ZERO(&mask);
   ASSERT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
-  const unsigned allowed = static_cast<unsigned>(CPU_COUNT(&mask));
+  const auto allowed = static_cast<unsigned>(CPU_COUNT(&mask));
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -90,13 +132,20 @@ TEST(Cpus, APinnedProcessUsesTheCpusItMayRunOn) {
         break;
       }
     }
-    if (::sched_setaffinity(0, sizeof one, &one) != 0) ::_exit(100);
-    ::_exit(static_cast<int>(pp::usable_cpus()));
+    unsigned counted = 0;
+    if (::sched_setaffinity(0, sizeof one, &one) == 0) counted = pp::count_usable_cpus();
+    const bool written = ::write(fds[1], &counted, sizeof counted) == sizeof counted;
+    ::_exit(written ? 0 : 1);
   }
+  ::close(fds[1]);
+  unsigned pinned = 0;
+  const ssize_t got = ::read(fds[0], &pinned, sizeof pinned);
+  ::close(fds[0]);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_GE(pp::usable_cpus(), 1U);
-  EXPECT_LE(pp::usable_cpus(), allowed);
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof pinned));
+  EXPECT_EQ(pinned, 1U);
+  EXPECT_GE(pp::count_usable_cpus(), 1U);
+  EXPECT_LE(pp::count_usable_cpus(), allowed);
+  EXPECT_EQ(pp::usable_cpus(), pp::count_usable_cpus()) << "the same mask, read once";
 }

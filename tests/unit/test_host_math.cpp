@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "engine/host/float_formats.hpp"
 #include "engine/host/host_math.hpp"
@@ -183,45 +184,56 @@ TEST(HostMath, AResultThatCannotBeComparedGivesNaN) {
 
 // The training check's labels: each row's class is its largest logit under the teacher, summed in
 // float64 in the order of the inputs, the first class where two logits are equal; one label a row.
+// Classes in blocks of eight and a remainder (27), fewer than eight (5), ties within a block and
+// across one.
 TEST(HostMath, TheTeachersLabelsAreEachRowsLargestLogit) {
-  constexpr std::int64_t kRows = 96, kIn = 40, kClasses = 24;
-  const std::vector<double> x64 = pp::normal_values(11, static_cast<std::size_t>(kRows * kIn));
-  const std::vector<double> t64 = pp::normal_values(12, static_cast<std::size_t>(kIn * kClasses));
-  std::vector<float> x(x64.begin(), x64.end());
-  std::vector<float> teacher(t64.begin(), t64.end());
-  // Row 0 ties classes 3 and 7 at the largest logit: column 7 is column 3 again, and column 3 is
-  // made the largest by adding to it where row 0 is positive.
-  for (std::int64_t j = 0; j < kIn; ++j) {
-    float& t3 = teacher[static_cast<std::size_t>(j * kClasses + 3)];
-    if (x[static_cast<std::size_t>(j)] > 0) t3 += 100.0F;
-    teacher[static_cast<std::size_t>(j * kClasses + 7)] = t3;
-  }
-  const std::vector<float> labels = pp::argmax_labels(x, teacher, kRows, kIn, kClasses);
-  ASSERT_EQ(labels.size(), static_cast<std::size_t>(kRows * kClasses));
-  std::set<std::int64_t> classes_seen;
-  for (std::int64_t i = 0; i < kRows; ++i) {
-    // The definition, a class at a time.
-    std::int64_t best = 0;
-    double best_logit = -std::numeric_limits<double>::infinity();
-    for (std::int64_t c = 0; c < kClasses; ++c) {
-      double logit = 0.0;
-      for (std::int64_t j = 0; j < kIn; ++j) {
-        logit += static_cast<double>(x[static_cast<std::size_t>(i * kIn + j)]) *
-                 teacher[static_cast<std::size_t>(j * kClasses + c)];
-      }
-      if (logit > best_logit) {
-        best_logit = logit;
-        best = c;
-      }
+  for (const auto& [classes, tie_a, tie_b] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{24, 3, 7},
+        {27, 7, 8},
+        {27, 24, 26},
+        {5, 1, 4}}) {
+    SCOPED_TRACE(::testing::Message() << classes << " classes, " << tie_a << " = " << tie_b);
+    constexpr std::int64_t kRows = 96, kIn = 40;
+    const std::vector<double> x64 = pp::normal_values(11, static_cast<std::size_t>(kRows * kIn));
+    const std::vector<double> t64 = pp::normal_values(12, static_cast<std::size_t>(kIn * classes));
+    std::vector<float> x(x64.begin(), x64.end());
+    std::vector<float> teacher(t64.begin(), t64.end());
+    // Row 0 ties classes tie_a and tie_b at the largest logit: column tie_b is column tie_a, made
+    // the largest by adding to it where row 0 is positive.
+    for (std::int64_t j = 0; j < kIn; ++j) {
+      float& ta = teacher[static_cast<std::size_t>(j * classes + tie_a)];
+      if (x[static_cast<std::size_t>(j)] > 0) ta += 100.0F;
+      teacher[static_cast<std::size_t>(j * classes + tie_b)] = ta;
     }
-    const auto row = labels.begin() + i * kClasses;
-    EXPECT_EQ(std::count(row, row + kClasses, 1.0F), 1) << "row " << i;
-    EXPECT_EQ(std::count(row, row + kClasses, 0.0F), kClasses - 1) << "row " << i;
-    EXPECT_EQ(row[best], 1.0F) << "row " << i << ": class " << best;
-    classes_seen.insert(best);
+    const std::vector<float> labels = pp::argmax_labels(x, teacher, kRows, kIn, classes);
+    ASSERT_EQ(labels.size(), static_cast<std::size_t>(kRows * classes));
+    std::set<std::int64_t> classes_seen;
+    for (std::int64_t i = 0; i < kRows; ++i) {
+      // The definition, a class at a time.
+      std::int64_t best = 0;
+      double best_logit = -std::numeric_limits<double>::infinity();
+      for (std::int64_t c = 0; c < classes; ++c) {
+        double logit = 0.0;
+        for (std::int64_t j = 0; j < kIn; ++j) {
+          logit += static_cast<double>(x[static_cast<std::size_t>(i * kIn + j)]) *
+                   teacher[static_cast<std::size_t>(j * classes + c)];
+        }
+        if (logit > best_logit) {
+          best_logit = logit;
+          best = c;
+        }
+      }
+      const auto row = labels.begin() + i * classes;
+      EXPECT_EQ(std::count(row, row + classes, 1.0F), 1) << "row " << i;
+      EXPECT_EQ(std::count(row, row + classes, 0.0F), classes - 1) << "row " << i;
+      EXPECT_EQ(row[best], 1.0F) << "row " << i << ": class " << best;
+      classes_seen.insert(best);
+    }
+    EXPECT_EQ(labels[static_cast<std::size_t>(tie_a)], 1.0F) << "of two equal logits, the first";
+    // tie_b's column is tie_a's: it never wins.
+    EXPECT_GE(classes_seen.size(), std::min<std::size_t>(5, static_cast<std::size_t>(classes - 1)))
+        << "random rows fall into many classes";
+    EXPECT_THROW(pp::argmax_labels(x, teacher, kRows + 1, kIn, classes), std::invalid_argument);
+    EXPECT_THROW(pp::argmax_labels(x, teacher, kRows, kIn, classes + 1), std::invalid_argument);
   }
-  EXPECT_EQ(labels[3], 1.0F) << "of two equal logits, the first class";
-  EXPECT_GT(classes_seen.size(), 8U) << "random rows fall into many classes";
-  EXPECT_THROW(pp::argmax_labels(x, teacher, kRows + 1, kIn, kClasses), std::invalid_argument);
-  EXPECT_THROW(pp::argmax_labels(x, teacher, kRows, kIn, kClasses + 1), std::invalid_argument);
 }

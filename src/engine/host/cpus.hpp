@@ -1,9 +1,10 @@
 #pragma once
 // How many CPUs the engine's own parallel work may use: the CPUs this process may run on (its
 // affinity mask: taskset, a cpuset) and no more than its cgroup's CPU quota gives (cgroup v2's
-// cpu.max of its cgroup and every cgroup above it: a pod's `cpu: 1`). std::thread's
-// hardware_concurrency counts the machine's CPUs, which a pinned or throttled engine cannot use:
-// on one CPU, threads beside each other only take turns (docs/engine.md, "On one CPU").
+// cpu.max, v1's cpu.cfs_quota_us over cpu.cfs_period_us, of its cgroup and every cgroup above it:
+// a container's `--cpus 1`, a pod's CPU limit of 1). std::thread's hardware_concurrency counts
+// the machine's CPUs, which a pinned or throttled engine cannot use: on one CPU, threads beside
+// each other only take turns (docs/engine.md, "On one CPU").
 
 #include <functional>
 #include <optional>
@@ -15,15 +16,20 @@ namespace precision_probe {
 // A file's text, or nullopt where it cannot be read.
 using FileReader = std::function<std::optional<std::string>(const std::string& path)>;
 
-// The CPU quota of the cgroup named in `proc_self_cgroup` (/proc/self/cgroup's text; its v2 line,
-// "0::/path") and of every cgroup above it, read through `read` from `cgroup_root`/PATH/cpu.max
-// ("max 100000" or "QUOTA PERIOD"): the smallest, rounded up to whole CPUs, at least 1; nullopt
-// where none is set or none can be read.
+// The CPU quota of the cgroup named in `proc_self_cgroup` (/proc/self/cgroup's text) and of every
+// cgroup above it, read through `read` under `cgroup_root`: v2's "0::PATH" line and
+// ROOT/PATH/cpu.max ("max 100000" or "QUOTA PERIOD"), else v1's cpu controller line
+// ("N:cpu,cpuacct:PATH") and ROOT/cpu/PATH/cpu.cfs_quota_us and cpu.cfs_period_us (a quota of -1
+// is none). The smallest, rounded up to whole CPUs, at least 1; nullopt where none is set, none can
+// be read, or the path is not one under the root (a ".." segment: outside the cgroup namespace).
 std::optional<unsigned> cgroup_cpu_limit(std::string_view proc_self_cgroup,
                                          const std::string& cgroup_root, const FileReader& read);
 
-// The CPUs this process may use: the affinity mask's count, at most the cgroup's quota, at least 1.
-// Read once.
+// The CPUs this process may use now: the affinity mask's count (of any size), at most the
+// cgroup's quota, at least 1.
+unsigned count_usable_cpus();
+
+// count_usable_cpus(), read once for the process.
 unsigned usable_cpus();
 
 }  // namespace precision_probe

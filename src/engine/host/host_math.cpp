@@ -89,14 +89,12 @@ std::vector<double> normal_values(std::uint64_t seed, std::size_t count) {
 
 namespace {
 
-// The logits of `lanes` classes from c0 for the row x_i, each summed in the order of j; the caller
-// keeps the first largest. kLabelLanes independent sums keep the floating-point units busy where
-// one sum at a time waits for each addition (a GPU's training batch is 134 M products: one class
-// at a time took 0.2-0.3 s of a CPU).
+// Classes whose logits are summed at once: independent sums keep the floating-point units busy,
+// where one sum at a time waits for each addition (docs/performance.md: the training's labels).
 constexpr std::size_t kLabelLanes = 8;
 
-// The logits of 8 classes from c0 for the row x_i, each summed in the order of j (eight sums in
-// registers, independent of each other).
+// The logits of kLabelLanes classes from c0 for the row x_i, each summed in the order of j, in
+// registers.
 void eight_logits(const float* xi, const float* teacher, std::int64_t in, std::int64_t classes,
                   std::int64_t c0, double* out) {
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
@@ -112,16 +110,18 @@ void eight_logits(const float* xi, const float* teacher, std::int64_t in, std::i
     s6 += xij * t[6];
     s7 += xij * t[7];
   }
-  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3, out[4] = s4, out[5] = s5, out[6] = s6;
-  out[7] = s7;
+  static_assert(kLabelLanes == 8, "eight_logits sums eight classes");
+  const double sums[kLabelLanes] = {s0, s1, s2, s3, s4, s5, s6, s7};
+  std::copy(sums, sums + kLabelLanes, out);
 }
 
 // One class's logit, summed in the order of j.
 double logit(const float* xi, const float* teacher, std::int64_t in, std::int64_t classes,
              std::int64_t c) {
   double sum = 0.0;
-  for (std::int64_t j = 0; j < in; ++j)
+  for (std::int64_t j = 0; j < in; ++j) {
     sum += static_cast<double>(xi[j]) * teacher[j * classes + c];
+  }
   return sum;
 }
 

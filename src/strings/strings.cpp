@@ -293,6 +293,23 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
+CgroupPaths cgroup_paths(std::string_view proc_self_cgroup, std::string_view controller) {
+  CgroupPaths paths;
+  for (const std::string& line : split(proc_self_cgroup, '\n')) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (path.empty() || path[0] != '/') continue;
+    if (line.substr(0, first) == "0" && controllers.empty()) paths.v2 = path;
+    for (const std::string& c : split(controllers, ',')) {
+      if (c == controller) paths.v1 = path;
+    }
+  }
+  return paths;
+}
+
 std::string error_string(int errnum) {
   char buffer[256] = {};
   // The GNU strerror_r returns the message (maybe not in `buffer`).

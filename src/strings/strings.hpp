@@ -64,6 +64,15 @@ std::size_t visible_width(std::string_view text);
 // The directory part of a path: "." for a bare name, "/" for a file at the root.
 std::string directory_of(const std::string& path);
 
+// The cgroups /proc/self/cgroup's text ("ID:CONTROLLERS:PATH" lines; a path may hold ':') puts a
+// process in: the v1 hierarchy's that lists `controller`, and the unified (v2) one's ("0::PATH");
+// absolute paths only.
+struct CgroupPaths {
+  std::optional<std::string> v1;
+  std::optional<std::string> v2;
+};
+CgroupPaths cgroup_paths(std::string_view proc_self_cgroup, std::string_view controller);
+
 // strerror, thread-safe.
 std::string error_string(int errnum);
 

@@ -4,100 +4,60 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <sstream>
 #include <thread>
 #include <vector>
+
+#include "strings/strings.hpp"
 
 namespace precision_probe {
 
 namespace {
 
-// A positive decimal of the whole text, or nullopt.
-std::optional<double> positive(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used != text.size() || !std::isfinite(v) || v <= 0.0) return std::nullopt;
-    return v;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// QUOTA over PERIOD in whole CPUs, rounded up, within 1 and UINT_MAX.
-std::optional<unsigned> whole_cpus(const std::string& quota, const std::string& period) {
-  const std::optional<double> q = positive(quota);
-  const std::optional<double> p = positive(period);
-  if (!q || !p) return std::nullopt;  // v2's "max", v1's -1, or not a number
-  const double cpus = std::ceil(*q / *p);
-  if (cpus >= static_cast<double>(std::numeric_limits<unsigned>::max())) {
-    return std::numeric_limits<unsigned>::max();
-  }
-  return static_cast<unsigned>(std::max(1.0, cpus));
-}
-
-std::string first_word(const std::optional<std::string>& text) {
-  std::istringstream in(text.value_or(""));
-  std::string word;
-  in >> word;
-  return word;
+// QUOTA over PERIOD in whole CPUs, rounded up, at most UINT_MAX; nullopt for v2's "max", v1's -1,
+// or what is not a positive integer.
+std::optional<unsigned> whole_cpus(std::string_view quota, std::string_view period) {
+  const std::optional<std::int64_t> q = parse_int(quota);
+  const std::optional<std::int64_t> p = parse_int(period);
+  if (!q || !p || *q <= 0 || *p <= 0) return std::nullopt;
+  const std::int64_t cpus = *q / *p + (*q % *p != 0 ? 1 : 0);
+  return static_cast<unsigned>(std::min<std::int64_t>(cpus, std::numeric_limits<unsigned>::max()));
 }
 
 // The quota of one cgroup directory, v2's or v1's.
 std::optional<unsigned> quota_of(const std::string& dir, bool v2, const FileReader& read) {
   if (v2) {
-    std::istringstream in(read(dir + "/cpu.max").value_or(""));
-    std::string quota;
-    std::string period;
-    if (!(in >> quota >> period)) return std::nullopt;
-    return whole_cpus(quota, period);
+    const std::vector<std::string> words = split(trim(read(dir + "/cpu.max").value_or("")), ' ');
+    if (words.size() != 2) return std::nullopt;
+    return whole_cpus(words[0], words[1]);
   }
-  return whole_cpus(first_word(read(dir + "/cpu.cfs_quota_us")),
-                    first_word(read(dir + "/cpu.cfs_period_us")));
+  return whole_cpus(trim(read(dir + "/cpu.cfs_quota_us").value_or("")),
+                    trim(read(dir + "/cpu.cfs_period_us").value_or("")));
 }
 
-// The cgroup path of the CPU's controller and whether it is v2's: v1's cpu controller where a line
-// names it (a hybrid host keeps the controller there), else v2's "0::" line.
-std::optional<std::pair<std::string, bool>> cpu_cgroup(std::string_view proc_self_cgroup) {
-  std::optional<std::pair<std::string, bool>> v2;
-  std::istringstream lines{std::string(proc_self_cgroup)};
-  for (std::string line; std::getline(lines, line);) {
-    const std::size_t a = line.find(':');
-    const std::size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
-    if (controllers.find(",cpu,") != std::string::npos) return std::pair(line.substr(b + 1), false);
-    if (line.substr(0, a) == "0" && controllers == ",,") v2 = std::pair(line.substr(b + 1), true);
-  }
-  return v2;
-}
-
-bool under_root(const std::string& path) {
-  return !path.empty() && path[0] == '/' && (path + "/").find("/../") == std::string::npos;
-}
+bool under_root(const std::string& path) { return (path + "/").find("/../") == std::string::npos; }
 
 }  // namespace
 
 std::optional<unsigned> cgroup_cpu_limit(std::string_view proc_self_cgroup,
                                          const std::string& cgroup_root, const FileReader& read) {
-  const auto cgroup = cpu_cgroup(proc_self_cgroup);
-  if (!cgroup || !under_root(cgroup->first)) return std::nullopt;
-  const auto& [leaf, v2] = *cgroup;
+  // A hybrid host keeps the cpu controller in v1: v1's where a line names it, else v2's.
+  const CgroupPaths paths = cgroup_paths(proc_self_cgroup, "cpu");
+  const bool v2 = !paths.v1;
+  const std::optional<std::string>& leaf = v2 ? paths.v2 : paths.v1;
+  if (!leaf || !under_root(*leaf)) return std::nullopt;
   const std::string root = v2 ? cgroup_root : cgroup_root + "/cpu";
   std::optional<unsigned> limit;
   // Up to the root: a container without a cgroup namespace sees its host path, and its own
   // cgroup mounted as the root.
-  for (std::string path = leaf;;) {
+  for (std::string path = *leaf;; path = directory_of(path)) {
     if (const std::optional<unsigned> cpus = quota_of(path == "/" ? root : root + path, v2, read)) {
       limit = limit ? std::min(*limit, *cpus) : *cpus;
     }
     if (path == "/") break;
-    const std::size_t slash = path.rfind('/');
-    path = slash == 0 ? "/" : path.substr(0, slash);
   }
   return limit;
 }

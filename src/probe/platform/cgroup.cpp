@@ -93,21 +93,7 @@ std::optional<CgroupMemory> read_at(const System& system, const Layout& layout,
 std::optional<CgroupMemory> read_cgroup_memory(const System& system) {
   const std::optional<std::string> cgroups = system.read_file("/proc/self/cgroup");
   if (!cgroups) return std::nullopt;
-  std::optional<std::string> v1;
-  std::optional<std::string> v2;
-  for (const std::string& line : split(*cgroups, '\n')) {
-    // ID:CONTROLLERS:PATH; the path may hold ':' itself.
-    const std::size_t first = line.find(':');
-    const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const std::string path = line.substr(second + 1);
-    if (path.empty() || path[0] != '/') continue;
-    if (line.substr(0, first) == "0" && controllers.empty()) v2 = path;
-    for (const std::string& c : split(controllers, ',')) {
-      if (c == "memory") v1 = path;
-    }
-  }
+  const auto [v1, v2] = cgroup_paths(*cgroups, "memory");
   // A hybrid machine's v2 hierarchy has no memory controller: v1's first where it has one.
   if (v1) {
     if (auto m = read_at(

@@ -10,8 +10,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
+#include "engine/host/cpus.hpp"
 #include "version/build_info.hpp"
 #include "engine/torch/stderr_log.hpp"
 #include "engine/torch/torch.hpp"
@@ -29,6 +31,18 @@ void end_with_the_probe() {
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of the worker's own starts
   const char* parent = std::getenv("PRECISION_PROBE_PARENT");
   if (parent != nullptr && std::to_string(::getppid()) != parent) std::_Exit(1);
+}
+
+// LibTorch sizes its OpenMP pool from the affinity mask or the cores and never reads a cgroup's CPU
+// quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads are throttled
+// (docs/engine.md, "On one CPU"). Set before any thread starts and before LibTorch loads.
+void cap_openmp_to_the_quota() {
+  // NOLINTBEGIN(concurrency-mt-unsafe): no other thread yet
+  const std::optional<std::string> threads = precision_probe::openmp_threads(
+      precision_probe::read_cpu_limits(), std::getenv("OMP_NUM_THREADS"),
+      std::getenv("MKL_NUM_THREADS"));
+  if (threads) ::setenv("OMP_NUM_THREADS", threads->c_str(), 1);
+  // NOLINTEND(concurrency-mt-unsafe)
 }
 
 int usage() {
@@ -57,6 +71,7 @@ int main(int argc, char** argv) {
         kind == "gpu" ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     args.libtorch = argv[4];
     end_with_the_probe();
+    cap_openmp_to_the_quota();
     // A bench's copies of one GPU, each in a context of its own (PRECISION_PROBE_BENCH_GPU_COPIES):
     // LibTorch's caching allocator keeps blocks per device, not per context, so it must not cache.
     // Set before any thread of the session starts.

@@ -149,3 +149,24 @@ TEST(Cpus, APinnedProcessUsesTheCpusItMayRunOn) {
   EXPECT_LE(pp::count_usable_cpus(), allowed);
   EXPECT_EQ(pp::usable_cpus(), pp::count_usable_cpus()) << "the same mask, read once";
 }
+
+// LibTorch's OpenMP pool counts the mask (or the cores), never a quota: the engine caps it where a
+// quota is what limits, and nowhere else. A choice in the environment stands.
+TEST(Cpus, LibTorchsPoolIsCappedOnlyWhereAQuotaIsTheLimit) {
+  const pp::CpuLimits pod{16, 1U};  // a pod's `cpu: 1` on a 16-CPU node
+  EXPECT_EQ(pp::openmp_threads(pod, nullptr, nullptr), std::optional<std::string>("1"));
+  EXPECT_EQ(pp::openmp_threads({16, 4U}, "", ""), std::optional<std::string>("4"))
+      << "empty is unset";
+  EXPECT_EQ(pp::openmp_threads({16, 3U}, nullptr, nullptr), std::optional<std::string>("3"));
+  EXPECT_EQ(pp::openmp_threads({16, std::nullopt}, nullptr, nullptr), std::nullopt) << "no quota";
+  EXPECT_EQ(pp::openmp_threads({16, 16U}, nullptr, nullptr), std::nullopt) << "the mask limits";
+  EXPECT_EQ(pp::openmp_threads({4, 8U}, nullptr, nullptr), std::nullopt) << "the mask limits";
+  EXPECT_EQ(pp::openmp_threads({1, 1U}, nullptr, nullptr), std::nullopt)
+      << "taskset: LibTorch sees it";
+  EXPECT_EQ(pp::openmp_threads(pod, "8", nullptr), std::nullopt) << "the user's OMP_NUM_THREADS";
+  EXPECT_EQ(pp::openmp_threads(pod, nullptr, "2"), std::nullopt)
+      << "MKL_NUM_THREADS wins in LibTorch";
+  EXPECT_EQ(pp::usable_of(pod), 1U);
+  EXPECT_EQ(pp::usable_of({6, std::nullopt}), 6U);
+  EXPECT_EQ(pp::usable_of({6, 0U}), 1U) << "at least one";
+}

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -90,14 +91,26 @@ std::optional<unsigned> affinity_count() {
 
 }  // namespace
 
-unsigned count_usable_cpus() {
-  unsigned n = affinity_count().value_or(std::max(1U, std::thread::hardware_concurrency()));
+CpuLimits read_cpu_limits() {
+  CpuLimits limits;
+  limits.affinity = affinity_count().value_or(std::max(1U, std::thread::hardware_concurrency()));
   if (const std::optional<std::string> cgroup = read_text("/proc/self/cgroup")) {
-    if (const auto limit = cgroup_cpu_limit(*cgroup, "/sys/fs/cgroup", read_text)) {
-      n = std::min(n, *limit);
-    }
+    limits.quota = cgroup_cpu_limit(*cgroup, "/sys/fs/cgroup", read_text);
   }
-  return std::max(1U, n);
+  return limits;
+}
+
+unsigned usable_of(const CpuLimits& limits) {
+  return std::max(1U, std::min(limits.affinity, limits.quota.value_or(limits.affinity)));
+}
+
+unsigned count_usable_cpus() { return usable_of(read_cpu_limits()); }
+
+std::optional<std::string> openmp_threads(const CpuLimits& limits, const char* omp,
+                                          const char* mkl) {
+  const auto set = [](const char* value) { return value != nullptr && *value != '\0'; };
+  if (set(omp) || set(mkl) || usable_of(limits) >= limits.affinity) return std::nullopt;
+  return std::to_string(usable_of(limits));
 }
 
 unsigned usable_cpus() {

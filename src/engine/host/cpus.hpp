@@ -25,9 +25,28 @@ using FileReader = std::function<std::optional<std::string>(const std::string& p
 std::optional<unsigned> cgroup_cpu_limit(std::string_view proc_self_cgroup,
                                          const std::string& cgroup_root, const FileReader& read);
 
-// The CPUs this process may use now: the affinity mask's count (of any size), at most the
-// cgroup's quota, at least 1.
+// What limits this process's CPUs: its affinity mask's count (of any size) and, where a cgroup
+// sets one, its CPU quota in whole CPUs.
+struct CpuLimits {
+  unsigned affinity = 1;
+  std::optional<unsigned> quota;
+};
+
+CpuLimits read_cpu_limits();
+
+// The CPUs a process with these limits may use: the mask's count, at most the quota, at least 1.
+unsigned usable_of(const CpuLimits& limits);
+
+// The CPUs this process may use now: usable_of(read_cpu_limits()).
 unsigned count_usable_cpus();
+
+// OMP_NUM_THREADS for LibTorch's OpenMP pool, set in the engine before LibTorch loads: the usable
+// count where a cgroup quota allows fewer CPUs than the mask (a pod's CPU limit: LibTorch sizes its
+// pool from the mask or the cores and never reads a quota, and a pool larger than the quota is
+// throttled), unless the environment chose (`omp` and `mkl`: OMP_NUM_THREADS and MKL_NUM_THREADS,
+// null where unset; empty is unset). nullopt: leave the environment as it is.
+std::optional<std::string> openmp_threads(const CpuLimits& limits, const char* omp,
+                                          const char* mkl);
 
 // count_usable_cpus(), read once for the process.
 unsigned usable_cpus();

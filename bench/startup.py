@@ -28,6 +28,13 @@ interval can be missed: the per-process table says in how many runs each was see
                      the others. With --cpus, the full probe and `--device gpu` also run traced
                      (PRECISION_PROBE_TRACE=1) in rounds of their own: when the GPU's checks were
                      done ("plan N (GPU I) done", "worker GPU N done" before sessions), each way
+  --cgroup DIR       every timed command moved into the cgroup v2 directory DIR before it starts
+                     (`sh -c 'echo $$ > DIR/cgroup.procs && exec COMMAND'`; the sampler stays
+                     out): a pod's CPU limit is a CFS quota (DIR/cpu.max), not an affinity mask, and
+                     LibTorch sizes its thread pools from the mask. Make one as root, once:
+                       mkdir /sys/fs/cgroup/pp-1cpu && echo "100000 100000" > /sys/fs/cgroup/pp-1cpu/cpu.max
+                     (the parent's cgroup.subtree_control must list +cpu: docs/performance.md). A
+                     quota of one CPU counts as --cpus 1 for the targets and the traced rounds
   --copies 1,2,4,8   the full probe on GPU 0 (--device 0, or --device's selection) with
                      PRECISION_PROBE_BENCH_GPU_COPIES=N, alternating: the probe's bench-only
                      switch that plans GPU 0 as N devices, each with a context of its own (read by
@@ -51,7 +58,7 @@ measured (targets met or not), 1 a bad value or a command that could not be meas
 says which), 2 a bad flag.
 
   usage: bench/startup.py [--probe build-gpu/bin/precision-probe] [--baseline PROBE] [--runs 7]
-                          [--cpus N] [--copies N[,N...]] [--device SEL] [--torch-lib DIR]
+                          [--cpus N] [--cgroup DIR] [--copies N[,N...]] [--device SEL] [--torch-lib DIR]
                           [--python PYTHON] [--floor-order beside|init-first] [--no-floor]
                           [--memory-runs 3] [--sample-ms 10] [--orders]
                           [--variant NAME:VAR=VALUE[,...]]... [--out DIR]
@@ -398,10 +405,11 @@ def measure_command(spec):
     if cpus:
         os.sched_setaffinity(0, cpus)  # this thread; the command inherits it
     env = dict(os.environ, **spec.get("env", {}))
+    argv = in_cgroup(spec.get("cgroup"), spec["argv"])
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         try:
-            child = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL,
+            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=out if spec.get("report") else subprocess.DEVNULL,
                                      stderr=err, env=env)
         except OSError as e:
@@ -431,6 +439,15 @@ def measure_command(spec):
     if sampler:
         figures["memory"] = sampler.result()
     return figures
+
+
+def in_cgroup(directory, argv):
+    """`argv` started in the cgroup `directory` (None: as it is): a shell moves itself there and
+    execs the command, so that the command and its children, and nothing of the wrapper, count
+    against the cgroup's quota. The command's pid is the shell's."""
+    if not directory:
+        return argv
+    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', directory, *argv]
 
 
 # --- The rounds ---------------------------------------------------------------------------------
@@ -524,6 +541,23 @@ def first_cpus(n):
         sys.exit(f"bench: --cpus {n}: this process may run on {len(allowed)} CPU(s) "
                  f"({','.join(map(str, allowed))}); give 1 to {len(allowed)}")
     return allowed[:n]
+
+
+def cgroup_quota(directory):
+    """The CPU quota of the cgroup v2 `directory` in whole CPUs (None: "max", no cpu.max); exits
+    where the directory is not one this process may move commands into."""
+    procs = os.path.join(directory, "cgroup.procs")
+    if not (os.path.isfile(procs) and os.access(procs, os.W_OK)):
+        sys.exit(f"bench: --cgroup {directory}: not a cgroup v2 directory whose cgroup.procs this process may "
+                 "write (make one as root: docs/performance.md)")
+    try:
+        with open(os.path.join(directory, "cpu.max")) as f:
+            quota, _, period = f.read().strip().partition(" ")
+    except OSError:
+        return None
+    if not quota.isdigit() or not period.isdigit() or int(period) == 0:
+        return None
+    return max(1, -(-int(quota) // int(period)))
 
 
 def parse_copies(text):
@@ -636,6 +670,7 @@ def parse_args(argv=None):
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", help="another build of the probe (the commit before), run for run")
     parser.add_argument("--cpus", type=int, help="every timed command on the first N CPUs of the affinity set")
+    parser.add_argument("--cgroup", help="DIR: every timed command in this cgroup v2 directory (a CPU quota)")
     parser.add_argument("--copies", help="N[,N...]: the full probe with PRECISION_PROBE_BENCH_GPU_COPIES=N")
     parser.add_argument("--device", help="passed to the probe (cpu: the Python check and the floor CPU-only too)")
     parser.add_argument("--torch-lib", help="the floor's torch/lib directory (default: the probe's torch)")
@@ -665,6 +700,7 @@ def parse_args(argv=None):
     if args.torch_lib and not os.path.isdir(args.torch_lib):
         sys.exit(f"bench: --torch-lib {args.torch_lib}: not a directory")
     args.cpu_list = first_cpus(args.cpus) if args.cpus is not None else None
+    args.cgroup_cpus = cgroup_quota(args.cgroup) if args.cgroup is not None else None
     args.copy_counts = parse_copies(args.copies) if args.copies is not None else []
     args.variants = [parse_variant(text) for text in args.variant]
     return args
@@ -706,7 +742,7 @@ def plan(args, cpus, floor):
     """The groups to time, in order: lists of specs."""
     def spec(name, argv, role, env=None, report=False, trace=False):
         return {"name": name, "argv": argv, "role": role, "env": env or {}, "cpus": cpus, "report": report,
-                "trace": trace}
+                "trace": trace, "cgroup": args.cgroup}
 
     device = ["--device", args.device] if args.device else []
     probe = [args.probe, *device, "--format", "json"]
@@ -728,7 +764,7 @@ def plan(args, cpus, floor):
     if base:
         full.append(spec("baseline (full)", base, "probe", report=True))
     groups.append(full)
-    if cpus and not cpu_only:
+    if (cpus or args.cgroup) and not cpu_only:
         groups.append([spec("traced: precision-probe (full)", probe, "probe", {"PRECISION_PROBE_TRACE": "1"},
                             trace=True),
                        spec("traced: precision-probe --device gpu", [args.probe, "--device", "gpu", "--format", "json"],
@@ -771,7 +807,8 @@ def summarise_all(args, rounds, cpus, all_cpus):
     by_name = {r["name"]: r for r in rounds.rows}
     raw = rounds.raw
     full, python, floor = "precision-probe (full)", "python3 torch fp16/bf16 check", "floor (LibTorch + context)"
-    s = {"cpus": len(cpus) if cpus else None, "all_cpus": all_cpus, "full_s": by_name[full]["median_s"],
+    s = {"cpus": len(cpus) if cpus else None, "all_cpus": all_cpus, "cgroup": args.cgroup,
+         "cgroup_cpus": args.cgroup_cpus, "full_s": by_name[full]["median_s"],
          "full_cpu_s": by_name[full]["cpu_s"], "full_tree_pss_mib": by_name[full].get("tree_pss_mib"),
          "full_cuda_devices": by_name[full].get("cuda_devices"), "python_check_s": by_name[python]["median_s"],
          "quick_s": by_name["precision-probe --quick"]["median_s"],
@@ -795,7 +832,7 @@ def summarise_all(args, rounds, cpus, all_cpus):
                      for r in rounds.rows if r["name"].startswith("variant ")}
     if args.copy_counts:
         s["copies"] = copies_summary(rounds, args.copy_counts)
-    s["targets"] = targets(s, one_cpu=bool(cpus) and len(cpus) == 1)
+    s["targets"] = targets(s, one_cpu=(bool(cpus) and len(cpus) == 1) or args.cgroup_cpus == 1)
     return s
 
 
@@ -809,7 +846,8 @@ def targets(s, one_cpu):
     t["one_cpu_full_2_5x_faster_than_python"] = (
         s["speedup_vs_python"] >= ONE_CPU_PYTHON_SPEEDUP if one_cpu and s["speedup_vs_python"] else None)
     t["one_cpu_gpu_checks_no_later_than_device_gpu"] = at_most(s.get("gpu_done_change"), 1.0) if one_cpu else None
-    t["all_cpus_full_no_slower_than_baseline"] = at_most(s.get("full_change"), 1.0) if s["all_cpus"] else None
+    t["all_cpus_full_no_slower_than_baseline"] = (
+        at_most(s.get("full_change"), 1.0) if s["all_cpus"] and not s["cgroup"] else None)
     t["quick_within_5_percent_of_baseline"] = at_most(s.get("quick_change"), QUICK_BASELINE_RATIO)
     one_gpu = s.get("full_cuda_devices") == [1]
     t["tree_pss_at_most_924_mib_for_one_gpu"] = at_most(s["full_tree_pss_mib"], TREE_PSS_MIB) if one_gpu else None
@@ -825,6 +863,8 @@ def print_summary(args, s):
     met = lambda ok: {True: "met", False: "MISSED", None: "not measured"}[ok]  # noqa: E731
     t = s["targets"]
     where = f"on {s['cpus']} CPU(s)" if s["cpus"] else "on all CPUs"
+    if s["cgroup"]:
+        where += f" under a quota of {fmt(s['cgroup_cpus'], 'd')} CPU(s) ({s['cgroup']})"
     print(f"full probe {where}: {s['full_s']:.3f} s, {s['full_cpu_s']:.3f} s of CPU, tree Pss "
           f"{fmt(s['full_tree_pss_mib'], '.0f')} MiB (target <= {TREE_PSS_MIB:.0f} for one GPU: "
           f"{met(t['tree_pss_at_most_924_mib_for_one_gpu'])})")
@@ -834,7 +874,7 @@ def print_summary(args, s):
     if s.get("sampling_effect") is not None:
         print(f"  (its memory sampled every {args.sample_ms} ms in {args.memory_runs} rounds of their own, where it "
               f"took {s['sampling_effect']:.2f}x the time: the times above are of the rounds not sampled)")
-    if s["cpus"] == 1:
+    if s["cpus"] == 1 or s["cgroup_cpus"] == 1:
         print(f"  one CPU: <= {ONE_CPU_FLOOR_RATIO}x the floor {met(t['one_cpu_full_at_most_2x_floor'])}; "
               f">= {ONE_CPU_PYTHON_SPEEDUP}x faster than the Python check "
               f"{met(t['one_cpu_full_2_5x_faster_than_python'])}")
@@ -891,7 +931,7 @@ def main(argv=None):
         for group in plan(args, cpus, floor):
             rounds.alternate(group, memory=not group[0]["trace"])
     summary = summarise_all(args, rounds, cpus, all_cpus)
-    setup = {"cpus": cpus, "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
+    setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus, "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
              "device": args.device, "floor": floor,
              "subreaper": all(r["subreaper"] for runs in rounds.raw.values() for r in runs)}
     write_json(os.path.join(args.out, "bench-startup.json"), {"setup": setup, "rows": rounds.rows, "summary": summary})

@@ -157,6 +157,18 @@ def part_wrapper(_s, args):
         allowed = f.read().split()
     os.unlink(marker)
     check("--cpus: the command runs on the CPUs given", r["cpus"] == [0] and allowed[-1] == "0", (r["cpus"], allowed))
+    # --cgroup: the command moves itself into the cgroup before it starts (its pid in cgroup.procs,
+    # here a plain file standing for one) and is the same process after the move.
+    with tempfile.TemporaryDirectory() as cgroup:
+        write(os.path.join(cgroup, "cgroup.procs"), "")
+        r = measure(args.startup, ["sh", "-c", f"echo $$ > {marker}"], cgroup=cgroup)
+        with open(marker) as f:
+            ran_as = f.read().split()
+        os.unlink(marker)
+        with open(os.path.join(cgroup, "cgroup.procs")) as f:
+            moved = f.read().split()
+    check("--cgroup: the command's own pid is moved, then it runs", r["exit_code"] == 0 and moved == ran_as
+          and len(moved) == 1, (r, moved, ran_as))
     r = measure(args.startup, ["/nonexistent/command"])
     check("a command that cannot start says so", "error" in r and "/nonexistent/command" in r["error"], r)
 
@@ -281,7 +293,8 @@ def part_refusals(_s, args):
                        (["--copies", "1,x"], "--copies"), (["--copies", "2,2"], "--copies"),
                        (["--runs", "0"], "--runs 0"), (["--memory-runs", "-1"], "--memory-runs -1"),
                        (["--sample-ms", "-5"], "--sample-ms -5"), (["--variant", "novalue"], "--variant"),
-                       (["--torch-lib", "/nonexistent"], "--torch-lib /nonexistent")):
+                       (["--torch-lib", "/nonexistent"], "--torch-lib /nonexistent"),
+                       (["--cgroup", "/nonexistent"], "--cgroup /nonexistent")):
         with tempfile.TemporaryDirectory() as out:
             done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--runs", "1", "--out", out,
                                    "--no-floor", *argv], capture_output=True, text=True, env=env, timeout=300)

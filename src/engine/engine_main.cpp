@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
 
 #include "engine/host/cpus.hpp"
@@ -34,14 +33,15 @@ void end_with_the_probe() {
 }
 
 // LibTorch sizes its OpenMP pool from the affinity mask or the cores and never reads a cgroup's CPU
-// quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads are throttled
-// (docs/engine.md, "On one CPU"). Set before any thread starts and before LibTorch loads.
-void cap_openmp_to_the_quota() {
+// quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads, spinning between
+// parallel regions, are throttled (docs/engine.md, "Under a CPU quota"). Set before any thread
+// starts and before LibTorch loads.
+void fit_openmp_to_the_quota() {
   // NOLINTBEGIN(concurrency-mt-unsafe): no other thread yet
-  const std::optional<std::string> threads = precision_probe::openmp_threads(
-      precision_probe::read_cpu_limits(), std::getenv("OMP_NUM_THREADS"),
-      std::getenv("MKL_NUM_THREADS"));
-  if (threads) ::setenv("OMP_NUM_THREADS", threads->c_str(), 1);
+  for (const auto& [name, value] : precision_probe::openmp_settings(
+           precision_probe::read_cpu_limits(), [](const char* n) { return std::getenv(n); })) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
   // NOLINTEND(concurrency-mt-unsafe)
 }
 
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         kind == "gpu" ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     args.libtorch = argv[4];
     end_with_the_probe();
-    cap_openmp_to_the_quota();
+    fit_openmp_to_the_quota();
     // A bench's copies of one GPU, each in a context of its own (PRECISION_PROBE_BENCH_GPU_COPIES):
     // LibTorch's caching allocator keeps blocks per device, not per context, so it must not cache.
     // Set before any thread of the session starts.

@@ -150,22 +150,37 @@ TEST(Cpus, APinnedProcessUsesTheCpusItMayRunOn) {
   EXPECT_EQ(pp::usable_cpus(), pp::count_usable_cpus()) << "the same mask, read once";
 }
 
-// LibTorch's OpenMP pool counts the mask (or the cores), never a quota: the engine caps it where a
-// quota is what limits, and nowhere else. A choice in the environment stands.
-TEST(Cpus, LibTorchsPoolIsCappedOnlyWhereAQuotaIsTheLimit) {
+// LibTorch's OpenMP pool counts the mask (or the cores), never a quota: the engine sizes it, and
+// stops its threads spinning, where a quota is what limits, and nowhere else. A choice in the
+// environment stands.
+TEST(Cpus, LibTorchsPoolFitsTheQuotaOnlyWhereTheQuotaIsTheLimit) {
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  const auto env = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
   const pp::CpuLimits pod{16, 1U};  // a pod's `cpu: 1` on a 16-CPU node
-  EXPECT_EQ(pp::openmp_threads(pod, nullptr, nullptr), std::optional<std::string>("1"));
-  EXPECT_EQ(pp::openmp_threads({16, 4U}, "", ""), std::optional<std::string>("4"))
+  const Settings both{{"OMP_NUM_THREADS", "1"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
+  EXPECT_EQ(pp::openmp_settings(pod, env({})), both);
+  EXPECT_EQ(pp::openmp_settings({16, 3U}, env({}))[0],
+            Settings::value_type("OMP_NUM_THREADS", "3"));
+  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_NUM_THREADS", ""}, {"OMP_WAIT_POLICY", ""}})), both)
       << "empty is unset";
-  EXPECT_EQ(pp::openmp_threads({16, 3U}, nullptr, nullptr), std::optional<std::string>("3"));
-  EXPECT_EQ(pp::openmp_threads({16, std::nullopt}, nullptr, nullptr), std::nullopt) << "no quota";
-  EXPECT_EQ(pp::openmp_threads({16, 16U}, nullptr, nullptr), std::nullopt) << "the mask limits";
-  EXPECT_EQ(pp::openmp_threads({4, 8U}, nullptr, nullptr), std::nullopt) << "the mask limits";
-  EXPECT_EQ(pp::openmp_threads({1, 1U}, nullptr, nullptr), std::nullopt)
-      << "taskset: LibTorch sees it";
-  EXPECT_EQ(pp::openmp_threads(pod, "8", nullptr), std::nullopt) << "the user's OMP_NUM_THREADS";
-  EXPECT_EQ(pp::openmp_threads(pod, nullptr, "2"), std::nullopt)
+  EXPECT_EQ(pp::openmp_settings({16, std::nullopt}, env({})), Settings{}) << "no quota";
+  EXPECT_EQ(pp::openmp_settings({16, 16U}, env({})), Settings{}) << "the mask limits";
+  EXPECT_EQ(pp::openmp_settings({4, 8U}, env({})), Settings{}) << "the mask limits";
+  EXPECT_EQ(pp::openmp_settings({1, 1U}, env({})), Settings{}) << "taskset: LibTorch sees it";
+  const Settings passive{{"OMP_WAIT_POLICY", "PASSIVE"}};
+  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_NUM_THREADS", "8"}})), passive)
+      << "the user's count";
+  EXPECT_EQ(pp::openmp_settings(pod, env({{"MKL_NUM_THREADS", "2"}})), passive)
       << "MKL_NUM_THREADS wins in LibTorch";
+  const Settings count{{"OMP_NUM_THREADS", "1"}};
+  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_WAIT_POLICY", "active"}})), count) << "the user's";
+  EXPECT_EQ(pp::openmp_settings(pod, env({{"GOMP_SPINCOUNT", "1000"}})), count)
+      << "the user's spin";
   EXPECT_EQ(pp::usable_of(pod), 1U);
   EXPECT_EQ(pp::usable_of({6, std::nullopt}), 6U);
   EXPECT_EQ(pp::usable_of({6, 0U}), 1U) << "at least one";

@@ -106,11 +106,21 @@ unsigned usable_of(const CpuLimits& limits) {
 
 unsigned count_usable_cpus() { return usable_of(read_cpu_limits()); }
 
-std::optional<std::string> openmp_threads(const CpuLimits& limits, const char* omp,
-                                          const char* mkl) {
-  const auto set = [](const char* value) { return value != nullptr && *value != '\0'; };
-  if (set(omp) || set(mkl) || usable_of(limits) >= limits.affinity) return std::nullopt;
-  return std::to_string(usable_of(limits));
+std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits& limits,
+                                                                 const EnvReader& get) {
+  std::vector<std::pair<std::string, std::string>> settings;
+  if (usable_of(limits) >= limits.affinity) return settings;
+  const auto set = [&get](const char* name) {
+    const char* value = get(name);
+    return value != nullptr && *value != '\0';
+  };
+  if (!set("OMP_NUM_THREADS") && !set("MKL_NUM_THREADS")) {
+    settings.emplace_back("OMP_NUM_THREADS", std::to_string(usable_of(limits)));
+  }
+  if (!set("OMP_WAIT_POLICY") && !set("GOMP_SPINCOUNT")) {
+    settings.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  }
+  return settings;
 }
 
 unsigned usable_cpus() {

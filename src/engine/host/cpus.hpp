@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace precision_probe {
 
@@ -40,15 +42,19 @@ unsigned usable_of(const CpuLimits& limits);
 // The CPUs this process may use now: usable_of(read_cpu_limits()).
 unsigned count_usable_cpus();
 
-// OMP_NUM_THREADS for LibTorch's OpenMP pool, set in the engine before LibTorch loads: the usable
-// count where a cgroup quota allows fewer CPUs than the mask (a pod's CPU limit: LibTorch sizes its
-// pool from the mask or the cores and never reads a quota, and a pool larger than the quota is
-// throttled), unless the environment chose (`omp` and `mkl`: OMP_NUM_THREADS and MKL_NUM_THREADS,
-// null where unset; empty is unset). nullopt: leave the environment as it is.
-std::optional<std::string> openmp_threads(const CpuLimits& limits, const char* omp,
-                                          const char* mkl);
-
 // count_usable_cpus(), read once for the process.
 unsigned usable_cpus();
+
+// A variable of the environment, null where unset.
+using EnvReader = std::function<const char*(const char* name)>;
+
+// What the engine sets in its environment for LibTorch's OpenMP pool before LibTorch loads, where a
+// cgroup quota allows fewer CPUs than the affinity mask (a pod's CPU limit: LibTorch sizes its pool
+// from the mask or the cores and never reads a quota): OMP_NUM_THREADS, the usable count, unless
+// OMP_NUM_THREADS or MKL_NUM_THREADS is set; OMP_WAIT_POLICY=PASSIVE, unless it or GOMP_SPINCOUNT
+// is set (a thread that spins between parallel regions spends the quota the others need). Empty
+// is unset. Nothing where no quota limits.
+std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits& limits,
+                                                                 const EnvReader& get);
 
 }  // namespace precision_probe

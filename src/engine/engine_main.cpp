@@ -36,10 +36,15 @@ void end_with_the_probe() {
 // quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads, spinning between
 // parallel regions, are throttled (docs/engine.md, "Under a CPU quota"). Set before any thread
 // starts and before LibTorch loads.
+// PRECISION_PROBE_ENGINE_CGROUP_ROOT, a test knob: the cgroup tree read instead of /sys/fs/cgroup.
 void fit_openmp_to_the_quota() {
   // NOLINTBEGIN(concurrency-mt-unsafe): no other thread yet
-  for (const auto& [name, value] : precision_probe::openmp_settings(
-           precision_probe::read_cpu_limits(), [](const char* n) { return std::getenv(n); })) {
+  const char* root = std::getenv("PRECISION_PROBE_ENGINE_CGROUP_ROOT");
+  const precision_probe::CpuLimits limits = root != nullptr && *root != '\0'
+                                                ? precision_probe::read_cpu_limits(root)
+                                                : precision_probe::read_cpu_limits();
+  for (const auto& [name, value] :
+       precision_probe::openmp_settings(limits, [](const char* n) { return std::getenv(n); })) {
     ::setenv(name.c_str(), value.c_str(), 1);
   }
   // NOLINTEND(concurrency-mt-unsafe)
@@ -93,6 +98,7 @@ int main(int argc, char** argv) {
     if (argc == 5 && std::string(argv[4]) != "--cuda") return usage();
     args.kind = argc == 5 ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     end_with_the_probe();
+    fit_openmp_to_the_quota();  // its stack's cpu_threads as a worker's
     return eng::describe(args);
   }
   return usage();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -20,6 +22,7 @@
 
 #include "wire/protocol.hpp"
 #include "process/process.hpp"
+#include "binary.hpp"
 #include "release.hpp"
 #include "worker_lines.hpp"
 
@@ -158,6 +161,53 @@ TEST(EngineBinary, TheReleaseLoadsAloneWithItsOwnCudaRuntime) {
   const std::string cuda = version_py.substr(at + 23, version_py.find('\'', at + 23) - at - 23);
   EXPECT_EQ(pp::version_or_empty(stack->cuda_version), cuda)
       << "the CUDA runtime loaded is not the release's own";
+}
+
+// A pod's CPU limit is a cgroup quota, which LibTorch never reads: under a quota of one CPU (a
+// cgroup tree of the test's own, through PRECISION_PROBE_ENGINE_CGROUP_ROOT, v2's and v1's files)
+// the engine's LibTorch runs one CPU thread, unless the environment chose its count. The stack's
+// cpu_threads is LibTorch's own count (torch_get_num_threads, 2.10).
+TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
+  PP_REQUIRE_RELEASE();
+  const pp::testing::Release& r = *pp::testing::release();
+  if (r.release < pp::Version{2, 10}) {
+    GTEST_SKIP() << r.version << " has no torch_get_num_threads to report its threads (2.10 on)";
+  }
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
+  if (CPU_COUNT(&mask) < 2)
+    GTEST_SKIP() << "one CPU in this process's mask: a quota is not the limit";
+  const std::string root = pp::testing::make_temp_dir();
+  ASSERT_EQ(::mkdir((root + "/cpu").c_str(), 0755), 0);
+  for (const auto& [file, text] :
+       {std::pair<std::string, std::string>{"cpu.max", "100000 100000\n"},
+        {"cpu/cpu.cfs_quota_us", "100000\n"},
+        {"cpu/cpu.cfs_period_us", "100000\n"}}) {
+    std::ofstream(root + "/" + file) << text;
+  }
+  const auto threads = [&](const std::string& omp) -> std::optional<int> {
+    const pp::ProcessOutput out = pp::run_process(
+        {PP_REAL_ENGINE, "--describe", "--libtorch", r.cpu_library()},
+        pp::environment_with({"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root, omp, "MKL_NUM_THREADS",
+                              "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}),
+        "", std::chrono::seconds(60));
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    const pp::Expected<pp::StackInfo> stack = pp::decode_stack(out.out);
+    if (!stack) return std::nullopt;
+    return stack->cpu_threads;
+  };
+  EXPECT_EQ(threads("OMP_NUM_THREADS"), 1) << "the quota's one CPU";
+  EXPECT_EQ(threads("OMP_NUM_THREADS=2"), 2) << "the environment's choice stands";
+  // A worker's hello says the same, and its fp32 check runs on that one thread.
+  const pp::ProcessOutput out = run_worker(
+      cpu_plan({pp::Mode::fp32}, {}), r.cpu_library(),
+      {"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root, "OMP_NUM_THREADS", "MKL_NUM_THREADS"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const pp::WorkerResult result = read_lines(out.out);
+  ASSERT_TRUE(result.stack.has_value());
+  EXPECT_EQ(result.stack->cpu_threads, 1);
+  EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok);
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {

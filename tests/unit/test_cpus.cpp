@@ -164,8 +164,8 @@ TEST(Cpus, LibTorchsPoolFitsTheQuotaOnlyWhereTheQuotaIsTheLimit) {
   const pp::CpuLimits pod{16, 1U};  // a pod's `cpu: 1` on a 16-CPU node
   const Settings both{{"OMP_NUM_THREADS", "1"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
   EXPECT_EQ(pp::openmp_settings(pod, env({})), both);
-  EXPECT_EQ(pp::openmp_settings({16, 3U}, env({}))[0],
-            Settings::value_type("OMP_NUM_THREADS", "3"));
+  EXPECT_EQ(pp::openmp_settings({16, 3U}, env({})),
+            (Settings{{"OMP_NUM_THREADS", "3"}, {"OMP_WAIT_POLICY", "PASSIVE"}}));
   EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_NUM_THREADS", ""}, {"OMP_WAIT_POLICY", ""}})), both)
       << "empty is unset";
   EXPECT_EQ(pp::openmp_settings({16, std::nullopt}, env({})), Settings{}) << "no quota";

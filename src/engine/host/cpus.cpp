@@ -91,11 +91,11 @@ std::optional<unsigned> affinity_count() {
 
 }  // namespace
 
-CpuLimits read_cpu_limits() {
+CpuLimits read_cpu_limits(const std::string& cgroup_root) {
   CpuLimits limits;
   limits.affinity = affinity_count().value_or(std::max(1U, std::thread::hardware_concurrency()));
   if (const std::optional<std::string> cgroup = read_text("/proc/self/cgroup")) {
-    limits.quota = cgroup_cpu_limit(*cgroup, "/sys/fs/cgroup", read_text);
+    limits.quota = cgroup_cpu_limit(*cgroup, cgroup_root, read_text);
   }
   return limits;
 }
@@ -110,14 +110,14 @@ std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits
                                                                  const EnvReader& get) {
   std::vector<std::pair<std::string, std::string>> settings;
   if (usable_of(limits) >= limits.affinity) return settings;
-  const auto set = [&get](const char* name) {
+  const auto is_set = [&get](const char* name) {
     const char* value = get(name);
     return value != nullptr && *value != '\0';
   };
-  if (!set("OMP_NUM_THREADS") && !set("MKL_NUM_THREADS")) {
+  if (!is_set("OMP_NUM_THREADS") && !is_set("MKL_NUM_THREADS")) {
     settings.emplace_back("OMP_NUM_THREADS", std::to_string(usable_of(limits)));
   }
-  if (!set("OMP_WAIT_POLICY") && !set("GOMP_SPINCOUNT")) {
+  if (!is_set("OMP_WAIT_POLICY") && !is_set("GOMP_SPINCOUNT")) {
     settings.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
   }
   return settings;

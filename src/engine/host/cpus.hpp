@@ -34,7 +34,8 @@ struct CpuLimits {
   std::optional<unsigned> quota;
 };
 
-CpuLimits read_cpu_limits();
+// This process's limits, its cgroups read under `cgroup_root`.
+CpuLimits read_cpu_limits(const std::string& cgroup_root = "/sys/fs/cgroup");
 
 // The CPUs a process with these limits may use: the mask's count, at most the quota, at least 1.
 unsigned usable_of(const CpuLimits& limits);
@@ -50,7 +51,8 @@ using EnvReader = std::function<const char*(const char* name)>;
 
 // What the engine sets in its environment for LibTorch's OpenMP pool before LibTorch loads, where a
 // cgroup quota allows fewer CPUs than the affinity mask (a pod's CPU limit: LibTorch sizes its pool
-// from the mask or the cores and never reads a quota): OMP_NUM_THREADS, the usable count, unless
+// from the mask or the cores and never reads a quota): OMP_NUM_THREADS, the usable count (the
+// quota rounded up to whole CPUs), unless
 // OMP_NUM_THREADS or MKL_NUM_THREADS is set; OMP_WAIT_POLICY=PASSIVE, unless it or GOMP_SPINCOUNT
 // is set (a thread that spins between parallel regions spends the quota the others need). Empty
 // is unset. Nothing where no quota limits.

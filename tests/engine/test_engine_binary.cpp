@@ -184,7 +184,9 @@ TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
        {std::pair<std::string, std::string>{"cpu.max", "100000 100000\n"},
         {"cpu/cpu.cfs_quota_us", "100000\n"},
         {"cpu/cpu.cfs_period_us", "100000\n"}}) {
-    std::ofstream(root + "/" + file) << text;
+    std::string path = root;
+    path.append("/").append(file);
+    std::ofstream(path) << text;
   }
   const auto threads = [&](const std::string& omp) -> std::optional<int> {
     const pp::ProcessOutput out = pp::run_process(

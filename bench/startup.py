@@ -406,6 +406,8 @@ def measure_command(spec):
         os.sched_setaffinity(0, cpus)  # this thread; the command inherits it
     env = dict(os.environ, **spec.get("env", {}))
     argv = in_cgroup(spec.get("cgroup"), spec["argv"])
+    if spec.get("cgroup") and shutil.which(spec["argv"][0], path=env.get("PATH")) is None:
+        return {"error": f"{spec['argv'][0]}: No such file or directory"}  # what exec would say
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         try:
@@ -428,6 +430,8 @@ def measure_command(spec):
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if spec.get("cgroup") and code == CGROUP_MOVE_FAILED:
+        return {"error": f"cannot move it into the cgroup {spec['cgroup']}: {stderr.strip()[-300:]}"}
     figures = {"wall_s": wall, "exit_code": code, "cpu_user_s": usage.ru_utime,
                "cpu_sys_s": usage.ru_stime, "cpu_s": usage.ru_utime + usage.ru_stime,
                "max_rss_mib": usage.ru_maxrss / 1024.0, "subreaper": subreaper, "leftovers": leftovers,
@@ -441,13 +445,17 @@ def measure_command(spec):
     return figures
 
 
+CGROUP_MOVE_FAILED = 125  # the wrapping shell's exit where it could not move itself
+
+
 def in_cgroup(directory, argv):
     """`argv` started in the cgroup `directory` (None: as it is): a shell moves itself there and
     execs the command, so that the command and its children, and nothing of the wrapper, count
-    against the cgroup's quota. The command's pid is the shell's."""
+    against the cgroup's quota. The command's pid is the shell's; a move that fails is exit 125."""
     if not directory:
         return argv
-    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', directory, *argv]
+    return ["sh", "-c", f'echo $$ > "$1/cgroup.procs" || exit {CGROUP_MOVE_FAILED}; shift; exec "$@"',
+            "bench-cgroup", directory, *argv]
 
 
 # --- The rounds ---------------------------------------------------------------------------------
@@ -544,19 +552,25 @@ def first_cpus(n):
 
 
 def cgroup_quota(directory):
-    """The CPU quota of the cgroup v2 `directory` in whole CPUs (None: "max", no cpu.max); exits
-    where the directory is not one this process may move commands into."""
+    """The CPU quota of the cgroup v2 `directory` in whole CPUs, rounded up; exits (one line) where
+    the directory is not a cgroup whose cgroup.procs this process may write, where its cpu
+    controller is not enabled (no cpu.max: its parent's cgroup.subtree_control lacks +cpu) or
+    where cpu.max sets no quota ("max")."""
     procs = os.path.join(directory, "cgroup.procs")
-    if not (os.path.isfile(procs) and os.access(procs, os.W_OK)):
+    if not (os.path.isfile(procs) and os.access(procs, os.W_OK)
+            and os.path.isfile(os.path.join(directory, "cgroup.controllers"))):
         sys.exit(f"bench: --cgroup {directory}: not a cgroup v2 directory whose cgroup.procs this process may "
                  "write (make one as root: docs/performance.md)")
+    parent = os.path.dirname(os.path.abspath(directory))
     try:
         with open(os.path.join(directory, "cpu.max")) as f:
             quota, _, period = f.read().strip().partition(" ")
     except OSError:
-        return None
+        sys.exit(f"bench: --cgroup {directory}: no cpu.max: the cpu controller is not enabled there "
+                 f"(echo +cpu > {parent}/cgroup.subtree_control)")
     if not quota.isdigit() or not period.isdigit() or int(period) == 0:
-        return None
+        sys.exit(f"bench: --cgroup {directory}: cpu.max sets no CPU quota ({quota} {period}): "
+                 f"echo \"100000 100000\" > {directory}/cpu.max for one CPU")
     return max(1, -(-int(quota) // int(period)))
 
 
@@ -931,7 +945,8 @@ def main(argv=None):
         for group in plan(args, cpus, floor):
             rounds.alternate(group, memory=not group[0]["trace"])
     summary = summarise_all(args, rounds, cpus, all_cpus)
-    setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus, "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
+    setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus,
+             "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
              "device": args.device, "floor": floor,
              "subreaper": all(r["subreaper"] for runs in rounds.raw.values() for r in runs)}
     write_json(os.path.join(args.out, "bench-startup.json"), {"setup": setup, "rows": rounds.rows, "summary": summary})

@@ -169,6 +169,16 @@ def part_wrapper(_s, args):
             moved = f.read().split()
     check("--cgroup: the command's own pid is moved, then it runs", r["exit_code"] == 0 and moved == ran_as
           and len(moved) == 1, (r, moved, ran_as))
+    # A move that fails, or a command that is not there, is no run: the wrapper says which.
+    with tempfile.TemporaryDirectory() as cgroup:
+        os.mkdir(os.path.join(cgroup, "cgroup.procs"))  # a directory: the shell cannot write it
+        r = measure(args.startup, ["true"], cgroup=cgroup)
+        check("--cgroup: a move that fails is an error naming the cgroup", "cannot move" in r.get("error", "")
+              and cgroup in r["error"], r)
+        write(os.path.join(cgroup, "ok", "cgroup.procs"), "")
+        r = measure(args.startup, ["/nonexistent/command"], cgroup=os.path.join(cgroup, "ok"))
+        check("--cgroup: a command that is not there is an error naming it",
+              "/nonexistent/command" in r.get("error", ""), r)
     r = measure(args.startup, ["/nonexistent/command"])
     check("a command that cannot start says so", "error" in r and "/nonexistent/command" in r["error"], r)
 
@@ -299,6 +309,22 @@ def part_refusals(_s, args):
             done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--runs", "1", "--out", out,
                                    "--no-floor", *argv], capture_output=True, text=True, env=env, timeout=300)
             check(f"{' '.join(argv)}: exit 1, one line naming it", done.returncode == 1 and word in done.stderr
+                  and len(done.stderr.strip().splitlines()) == 1, (done.returncode, done.stderr[-500:]))
+    # --cgroup: the cgroup's cpu.max read in whole CPUs, rounded up; no cpu controller or no quota refused.
+    with tempfile.TemporaryDirectory() as cgroup:
+        write(os.path.join(cgroup, "cgroup.procs"), "")
+        write(os.path.join(cgroup, "cgroup.controllers"), "cpu memory\n")
+        for cpu_max, cpus in (("100000 100000", 1), ("150000 100000", 2), ("50000 100000", 1), ("400000 100000", 4)):
+            write(os.path.join(cgroup, "cpu.max"), cpu_max + "\n")
+            check(f"--cgroup: cpu.max {cpu_max!r} is {cpus} CPU(s)", _s.cgroup_quota(cgroup) == cpus)
+        for cpu_max, word in ((None, "no cpu.max"), ("max 100000", "sets no CPU quota")):
+            if cpu_max is None:
+                os.unlink(os.path.join(cgroup, "cpu.max"))
+            else:
+                write(os.path.join(cgroup, "cpu.max"), cpu_max + "\n")
+            done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--no-floor", "--cgroup",
+                                   cgroup], capture_output=True, text=True, env=env, timeout=60)
+            check(f"--cgroup with {word}: exit 1, one line", done.returncode == 1 and word in done.stderr
                   and len(done.stderr.strip().splitlines()) == 1, (done.returncode, done.stderr[-500:]))
     done = subprocess.run([sys.executable, args.startup, "--probe", "/nonexistent/precision-probe"],
                           capture_output=True, text=True, env=env, timeout=60)

@@ -49,6 +49,12 @@ def fake_process(proc, pid, ppid, comm, argv, pss=None, dirty=0, threads=None):
 
 def part_proc(s, _args):
     """The walk, the reads and the sums, on a /proc made of files, then on real processes."""
+    # Which traced runs checked the CPU: its plan's line (sessions) or its worker's (before them).
+    check("a trace's CPU plan seen, a GPU's not taken for it", [s.cpu_checked(t) for t in (
+        "trace: precision-probe:12          812.0 ms     247 flt  plan 0 (CPU) done\n",
+        "trace: precision-probe:12          812.0 ms     247 flt  worker CPU done\n",
+        "trace: precision-probe:12          812.0 ms     247 flt  plan 1 (GPU 0) done\n",
+        "trace: precision-probe-engine:14   805.4 ms   88283 flt  plan 0 done\n")] == [True, True, False, False])
     with tempfile.TemporaryDirectory() as proc:
         # 100 -> 200 (two threads, each with a child: 300 and 301), 300 -> 400; 999 elsewhere.
         fake_process(proc, 100, 1, "wrapper", ["python3", "startup.py"], pss=9000, threads={100: [200]})
@@ -254,7 +260,7 @@ def part_dryrun(s, args):
         full = rows.get("precision-probe (full)", {})
         check("every group ran", {"precision-probe --quick", "baseline --quick", "python3 torch fp16/bf16 check",
                                   "floor (LibTorch + context)", "precision-probe (full)", "baseline (full)",
-                                  "traced: precision-probe (full)", "traced: precision-probe --device gpu",
+                                  "traced: precision-probe (full)", "traced: without the CPU's checks",
                                   "copies 1", "copies 2", "baseline (copies)", "precision-probe --no-amp"}
               <= set(rows), sorted(rows))
         check("on the first CPU", doc["setup"]["cpus"] == [0] and full.get("cpus") == [0], doc["setup"])
@@ -278,8 +284,15 @@ def part_dryrun(s, args):
         check("nothing left running", all(not r["leftovers"] for r in doc["rows"]))
         summary = doc["summary"]
         check("the GPU's checks' end read from the trace, both ways", all(
-            isinstance(summary.get("gpu_done_ms", {}).get(k), float) for k in ("full", "device_gpu")),
+            isinstance(summary.get("gpu_done_ms", {}).get(k), float) for k in ("full", "without_cpu")),
             summary.get("gpu_done_ms"))
+        # The probe's switch leaves the CPU's plan out: the traces say which way checked it.
+        check("the CPU checked in the full traced run, not in the other",
+              all(rows["traced: precision-probe (full)"]["cpu_checked"])
+              and not any(rows["traced: without the CPU's checks"]["cpu_checked"])
+              and summary.get("skip_cpu_ignored") is False,
+              (rows["traced: precision-probe (full)"].get("cpu_checked"),
+               rows["traced: without the CPU's checks"].get("cpu_checked")))
         for key in ("speedup_vs_python", "full_vs_floor", "full_change", "quick_change", "full_tree_pss_mib"):
             check(f"summary.{key} measured", isinstance(summary.get(key), float) and summary[key] > 0, summary.get(key))
         copies = summary.get("copies", {})
@@ -290,7 +303,7 @@ def part_dryrun(s, args):
         targets = summary["targets"]
         check("one CPU: its targets judged", all(isinstance(targets[k], bool) for k in (
             "one_cpu_full_at_most_2x_floor", "one_cpu_full_2_5x_faster_than_python",
-            "one_cpu_gpu_checks_no_later_than_device_gpu", "tree_pss_at_most_924_mib_for_one_gpu")), targets)
+            "one_cpu_gpu_checks_no_later_than_without_cpu", "tree_pss_at_most_924_mib_for_one_gpu")), targets)
         check("all CPUs' target not judged on one", targets["all_cpus_full_no_slower_than_baseline"] is None, targets)
         check("the added devices' target judged only where honoured",
               (targets["each_added_device_at_most_200_mib_and_0_2_cpu_s"] is None) != honoured, targets)

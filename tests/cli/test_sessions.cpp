@@ -253,3 +253,51 @@ TEST(Sessions, TheBenchPlansGpuZeroAsManyDevices) {
         << refused.err;
   }
 }
+
+// The bench's other switch: the CPU's checks left out (bench/startup.py times the GPUs' checks
+// with and without them on a starved CPU). No CPU plan reaches the engine, the CPU is reported
+// not_tested with the switch named, the GPUs' verdicts stand; a value but 1, or a run that
+// selects the CPU, is refused.
+TEST(Sessions, TheBenchCanLeaveTheCpusChecksOut) {
+  const std::string dir = pp::testing::make_temp_dir();
+  const auto r = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(kFakeH200),
+           {"PRECISION_PROBE_BENCH_SKIP_CPU=1", "FAKE_ENGINE_LOG=" + dir + "/plans"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  bool cpu_seen = false;
+  for (const json& d : j.at("devices")) {
+    if (d.at("kind") == "cuda") {
+      EXPECT_EQ(d.at("precisions").at("bf16").at("status"), "native");
+      continue;
+    }
+    cpu_seen = true;
+    for (const json* p : {&d.at("precisions").at("fp32"), &d.at("precisions").at("bf16"),
+                          &d.at("amp").at("amp_bf16")}) {
+      EXPECT_EQ(p->at("status"), "not_tested") << p->dump();
+      EXPECT_NE(p->dump().find("PRECISION_PROBE_BENCH_SKIP_CPU"), std::string::npos) << p->dump();
+    }
+  }
+  EXPECT_TRUE(cpu_seen);
+  const std::string plans = read_all(dir + "/plans");
+  EXPECT_EQ(count_of(plans, "cuda --worker gpu"), 1U) << plans;
+  EXPECT_EQ(count_of(plans, "cpu --worker"), 0U) << plans;
+  // Without the switch the same run plans the CPU: the count above is the switch's doing.
+  const std::string dir2 = pp::testing::make_temp_dir();
+  const auto with_cpu = run_probe_binary(
+      {"-q"}, with(fake_driver_env(kFakeH200), {"FAKE_ENGINE_LOG=" + dir2 + "/plans"}));
+  ASSERT_EQ(with_cpu.exit_code, 0) << with_cpu.err;
+  EXPECT_EQ(count_of(read_all(dir2 + "/plans"), "cpu --worker"), 1U) << read_all(dir2 + "/plans");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"-q"}, "yes"},
+      {{"-q"}, "0"},
+      {{"-q", "--device", "all"}, "1"},
+      {{"-q", "--device", "cpu"}, "1"}};
+  for (const auto& [args, value] : refused) {
+    const auto bad = run_probe_binary(
+        args, with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_BENCH_SKIP_CPU=" + value}));
+    EXPECT_EQ(bad.exit_code, 2) << value << ' ' << pp::join(args, " ");
+    EXPECT_NE(bad.err.find("PRECISION_PROBE_BENCH_SKIP_CPU"), std::string::npos) << bad.err;
+  }
+}

@@ -296,7 +296,8 @@ void add_gpu_devices(Report& report, const Options& options, const GpuFacts& fac
 }
 
 void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
-                    const std::string& blocker, const RunResults& results) {
+                    const StartPlan& start, const RunResults& results) {
+  const std::string& blocker = start.stack.kernel_blocker;
   const std::optional<WorkerRun> work = cpu_work(results);
   DeviceReport d;
   d.kind = DeviceKind::cpu;
@@ -305,6 +306,7 @@ void add_cpu_device(Report& report, const Options& options, const CpuInfo& cpu,
   d.cpu = cpu;
   NotRun why = skipped(options, true);
   if (!blocker.empty() && !options.quick) why = {blocker, NotRun::Kind::unavailable};
+  if (!start.cpu_left_out.empty() && blocker.empty()) why.reason = start.cpu_left_out;
   const WorkerResult* result = work && work->result ? &*work->result : nullptr;
   if (result != nullptr && result->problem == ErrorKind::not_run) {
     why.reason = result->problem_message;
@@ -397,7 +399,7 @@ Report assemble(const Options& options, const StartFacts& facts, const DriverAns
   report.driver = seen.driver;
   report.stack = stack_from(start.stack.stack, results.cpu, results.gpus);
   add_gpu_devices(report, options, seen, start.stack.gpu_blocker, results);
-  add_cpu_device(report, options, facts.machine.cpu, start.stack.kernel_blocker, results);
+  add_cpu_device(report, options, facts.machine.cpu, start, results);
   note_unplaced_injection(report.devices, start.inject, injection_planned(results));
   report.collectives = collectives_report(options, seen, gpus.collective_on, results.collective);
   return report;

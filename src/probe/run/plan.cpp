@@ -190,17 +190,37 @@ std::string bad_torch_dir(const std::optional<StackInfo>& image) {
   return bad ? image->error : "";
 }
 
+namespace {
+
+// The bench's switches as set: a value that is not one is the error ("" when none is).
+std::string bad_bench_switch(const Options& options, const StartFacts& facts) {
+  if (facts.gpu_copies) {
+    const std::optional<std::int64_t> n = parse_int(*facts.gpu_copies);
+    if (!n || *n < 1 || *n > 64) {
+      return "PRECISION_PROBE_BENCH_GPU_COPIES='" + printable(*facts.gpu_copies, 20) +
+             "' is not a count of copies of GPU 0 from 1 to 64";
+    }
+  }
+  if (facts.skip_cpu && *facts.skip_cpu != "1") {
+    return "PRECISION_PROBE_BENCH_SKIP_CPU='" + printable(*facts.skip_cpu, 20) +
+           "' is not 1 (the bench's switch that leaves the CPU's checks out)";
+  }
+  if (facts.skip_cpu && options.devices.cpu) {
+    return "PRECISION_PROBE_BENCH_SKIP_CPU leaves out the CPU's checks, but --device selects the "
+           "CPU: unset it, or select GPUs only";
+  }
+  return "";
+}
+
+}  // namespace
+
 Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) {
   const Expected<std::optional<FaultInjection>> inject =
       fault_to_inject(options, facts.inject_fault);
   if (!inject) return Unexpected{inject.error()};
   if (const std::string bad = bad_torch_dir(facts.image); !bad.empty()) return Unexpected{bad};
-  if (facts.gpu_copies) {
-    const std::optional<std::int64_t> n = parse_int(*facts.gpu_copies);
-    if (!n || *n < 1 || *n > 64) {
-      return Unexpected{"PRECISION_PROBE_BENCH_GPU_COPIES='" + printable(*facts.gpu_copies, 20) +
-                        "' is not a count of copies of GPU 0 from 1 to 64"};
-    }
+  if (const std::string bad = bad_bench_switch(options, facts); !bad.empty()) {
+    return Unexpected{bad};
   }
   // The engine reads PRECISION_PROBE_INJECT_HANG itself: a value it could not read is refused here.
   if (facts.inject_hang) {
@@ -220,6 +240,10 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
   if (options.quick || !s.stack.kernel_blocker.empty()) return s;
   // The GPUs' session (the CPU's plan joins it) starts loading LibTorch before the driver is asked.
   s.prestart = Prestart{true, s.expected_gpus};
+  if (facts.skip_cpu) {
+    s.cpu_left_out = "not run: PRECISION_PROBE_BENCH_SKIP_CPU (a bench switch)";
+    return s;
+  }
   const bool bench_later = s.expected_gpus > 0;
   s.cpu = plan_cpu(options, facts.machine.cpu, s.seed, bench_later, s.inject);
   if (options.bench && bench_later) s.cpu_bench = plan_cpu_bench(options, *s.cpu);

@@ -47,6 +47,8 @@ struct StartPlan {
   int gpu_copies = 1;                    // PRECISION_PROBE_BENCH_GPU_COPIES (a bench switch)
   std::optional<Prestart> prestart;      // the workers started ahead (none: none is)
   std::optional<WorkerPlan> cpu;         // the CPU's checks: they need nothing from the driver
+  // Why the CPU's checks are left out (PRECISION_PROBE_BENCH_SKIP_CPU, a bench switch), or "".
+  std::string cpu_left_out;
   // With --bench and GPUs to come, the CPU's benchmark in a run of its own after the GPUs' (its
   // threads would starve the GPU workers' launching threads).
   std::optional<WorkerPlan> cpu_bench;

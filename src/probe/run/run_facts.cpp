@@ -38,6 +38,8 @@ StartFacts read_start_facts(const System& system, const Engine& engine,
   if (f.inject_hang && f.inject_hang->empty()) f.inject_hang.reset();
   f.gpu_copies = system.getenv("PRECISION_PROBE_BENCH_GPU_COPIES");
   if (f.gpu_copies && f.gpu_copies->empty()) f.gpu_copies.reset();
+  f.skip_cpu = system.getenv("PRECISION_PROBE_BENCH_SKIP_CPU");
+  if (f.skip_cpu && f.skip_cpu->empty()) f.skip_cpu.reset();
   f.image = find_torch(system);
   trace("image stack read");
   f.engine_installed = engine.installed();

@@ -212,6 +212,12 @@ Run train(const AmpSetup& s, const Target& target, Scalar low, Scaling how, bool
   const Tensor losses = empty(torch, {kSteps}, Scalar::f32, target.device);
   const Tensor found_log = empty(torch, {kSteps}, Scalar::f32, target.device);
   const Tensor scale_log = empty(torch, {kSteps}, Scalar::f32, target.device);
+  // The injected overflow: an infinity copied into a gradient (a copy's kernels are loaded for
+  // autocast's casts anyway; a fill would load a module of kernels of its own, on the host too).
+  std::optional<Tensor> infinity;
+  if (how.scaler) {
+    infinity = upload(torch, std::vector<float>{HUGE_VALF}, {1}, Scalar::f32, target.device);
+  }
   std::optional<Tensor> skips;
   if (how.skip_like != nullptr) {
     std::vector<float> flags;
@@ -229,7 +235,7 @@ Run train(const AmpSetup& s, const Target& target, Scalar low, Scaling how, bool
     const std::vector<Tensor> grads = backward(f, in, low, how.scaler ? &scale : nullptr);
     std::optional<Tensor> skip;
     if (how.scaler) {
-      if (step == kInjectedOverflowStep) fill(grads[0].view({1}, {1}), HUGE_VAL);
+      if (step == kInjectedOverflowStep) copy_into(grads[0].view({1}, {1}), *infinity);
       skip = upload(torch, std::vector<float>{0.0F}, {1}, Scalar::f32, target.device);
       unscale(grads, *skip, scale);
       amp_update_scale(scale, growth, *skip, 2.0, 0.5, kGrowthInterval);

@@ -6,19 +6,26 @@
  * it in the same rounds as the probe and the Python check (docs/performance.md). Bench-only: the
  * probe never runs it.
  *
- *   usage: floor [--times] [--order beside|init-first] [--no-driver] LIBTORCH
+ *   usage: floor [--times] [--order beside|init-first] [--no-driver] [--gemms] LIBTORCH
  *
  *   LIBTORCH      the libtorch_cuda.so (libtorch_cpu.so with --no-driver) to load
  *   --times       print each phase's end on stderr, in ms from the start
  *   --order       beside (default): both started at once; init-first: LibTorch's dlopen waits
  *                 for cuInit (the engine's default order, docs/engine.md)
  *   --no-driver   no libcuda, no GPU: the floor of a CPU-only run
+ *   --gemms       then one 256x256x256 GEMM of each dtype the probe's checks run through cuBLAS
+ *                 (fp32, tf32, fp16, bf16, int8; fp8 loads nothing more, docs/performance.md),
+ *                 through the cuBLAS and the CUDA runtime LibTorch's library loaded (dlsym on its
+ *                 handle), on GPU 0, synchronised: what the image's stack charges for its GEMMs'
+ *                 first calls, which the probe pays as any PyTorch program does
  *
  * libcuda is PRECISION_PROBE_LIBCUDA where set (as for the probe), else libcuda.so.1; it is
  * loaded with dlopen, never linked. Exit codes (each failure said on stderr, one line each; where
  * both sides fail, the lower code):
  *   0 done, 2 usage, 3 LibTorch's dlopen failed, 4 libcuda could not be loaded (or lacks a
- *   function), 5 cuInit failed (no GPU, no driver), 6 GPU 0 or its primary context failed. */
+ *   function), 5 cuInit failed (no GPU, no driver), 6 GPU 0 or its primary context failed,
+ *   7 (--gemms) LibTorch's libraries lack a cuBLAS or CUDA runtime function, 8 (--gemms) a
+ *   GEMM, its memory or its handle failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -28,7 +35,16 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kDone = 0, kUsage = 2, kNoLibTorch = 3, kNoDriverLibrary = 4, kNoGpu = 5, kNoContext = 6 };
+enum {
+  kDone = 0,
+  kUsage = 2,
+  kNoLibTorch = 3,
+  kNoDriverLibrary = 4,
+  kNoGpu = 5,
+  kNoContext = 6,
+  kNoBlas = 7,
+  kGemmFailed = 8
+};
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -128,22 +144,124 @@ static void* run_driver(void* arg) {
   return NULL;
 }
 
+/* --gemms: cuBLAS and the CUDA runtime as LibTorch's library loaded them (its handle's dlsym
+ * searches the libraries it depends on). Values as in cublas_api.h and library_types.h. */
+enum { kOpN = 0, kOpT = 1, kR32F = 0, kR16F = 2, kR8I = 3, kR32I = 10, kR16BF = 14 };
+enum { kCompute32F = 68, kCompute32I = 72, kCompute32FFastTf32 = 77, kGemmDefault = -1 };
+enum { kSide = 256 };
+
+struct blas {
+  int (*set_device)(int);
+  int (*malloc_device)(void**, size_t);
+  int (*memset_device)(void*, int, size_t);
+  int (*synchronize)(void);
+  int (*create)(void**);
+  int (*sgemm)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
+               const float*, float*, int);
+  int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*,
+                 int, int, const void*, void*, int, int, int, int);
+};
+
+/* One GEMM of the dtype `name`: a, b and c hold kSide x kSide elements of the widest type. */
+static int gemm_of(const struct blas* b, void* handle, const char* name, void* x, void* y, void* z) {
+  const float one = 1.0F, zero = 0.0F;
+  const int one_i = 1, zero_i = 0;
+  if (strcmp(name, "fp32") == 0) {
+    return b->sgemm(handle, kOpN, kOpN, kSide, kSide, kSide, &one, x, kSide, y, kSide, &zero, z,
+                    kSide);
+  }
+  if (strcmp(name, "int8") == 0) { /* cuBLAS's int8 GEMM wants A transposed */
+    return b->gemm_ex(handle, kOpT, kOpN, kSide, kSide, kSide, &one_i, x, kR8I, kSide, y, kR8I,
+                      kSide, &zero_i, z, kR32I, kSide, kCompute32I, kGemmDefault);
+  }
+  const int type = strcmp(name, "fp16") == 0 ? kR16F : strcmp(name, "bf16") == 0 ? kR16BF : kR32F;
+  const int compute = strcmp(name, "tf32") == 0 ? kCompute32FFastTf32 : kCompute32F;
+  return b->gemm_ex(handle, kOpN, kOpN, kSide, kSide, kSide, &one, x, type, kSide, y, type, kSide,
+                    &zero, z, type, kSide, compute, kGemmDefault);
+}
+
+/* The GEMMs on GPU 0, each synchronised, its end in ends[i] (ms); 0, or the exit code with its
+ * reason in `message`. */
+static int run_gemms(void* torch, const char* const* names, int count, double* ends,
+                     char* message, size_t size) {
+  struct blas b;
+  LOOK_UP(torch, b.set_device, "cudaSetDevice");
+  LOOK_UP(torch, b.malloc_device, "cudaMalloc");
+  LOOK_UP(torch, b.memset_device, "cudaMemset");
+  LOOK_UP(torch, b.synchronize, "cudaDeviceSynchronize");
+  LOOK_UP(torch, b.create, "cublasCreate_v2");
+  LOOK_UP(torch, b.sgemm, "cublasSgemm_v2");
+  LOOK_UP(torch, b.gemm_ex, "cublasGemmEx");
+  if (b.set_device == NULL || b.malloc_device == NULL || b.memset_device == NULL ||
+      b.synchronize == NULL || b.create == NULL || b.sgemm == NULL || b.gemm_ex == NULL) {
+    snprintf(message, size,
+             "LibTorch's libraries lack cudaSetDevice, cudaMalloc, cudaMemset, "
+             "cudaDeviceSynchronize, cublasCreate_v2, cublasSgemm_v2 or cublasGemmEx");
+    return kNoBlas;
+  }
+  const size_t bytes = (size_t)kSide * kSide * sizeof(float);
+  void* m[3] = {NULL, NULL, NULL};
+  void* handle = NULL;
+  int result = b.set_device(0);
+  const char* step = "cudaSetDevice(0)";
+  for (int i = 0; i < 3 && result == 0; ++i) {
+    result = b.malloc_device(&m[i], bytes);
+    step = "cudaMalloc";
+    if (result == 0) {
+      result = b.memset_device(m[i], 0, bytes);
+      step = "cudaMemset";
+    }
+  }
+  if (result == 0) {
+    result = b.create(&handle);
+    step = "cublasCreate_v2";
+  }
+  for (int i = 0; i < count && result == 0; ++i) {
+    result = gemm_of(&b, handle, names[i], m[0], m[1], m[2]);
+    step = names[i];
+    if (result == 0) result = b.synchronize();
+    ends[i] = ms_since_start();
+  }
+  if (result == 0) return kDone;
+  snprintf(message, size, "%s failed (status %d)", step, result);
+  return kGemmFailed;
+}
+
+/* --times: each phase's end, in ms from the start, on one line of stderr. */
+static void print_times(const double torch_span[2], const struct driver_side* d,
+                        const char* const* gemms, const double* gemm_ends, int count) {
+  fprintf(stderr, "floor: LibTorch's dlopen %.1f -> %.1f ms", torch_span[0], torch_span[1]);
+  if (d != NULL) {
+    fprintf(stderr, "; libcuda loaded %.1f ms", d->loaded_ms);
+    if (d->init_ms >= 0) fprintf(stderr, ", cuInit %.1f ms", d->init_ms);
+    if (d->context_ms >= 0) fprintf(stderr, ", primary context %.1f ms", d->context_ms);
+  }
+  for (int i = 0; i < count; ++i) {
+    if (gemm_ends[i] < 0) continue;
+    fprintf(stderr, "%s %s GEMM %.1f ms", i ? "," : ";", gemms[i], gemm_ends[i]);
+  }
+  fprintf(stderr, "; done %.1f ms\n", ms_since_start());
+}
+
 static int usage(const char* why) {
   fprintf(stderr,
-          "floor: %s\nusage: floor [--times] [--order beside|init-first] [--no-driver] LIBTORCH\n",
+          "floor: %s\nusage: floor [--times] [--order beside|init-first] [--no-driver] [--gemms] "
+          "LIBTORCH\n",
           why);
   return kUsage;
 }
 
 int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &start_time);
-  int times = 0, init_first = 0, driver = 1;
+  int times = 0, init_first = 0, driver = 1, gemms = 0;
   const char* libtorch = NULL;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--times") == 0) {
       times = 1;
     } else if (strcmp(argv[i], "--no-driver") == 0) {
       driver = 0;
+    } else if (strcmp(argv[i], "--gemms") == 0) {
+      gemms = 1;
     } else if (strcmp(argv[i], "--order") == 0 && i + 1 < argc) {
       ++i;
       if (strcmp(argv[i], "init-first") == 0) {
@@ -158,6 +276,7 @@ int main(int argc, char** argv) {
     }
   }
   if (libtorch == NULL) return usage("no LIBTORCH given");
+  if (gemms && !driver) return usage("--gemms needs the driver (not with --no-driver)");
 
   struct driver_side d;
   memset(&d, 0, sizeof d);
@@ -191,14 +310,18 @@ int main(int argc, char** argv) {
       if (code == kDone) code = d.code;
     }
   }
+  static const char* const kGemms[] = {"fp32", "tf32", "fp16", "bf16", "int8"};
+  enum { kGemmCount = sizeof kGemms / sizeof kGemms[0] };
+  double gemm_ends[kGemmCount];
+  for (int i = 0; i < kGemmCount; ++i) gemm_ends[i] = -1;
+  if (gemms && code == kDone) {
+    char message[300];
+    code = run_gemms(torch, kGemms, kGemmCount, gemm_ends, message, sizeof message);
+    if (code != kDone) fprintf(stderr, "floor: %s\n", message);
+  }
   if (times) {
-    fprintf(stderr, "floor: LibTorch's dlopen %.1f -> %.1f ms", torch_start_ms, torch_ms);
-    if (driver) {
-      fprintf(stderr, "; libcuda loaded %.1f ms", d.loaded_ms);
-      if (d.init_ms >= 0) fprintf(stderr, ", cuInit %.1f ms", d.init_ms);
-      if (d.context_ms >= 0) fprintf(stderr, ", primary context %.1f ms", d.context_ms);
-    }
-    fprintf(stderr, "; done %.1f ms\n", ms_since_start());
+    const double torch_span[2] = {torch_start_ms, torch_ms};
+    print_times(torch_span, driver ? &d : NULL, kGemms, gemm_ends, kGemmCount);
   }
   fflush(stderr);
   _exit(code);

@@ -47,6 +47,11 @@ interval can be missed: the per-process table says in how many runs each was see
                      (the floor loads libtorch_cpu.so, no driver): a dry run without a GPU
   --orders, --variant NAME:VAR=VALUE[,...]  the engine's start-up orders and other settings of its
                      variables, each alternating with the default (docs/engine.md)
+  --floor-gemms      also the floor with one 256^3 GEMM of each dtype the probe's checks run
+                     through cuBLAS (fp32, tf32, fp16, bf16, int8: floor.c --gemms), in the same
+                     rounds: the probe's time and memory against what the image's stack charges for
+                     its GEMMs' first calls, which any PyTorch program pays (informative: the targets
+                     stay against the floor)
 
 The floor is compiled with cc into a temporary directory and run once, untimed, before the rounds
 (a floor that fails stops the bench, its reason said); it loads the torch the probe finds (the
@@ -61,7 +66,7 @@ says which), 2 a bad flag.
 
   usage: bench/startup.py [--probe build-gpu/bin/precision-probe] [--baseline PROBE] [--runs 7]
                           [--cpus N] [--cgroup DIR] [--copies N[,N...]] [--device SEL] [--torch-lib DIR]
-                          [--python PYTHON] [--floor-order beside|init-first] [--no-floor]
+                          [--python PYTHON] [--floor-order beside|init-first] [--no-floor] [--floor-gemms]
                           [--memory-runs 3] [--sample-ms 10] [--orders]
                           [--variant NAME:VAR=VALUE[,...]]... [--out DIR]
 """
@@ -100,6 +105,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FLOOR_SOURCE = os.path.join(HERE, "floor.c")
 COPIES_VARIABLE = "PRECISION_PROBE_BENCH_GPU_COPIES"
 SKIP_CPU_VARIABLE = "PRECISION_PROBE_BENCH_SKIP_CPU"  # the probe's switch: the CPU's checks left out
+FLOOR_GEMMS = "floor + one GEMM per dtype"  # --floor-gemms' row
 PR_SET_CHILD_SUBREAPER = 36
 LEFTOVER_GRACE_S = 2.0
 
@@ -703,6 +709,8 @@ def parse_args(argv=None):
     parser.add_argument("--python", default=sys.executable, help="the Python check's interpreter")
     parser.add_argument("--floor-order", choices=("beside", "init-first"), default="beside")
     parser.add_argument("--no-floor", action="store_true", help="leave the floor out")
+    parser.add_argument("--floor-gemms", action="store_true",
+                        help="also time the floor with one GEMM per dtype (floor.c --gemms), same rounds")
     parser.add_argument("--sample-ms", type=int, default=10, help="memory sampling interval (0: no memory rounds)")
     parser.add_argument("--memory-runs", type=int, default=3, help="rounds sampled for memory, after the timed ones")
     parser.add_argument("--orders", action="store_true", help="also time the engine's start-up orders")
@@ -723,6 +731,8 @@ def parse_args(argv=None):
         path = getattr(args, name)
         if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
             sys.exit(f"bench: --{name} {path}: not an executable file (build first: ./dev gpu-test)")
+    if args.floor_gemms and (args.no_floor or args.device == "cpu"):
+        sys.exit("bench: --floor-gemms runs the floor's GEMMs on GPU 0: not with --no-floor or --device cpu")
     if args.torch_lib and not os.path.isdir(args.torch_lib):
         sys.exit(f"bench: --torch-lib {args.torch_lib}: not a directory")
     args.cpu_list = first_cpus(args.cpus) if args.cpus is not None else None
@@ -764,7 +774,7 @@ class Rounds:
         self.rows.extend(summarise(s, timed[s["name"]], sampled[s["name"]]) for s in specs)
 
 
-def plan(args, cpus, floor):
+def plan(args, cpus, floor, floor_gemms=None):
     """The groups to time, in order: lists of specs."""
     def spec(name, argv, role, env=None, report=False, trace=False):
         return {"name": name, "argv": argv, "role": role, "env": env or {}, "cpus": cpus, "report": report,
@@ -786,6 +796,8 @@ def plan(args, cpus, floor):
                  "python")]
     if floor:
         full.append(spec("floor (LibTorch + context)", floor, "floor"))
+    if floor_gemms:
+        full.append(spec(FLOOR_GEMMS, floor_gemms, "floor"))
     full.append(spec("precision-probe (full)", probe, "probe", report=True))
     if base:
         full.append(spec("baseline (full)", base, "probe", report=True))
@@ -842,6 +854,11 @@ def summarise_all(args, rounds, cpus, all_cpus):
     s["speedup_vs_python"], s["speedup_vs_python_ratios"] = round_ratios(raw, python, full)
     s["floor_s"] = by_name[floor]["median_s"] if floor in by_name else None
     s["full_vs_floor"], s["full_vs_floor_ratios"] = round_ratios(raw, full, floor) if floor in raw else (None, [])
+    if FLOOR_GEMMS in raw:  # informative: what the stack charges for the GEMMs' first calls, paid too
+        s["floor_gemms_s"] = by_name[FLOOR_GEMMS]["median_s"]
+        s["floor_gemms_tree_pss_mib"] = by_name[FLOOR_GEMMS].get("tree_pss_mib")
+        s["floor_tree_pss_mib"] = by_name[floor].get("tree_pss_mib")
+        s["full_vs_floor_gemms"], s["full_vs_floor_gemms_ratios"] = round_ratios(raw, full, FLOOR_GEMMS)
     if "sampled_median_s" in by_name[full]:
         s["sampling_effect"] = by_name[full]["sampled_median_s"] / by_name[full]["median_s"]
     if "nvidia-smi compute_cap" in by_name:
@@ -901,6 +918,10 @@ def print_summary(args, s):
     print(f"  {fmt(s['speedup_vs_python'], '.2f')}x faster than the Python check ({s['python_check_s']:.3f} s), "
           f"{fmt(s['full_vs_floor'], '.2f')}x the floor ({fmt(s['floor_s'])} s): the median of {args.runs} "
           "alternating rounds")
+    if "floor_gemms_s" in s:
+        print(f"  {fmt(s['full_vs_floor_gemms'], '.2f')}x the floor with one GEMM per dtype ({fmt(s['floor_gemms_s'])} s; "
+              f"tree Pss {fmt(s['floor_gemms_tree_pss_mib'], '.0f')} MiB against the floor's "
+              f"{fmt(s['floor_tree_pss_mib'], '.0f')}): informative, the targets are against the floor")
     if s.get("sampling_effect") is not None:
         print(f"  (its memory sampled every {args.sample_ms} ms in {args.memory_runs} rounds of their own, where it "
               f"took {s['sampling_effect']:.2f}x the time: the times above are of the rounds not sampled)")
@@ -955,22 +976,25 @@ def main(argv=None):
     except OSError as e:
         sys.exit(f"bench: --out {args.out}: {e.strerror}")
     with tempfile.TemporaryDirectory(prefix="bench-floor.") as build:
-        floor = None
+        floor = floor_gemms = None
         if not args.no_floor:
             lib_dir = args.torch_lib or torch_lib_of(args.probe)
             floor = floor_argv(compile_floor(build), lib_dir, args.device == "cpu", args.floor_order)
             check_floor(floor, cpus)
+        if args.floor_gemms:
+            floor_gemms = [*floor[:-1], "--gemms", floor[-1]]
+            check_floor(floor_gemms, cpus)
         rounds = Rounds(args.runs, args.memory_runs, args.sample_ms)
-        for group in plan(args, cpus, floor):
+        for group in plan(args, cpus, floor, floor_gemms):
             rounds.alternate(group, memory=not group[0]["trace"])
     summary = summarise_all(args, rounds, cpus, all_cpus)
     setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus,
              "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
-             "device": args.device, "floor": floor,
+             "device": args.device, "floor": floor, "floor_gemms": floor_gemms,
              "subreaper": all(r["subreaper"] for runs in rounds.raw.values() for r in runs)}
     write_json(os.path.join(args.out, "bench-startup.json"), {"setup": setup, "rows": rounds.rows, "summary": summary})
 
-    print_processes(rounds.rows, {"python3 torch fp16/bf16 check", "floor (LibTorch + context)",
+    print_processes(rounds.rows, {"python3 torch fp16/bf16 check", "floor (LibTorch + context)", FLOOR_GEMMS,
                                   "precision-probe (full)", "baseline (full)"}
                     | {r["name"] for r in rounds.rows if r["name"].startswith("copies ")})
     left = [f"{r['name']}: {', '.join(r['leftovers'])}" for r in rounds.rows if r["leftovers"]]

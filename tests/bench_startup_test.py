@@ -234,6 +234,25 @@ def part_floor(s, args):
         for argv in ([], ["--order", "sideways", "x.so"], ["--bogus", "x.so"], ["a.so", "b.so"]):
             code, err = run(argv)
             check(f"usage {argv}: exit 2, one line why", code == 2 and err.startswith("floor: "), (code, err))
+        # --gemms: one GEMM per dtype through the cuBLAS LibTorch's handle reaches (the fake stack's
+        # stand-ins say each call), in the probe's order; a failed GEMM and a LibTorch without cuBLAS
+        # are said, exit 8 and 7.
+        torch = os.path.join(cuda_lib, "libtorch_cuda.so")
+        code, err = run(["--gemms", torch])
+        calls = [line[len("fake cublas: "):] for line in err.splitlines() if line.startswith("fake cublas: ")]
+        check("--gemms: fp32, tf32, fp16, bf16 and int8, each once, exit 0", code == 0 and calls == [
+            "cublasSgemm_v2", "cublasGemmEx type 0 compute 77", "cublasGemmEx type 2 compute 68",
+            "cublasGemmEx type 14 compute 68", "cublasGemmEx type 3 compute 72"], (code, err))
+        code, err = run(["--times", "--gemms", torch])
+        check("--gemms --times: each GEMM's end", code == 0 and all(
+            f"{d} GEMM" in err for d in ("fp32", "tf32", "fp16", "bf16", "int8")), err)
+        code, err = run(["--gemms", torch], FAKE_CUBLAS_STATUS="13")
+        check("a GEMM that fails: exit 8, its dtype and status", code == 8 and "fp32 failed (status 13)" in err,
+              (code, err))
+        code, err = run(["--gemms", args.driver])
+        check("a LibTorch without cuBLAS: exit 7", code == 7 and "lack" in err and "cublasGemmEx" in err, (code, err))
+        code, err = run(["--gemms", "--no-driver", torch])
+        check("--gemms needs the driver: exit 2", code == 2 and "--gemms" in err, (code, err))
 
 
 def part_dryrun(s, args):
@@ -244,7 +263,7 @@ def part_dryrun(s, args):
         os.chmod(python, 0o755)
         env = dict(fake_env(args), FAKE_ENGINE_HOLD_MS="400")
         done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--baseline", args.probe,
-                               "--runs", "1", "--memory-runs", "1", "--cpus", "1", "--copies", "1,2",
+                               "--runs", "1", "--memory-runs", "1", "--cpus", "1", "--copies", "1,2", "--floor-gemms",
                                "--python", python, "--out", out], capture_output=True, text=True, env=env,
                               timeout=600)
         check("the dry run exits 0", done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:])
@@ -261,7 +280,8 @@ def part_dryrun(s, args):
         check("every group ran", {"precision-probe --quick", "baseline --quick", "python3 torch fp16/bf16 check",
                                   "floor (LibTorch + context)", "precision-probe (full)", "baseline (full)",
                                   "traced: precision-probe (full)", "traced: without the CPU's checks",
-                                  "copies 1", "copies 2", "baseline (copies)", "precision-probe --no-amp"}
+                                  "copies 1", "copies 2", "baseline (copies)", "precision-probe --no-amp",
+                                  "floor + one GEMM per dtype"}
               <= set(rows), sorted(rows))
         check("on the first CPU", doc["setup"]["cpus"] == [0] and full.get("cpus") == [0], doc["setup"])
         check("every command exited 0", all(r["exit_codes"] == [0] for r in doc["rows"]),
@@ -293,8 +313,12 @@ def part_dryrun(s, args):
               and summary.get("skip_cpu_ignored") is False,
               (rows["traced: precision-probe (full)"].get("cpu_checked"),
                rows["traced: without the CPU's checks"].get("cpu_checked")))
-        for key in ("speedup_vs_python", "full_vs_floor", "full_change", "quick_change", "full_tree_pss_mib"):
+        for key in ("speedup_vs_python", "full_vs_floor", "full_change", "quick_change", "full_tree_pss_mib",
+                    "full_vs_floor_gemms"):
             check(f"summary.{key} measured", isinstance(summary.get(key), float) and summary[key] > 0, summary.get(key))
+        # (the fakes' floors end before a 10 ms sample: their Pss may be 0, never missing)
+        check("both floors' tree Pss reported", all(isinstance(summary.get(k), float) for k in (
+            "floor_tree_pss_mib", "floor_gemms_tree_pss_mib")), summary)
         copies = summary.get("copies", {})
         honoured = len({tuple(c["cuda_devices"]) for c in copies.get("by_count", {}).values()}) == 2
         check("copies: per N and per added device", set(copies.get("by_count", {})) == {"1", "2"}
@@ -317,7 +341,8 @@ def part_refusals(_s, args):
                        (["--runs", "0"], "--runs 0"), (["--memory-runs", "-1"], "--memory-runs -1"),
                        (["--sample-ms", "-5"], "--sample-ms -5"), (["--variant", "novalue"], "--variant"),
                        (["--torch-lib", "/nonexistent"], "--torch-lib /nonexistent"),
-                       (["--cgroup", "/nonexistent"], "--cgroup /nonexistent")):
+                       (["--cgroup", "/nonexistent"], "--cgroup /nonexistent"),
+                       (["--floor-gemms"], "--floor-gemms")):
         with tempfile.TemporaryDirectory() as out:
             done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--runs", "1", "--out", out,
                                    "--no-floor", *argv], capture_output=True, text=True, env=env, timeout=300)

@@ -14,10 +14,12 @@
  *                 for cuInit (the engine's default order, docs/engine.md)
  *   --no-driver   no libcuda, no GPU: the floor of a CPU-only run
  *   --gemms       then one 256x256x256 GEMM of each dtype the probe's checks run through cuBLAS
- *                 (fp32, tf32, fp16, bf16, int8; fp8 loads nothing more, docs/performance.md),
- *                 through the cuBLAS and the CUDA runtime LibTorch's library loaded (dlsym on its
- *                 handle), on GPU 0, synchronised: what the image's stack charges for its GEMMs'
- *                 first calls, which the probe pays as any PyTorch program does
+ *                 (fp32, tf32, fp16, bf16, int8; fp8 left out: its checks loaded no cuBLASLt
+ *                 library of their own, docs/performance.md), through the cuBLAS and the CUDA
+ *                 runtime LibTorch's library loaded (dlsym on its handle), on GPU 0, each
+ *                 synchronised: about what the image's stack charges for its GEMMs' first calls,
+ *                 which the probe pays as any PyTorch program does (cuBLAS's classic entry points
+ *                 at 256^3, where the engine's int8 goes through cuBLASLt and its shapes differ)
  *
  * libcuda is PRECISION_PROBE_LIBCUDA where set (as for the probe), else libcuda.so.1; it is
  * loaded with dlopen, never linked. Exit codes (each failure said on stderr, one line each; where
@@ -216,11 +218,16 @@ static int run_gemms(void* torch, const char* const* names, int count, double* e
     result = b.create(&handle);
     step = "cublasCreate_v2";
   }
+  char what[64] = "";
   for (int i = 0; i < count && result == 0; ++i) {
     result = gemm_of(&b, handle, names[i], m[0], m[1], m[2]);
-    step = names[i];
-    if (result == 0) result = b.synchronize();
-    ends[i] = ms_since_start();
+    snprintf(what, sizeof what, "the %s GEMM", names[i]);
+    step = what;
+    if (result == 0) {
+      result = b.synchronize();
+      snprintf(what, sizeof what, "cudaDeviceSynchronize after the %s GEMM", names[i]);
+    }
+    if (result == 0) ends[i] = ms_since_start();
   }
   if (result == 0) return kDone;
   snprintf(message, size, "%s failed (status %d)", step, result);

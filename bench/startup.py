@@ -731,8 +731,10 @@ def parse_args(argv=None):
         path = getattr(args, name)
         if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
             sys.exit(f"bench: --{name} {path}: not an executable file (build first: ./dev gpu-test)")
-    if args.floor_gemms and (args.no_floor or args.device == "cpu"):
-        sys.exit("bench: --floor-gemms runs the floor's GEMMs on GPU 0: not with --no-floor or --device cpu")
+    if args.floor_gemms and args.no_floor:
+        sys.exit("bench: --floor-gemms adds GEMMs to the floor: not with --no-floor")
+    if args.floor_gemms and args.device == "cpu":
+        sys.exit("bench: --floor-gemms runs the floor's GEMMs on GPU 0: not with --device cpu")
     if args.torch_lib and not os.path.isdir(args.torch_lib):
         sys.exit(f"bench: --torch-lib {args.torch_lib}: not a directory")
     args.cpu_list = first_cpus(args.cpus) if args.cpus is not None else None
@@ -774,6 +776,15 @@ class Rounds:
         self.rows.extend(summarise(s, timed[s["name"]], sampled[s["name"]]) for s in specs)
 
 
+def without_cpu(device):
+    """--device's selection less the CPU, as probe arguments (the switch that leaves the CPU's checks
+    out refuses a selection of it): `all` is `gpu`; None where nothing is left."""
+    if not device:
+        return []
+    kept = ["gpu" if e == "all" else e for e in (e.strip().lower() for e in device.split(",")) if e != "cpu"]
+    return ["--device", ",".join(kept)] if kept else None
+
+
 def plan(args, cpus, floor, floor_gemms=None):
     """The groups to time, in order: lists of specs."""
     def spec(name, argv, role, env=None, report=False, trace=False):
@@ -802,10 +813,11 @@ def plan(args, cpus, floor, floor_gemms=None):
     if base:
         full.append(spec("baseline (full)", base, "probe", report=True))
     groups.append(full)
-    if (cpus or args.cgroup) and not cpu_only:
+    if (cpus or args.cgroup) and not cpu_only and without_cpu(args.device) is not None:
         groups.append([spec("traced: precision-probe (full)", probe, "probe", {"PRECISION_PROBE_TRACE": "1"},
                             trace=True),
-                       spec("traced: without the CPU's checks", probe, "probe",
+                       spec("traced: without the CPU's checks", [args.probe, *without_cpu(args.device), "--format",
+                                                                  "json"], "probe",
                             {"PRECISION_PROBE_TRACE": "1", SKIP_CPU_VARIABLE: "1"}, trace=True)])
     if args.orders:
         groups.append([spec(f"engine start {order}", probe, "probe", {"PRECISION_PROBE_ENGINE_START": order})
@@ -868,10 +880,16 @@ def summarise_all(args, rounds, cpus, all_cpus):
     if traced[0] in raw:
         s["gpu_done_ms"] = {"full": by_name[traced[0]]["gpu_done_ms"], "without_cpu": by_name[traced[1]]["gpu_done_ms"]}
         s["gpu_done_change"], s["gpu_done_ratios"] = round_ratios(raw, *traced, key="gpu_done_ms")
-        # A build that does not read the switch checked the CPU both ways: no figure, said so.
+        # A build that does not read the switch checked the CPU both ways: no figure, said so; and a
+        # run that ended before its GPU's plan (refused, failed) is said with its exit and reason.
         s["skip_cpu_ignored"] = any(by_name[traced[1]].get("cpu_checked", []))
         if s["skip_cpu_ignored"]:
             s["gpu_done_change"], s["gpu_done_ratios"] = None, []
+        for name in traced:
+            for r in raw[name]:
+                if r.get("gpu_done_ms") is None and "gpu_done_missing" not in s:
+                    s["gpu_done_missing"] = (f"{name} exited {r['exit_code']} with no GPU plan done in its trace: "
+                                             f"{r['stderr_tail'][-200:]}")
     if args.baseline:
         s["full_change"], s["full_ratios"] = round_ratios(raw, full, "baseline (full)")
         s["quick_change"], s["quick_ratios"] = round_ratios(raw, "precision-probe --quick", "baseline --quick")
@@ -934,6 +952,8 @@ def print_summary(args, s):
         print(f"  the GPU's checks done at {fmt(g['full'], '.0f')} ms (full) against {fmt(g['without_cpu'], '.0f')} ms "
               f"(without the CPU's checks), {fmt(s['gpu_done_change'])}x run for run "
               f"({met(t['one_cpu_gpu_checks_no_later_than_without_cpu'])} on one CPU)")
+        if s.get("gpu_done_missing"):
+            print(f"  (not measured: {s['gpu_done_missing']})")
         if s.get("skip_cpu_ignored"):
             print(f"  (not measured: this build checked the CPU with {SKIP_CPU_VARIABLE}=1 set; it does not read "
                   "the switch)")

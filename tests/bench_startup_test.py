@@ -247,7 +247,12 @@ def part_floor(s, args):
         check("--gemms --times: each GEMM's end", code == 0 and all(
             f"{d} GEMM" in err for d in ("fp32", "tf32", "fp16", "bf16", "int8")), err)
         code, err = run(["--gemms", torch], FAKE_CUBLAS_STATUS="13")
-        check("a GEMM that fails: exit 8, its dtype and status", code == 8 and "fp32 failed (status 13)" in err,
+        check("a GEMM that fails: exit 8, its dtype and status", code == 8
+              and "the fp32 GEMM failed (status 13)" in err and "fp32 GEMM" not in err.replace("the fp32 GEMM", ""),
+              (code, err))
+        code, err = run(["--times", "--gemms", torch], FAKE_CUDA_MALLOC_STATUS="2")
+        check("its memory refused: exit 8, cudaMalloc named, no GEMM run or timed", code == 8
+              and "cudaMalloc failed (status 2)" in err and "fake cublas" not in err and " GEMM " not in err,
               (code, err))
         code, err = run(["--gemms", args.driver])
         check("a LibTorch without cuBLAS: exit 7", code == 7 and "lack" in err and "cublasGemmEx" in err, (code, err))
@@ -333,6 +338,38 @@ def part_dryrun(s, args):
               (targets["each_added_device_at_most_200_mib_and_0_2_cpu_s"] is None) != honoured, targets)
 
 
+def part_old_build(_s, args):
+    """A build that does not read PRECISION_PROBE_BENCH_SKIP_CPU (a wrapper that unsets it) checks
+    the CPU both ways: the GPU's-checks target is left not measured, and said so. With --device all
+    the run without the CPU's checks selects the GPUs alone (the switch refuses the CPU)."""
+    with tempfile.TemporaryDirectory() as out:
+        python, old = os.path.join(out, "fake-python3"), os.path.join(out, "old-probe")
+        write(python, "#!/bin/sh\nsleep 0.1\n")
+        write(old, f"#!/bin/sh\nunset PRECISION_PROBE_BENCH_SKIP_CPU\nexec {args.probe} \"$@\"\n")
+        os.chmod(python, 0o755)
+        os.chmod(old, 0o755)
+        for probe, device in ((old, "all"), (args.probe, "all")):
+            done = subprocess.run([sys.executable, args.startup, "--probe", probe, "--runs", "1", "--memory-runs",
+                                   "0", "--cpus", "1", "--no-floor", "--device", device, "--python", python,
+                                   "--out", out], capture_output=True, text=True, env=fake_env(args), timeout=300)
+            check(f"{os.path.basename(probe)} --device {device}: exit 0", done.returncode == 0, done.stderr[-1000:])
+            with open(os.path.join(out, "bench-startup.json")) as f:
+                doc = json.load(f)
+            rows = {r["name"]: r for r in doc["rows"]}
+            without = rows.get("traced: without the CPU's checks", {})
+            summary = doc["summary"]
+            check("the run without the CPU's checks selects the GPUs alone, and runs",
+                  without.get("argv", [])[1:3] == ["--device", "gpu"] and without.get("exit_codes") == [0], without)
+            if probe == old:
+                check("an old build: not measured, said", summary.get("skip_cpu_ignored") is True
+                      and summary.get("gpu_done_change") is None
+                      and summary["targets"]["one_cpu_gpu_checks_no_later_than_without_cpu"] is None
+                      and "does not read the switch" in done.stdout, (summary.get("skip_cpu_ignored"), done.stdout))
+            else:
+                check("this build: measured", summary.get("skip_cpu_ignored") is False
+                      and isinstance(summary.get("gpu_done_change"), float), summary)
+
+
 def part_refusals(_s, args):
     """Bad values: one line naming the problem, exit 1 (argparse's own: exit 2)."""
     env = fake_env(args)
@@ -342,12 +379,16 @@ def part_refusals(_s, args):
                        (["--sample-ms", "-5"], "--sample-ms -5"), (["--variant", "novalue"], "--variant"),
                        (["--torch-lib", "/nonexistent"], "--torch-lib /nonexistent"),
                        (["--cgroup", "/nonexistent"], "--cgroup /nonexistent"),
-                       (["--floor-gemms"], "--floor-gemms")):
+                       (["--floor-gemms"], "not with --no-floor")):
         with tempfile.TemporaryDirectory() as out:
             done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--runs", "1", "--out", out,
                                    "--no-floor", *argv], capture_output=True, text=True, env=env, timeout=300)
             check(f"{' '.join(argv)}: exit 1, one line naming it", done.returncode == 1 and word in done.stderr
                   and len(done.stderr.strip().splitlines()) == 1, (done.returncode, done.stderr[-500:]))
+    done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--floor-gemms", "--device", "cpu"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    check("--floor-gemms --device cpu: exit 1, one line", done.returncode == 1 and "not with --device cpu" in
+          done.stderr and len(done.stderr.strip().splitlines()) == 1, (done.returncode, done.stderr[-500:]))
     # --cgroup: the cgroup's cpu.max read in whole CPUs, rounded up; no cpu controller or no quota refused.
     with tempfile.TemporaryDirectory() as cgroup:
         write(os.path.join(cgroup, "cgroup.procs"), "")
@@ -377,7 +418,7 @@ def main():
     args = type("Args", (), {})()
     part, args.startup, args.probe, args.driver, args.engine, args.stacks = sys.argv[1:]
     parts = {"proc": part_proc, "wrapper": part_wrapper, "floor": part_floor, "dryrun": part_dryrun,
-             "refusals": part_refusals}
+             "refusals": part_refusals, "oldbuild": part_old_build}
     if part not in parts:
         print(f"unknown part {part!r}: {' '.join(parts)}")
         return 2

@@ -263,7 +263,8 @@ TEST(Sessions, TheBenchCanLeaveTheCpusChecksOut) {
   const auto r = run_probe_binary(
       {"--format", "json"},
       with(fake_driver_env(kFakeH200),
-           {"PRECISION_PROBE_BENCH_SKIP_CPU=1", "FAKE_ENGINE_LOG=" + dir + "/plans"}));
+           {"PRECISION_PROBE_BENCH_SKIP_CPU=1", "FAKE_ENGINE_LOG=" + dir + "/plans",
+            "FAKE_ENGINE_SESSIONS=" + dir + "/sessions"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   bool cpu_seen = false;
@@ -283,6 +284,10 @@ TEST(Sessions, TheBenchCanLeaveTheCpusChecksOut) {
   const std::string plans = read_all(dir + "/plans");
   EXPECT_EQ(count_of(plans, "cuda --worker gpu"), 1U) << plans;
   EXPECT_EQ(count_of(plans, "cpu --worker"), 0U) << plans;
+  // Nor is a session of LibTorch's CPU library started ahead for it (this machine's /dev has no
+  // NVIDIA node, where the CPU's plan would have one of its own).
+  EXPECT_EQ(count_of(read_all(dir + "/sessions"), "--worker cpu"), 0U)
+      << read_all(dir + "/sessions");
   // Without the switch the same run plans the CPU: the count above is the switch's doing.
   const std::string dir2 = pp::testing::make_temp_dir();
   const auto with_cpu = run_probe_binary(

@@ -3,7 +3,7 @@
 // that loaded one would find none of the stable C ABI in it). It also stands in for the cuBLAS and
 // CUDA runtime functions that bench/floor.c's --gemms finds through LibTorch's handle: each call
 // succeeds and is counted on stderr ("fake cublas: NAME"), unless FAKE_CUBLAS_STATUS makes every
-// GEMM return that status.
+// GEMM return that status, or FAKE_CUDA_MALLOC_STATUS cudaMalloc.
 
 #include <cstddef>
 #include <cstdio>
@@ -26,6 +26,7 @@ int gemm_status(const char* name) {
 
 int cudaSetDevice(int /*device*/) { return 0; }
 int cudaMalloc(void** p, std::size_t bytes) {
+  if (const char* status = std::getenv("FAKE_CUDA_MALLOC_STATUS")) return std::atoi(status);
   *p = std::malloc(bytes);
   return *p != nullptr ? 0 : 2;
 }

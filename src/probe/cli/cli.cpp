@@ -339,7 +339,8 @@ void add_report_options(Table& t, Options& o) {
 void add_selection_options(Table& t, Options& o) {
   t.value_to("--device", "SEL", kProbeOnly,
              "Devices to check and gate: all, gpu (default: every visible GPU), cpu, or GPU "
-             "indices such as 0,1 (may include cpu)",
+             "indices such as 0,1 (may include cpu); the CPU is checked and reported in every "
+             "run, gated only where selected",
              check_device, [&o](const std::string& v) { o.devices = *parse_device_selection(v); });
   t.values_to("--require", "MODES", kAlsoArch,
               "Exit 1 unless every selected device runs these natively (comma separated, "

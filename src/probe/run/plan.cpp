@@ -238,8 +238,9 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
         expected_gpu_workers(facts.machine.nodes, visible_devices(facts.machine), options.devices);
   }
   if (options.quick || !s.stack.kernel_blocker.empty()) return s;
-  // The GPUs' session (the CPU's plan joins it) starts loading LibTorch before the driver is asked.
-  s.prestart = Prestart{true, s.expected_gpus};
+  // The GPUs' session (the CPU's plan joins it) starts loading LibTorch before the driver is asked;
+  // without the CPU's plan, a CPU session is not started ahead for nothing.
+  s.prestart = Prestart{!facts.skip_cpu, s.expected_gpus};
   if (facts.skip_cpu) {
     s.cpu_left_out = "not run: PRECISION_PROBE_BENCH_SKIP_CPU (a bench switch)";
     return s;

@@ -165,7 +165,8 @@ struct blas {
 };
 
 /* One GEMM of the dtype `name`: a, b and c hold kSide x kSide elements of the widest type. */
-static int gemm_of(const struct blas* b, void* handle, const char* name, void* x, void* y, void* z) {
+static int gemm_of(const struct blas* b, void* handle, const char* name, void* x, void* y,
+                   void* z) {
   const float one = 1.0F, zero = 0.0F;
   const int one_i = 1, zero_i = 0;
   if (strcmp(name, "fp32") == 0) {
@@ -184,8 +185,8 @@ static int gemm_of(const struct blas* b, void* handle, const char* name, void* x
 
 /* The GEMMs on GPU 0, each synchronised, its end in ends[i] (ms); 0, or the exit code with its
  * reason in `message`. */
-static int run_gemms(void* torch, const char* const* names, int count, double* ends,
-                     char* message, size_t size) {
+static int run_gemms(void* torch, const char* const* names, int count, double* ends, char* message,
+                     size_t size) {
   struct blas b;
   LOOK_UP(torch, b.set_device, "cudaSetDevice");
   LOOK_UP(torch, b.malloc_device, "cudaMalloc");

@@ -77,8 +77,8 @@ struct Inputs {
 struct Forward {
   Tensor w1, b1, w2, b2;  // the parameters in the matmuls' dtype (autocast's casts)
   Tensor h;               // tanh's output
-  Tensor logp;            // fp32
-  Tensor loss;            // [] fp32
+  Tensor logp;            // fp32, contiguous
+  Tensor loss;            // [1] fp32
   Scalar matmul = Scalar::f32;
 };
 
@@ -93,7 +93,10 @@ Forward forward(const std::vector<Tensor>& p, const Inputs& in, Scalar low) {
   f.b2 = converted(p[3], low);
   const Tensor logits = linear(f.h, f.w2, f.b2);
   f.logp = log_softmax(converted(logits, Scalar::f32), 1);  // autocast: log_softmax in fp32
-  f.loss = mul(sum(mul(in.onehot, f.logp)), in.neg_inv_batch);
+  // The loss, -sum(onehot * logp) / batch: the sum as a GEMV of the flattened tensors, whose
+  // kernels the fp32 runs' bias gradients load anyway (a reduction loads a module of its own).
+  const std::int64_t n = f.logp.numel();
+  f.loss = mul(mv(f.logp.view({1, n}, {n, 1}), in.onehot.view({n}, {1})), in.neg_inv_batch);
   return f;
 }
 

@@ -297,8 +297,9 @@ class Session {
   }
 
   void run(const WorkerPlan& plan) {
-    // The CPU's checks beside GPUs never delay theirs on a machine short of CPUs: the lowest
-    // priority for this thread and the threads it starts (LibTorch's pool inherits it).
+    // The CPU's checks beside GPUs wait for theirs where CPUs are few: the lowest priority for
+    // this thread and the threads it starts (LibTorch's pool inherits it). Nice orders one run
+    // queue: under a CFS quota with every CPU in the mask it does not hold (docs/engine.md).
     if (plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda) {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     }

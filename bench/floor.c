@@ -164,29 +164,41 @@ struct blas {
                  int, int, const void*, void*, int, int, int, int);
 };
 
-/* One GEMM of the dtype `name`: a, b and c hold kSide x kSide elements of the widest type. */
-static int gemm_of(const struct blas* b, void* handle, const char* name, void* x, void* y,
+/* The GEMMs --gemms runs, in order: each dtype's cuBLAS types (fp32 by cublasSgemm_v2, as PyTorch's
+ * fp32 mm; the others by cublasGemmEx). */
+struct gemm_kind {
+  const char* name;
+  int by_sgemm;
+  int in_type, out_type, compute, trans_a; /* cuBLAS's int8 GEMM wants A transposed */
+};
+static const struct gemm_kind kGemms[] = {
+    {"fp32", 1, kR32F, kR32F, kCompute32F, kOpN},
+    {"tf32", 0, kR32F, kR32F, kCompute32FFastTf32, kOpN},
+    {"fp16", 0, kR16F, kR16F, kCompute32F, kOpN},
+    {"bf16", 0, kR16BF, kR16BF, kCompute32F, kOpN},
+    {"int8", 0, kR8I, kR32I, kCompute32I, kOpT},
+};
+enum { kGemmCount = sizeof kGemms / sizeof kGemms[0] };
+
+/* One GEMM of kind `g`: x, y and z hold kSide x kSide elements of the widest type. */
+static int gemm_of(const struct blas* b, void* handle, const struct gemm_kind* g, void* x, void* y,
                    void* z) {
   const float one = 1.0F, zero = 0.0F;
   const int one_i = 1, zero_i = 0;
-  if (strcmp(name, "fp32") == 0) {
+  if (g->by_sgemm) {
     return b->sgemm(handle, kOpN, kOpN, kSide, kSide, kSide, &one, x, kSide, y, kSide, &zero, z,
                     kSide);
   }
-  if (strcmp(name, "int8") == 0) { /* cuBLAS's int8 GEMM wants A transposed */
-    return b->gemm_ex(handle, kOpT, kOpN, kSide, kSide, kSide, &one_i, x, kR8I, kSide, y, kR8I,
-                      kSide, &zero_i, z, kR32I, kSide, kCompute32I, kGemmDefault);
-  }
-  const int type = strcmp(name, "fp16") == 0 ? kR16F : strcmp(name, "bf16") == 0 ? kR16BF : kR32F;
-  const int compute = strcmp(name, "tf32") == 0 ? kCompute32FFastTf32 : kCompute32F;
-  return b->gemm_ex(handle, kOpN, kOpN, kSide, kSide, kSide, &one, x, type, kSide, y, type, kSide,
-                    &zero, z, type, kSide, compute, kGemmDefault);
+  const int integer = g->compute == kCompute32I;
+  return b->gemm_ex(handle, g->trans_a, kOpN, kSide, kSide, kSide,
+                    integer ? (const void*)&one_i : &one, x, g->in_type, kSide, y, g->in_type,
+                    kSide, integer ? (const void*)&zero_i : &zero, z, g->out_type, kSide,
+                    g->compute, kGemmDefault);
 }
 
 /* The GEMMs on GPU 0, each synchronised, its end in ends[i] (ms); 0, or the exit code with its
  * reason in `message`. */
-static int run_gemms(void* torch, const char* const* names, int count, double* ends, char* message,
-                     size_t size) {
+static int run_gemms(void* torch, double* ends, char* message, size_t size) {
   struct blas b;
   LOOK_UP(torch, b.set_device, "cudaSetDevice");
   LOOK_UP(torch, b.malloc_device, "cudaMalloc");
@@ -220,13 +232,13 @@ static int run_gemms(void* torch, const char* const* names, int count, double* e
     step = "cublasCreate_v2";
   }
   char what[64] = "";
-  for (int i = 0; i < count && result == 0; ++i) {
-    result = gemm_of(&b, handle, names[i], m[0], m[1], m[2]);
-    snprintf(what, sizeof what, "the %s GEMM", names[i]);
+  for (int i = 0; i < kGemmCount && result == 0; ++i) {
+    result = gemm_of(&b, handle, &kGemms[i], m[0], m[1], m[2]);
+    snprintf(what, sizeof what, "the %s GEMM", kGemms[i].name);
     step = what;
     if (result == 0) {
       result = b.synchronize();
-      snprintf(what, sizeof what, "cudaDeviceSynchronize after the %s GEMM", names[i]);
+      snprintf(what, sizeof what, "cudaDeviceSynchronize after the %s GEMM", kGemms[i].name);
     }
     if (result == 0) ends[i] = ms_since_start();
   }
@@ -237,16 +249,16 @@ static int run_gemms(void* torch, const char* const* names, int count, double* e
 
 /* --times: each phase's end, in ms from the start, on one line of stderr. */
 static void print_times(const double torch_span[2], const struct driver_side* d,
-                        const char* const* gemms, const double* gemm_ends, int count) {
+                        const double* gemm_ends) {
   fprintf(stderr, "floor: LibTorch's dlopen %.1f -> %.1f ms", torch_span[0], torch_span[1]);
   if (d != NULL) {
     fprintf(stderr, "; libcuda loaded %.1f ms", d->loaded_ms);
     if (d->init_ms >= 0) fprintf(stderr, ", cuInit %.1f ms", d->init_ms);
     if (d->context_ms >= 0) fprintf(stderr, ", primary context %.1f ms", d->context_ms);
   }
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < kGemmCount; ++i) {
     if (gemm_ends[i] < 0) continue;
-    fprintf(stderr, "%s %s GEMM %.1f ms", i ? "," : ";", gemms[i], gemm_ends[i]);
+    fprintf(stderr, "%s %s GEMM %.1f ms", i ? "," : ";", kGemms[i].name, gemm_ends[i]);
   }
   fprintf(stderr, "; done %.1f ms\n", ms_since_start());
 }
@@ -318,18 +330,16 @@ int main(int argc, char** argv) {
       if (code == kDone) code = d.code;
     }
   }
-  static const char* const kGemms[] = {"fp32", "tf32", "fp16", "bf16", "int8"};
-  enum { kGemmCount = sizeof kGemms / sizeof kGemms[0] };
   double gemm_ends[kGemmCount];
   for (int i = 0; i < kGemmCount; ++i) gemm_ends[i] = -1;
   if (gemms && code == kDone) {
     char message[300];
-    code = run_gemms(torch, kGemms, kGemmCount, gemm_ends, message, sizeof message);
+    code = run_gemms(torch, gemm_ends, message, sizeof message);
     if (code != kDone) fprintf(stderr, "floor: %s\n", message);
   }
   if (times) {
     const double torch_span[2] = {torch_start_ms, torch_ms};
-    print_times(torch_span, driver ? &d : NULL, kGemms, gemm_ends, kGemmCount);
+    print_times(torch_span, driver ? &d : NULL, gemm_ends);
   }
   fflush(stderr);
   _exit(code);

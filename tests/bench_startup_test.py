@@ -241,8 +241,9 @@ def part_floor(s, args):
         code, err = run(["--gemms", torch])
         calls = [line[len("fake cublas: "):] for line in err.splitlines() if line.startswith("fake cublas: ")]
         check("--gemms: fp32, tf32, fp16, bf16 and int8, each once, exit 0", code == 0 and calls == [
-            "cublasSgemm_v2", "cublasGemmEx type 0 compute 77", "cublasGemmEx type 2 compute 68",
-            "cublasGemmEx type 14 compute 68", "cublasGemmEx type 3 compute 72"], (code, err))
+            "cublasSgemm_v2", "cublasGemmEx type 0 out 0 compute 77 transa 0",
+            "cublasGemmEx type 2 out 2 compute 68 transa 0", "cublasGemmEx type 14 out 14 compute 68 transa 0",
+            "cublasGemmEx type 3 out 10 compute 72 transa 1"], (code, err))
         code, err = run(["--times", "--gemms", torch])
         check("--gemms --times: each GEMM's end", code == 0 and all(
             f"{d} GEMM" in err for d in ("fp32", "tf32", "fp16", "bf16", "int8")), err)

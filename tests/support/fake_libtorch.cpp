@@ -45,12 +45,13 @@ int cublasSgemm_v2(void* /*handle*/, int /*ta*/, int /*tb*/, int /*m*/, int /*n*
                    int /*ldb*/, const float* /*beta*/, float* /*c*/, int /*ldc*/) {
   return gemm_status("cublasSgemm_v2");
 }
-int cublasGemmEx(void* /*handle*/, int /*ta*/, int /*tb*/, int /*m*/, int /*n*/, int /*k*/,
+int cublasGemmEx(void* /*handle*/, int ta, int /*tb*/, int /*m*/, int /*n*/, int /*k*/,
                  const void* /*alpha*/, const void* /*a*/, int atype, int /*lda*/,
                  const void* /*b*/, int /*btype*/, int /*ldb*/, const void* /*beta*/, void* /*c*/,
-                 int /*ctype*/, int /*ldc*/, int compute, int /*algo*/) {
-  char name[64];
-  std::snprintf(name, sizeof name, "cublasGemmEx type %d compute %d", atype, compute);
+                 int ctype, int /*ldc*/, int compute, int /*algo*/) {
+  char name[96];
+  std::snprintf(name, sizeof name, "cublasGemmEx type %d out %d compute %d transa %d", atype, ctype,
+                compute, ta);
   return gemm_status(name);
 }
 

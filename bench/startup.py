@@ -46,7 +46,9 @@ interval can be missed: the per-process table says in how many runs each was see
   --device SEL       passed to the probe; `cpu` also makes the Python check and the floor CPU-only
                      (the floor loads libtorch_cpu.so, no driver): a dry run without a GPU
   --orders, --variant NAME:VAR=VALUE[,...]  the engine's start-up orders and other settings of its
-                     variables, each alternating with the default (docs/engine.md)
+                     variables, each alternating with the default (docs/engine.md); with --cpus or
+                     --cgroup each variant also runs traced beside the traced full probe: when its
+                     GPU's checks were done, against the default's
   --floor-gemms      also the floor with one 256^3 GEMM of each dtype the probe's checks run
                      through cuBLAS (fp32, tf32, fp16, bf16, int8: floor.c --gemms), in the same
                      rounds: the probe's time and memory against what the image's stack charges for
@@ -814,11 +816,14 @@ def plan(args, cpus, floor, floor_gemms=None):
         full.append(spec("baseline (full)", base, "probe", report=True))
     groups.append(full)
     if (cpus or args.cgroup) and not cpu_only and without_cpu(args.device) is not None:
+        # Each --variant traced too, in the same rounds: when its GPU's checks were done.
         groups.append([spec("traced: precision-probe (full)", probe, "probe", {"PRECISION_PROBE_TRACE": "1"},
                             trace=True),
                        spec("traced: without the CPU's checks", [args.probe, *without_cpu(args.device), "--format",
                                                                   "json"], "probe",
-                            {"PRECISION_PROBE_TRACE": "1", SKIP_CPU_VARIABLE: "1"}, trace=True)])
+                            {"PRECISION_PROBE_TRACE": "1", SKIP_CPU_VARIABLE: "1"}, trace=True),
+                       *[spec(f"traced: variant {name}", probe, "probe", {**env, "PRECISION_PROBE_TRACE": "1"},
+                              trace=True) for name, env in args.variants]])
     if args.orders:
         groups.append([spec(f"engine start {order}", probe, "probe", {"PRECISION_PROBE_ENGINE_START": order})
                        for order in ("overlap", "cuinit-beside", "driver-first", "libtorch-first")])
@@ -895,6 +900,11 @@ def summarise_all(args, rounds, cpus, all_cpus):
         s["quick_change"], s["quick_ratios"] = round_ratios(raw, "precision-probe --quick", "baseline --quick")
     s["variants"] = {r["name"]: round_ratios(raw, r["name"], "default (variants)")[0]
                      for r in rounds.rows if r["name"].startswith("variant ")}
+    # Each variant's GPU's checks done (traced), against the default's full probe, run for run.
+    s["variants_gpu_done"] = {
+        r["name"][len("traced: "):]: {"gpu_done_ms": r.get("gpu_done_ms"),
+                                      "change": round_ratios(raw, r["name"], traced[0], key="gpu_done_ms")[0]}
+        for r in rounds.rows if r["name"].startswith("traced: variant ")}
     if args.copy_counts:
         s["copies"] = copies_summary(rounds, args.copy_counts)
     s["targets"] = targets(s, one_cpu=(bool(cpus) and len(cpus) == 1) or args.cgroup_cpus == 1)
@@ -960,7 +970,10 @@ def print_summary(args, s):
     print(f"AMP section: {s['amp_cost_s']:.3f} s; --quick: {s['quick_s']:.3f} s"
           + (f", {s['quick_vs_nvidia_smi']:.1f}x nvidia-smi's time" if "quick_vs_nvidia_smi" in s else ""))
     for name, change in s["variants"].items():
-        print(f"{name}: {fmt(change)}x the default's time, run for run")
+        done = s["variants_gpu_done"].get(name)
+        print(f"{name}: {fmt(change)}x the default's time, run for run"
+              + (f"; the GPU's checks done at {fmt(done['gpu_done_ms'], '.0f')} ms, {fmt(done['change'])}x the "
+                 "default's (traced)" if done else ""))
     if args.baseline:
         print(f"against the baseline, run for run: full {fmt(s['full_change'])}x (no slower on all CPUs: "
               f"{met(t['all_cpus_full_no_slower_than_baseline'])}), --quick {fmt(s['quick_change'])}x "

@@ -270,6 +270,7 @@ def part_dryrun(s, args):
         env = dict(fake_env(args), FAKE_ENGINE_HOLD_MS="400")
         done = subprocess.run([sys.executable, args.startup, "--probe", args.probe, "--baseline", args.probe,
                                "--runs", "1", "--memory-runs", "1", "--cpus", "1", "--copies", "1,2", "--floor-gemms",
+                               "--variant", "mask:PRECISION_PROBE_ENGINE_CPUS=mask",
                                "--python", python, "--out", out], capture_output=True, text=True, env=env,
                               timeout=600)
         check("the dry run exits 0", done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:])
@@ -287,7 +288,8 @@ def part_dryrun(s, args):
                                   "floor (LibTorch + context)", "precision-probe (full)", "baseline (full)",
                                   "traced: precision-probe (full)", "traced: without the CPU's checks",
                                   "copies 1", "copies 2", "baseline (copies)", "precision-probe --no-amp",
-                                  "floor + one GEMM per dtype"}
+                                  "floor + one GEMM per dtype", "default (variants)", "variant mask",
+                                  "traced: variant mask"}
               <= set(rows), sorted(rows))
         check("on the first CPU", doc["setup"]["cpus"] == [0] and full.get("cpus") == [0], doc["setup"])
         check("every command exited 0", all(r["exit_codes"] == [0] for r in doc["rows"]),
@@ -312,6 +314,12 @@ def part_dryrun(s, args):
         check("the GPU's checks' end read from the trace, both ways", all(
             isinstance(summary.get("gpu_done_ms", {}).get(k), float) for k in ("full", "without_cpu")),
             summary.get("gpu_done_ms"))
+        variant = summary.get("variants_gpu_done", {}).get("variant mask", {})
+        check("a variant traced too: its GPU's checks' end and its change against the full probe's",
+              isinstance(variant.get("gpu_done_ms"), float) and isinstance(variant.get("change"), float)
+              and isinstance(summary.get("variants", {}).get("variant mask"), float), summary.get("variants_gpu_done"))
+        check("the variant's line says when its GPU's checks were done",
+              any(line.startswith("variant mask: ") and "the GPU's checks done at" in line for line in lines), lines)
         # The probe's switch leaves the CPU's plan out: the traces say which way checked it.
         check("the CPU checked in the full traced run, not in the other",
               all(rows["traced: precision-probe (full)"]["cpu_checked"])

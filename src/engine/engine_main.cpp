@@ -32,17 +32,21 @@ void end_with_the_probe() {
   if (parent != nullptr && std::to_string(::getppid()) != parent) std::_Exit(1);
 }
 
+// The CPUs this process may use: its affinity mask and its cgroup's CPU quota.
+// PRECISION_PROBE_ENGINE_CGROUP_ROOT, a test knob: the cgroup tree read instead of /sys/fs/cgroup.
+precision_probe::CpuLimits cpu_limits() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread yet
+  const char* root = std::getenv("PRECISION_PROBE_ENGINE_CGROUP_ROOT");
+  return root != nullptr && *root != '\0' ? precision_probe::read_cpu_limits(root)
+                                          : precision_probe::read_cpu_limits();
+}
+
 // LibTorch sizes its OpenMP pool from the affinity mask or the cores and never reads a cgroup's CPU
 // quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads, spinning between
 // parallel regions, are throttled (docs/engine.md, "Under a CPU quota"). Set before any thread
 // starts and before LibTorch loads.
-// PRECISION_PROBE_ENGINE_CGROUP_ROOT, a test knob: the cgroup tree read instead of /sys/fs/cgroup.
-void fit_openmp_to_the_quota() {
+void fit_openmp_to_the_quota(const precision_probe::CpuLimits& limits) {
   // NOLINTBEGIN(concurrency-mt-unsafe): no other thread yet
-  const char* root = std::getenv("PRECISION_PROBE_ENGINE_CGROUP_ROOT");
-  const precision_probe::CpuLimits limits = root != nullptr && *root != '\0'
-                                                ? precision_probe::read_cpu_limits(root)
-                                                : precision_probe::read_cpu_limits();
   for (const auto& [name, value] :
        precision_probe::openmp_settings(limits, [](const char* n) { return std::getenv(n); })) {
     ::setenv(name.c_str(), value.c_str(), 1);
@@ -76,7 +80,9 @@ int main(int argc, char** argv) {
         kind == "gpu" ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     args.libtorch = argv[4];
     end_with_the_probe();
-    fit_openmp_to_the_quota();
+    args.cpus = cpu_limits();
+    precision_probe::set_usable_cpus(args.cpus);
+    fit_openmp_to_the_quota(args.cpus);
     // A bench's copies of one GPU, each in a context of its own (PRECISION_PROBE_BENCH_GPU_COPIES):
     // LibTorch's caching allocator keeps blocks per device, not per context, so it must not cache.
     // Set before any thread of the session starts.
@@ -98,7 +104,7 @@ int main(int argc, char** argv) {
     if (argc == 5 && std::string(argv[4]) != "--cuda") return usage();
     args.kind = argc == 5 ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     end_with_the_probe();
-    fit_openmp_to_the_quota();  // its stack's cpu_threads as a worker's
+    fit_openmp_to_the_quota(cpu_limits());  // its stack's cpu_threads as a worker's
     return eng::describe(args);
   }
   return usage();

@@ -1,12 +1,14 @@
 #include "engine/worker.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <functional>
@@ -119,16 +121,23 @@ StackInfo stack_of(const Torch& torch) {
 
 namespace {
 
+// How long the CPU's checks wait for the GPUs' at most (PRECISION_PROBE_ENGINE_CPU_CHECKS).
+constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
+
 // How a session starts (docs/engine.md, "How a session starts"). The defaults are the fastest of
 // those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start,
 // ..._DLOPEN binds LibTorch's calls at their first call ("lazy") or at dlopen ("now"),
-// ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp).
+// ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp), ..._CPUS=mask leaves a
+// GPU session under a CPU quota on every CPU of its mask, ..._CPU_CHECKS=after-gpus makes the CPU's
+// checks wait for the GPUs' (docs/engine.md, "Under a CPU quota").
 struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
   PreloadWay preload = PreloadWay::overlap;
+  bool keep_to_quota = true;    // a GPU session keeps to as many CPUs as its quota gives
+  bool cpu_after_gpus = false;  // the CPU's checks wait for the GPU plans under way
 };
 
 StartKnobs start_knobs() {
@@ -136,8 +145,60 @@ StartKnobs start_knobs() {
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
   k.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
+  k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") != "mask";
+  k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
   return k;
 }
+
+// While a GPU session runs the CPU's checks under a CPU quota below its mask, every thread of it
+// keeps to as many CPUs as the quota gives, the one it runs on first: on those CPUs' run queues
+// the CPU's checks at nice 19 give way to the GPUs' (docs/engine.md, "Under a CPU quota"). Back
+// on the mask once the CPU's checks are done, and for good once a plan measures (--bench,
+// --soak): a GPU's thread that spins while it waits for its GPU would leave a CPU's measurement at
+// nice 19 on the same CPU next to no time.
+class QuotaCpus {
+ public:
+  QuotaCpus(std::optional<unsigned> quota, bool wanted) : quota_(wanted ? quota : std::nullopt) {}
+
+  void keep() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!quota_ || !mask_.empty()) return;
+    std::vector<int> mask = affinity_cpus();
+    const std::vector<int> cpus = cpus_to_keep(mask, ::sched_getcpu(), *quota_);
+    if (cpus.empty()) return;
+    if (const std::string refused = set_every_thread_to(cpus); !refused.empty()) {
+      trace("not kept to the quota's CPUs: " + refused);
+      (void)set_every_thread_to(mask);  // none kept where one was refused
+      return;
+    }
+    trace(fmt::format("kept to CPU {} (a quota of {} of {} CPUs)", names_of(affinity_cpus()),
+                      *quota_, mask.size()));
+    mask_ = std::move(mask);
+  }
+
+  // Back on the mask (where kept); `for_good`: never kept again.
+  void release(std::string_view why, bool for_good) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (for_good) quota_.reset();
+    if (mask_.empty()) return;
+    const std::string refused = set_every_thread_to(mask_);
+    trace(refused.empty() ? fmt::format("back on every CPU of the mask: {}", why)
+                          : "not back on the mask: " + refused);
+    mask_.clear();
+  }
+
+ private:
+  static std::string names_of(const std::vector<int>& cpus) {
+    std::vector<std::string> names;
+    names.reserve(cpus.size());
+    for (int cpu : cpus) names.push_back(std::to_string(cpu));
+    return join(names, ",");
+  }
+
+  std::mutex mutex_;
+  std::optional<unsigned> quota_;  // none: not kept (no quota, the knob, or a plan measures)
+  std::vector<int> mask_;          // the mask before, while kept
+};
 
 // What the session loaded once for all its plans: the image's LibTorch and, in a GPU session, the
 // driver (cuInit); each plan binds its own GPU.
@@ -218,7 +279,10 @@ Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
 // stdin the end of the plans.
 class Session {
  public:
-  Session(const WorkerArgs& args, const StartKnobs& knobs) : args_(args), knobs_(knobs) {
+  Session(const WorkerArgs& args, const StartKnobs& knobs)
+      : args_(args),
+        knobs_(knobs),
+        quota_cpus_(args.cpus.quota, args.kind == DeviceKind::cuda && knobs.keep_to_quota) {
     threads_.start_or_run([this] { load(); });
   }
   Session(const Session&) = delete;
@@ -226,6 +290,15 @@ class Session {
   ~Session() { end(); }
 
   void start(const WorkerPlan& plan) {
+    if (plan.bench_size > 0 || plan.soak_seconds > 0.0) {
+      quota_cpus_.release("a plan measures", true);
+    } else if (plan.kind == DeviceKind::cpu) {
+      quota_cpus_.keep();
+    }
+    if (plan.kind == DeviceKind::cuda) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ++gpu_plans_under_way_;
+    }
     threads_.start_or_run([this, plan] { run(plan); });
   }
 
@@ -296,11 +369,49 @@ class Session {
     return {std::move(prepared), std::move(cuda)};
   }
 
+  // A GPU plan has ended: the CPU's checks may no longer wait for it.
+  void gpu_plan_ended() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    --gpu_plans_under_way_;
+    changed_.notify_all();
+  }
+
+  // With PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus: the CPU's checks wait for the GPU plans
+  // under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long).
+  // Only the GPU plans received by then: the probe sends the CPU's first, the GPUs' once the
+  // driver has answered (before LibTorch is loaded, as a rule).
+  void wait_for_gpu_plans() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int under_way = gpu_plans_under_way_;
+    const bool ended =
+        changed_.wait_for(lock, kCpuChecksWaitAtMost, [this] { return gpu_plans_under_way_ == 0; });
+    lock.unlock();
+    trace(fmt::format("the CPU's checks {} for {} GPU plan(s)",
+                      ended ? "waited" : "waited their most", under_way));
+  }
+
   void run(const WorkerPlan& plan) {
+    // However the plan ends (an exception is kept by the session's threads): no longer under way.
+    struct Ended {
+      Session* session;
+      bool gpu;
+      ~Ended() {
+        if (gpu) {
+          session->gpu_plan_ended();
+        } else {
+          session->quota_cpus_.release("the CPU's checks are done", false);
+        }
+      }
+    } ended{this, plan.kind == DeviceKind::cuda};
+    run_plan(plan);
+  }
+
+  void run_plan(const WorkerPlan& plan) {
     // The CPU's checks beside GPUs wait for theirs where CPUs are few: the lowest priority for
     // this thread and the threads it starts (LibTorch's pool inherits it). Nice orders one run
-    // queue: under a CFS quota with every CPU in the mask it does not hold (docs/engine.md).
-    if (plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda) {
+    // queue: under a CFS quota the session keeps to the quota's CPUs for it (QuotaCpus).
+    const bool cpu_beside_gpus = plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda;
+    if (cpu_beside_gpus) {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     }
     const bool gpu = plan.kind == DeviceKind::cuda && plan.collective_ranks == 0;
@@ -309,6 +420,7 @@ class Session {
             : std::pair(plan.collective_ranks > 0 ? Prepared{} : prepare_plan(plan),
                         Expected<std::unique_ptr<CudaDriver>>{nullptr});
     const Loaded& loaded = wait_loaded();
+    if (cpu_beside_gpus && knobs_.cpu_after_gpus) wait_for_gpu_plans();
     if (!loaded.torch) {
       answer_unavailable(plan, ErrorKind::unavailable, loaded.torch_error);
     } else if (plan.collective_ranks > 0) {
@@ -331,6 +443,8 @@ class Session {
   // Once the driver's start is over: the started driver (a handle of its own), or why it did not
   // start.
   std::optional<Expected<std::unique_ptr<CudaDriver>>> driver_;
+  int gpu_plans_under_way_ = 0;  // GPU plans started and not yet ended
+  QuotaCpus quota_cpus_;
   Threads threads_;  // last: joined before what the threads use goes
 };
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "engine/host/cpus.hpp"
 #include "precision_probe/report.hpp"
 
 namespace precision_probe::engine {
@@ -13,6 +14,7 @@ namespace precision_probe::engine {
 struct WorkerArgs {
   DeviceKind kind = DeviceKind::cpu;
   std::string libtorch;  // libtorch_cpu.so (the CPU) or libtorch_cuda.so (GPUs)
+  CpuLimits cpus;        // the CPUs it may use, read at its start
 };
 
 // The whole worker; its exit code.

@@ -9,17 +9,23 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/host/cpus.hpp"
+#include "strings/strings.hpp"
 #include "wire/protocol.hpp"
 #include "process/process.hpp"
 #include "binary.hpp"
@@ -57,6 +63,17 @@ pp::ProcessOutput probe_on_the_cpu(const std::vector<std::string>& args,
                                   "PRECISION_PROBE_LIBNVML=libnvidia-ml-not-here.so.1"};
   if (!inject.empty()) env.push_back("PRECISION_PROBE_INJECT_FAULT=" + inject);
   return pp::run_process(argv, pp::environment_with(env), "", std::chrono::seconds(120));
+}
+
+// A cgroup tree of the test's own for PRECISION_PROBE_ENGINE_CGROUP_ROOT: a quota of one CPU, or
+// none; v2's file and v1's (a hybrid host keeps the cpu controller in v1).
+std::string cgroup_tree(bool one_cpu) {
+  const std::string root = pp::testing::make_temp_dir();
+  if (::mkdir((root + "/cpu").c_str(), 0755) != 0) return root;  // the test then finds no quota
+  std::ofstream(root + "/cpu.max") << (one_cpu ? "100000 100000" : "max 100000") << '\n';
+  std::ofstream(root + "/cpu/cpu.cfs_quota_us") << (one_cpu ? "100000" : "-1") << '\n';
+  std::ofstream(root + "/cpu/cpu.cfs_period_us") << "100000\n";
+  return root;
 }
 
 bool has_code(const nlohmann::json& report, const std::string& code) {
@@ -210,6 +227,87 @@ TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
   ASSERT_TRUE(result.stack.has_value());
   EXPECT_EQ(result.stack->cpu_threads, 1);
   EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok);
+}
+
+// Under a quota below its mask, a GPU session keeps every thread to the quota's count of CPUs while
+// it runs the CPU's checks (at nice 19 they then give way to its GPUs' on one run queue), and is
+// back on the mask once they are done; a plan that measures keeps it on the mask for good.
+// `PRECISION_PROBE_ENGINE_CPUS=mask` leaves it on the mask, and a CPU session, or one without a
+// quota, is left alone. The trace says where it kept to. No GPU and no library are needed: the
+// plans are answered unavailable.
+TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
+  const std::vector<int> mask = pp::affinity_cpus();
+  if (mask.size() < 2) GTEST_SKIP() << "one CPU in this process's mask: a quota is not the limit";
+  const std::string quota = cgroup_tree(true);
+  const std::string none = cgroup_tree(false);
+  pp::WorkerPlan gpu = cpu_plan({pp::Mode::fp32}, {});
+  gpu.kind = pp::DeviceKind::cuda;
+  gpu.index = 0;
+  gpu.ordinals = {0};
+  gpu.slot = 1;
+  pp::WorkerPlan soaks = gpu;
+  soaks.slot = 2;
+  soaks.soak_seconds = 1.0;
+  soaks.soak_modes = {pp::Mode::fp32};
+  const std::string cpu_first = pp::encode_plan(cpu_plan({pp::Mode::fp32}, {})) + "\n";
+  const auto trace_of = [](const char* kind, const std::string& root, const std::string& cpus,
+                           const std::string& plans) {
+    const pp::ProcessOutput out = pp::run_process(
+        {PP_REAL_ENGINE, "--worker", kind, "--libtorch", "/nonexistent/libtorch_cuda.so"},
+        pp::environment_with({"PRECISION_PROBE_TRACE=1",
+                              "PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root,
+                              "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                              "FAKE_NVIDIA_GPUS=", "PRECISION_PROBE_ENGINE_CPUS" + cpus}),
+        plans, std::chrono::seconds(60));
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    EXPECT_NE(out.err.find("plan 0 done"), std::string::npos) << "traced: " << out.err;
+    return out.err;
+  };
+  const std::string kept = trace_of("gpu", quota, "", cpu_first + pp::encode_plan(gpu) + "\n");
+  const std::size_t at = kept.find("kept to CPU ");
+  ASSERT_NE(at, std::string::npos) << kept;
+  const std::string said = kept.substr(at, kept.find('\n', at) - at);
+  const std::optional<std::int64_t> cpu = pp::parse_int(said.substr(12, said.find(' ', 12) - 12));
+  ASSERT_TRUE(cpu.has_value()) << said;
+  EXPECT_NE(std::find(mask.begin(), mask.end(), *cpu), mask.end()) << said << ": not in the mask";
+  EXPECT_NE(said.find(fmt::format("(a quota of 1 of {} CPUs)", mask.size())), std::string::npos)
+      << said;
+  const std::size_t back = kept.find("back on every CPU of the mask: the CPU's checks are done");
+  ASSERT_NE(back, std::string::npos) << kept;
+  EXPECT_LT(at, back);
+  EXPECT_LT(kept.find("plan 0 done"), back) << kept;
+  const std::string measured =
+      trace_of("gpu", quota, "", pp::encode_plan(soaks) + "\n" + cpu_first);
+  EXPECT_EQ(measured.find("kept to"), std::string::npos) << "a plan measures: " << measured;
+  for (const auto& [trace, why] :
+       {std::pair(trace_of("gpu", quota, "=mask", cpu_first), "the mask"),
+        std::pair(trace_of("cpu", quota, "", cpu_first), "a CPU session"),
+        std::pair(trace_of("gpu", none, "", cpu_first), "no quota")}) {
+    EXPECT_EQ(trace.find("kept to"), std::string::npos) << why << ": " << trace;
+  }
+}
+
+// Where one CPU is usable (here a quota of one), the training's runs go one after another on one
+// thread: beside each other they would only take turns, each with its tensors in a malloc arena
+// of its own. Where more are usable they run at once. The trace says when each started and ended.
+TEST(EngineBinary, OnOneCpuTheTrainingRunsGoOneAfterAnother) {
+  PP_REQUIRE_RELEASE();
+  if (pp::affinity_cpus().size() < 2) {
+    GTEST_SKIP() << "one CPU in this process's mask: the runs at once cannot be shown";
+  }
+  const auto overlapped = [](const std::string& root) -> std::optional<bool> {
+    const pp::ProcessOutput out = run_worker(
+        cpu_plan({pp::Mode::fp32}, {pp::Mode::amp_bf16}), pp::testing::release()->cpu_library(),
+        {"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root, "OMP_NUM_THREADS"});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    EXPECT_TRUE(read_lines(out.out).amp.at(pp::Mode::amp_bf16).ok) << out.out;
+    const std::size_t second_start = out.err.find(": started", out.err.find(": started") + 1);
+    const std::size_t first_end = out.err.find(": done in");
+    if (second_start == std::string::npos || first_end == std::string::npos) return std::nullopt;
+    return second_start < first_end;
+  };
+  EXPECT_EQ(overlapped(cgroup_tree(true)), false) << "one CPU: one after another";
+  EXPECT_EQ(overlapped(cgroup_tree(false)), true) << "more CPUs: at once";
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {

@@ -7,8 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <map>
+#include <thread>
+#include <vector>
 
 #include "engine/host/cpus.hpp"
 
@@ -148,6 +152,50 @@ TEST(Cpus, APinnedProcessUsesTheCpusItMayRunOn) {
   EXPECT_GE(pp::count_usable_cpus(), 1U);
   EXPECT_LE(pp::count_usable_cpus(), allowed);
   EXPECT_EQ(pp::usable_cpus(), pp::count_usable_cpus()) << "the same mask, read once";
+}
+
+// Under a quota below its mask, a GPU session keeps to the quota's count of CPUs: the one it runs
+// on first, then those after it in the mask, wrapping around; nothing where the quota does not
+// limit (no CPU chosen).
+TEST(Cpus, AQuotaBelowTheMaskKeepsToTheCpuRunOnAndThoseAfterIt) {
+  using Cpus = std::vector<int>;
+  const Cpus node{0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(pp::cpus_to_keep(node, 5, 1), Cpus{5});
+  EXPECT_EQ(pp::cpus_to_keep(node, 5, 2), (Cpus{5, 6}));
+  EXPECT_EQ(pp::cpus_to_keep(node, 7, 3), (Cpus{0, 1, 7})) << "wrapping around";
+  const Cpus cpuset{2, 3, 8, 9};  // a cpuset's CPUs, not from 0
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 8, 2), (Cpus{8, 9}));
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 9, 2), (Cpus{2, 9}));
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 5, 1), Cpus{2}) << "a CPU outside the mask: its first";
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, -1, 1), Cpus{2}) << "sched_getcpu failed";
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 2, 4), Cpus{}) << "the quota is the mask";
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 2, 6), Cpus{}) << "the mask limits";
+  EXPECT_EQ(pp::cpus_to_keep(cpuset, 2, 0), Cpus{});
+  EXPECT_EQ(pp::cpus_to_keep(Cpus{}, 0, 1), Cpus{}) << "the mask unread";
+}
+
+// Kept to a CPU, a thread's mask is that CPU, and so is a thread's it starts after (on a thread of
+// the test's, whose own mask is left alone).
+TEST(Cpus, KeepingToCpusSetsTheMaskItsLaterThreadsInherit) {
+  const std::vector<int> mask = pp::affinity_cpus();
+  ASSERT_FALSE(mask.empty());
+  if (mask.size() < 2) GTEST_SKIP() << "one CPU in this process's mask: nothing to keep to";
+  std::string refused = "not run";
+  std::vector<int> kept;
+  std::vector<int> inherited;
+  std::thread([&] {
+    refused = pp::keep_to_cpus({mask.back()});
+    kept = pp::affinity_cpus();
+    std::thread([&inherited] { inherited = pp::affinity_cpus(); }).join();
+  }).join();
+  if (refused == std::strerror(EPERM) || refused == std::strerror(ENOSYS)) {
+    GTEST_SKIP() << "this sandbox refuses sched_setaffinity: " << refused;
+  }
+  ASSERT_EQ(refused, "");
+  EXPECT_EQ(kept, std::vector<int>{mask.back()});
+  EXPECT_EQ(inherited, std::vector<int>{mask.back()}) << "a thread started after";
+  EXPECT_EQ(pp::affinity_cpus(), mask) << "the test's own thread";
+  EXPECT_EQ(pp::keep_to_cpus({}), "no CPU to keep to");
 }
 
 // LibTorch's OpenMP pool counts the mask (or the cores), never a quota: the engine sizes it, and

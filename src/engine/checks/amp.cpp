@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/host/cpus.hpp"
 #include "engine/host/host_math.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
@@ -483,9 +484,12 @@ PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
   }
   std::vector<Attempt> attempts(jobs.size());
   Threads threads;
+  // The CPU's runs on one CPU: one after another on this thread (beside each other they only take
+  // turns, each with its tensors in a malloc arena of its own).
+  const bool one_cpu = !target.on_gpu() && usable_cpus() <= 1;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     auto work = [&attempts, &jobs, i] { attempts[i] = attempt(jobs[i]); };
-    if (i + 1 == jobs.size() || !threads.start(work)) threads.run_here(work);
+    if (one_cpu || i + 1 == jobs.size() || !threads.start(work)) threads.run_here(work);
   }
   threads.wait();
   PerMode<AmpOutcome> outcomes;

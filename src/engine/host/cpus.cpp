@@ -3,12 +3,16 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -71,25 +75,76 @@ std::optional<std::string> read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The affinity mask's count, in a set as large as the kernel's CPUs need; nullopt where it cannot
-// be read.
+// The affinity mask's count; nullopt where it cannot be read.
 std::optional<unsigned> affinity_count() {
+  const std::vector<int> cpus = affinity_cpus();
+  if (cpus.empty()) return std::nullopt;
+  return static_cast<unsigned>(cpus.size());
+}
+
+}  // namespace
+
+std::vector<int> affinity_cpus() {
   for (int cpus = CPU_SETSIZE; cpus <= (1 << 20); cpus *= 2) {
     cpu_set_t* set = CPU_ALLOC(cpus);
-    if (set == nullptr) return std::nullopt;
+    if (set == nullptr) return {};
     const std::size_t size = CPU_ALLOC_SIZE(cpus);
     CPU_ZERO_S(size, set);
     const int rc = ::sched_getaffinity(0, size, set);
     const int error = errno;
-    const int count = rc == 0 ? CPU_COUNT_S(size, set) : 0;
+    std::vector<int> in_mask;
+    for (int cpu = 0; rc == 0 && cpu < cpus; ++cpu) {
+      if (CPU_ISSET_S(static_cast<std::size_t>(cpu), size, set)) in_mask.push_back(cpu);
+    }
     CPU_FREE(set);
-    if (rc == 0) return static_cast<unsigned>(std::max(1, count));
-    if (error != EINVAL) return std::nullopt;  // EINVAL: the set is smaller than the kernel's
+    if (rc == 0) return in_mask;
+    if (error != EINVAL) return {};  // EINVAL: the set is smaller than the kernel's
   }
-  return std::nullopt;
+  return {};
 }
 
-}  // namespace
+std::vector<int> cpus_to_keep(const std::vector<int>& mask, int current, unsigned quota) {
+  if (quota == 0 || quota >= mask.size()) return {};
+  const auto at = std::find(mask.begin(), mask.end(), current);
+  const std::size_t first = at == mask.end() ? 0 : static_cast<std::size_t>(at - mask.begin());
+  std::vector<int> kept;
+  for (std::size_t i = 0; i < quota; ++i) kept.push_back(mask[(first + i) % mask.size()]);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+std::string keep_to_cpus(const std::vector<int>& cpus, int tid) {
+  if (cpus.empty()) return "no CPU to keep to";
+  const int highest = *std::max_element(cpus.begin(), cpus.end());
+  if (highest < 0) return "no CPU to keep to";
+  const int count = std::max(CPU_SETSIZE, highest + 1);
+  cpu_set_t* set = CPU_ALLOC(count);
+  if (set == nullptr) return "no memory for a CPU set";
+  const std::size_t size = CPU_ALLOC_SIZE(count);
+  CPU_ZERO_S(size, set);
+  for (int cpu : cpus) {
+    if (cpu >= 0) CPU_SET_S(static_cast<std::size_t>(cpu), size, set);
+  }
+  const int rc = ::sched_setaffinity(tid, size, set);
+  const int error = errno;
+  CPU_FREE(set);
+  return rc == 0 ? "" : std::string(std::strerror(error));  // NOLINT(concurrency-mt-unsafe)
+}
+
+std::string set_every_thread_to(const std::vector<int>& cpus) {
+  std::error_code error;
+  std::string first_refusal;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const std::optional<std::int64_t> tid = parse_int(entry.path().filename().string());
+    if (!tid) continue;
+    std::string refused = keep_to_cpus(cpus, static_cast<int>(*tid));
+    if (!refused.empty() && refused != std::strerror(ESRCH) && first_refusal.empty()) {  // NOLINT
+      first_refusal = std::move(refused);  // ESRCH: the thread ended meanwhile
+    }
+  }
+  if (error) return "/proc/self/task: " + error.message();
+  return first_refusal;
+}
 
 CpuLimits read_cpu_limits(const std::string& cgroup_root) {
   CpuLimits limits;
@@ -123,9 +178,23 @@ std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits
   return settings;
 }
 
+namespace {
+std::atomic<unsigned> g_usable{0};  // 0: not read yet
+}  // namespace
+
 unsigned usable_cpus() {
-  static const unsigned cpus = count_usable_cpus();
+  unsigned cpus = g_usable.load();
+  if (cpus == 0) {
+    cpus = count_usable_cpus();
+    unsigned unread = 0;
+    if (!g_usable.compare_exchange_strong(unread, cpus)) cpus = unread;  // another's read stands
+  }
   return cpus;
+}
+
+void set_usable_cpus(const CpuLimits& limits) {
+  unsigned unread = 0;
+  (void)g_usable.compare_exchange_strong(unread, usable_of(limits));  // once: a count read stands
 }
 
 }  // namespace precision_probe

@@ -43,8 +43,31 @@ unsigned usable_of(const CpuLimits& limits);
 // The CPUs this process may use now: usable_of(read_cpu_limits()).
 unsigned count_usable_cpus();
 
-// count_usable_cpus(), read once for the process.
+// The CPUs this process may use, read once: usable_of() the limits given to set_usable_cpus()
+// before any thread starts and before the first call (the engine's, read at its start, under a
+// test's cgroup root where one is named), else count_usable_cpus() at the first call.
 unsigned usable_cpus();
+void set_usable_cpus(const CpuLimits& limits);
+
+// This process's affinity mask as CPU numbers, ascending, in a set as large as the kernel's CPUs
+// need; empty where it cannot be read.
+std::vector<int> affinity_cpus();
+
+// The CPUs a GPU session's engine keeps to under a CPU quota below its mask (docs/engine.md,
+// "Under a CPU quota": nice orders the threads of one run queue, and with every CPU of the mask
+// the CPU's checks at nice 19 run beside the GPU's on other CPUs and spend the quota they need):
+// `quota` CPUs of `mask` (ascending), the one this thread runs on (`current`) first, then those
+// after it, wrapping around. Empty where the quota does not limit below the mask.
+std::vector<int> cpus_to_keep(const std::vector<int>& mask, int current, unsigned quota);
+
+// This thread (or thread `tid`), and the threads it starts from now on, kept to `cpus`
+// (sched_setaffinity); the kernel's reason where it refused ("" when done).
+std::string keep_to_cpus(const std::vector<int>& cpus, int tid = 0);
+
+// Every thread of this process (/proc/self/task) set to `cpus`, as keep_to_cpus sets one: a
+// thread started meanwhile may keep the mask it inherited. The first refusal's reason ("" when
+// every thread was set).
+std::string set_every_thread_to(const std::vector<int>& cpus);
 
 // A variable of the environment, null where unset.
 using EnvReader = std::function<const char*(const char* name)>;

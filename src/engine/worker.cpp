@@ -128,15 +128,16 @@ constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 // those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start,
 // ..._DLOPEN binds LibTorch's calls at their first call ("lazy") or at dlopen ("now"),
-// ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp), ..._CPUS=mask leaves a
-// GPU session under a CPU quota on every CPU of its mask, ..._CPU_CHECKS=after-gpus makes the CPU's
-// checks wait for the GPUs' (docs/engine.md, "Under a CPU quota").
+// ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp), ..._CPUS=quota keeps a
+// GPU session under a CPU quota to the quota's CPUs while the CPU's checks run,
+// ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs' (two ways to keep the CPU's
+// checks behind the GPUs' under a quota, not yet measured on a GPU: docs/engine.md).
 struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
   PreloadWay preload = PreloadWay::overlap;
-  bool keep_to_quota = true;    // a GPU session keeps to as many CPUs as its quota gives
+  bool keep_to_quota = false;   // a GPU session keeps to as many CPUs as its quota gives
   bool cpu_after_gpus = false;  // the CPU's checks wait for the GPU plans under way
 };
 
@@ -145,15 +146,16 @@ StartKnobs start_knobs() {
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
   k.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
-  k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") != "mask";
+  k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") == "quota";
   k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
   return k;
 }
 
-// While a GPU session runs the CPU's checks under a CPU quota below its mask, every thread of it
-// keeps to as many CPUs as the quota gives, the one it runs on first: on those CPUs' run queues
-// the CPU's checks at nice 19 give way to the GPUs' (docs/engine.md, "Under a CPU quota"). Back
-// on the mask once the CPU's checks are done, and for good once a plan measures (--bench,
+// With PRECISION_PROBE_ENGINE_CPUS=quota: while a GPU session runs the CPU's checks under a CPU
+// quota below its mask, every thread of it keeps to as many CPUs as the quota gives, the one it
+// runs on first: on those CPUs' run queues the CPU's checks at nice 19 give way to the GPUs'
+// (docs/engine.md, "Under a CPU quota"). Back on the mask once the CPU's checks are done, and for
+// good once a plan measures (--bench,
 // --soak): a GPU's thread that spins while it waits for its GPU would leave a CPU's measurement at
 // nice 19 on the same CPU next to no time.
 class QuotaCpus {
@@ -409,7 +411,8 @@ class Session {
   void run_plan(const WorkerPlan& plan) {
     // The CPU's checks beside GPUs wait for theirs where CPUs are few: the lowest priority for
     // this thread and the threads it starts (LibTorch's pool inherits it). Nice orders one run
-    // queue: under a CFS quota the session keeps to the quota's CPUs for it (QuotaCpus).
+    // queue: under a CFS quota with every CPU in the mask it does not hold (QuotaCpus, a way not
+    // yet the default).
     const bool cpu_beside_gpus = plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda;
     if (cpu_beside_gpus) {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);

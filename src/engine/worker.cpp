@@ -155,9 +155,8 @@ StartKnobs start_knobs() {
 // quota below its mask, every thread of it keeps to as many CPUs as the quota gives, the one it
 // runs on first: on those CPUs' run queues the CPU's checks at nice 19 give way to the GPUs'
 // (docs/engine.md, "Under a CPU quota"). Back on the mask once the CPU's checks are done, and for
-// good once a plan measures (--bench,
-// --soak): a GPU's thread that spins while it waits for its GPU would leave a CPU's measurement at
-// nice 19 on the same CPU next to no time.
+// good once a plan measures (--bench, --soak): a GPU's thread that spins while it waits for its
+// GPU would leave a CPU's measurement at nice 19 on the same CPU next to no time.
 class QuotaCpus {
  public:
   QuotaCpus(std::optional<unsigned> quota, bool wanted) : quota_(wanted ? quota : std::nullopt) {}

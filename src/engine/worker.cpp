@@ -377,10 +377,10 @@ class Session {
     changed_.notify_all();
   }
 
-  // With PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus: the CPU's checks wait for the GPU plans
-  // under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long).
-  // Only the GPU plans received by then: the probe sends the CPU's first, the GPUs' once the
-  // driver has answered (before LibTorch is loaded, as a rule).
+  // With PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus: the CPU's checks wait until no GPU plan is
+  // under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long): those
+  // received by then or arriving meanwhile (the probe sends the CPU's plan first, the GPUs' once
+  // the driver has answered, before LibTorch is loaded as a rule).
   void wait_for_gpu_plans() {
     std::unique_lock<std::mutex> lock(mutex_);
     const int under_way = gpu_plans_under_way_;

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -18,7 +17,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -69,7 +67,10 @@ pp::ProcessOutput probe_on_the_cpu(const std::vector<std::string>& args,
 // none; v2's file and v1's (a hybrid host keeps the cpu controller in v1).
 std::string cgroup_tree(bool one_cpu) {
   const std::string root = pp::testing::make_temp_dir();
-  if (::mkdir((root + "/cpu").c_str(), 0755) != 0) return root;  // the test then finds no quota
+  if (::mkdir((root + "/cpu").c_str(), 0755) != 0) {
+    ADD_FAILURE() << "mkdir " << root << "/cpu failed";
+    return root;
+  }
   std::ofstream(root + "/cpu.max") << (one_cpu ? "100000 100000" : "max 100000") << '\n';
   std::ofstream(root + "/cpu/cpu.cfs_quota_us") << (one_cpu ? "100000" : "-1") << '\n';
   std::ofstream(root + "/cpu/cpu.cfs_period_us") << "100000\n";
@@ -190,21 +191,10 @@ TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
   if (r.release < pp::Version{2, 10}) {
     GTEST_SKIP() << r.version << " has no torch_get_num_threads to report its threads (2.10 on)";
   }
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  ASSERT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
-  if (CPU_COUNT(&mask) < 2)
-    GTEST_SKIP() << "one CPU in this process's mask: a quota is not the limit";
-  const std::string root = pp::testing::make_temp_dir();
-  ASSERT_EQ(::mkdir((root + "/cpu").c_str(), 0755), 0);
-  for (const auto& [file, text] :
-       {std::pair<std::string, std::string>{"cpu.max", "100000 100000\n"},
-        {"cpu/cpu.cfs_quota_us", "100000\n"},
-        {"cpu/cpu.cfs_period_us", "100000\n"}}) {
-    std::string path = root;
-    path.append("/").append(file);
-    std::ofstream(path) << text;
-  }
+  const std::vector<int> mask = pp::affinity_cpus();
+  ASSERT_FALSE(mask.empty());
+  if (mask.size() < 2) GTEST_SKIP() << "one CPU in this process's mask: a quota is not the limit";
+  const std::string root = cgroup_tree(true);
   const auto threads = [&](const std::string& omp) -> std::optional<int> {
     const pp::ProcessOutput out = pp::run_process(
         {PP_REAL_ENGINE, "--describe", "--libtorch", r.cpu_library()},

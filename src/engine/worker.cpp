@@ -131,7 +131,8 @@ constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 // ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp), ..._CPUS=quota keeps a
 // GPU session under a CPU quota to the quota's CPUs while the CPU's checks run,
 // ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs' (two ways to keep the CPU's
-// checks behind the GPUs' under a quota, not yet measured on a GPU: docs/engine.md).
+// checks behind the GPUs' under a quota, not yet measured on a GPU: docs/engine.md), ..._WAIT how
+// a thread waits for its GPU (spin, yield or blocking; the driver's own choice spins).
 struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
@@ -139,7 +140,26 @@ struct StartKnobs {
   PreloadWay preload = PreloadWay::overlap;
   bool keep_to_quota = false;   // a GPU session keeps to as many CPUs as its quota gives
   bool cpu_after_gpus = false;  // the CPU's checks wait for the GPU plans under way
+  CudaDriver::Waiting waiting = CudaDriver::Waiting::automatic;
 };
+
+CudaDriver::Waiting waiting_named(const std::string& name) {
+  if (name == "spin") return CudaDriver::Waiting::spin;
+  if (name == "yield") return CudaDriver::Waiting::yield;
+  if (name == "blocking") return CudaDriver::Waiting::blocking;
+  return CudaDriver::Waiting::automatic;
+}
+
+const char* waiting_said(std::optional<CudaDriver::Waiting> waiting) {
+  if (!waiting) return "as the driver does not say";
+  switch (*waiting) {
+    case CudaDriver::Waiting::spin: return "by spinning";
+    case CudaDriver::Waiting::yield: return "by yielding";
+    case CudaDriver::Waiting::blocking: return "by blocking";
+    case CudaDriver::Waiting::automatic: break;
+  }
+  return "as the driver chooses";
+}
 
 StartKnobs start_knobs() {
   StartKnobs k;
@@ -148,6 +168,7 @@ StartKnobs start_knobs() {
   k.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
   k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") == "quota";
   k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
+  k.waiting = waiting_named(env("PRECISION_PROBE_ENGINE_WAIT").value_or(""));
   return k;
 }
 
@@ -265,14 +286,17 @@ void load_session(const WorkerArgs& args, const StartKnobs& knobs, Loaded& out,
 }
 
 // A GPU's plan binds its GPU: a handle on the driver the session started (or why it could not),
-// the plan's ordinal, its primary context (the one LibTorch's runtime uses).
+// the plan's ordinal, its primary context (the one LibTorch's runtime uses), waiting as it says.
 Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
-                                               Expected<std::unique_ptr<CudaDriver>> driver) {
+                                               Expected<std::unique_ptr<CudaDriver>> driver,
+                                               CudaDriver::Waiting waiting) {
   if (!driver) return driver;
-  if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0), plan.own_context); !bound) {
+  if (Expected<void> bound = (*driver)->bind(plan.ordinals.at(0), plan.own_context, waiting);
+      !bound) {
     return Unexpected{bound.error()};
   }
-  trace("primary context ready");
+  trace(fmt::format("primary context ready: its threads wait for GPU {} {}", plan.ordinals.at(0),
+                    waiting_said((*driver)->waiting())));
   return driver;
 }
 
@@ -365,7 +389,7 @@ class Session {
     Prepared prepared;
     Threads preparing;
     preparing.start_or_run([&] { prepared = prepare_plan(plan); });
-    Expected<std::unique_ptr<CudaDriver>> cuda = bind_gpu(plan, wait_driver());
+    Expected<std::unique_ptr<CudaDriver>> cuda = bind_gpu(plan, wait_driver(), knobs_.waiting);
     preparing.wait();
     return {std::move(prepared), std::move(cuda)};
   }

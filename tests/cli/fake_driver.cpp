@@ -13,6 +13,7 @@
 //   FAKE_NVML_FAULT       hang | segv | flood: nvmlInit never returns, crashes the process, or
 //                         writes to stdout without end
 //   FAKE_CUINIT_FAULT     hang | segv | flood: cuInit likewise
+//   FAKE_CTX_FLAGS_RESULT cuDevicePrimaryCtxSetFlags's CUresult (default 0: the flags are kept)
 // CUDA_VISIBLE_DEVICES is honoured by the CUDA part, as the real driver does.
 
 #include <unistd.h>
@@ -58,6 +59,12 @@ void fault(const char* variable) {
       if (::write(1, line.data(), line.size()) < 0) std::_Exit(1);
     }
   }
+}
+
+// How the primary contexts' threads wait (CU_CTX_SCHED_*), as set: the first eight devices.
+unsigned* primary_flags() {
+  static unsigned flags[8] = {};
+  return flags;
 }
 
 int env_int(const char* name, int fallback) {
@@ -390,6 +397,19 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
   if (device < 0 || device >= static_cast<int>(visible_gpus().size())) return 101;
   static int fake_context = 0;
   *context = &fake_context;
+  return 0;
+}
+int cuDevicePrimaryCtxSetFlags_v2(int device, unsigned flags) {
+  if (device < 0 || device >= static_cast<int>(visible_gpus().size()) || device >= 8) return 101;
+  if ((flags & 7U) == 3U || (flags & 7U) > 4U) return 1;  // one of the scheduling flags at most
+  if (const int result = env_int("FAKE_CTX_FLAGS_RESULT", 0); result != 0) return result;
+  primary_flags()[device] = flags;
+  return 0;
+}
+int cuDevicePrimaryCtxGetState(int device, unsigned* flags, int* active) {
+  if (device < 0 || device >= static_cast<int>(visible_gpus().size()) || device >= 8) return 101;
+  *flags = primary_flags()[device];
+  *active = 1;
   return 0;
 }
 int cuCtxSetCurrent(void* /*context*/) { return 0; }

@@ -280,6 +280,35 @@ TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
   }
 }
 
+// PRECISION_PROBE_ENGINE_WAIT sets how the threads of a GPU's primary context wait for it, before
+// the plan's context is retained; the trace says what the driver reports back. Unset (or a value
+// it does not know) leaves the driver's own choice. No GPU and no library are needed.
+TEST(EngineBinary, AGpusThreadsWaitForItAsTheSettingSays) {
+  pp::WorkerPlan gpu = cpu_plan({pp::Mode::fp32}, {});
+  gpu.kind = pp::DeviceKind::cuda;
+  gpu.index = 0;
+  gpu.ordinals = {0};
+  const auto trace_of = [&gpu](const std::string& setting) {
+    const pp::ProcessOutput out = pp::run_process(
+        {PP_REAL_ENGINE, "--worker", "gpu", "--libtorch", "/nonexistent/libtorch_cuda.so"},
+        pp::environment_with({"PRECISION_PROBE_TRACE=1", "PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                              std::string("FAKE_NVIDIA_GPUS=") + pp::testing::kFakeH200,
+                              "CUDA_VISIBLE_DEVICES", "PRECISION_PROBE_ENGINE_WAIT" + setting}),
+        pp::encode_plan(gpu) + "\n", std::chrono::seconds(60));
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    return out.err;
+  };
+  for (const auto& [setting, said] :
+       {std::pair("=blocking", "by blocking"), std::pair("=yield", "by yielding"),
+        std::pair("=spin", "by spinning"), std::pair("", "as the driver chooses"),
+        std::pair("=sometimes", "as the driver chooses")}) {
+    const std::string trace = trace_of(setting);
+    EXPECT_NE(trace.find(std::string("primary context ready: its threads wait for GPU 0 ") + said),
+              std::string::npos)
+        << setting << ": " << trace;
+  }
+}
+
 // Where one CPU is usable (here a quota of one), the training's runs go one after another on one
 // thread: beside each other they would only take turns, each with its tensors in a malloc arena
 // of its own. Where more are usable they run at once. The trace says when each started and ended.

@@ -93,3 +93,43 @@ TEST(CudaDriver, APlansHandleBindsItsGpuWhileALibrarysDlopenHoldsTheLoader) {
   ::unsetenv("PRECISION_PROBE_LIBCUDA");
   ::unsetenv("FAKE_NVIDIA_GPUS");
 }
+
+// How a thread waits for its GPU is set on the primary context before it is retained, and the
+// driver says it back. The primary context is one per device: the last setting holds for every
+// handle on it; binding as the driver chooses leaves it as it is.
+TEST(CudaDriver, APrimaryContextWaitsAsItsBindSays) {
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "FAKE_CUINIT_RESULT", "FAKE_CUINIT_FAULT"}) {
+    ::unsetenv(name);
+  }
+  ::setenv("PRECISION_PROBE_LIBCUDA", PP_FAKE_DRIVER, 1);
+  ::setenv("FAKE_NVIDIA_GPUS", precision_probe::testing::kFakeH200, 1);
+  auto started = eng::CudaDriver::open();
+  ASSERT_TRUE(started) << started.error();
+  using Waiting = eng::CudaDriver::Waiting;
+  std::unique_ptr<eng::CudaDriver> blocked = (*started)->another();
+  const auto bound = blocked->bind(0, false, Waiting::blocking);
+  ASSERT_TRUE(bound) << bound.error();
+  EXPECT_EQ(blocked->waiting(), Waiting::blocking);
+  std::unique_ptr<eng::CudaDriver> yielding = (*started)->another();
+  ASSERT_TRUE(yielding->bind(0, false, Waiting::yield));
+  EXPECT_EQ(yielding->waiting(), Waiting::yield);
+  EXPECT_EQ(blocked->waiting(), Waiting::yield) << "one primary context per device";
+  std::unique_ptr<eng::CudaDriver> chosen = (*started)->another();
+  ASSERT_TRUE(chosen->bind(0));
+  EXPECT_EQ(chosen->waiting(), Waiting::yield) << "binding as the driver chooses set it again";
+  ::setenv("FAKE_CTX_FLAGS_RESULT", "3", 1);
+  std::unique_ptr<eng::CudaDriver> unset = (*started)->another();
+  const auto kept = unset->bind(0, false, Waiting::blocking);
+  ::unsetenv("FAKE_CTX_FLAGS_RESULT");
+  ASSERT_FALSE(kept);
+  EXPECT_EQ(kept.error(),
+            "how the primary context of CUDA device 0 waits cannot be set: "
+            "CUDA_ERROR_NOT_INITIALIZED");
+  EXPECT_EQ(chosen->waiting(), Waiting::yield) << "a refused setting changed the context";
+  std::unique_ptr<eng::CudaDriver> missing = (*started)->another();
+  const auto refused = missing->bind(7, false, Waiting::spin);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("no CUDA device 7"), std::string::npos) << refused.error();
+  ::unsetenv("PRECISION_PROBE_LIBCUDA");
+  ::unsetenv("FAKE_NVIDIA_GPUS");
+}

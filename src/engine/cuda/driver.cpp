@@ -16,6 +16,8 @@ static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
 static_assert(CU_EVENT_DEFAULT == 0 && CU_EVENT_DISABLE_TIMING == 2);
 static_assert(sizeof(CUuuid) == 16);
 static_assert(CUDA_SUCCESS == 0);
+static_assert(CU_CTX_SCHED_AUTO == 0 && CU_CTX_SCHED_SPIN == 1 && CU_CTX_SCHED_YIELD == 2 &&
+              CU_CTX_SCHED_BLOCKING_SYNC == 4 && CU_CTX_SCHED_MASK == 7);
 #endif
 
 namespace precision_probe::engine {
@@ -34,6 +36,7 @@ constexpr int kAttrCcMajor = 75;
 constexpr int kAttrCcMinor = 76;
 constexpr unsigned kEventDefault = 0;
 constexpr unsigned kEventDisableTiming = 2;
+constexpr unsigned kSchedMask = 7;
 
 }  // namespace
 
@@ -47,6 +50,9 @@ struct CudaDriver::Api {
   CUresult (*cuDeviceGetUuid)(CuUuid*, CUdevice) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxSetFlags)(CUdevice, unsigned) = nullptr;  // ..._v2
+  CUresult (*cuDevicePrimaryCtxGetState)(CUdevice, unsigned*, int*) = nullptr;
+  CUresult (*cuCtxGetFlags)(unsigned*) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxCreate)(CUcontext*, unsigned, CUdevice) = nullptr;  // cuCtxCreate_v2
   CUresult (*cuCtxSynchronize)() = nullptr;
@@ -104,6 +110,9 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   find(library, a.cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
   find(library, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   find(library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  find(library, a.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2");
+  find(library, a.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
+  find(library, a.cuCtxGetFlags, "cuCtxGetFlags");
   find(library, a.cuCtxSetCurrent, "cuCtxSetCurrent");
   find(library, a.cuCtxCreate, "cuCtxCreate_v2");
   find(library, a.cuCtxSynchronize, "cuCtxSynchronize");
@@ -137,23 +146,58 @@ int CudaDriver::device_count() const {
   return count;
 }
 
-Expected<void> CudaDriver::bind(int ordinal, bool own_context) {
+Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) {
   if (const CUresult r = api_->cuDeviceGet(&device_, ordinal); r != 0) {
     return Unexpected{fmt::format("no CUDA device {}: {}", ordinal, error_name(r))};
   }
+  const auto flags = static_cast<unsigned>(waiting);
   if (own_context) {
     if (api_->cuCtxCreate == nullptr) return Unexpected{"this driver has no cuCtxCreate_v2"};
-    if (const CUresult r = api_->cuCtxCreate(&context_, 0, device_); r != 0) {
+    if (const CUresult r = api_->cuCtxCreate(&context_, flags, device_); r != 0) {
       return Unexpected{
           fmt::format("a context of CUDA device {} cannot be made: {}", ordinal, error_name(r))};
     }
-  } else if (const CUresult r = api_->cuDevicePrimaryCtxRetain(&context_, device_); r != 0) {
-    return Unexpected{fmt::format("the primary context of CUDA device {} cannot be made: {}",
-                                  ordinal, error_name(r))};
+  } else {
+    if (waiting != Waiting::automatic) {
+      const CUresult r = api_->cuDevicePrimaryCtxSetFlags == nullptr
+                             ? -1
+                             : api_->cuDevicePrimaryCtxSetFlags(device_, flags);
+      if (r != 0) {
+        return Unexpected{
+            fmt::format("how the primary context of CUDA device {} waits cannot be set: {}",
+                        ordinal, r == -1 ? "no cuDevicePrimaryCtxSetFlags_v2" : error_name(r))};
+      }
+    }
+    if (const CUresult r = api_->cuDevicePrimaryCtxRetain(&context_, device_); r != 0) {
+      return Unexpected{fmt::format("the primary context of CUDA device {} cannot be made: {}",
+                                    ordinal, error_name(r))};
+    }
   }
   ordinal_ = ordinal;
+  own_context_ = own_context;
   make_current();
   return {};
+}
+
+std::optional<CudaDriver::Waiting> CudaDriver::waiting() const {
+  unsigned flags = 0;
+  if (own_context_) {
+    make_current();
+    if (api_->cuCtxGetFlags == nullptr || api_->cuCtxGetFlags(&flags) != 0) return std::nullopt;
+  } else {
+    int active = 0;
+    if (api_->cuDevicePrimaryCtxGetState == nullptr ||
+        api_->cuDevicePrimaryCtxGetState(device_, &flags, &active) != 0) {
+      return std::nullopt;
+    }
+  }
+  switch (flags & kSchedMask) {
+    case 0: return Waiting::automatic;
+    case 1: return Waiting::spin;
+    case 2: return Waiting::yield;
+    case 4: return Waiting::blocking;
+    default: return std::nullopt;
+  }
 }
 
 void CudaDriver::make_current() const {

@@ -33,10 +33,19 @@ class CudaDriver {
   ~CudaDriver();
 
   int device_count() const;
+  // How a thread waits for its context's GPU (cuda.h's CU_CTX_SCHED_*): as the driver chooses
+  // (it spins where the process has fewer contexts than the machine has CPUs, whatever a CPU quota
+  // allows), spinning, yielding its CPU between looks, or blocked until the GPU is done.
+  enum class Waiting : unsigned { automatic = 0, spin = 1, yield = 2, blocking = 4 };
+
   // Device `ordinal` (as this process sees them), its primary context retained (the one LibTorch's
   // runtime uses), or with `own_context` a context of its own (cuCtxCreate: the bench's copies of
-  // one GPU, PRECISION_PROBE_BENCH_GPU_COPIES), current on the calling thread.
-  Expected<void> bind(int ordinal, bool own_context = false);
+  // one GPU, PRECISION_PROBE_BENCH_GPU_COPIES), current on the calling thread. A `waiting` other
+  // than automatic is set on the context first (cuDevicePrimaryCtxSetFlags: every thread of the
+  // process that uses the primary context then waits so, LibTorch's too).
+  Expected<void> bind(int ordinal, bool own_context = false, Waiting waiting = Waiting::automatic);
+  // How the bound context's threads wait, as the driver says (nullopt where it does not).
+  std::optional<Waiting> waiting() const;
   int ordinal() const { return ordinal_; }
   // The bound device's primary context, current on the calling thread.
   void make_current() const;
@@ -77,6 +86,7 @@ class CudaDriver {
   int device_ = 0;
   int ordinal_ = -1;
   void* context_ = nullptr;
+  bool own_context_ = false;
 };
 
 // Throws std::runtime_error naming `what` and the result when `result` is not CUDA_SUCCESS.

@@ -88,9 +88,9 @@ void start_preloads(const WorkerPlan& plan, const Prepared& prepared, const Targ
 
 // The smoke tests and the training runs; the modes whose smoke test passed (worth measuring).
 std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, const Target& target,
-                             PreloadWay way) {
+                             const CheckWays& ways) {
   Preloading preloading;
-  start_preloads(plan, prepared, target, way, preloading);
+  start_preloads(plan, prepared, target, ways.preload, preloading);
   // The training runs go on a thread of their own (and threads of theirs), beside the smoke tests.
   PerMode<AmpOutcome> amp;
   std::vector<Mode> passed;
@@ -99,7 +99,7 @@ std::vector<Mode> run_checks(const WorkerPlan& plan, const Prepared& prepared, c
         if (plan.amp.empty()) return;
         target.enter();
         preloading.wait_training();
-        amp = run_amp(plan.amp, prepared.amp, target);
+        amp = run_amp(plan.amp, prepared.amp, target, ways.cpu_training);
         trace("training runs done");
         give_back_free_memory();
       },
@@ -168,6 +168,12 @@ PreloadWay preload_way(const std::optional<std::string>& setting, unsigned cpus)
   return PreloadWay::overlap;
 }
 
+CpuRuns cpu_training_way(const std::optional<std::string>& setting, unsigned cpus) {
+  if (setting == "in-turn") return CpuRuns::in_turn;
+  if (setting == "at-once") return CpuRuns::at_once;
+  return cpus <= 1 ? CpuRuns::in_turn : CpuRuns::at_once;
+}
+
 Prepared prepare_plan(const WorkerPlan& plan) {
   Prepared prepared;
   const bool gpu = plan.kind == DeviceKind::cuda;
@@ -182,7 +188,7 @@ Prepared prepare_plan(const WorkerPlan& plan) {
 }
 
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
-                     const Prepared& prepared, PreloadWay preload) {
+                     const Prepared& prepared, const CheckWays& ways) {
   Target target;
   target.torch = &torch;
   if (cuda != nullptr) {
@@ -196,7 +202,7 @@ void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDrive
   }
   // Grad mode is the thread's: each plan's thread turns it off for itself.
   torch.c().aoti_torch_grad_mode_set_enabled(false);
-  const std::vector<Mode> passed = run_checks(plan, prepared, target, preload);
+  const std::vector<Mode> passed = run_checks(plan, prepared, target, ways);
   run_measurements(plan, passed, target);
 }
 

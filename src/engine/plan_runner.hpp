@@ -35,9 +35,19 @@ enum class PreloadWay { overlap, first, none };
 // of its own; docs/engine.md, "On one CPU") and overlap where more are.
 PreloadWay preload_way(const std::optional<std::string>& setting, unsigned cpus);
 
+// How a session's plans run their checks (its settings: docs/engine.md).
+struct CheckWays {
+  PreloadWay preload = PreloadWay::overlap;
+  CpuRuns cpu_training = CpuRuns::at_once;
+};
+// The CPU's training runs one after another where one CPU is usable (`cpus`), at once where more
+// are, unless `setting` (PRECISION_PROBE_ENGINE_CPU_TRAINING: "in-turn" or "at-once") says (another
+// value is as none).
+CpuRuns cpu_training_way(const std::optional<std::string>& setting, unsigned cpus);
+
 // Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
-                     const Prepared& prepared, PreloadWay preload);
+                     const Prepared& prepared, const CheckWays& ways);
 // Runs the collective over the plan's ordinals.
 void run_collective_plan(const WorkerPlan& plan, const Torch& torch);
 // Every check of the plan answered as not run, of `kind`, with `why` (LibTorch or the GPU could

@@ -128,7 +128,8 @@ constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 // those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start,
 // ..._DLOPEN binds LibTorch's calls at their first call ("lazy") or at dlopen ("now"),
-// ..._PRELOAD how each plan loads its checks' kernels (plan_runner.hpp), ..._CPUS=quota keeps a
+// ..._PRELOAD how each plan loads its checks' kernels and ..._CPU_TRAINING whether the CPU's
+// training runs go in turn or at once (plan_runner.hpp), ..._CPUS=quota keeps a
 // GPU session under a CPU quota to the quota's CPUs while the CPU's checks run,
 // ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs' (two ways to keep the CPU's
 // checks behind the GPUs' under a quota, not yet measured on a GPU: docs/engine.md), ..._WAIT how
@@ -137,7 +138,7 @@ struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
-  PreloadWay preload = PreloadWay::overlap;
+  CheckWays checks;             // how the kernels are preloaded, how the CPU's training runs go
   bool keep_to_quota = false;   // a GPU session keeps to as many CPUs as its quota gives
   bool cpu_after_gpus = false;  // the CPU's checks wait for the GPU plans under way
   CudaDriver::Waiting waiting = CudaDriver::Waiting::automatic;
@@ -165,7 +166,9 @@ StartKnobs start_knobs() {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
-  k.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
+  k.checks.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
+  k.checks.cpu_training =
+      cpu_training_way(env("PRECISION_PROBE_ENGINE_CPU_TRAINING"), usable_cpus());
   k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") == "quota";
   k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
   k.waiting = waiting_named(env("PRECISION_PROBE_ENGINE_WAIT").value_or(""));
@@ -455,7 +458,7 @@ class Session {
       answer_unavailable(plan, classify_error(cuda.error()), cuda.error());
     } else {
       if (*cuda) (*cuda)->make_current();  // on this thread, bound before LibTorch was there
-      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.preload);
+      run_device_plan(plan, *loaded.torch, cuda->get(), prepared, knobs_.checks);
     }
     emit(encode_done(plan.slot));
     trace(fmt::format("plan {} done", plan.slot));

@@ -317,10 +317,12 @@ TEST(EngineBinary, OnOneCpuTheTrainingRunsGoOneAfterAnother) {
   if (pp::affinity_cpus().size() < 2) {
     GTEST_SKIP() << "one CPU in this process's mask: the runs at once cannot be shown";
   }
-  const auto overlapped = [](const std::string& root) -> std::optional<bool> {
+  const auto overlapped = [](const std::string& root,
+                             const std::string& setting = "") -> std::optional<bool> {
     const pp::ProcessOutput out = run_worker(
         cpu_plan({pp::Mode::fp32}, {pp::Mode::amp_bf16}), pp::testing::release()->cpu_library(),
-        {"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root, "OMP_NUM_THREADS"});
+        {"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + root, "OMP_NUM_THREADS",
+         "PRECISION_PROBE_ENGINE_CPU_TRAINING" + setting});
     EXPECT_EQ(out.exit_code, 0) << out.err;
     EXPECT_TRUE(read_lines(out.out).amp.at(pp::Mode::amp_bf16).ok) << out.out;
     const std::size_t second_start = out.err.find(": started", out.err.find(": started") + 1);
@@ -330,6 +332,9 @@ TEST(EngineBinary, OnOneCpuTheTrainingRunsGoOneAfterAnother) {
   };
   EXPECT_EQ(overlapped(cgroup_tree(true)), false) << "one CPU: one after another";
   EXPECT_EQ(overlapped(cgroup_tree(false)), true) << "more CPUs: at once";
+  // PRECISION_PROBE_ENGINE_CPU_TRAINING says otherwise, either way.
+  EXPECT_EQ(overlapped(cgroup_tree(false), "=in-turn"), false) << "in turn on more CPUs";
+  EXPECT_EQ(overlapped(cgroup_tree(true), "=at-once"), true) << "at once on one CPU";
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {

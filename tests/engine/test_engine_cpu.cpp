@@ -551,3 +551,15 @@ TEST(EngineCpu, OnOneCpuEachCheckLoadsItsOwnKernels) {
   EXPECT_EQ(eng::preload_way(std::string("first"), 1), W::first);
   EXPECT_EQ(eng::preload_way(std::string("none"), 16), W::none);
 }
+
+// How the CPU's training runs go: in turn where one CPU is usable, at once where more are, unless
+// PRECISION_PROBE_ENGINE_CPU_TRAINING says ("in-turn", "at-once"; another value is unset).
+TEST(EngineCpu, OnOneCpuTheTrainingRunsGoInTurn) {
+  using R = eng::CpuRuns;
+  EXPECT_EQ(eng::cpu_training_way(std::nullopt, 1), R::in_turn);
+  EXPECT_EQ(eng::cpu_training_way(std::nullopt, 2), R::at_once);
+  EXPECT_EQ(eng::cpu_training_way(std::string("in-turn"), 16), R::in_turn);
+  EXPECT_EQ(eng::cpu_training_way(std::string("at-once"), 1), R::at_once);
+  EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 1), R::in_turn);
+  EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 4), R::at_once);
+}

@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "engine/host/cpus.hpp"
 #include "engine/host/host_math.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
@@ -464,8 +463,8 @@ std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup
   return preloads;
 }
 
-PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
-                            const Target& target) {
+PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& s, const Target& target,
+                            CpuRuns cpu_runs) {
   const bool fused = fused_sgd_works(target);
   // fp16 skips the step whose gradient overflows, so its reference skips the same step: the
   // injected one, unless the fp16 run shows otherwise (then the reference runs again, following
@@ -484,12 +483,10 @@ PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& s,
   }
   std::vector<Attempt> attempts(jobs.size());
   Threads threads;
-  // The CPU's runs on one CPU: one after another on this thread (beside each other they only take
-  // turns, each with its tensors in a malloc arena of its own).
-  const bool one_cpu = !target.on_gpu() && usable_cpus() <= 1;
+  const bool in_turn = !target.on_gpu() && cpu_runs == CpuRuns::in_turn;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     auto work = [&attempts, &jobs, i] { attempts[i] = attempt(jobs[i]); };
-    if (one_cpu || i + 1 == jobs.size() || !threads.start(work)) threads.run_here(work);
+    if (in_turn || i + 1 == jobs.size() || !threads.start(work)) threads.run_here(work);
   }
   threads.wait();
   PerMode<AmpOutcome> outcomes;

@@ -88,10 +88,16 @@ struct AmpSetup {
   std::vector<std::vector<float>> init;  // W1 [hidden, in], b1, W2 [classes, hidden], b2
 };
 AmpSetup prepare_amp(bool gpu, std::uint64_t seed);
-// The training runs for `modes`, each checked against an fp32 run of the same steps; every run
-// at once on threads of its own. The memory of one step is measured after them (GPUs).
+// How the CPU's training runs go: at once, each on a thread of its own, or one after another on
+// the calling thread (beside each other on one CPU they only take turns, each with its tensors in
+// a malloc arena of its own). A GPU's go at once always.
+enum class CpuRuns { at_once, in_turn };
+
+// The training runs for `modes`, each checked against an fp32 run of the same steps; a GPU's at
+// once on threads of their own, the CPU's as `cpu_runs` says. The memory of one step is measured
+// after them (GPUs).
 PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& setup,
-                            const Target& target);
+                            const Target& target, CpuRuns cpu_runs = CpuRuns::at_once);
 // The operations of the training steps of `modes`, each once (GPUs; nothing on a CPU).
 std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup& setup,
                                   const Target& target);

@@ -298,7 +298,8 @@ Expected<std::unique_ptr<CudaDriver>> bind_gpu(const WorkerPlan& plan,
       !bound) {
     return Unexpected{bound.error()};
   }
-  trace(fmt::format("primary context ready: its threads wait for GPU {} {}", plan.ordinals.at(0),
+  trace(fmt::format("{} context ready: its threads wait for GPU {} {}",
+                    plan.own_context ? "a" : "primary", plan.ordinals.at(0),
                     waiting_said((*driver)->waiting())));
   return driver;
 }

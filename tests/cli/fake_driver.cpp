@@ -412,11 +412,28 @@ int cuDevicePrimaryCtxGetState(int device, unsigned* flags, int* active) {
   *active = 1;
   return 0;
 }
+// A context of its own (the bench's copies of one GPU): its flags, read back by cuCtxGetFlags (the
+// fake keeps one such context's, the last made, whichever is current).
+unsigned own_context_flags = 0;
+int cuCtxCreate_v2(void** context, unsigned flags, int device) {
+  if (device < 0 || device >= static_cast<int>(visible_gpus().size())) return 101;
+  static int fake_own_context = 0;
+  own_context_flags = flags;
+  *context = &fake_own_context;
+  return 0;
+}
+int cuCtxGetFlags(unsigned* flags) {
+  *flags = own_context_flags;
+  return 0;
+}
 int cuCtxSetCurrent(void* /*context*/) { return 0; }
 // What the engine's driver needs beside (unit/test_cuda_driver.cpp): nothing is queued, so every
 // wait returns at once and no time passes.
 int cuCtxSynchronize() { return 0; }
-int cuEventCreate(void** event, unsigned int /*flags*/) {
+// The last event's flags (CU_EVENT_*), for the engine's tests in the same process.
+unsigned last_event_flags = 0;
+int cuEventCreate(void** event, unsigned int flags) {
+  last_event_flags = flags;
   static int fake_event = 0;
   *event = &fake_event;
   return 0;

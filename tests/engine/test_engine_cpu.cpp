@@ -18,6 +18,7 @@
 #include "engine/host/host_math.hpp"
 #include "engine/host/quantise.hpp"
 #include "engine/checks/checks.hpp"
+#include "engine/host/cpus.hpp"
 #include "engine/plan_runner.hpp"
 #include "engine/torch/cublas.hpp"
 #include "release.hpp"
@@ -34,6 +35,9 @@ pp::SmokeOutcome smoke(const eng::Torch& torch, Mode mode, std::uint64_t seed = 
   const std::vector<eng::PreparedSmoke> prepared = eng::prepare_smoke({mode}, false, seed, 2);
   return eng::execute_smoke(prepared.front(), pp::testing::cpu_target(torch));
 }
+
+// How the engine runs the CPU's training runs on this machine (in turn where one CPU is usable).
+eng::CpuRuns engine_way() { return eng::cpu_training_way(std::nullopt, pp::usable_cpus()); }
 
 eng::PreparedSmoke prepared_smoke(Mode mode) {
   return eng::prepare_smoke({mode}, false, 1, 2).front();
@@ -400,8 +404,8 @@ TEST(EngineCpu, ABlockScaledRecipeBefore2_11IsNotTestedNamingWhatTheReleaseLacks
 TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
   PP_REQUIRE_CPU_TORCH(torch);
   const eng::AmpSetup setup = eng::prepare_amp(false, 7);
-  const auto runs =
-      eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, setup, pp::testing::cpu_target(*torch));
+  const auto runs = eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, setup,
+                                 pp::testing::cpu_target(*torch), engine_way());
   ASSERT_EQ(runs.size(), 2U);
   for (const auto& [mode, o] : runs) {
     ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
@@ -435,11 +439,13 @@ TEST(EngineCpu, The2_9PathsRunOnANewerReleaseMadeToBehaveAsIt) {
   (*old)->behave_as({2, 9});
   EXPECT_FALSE((*old)->features().lists);
   const eng::AmpSetup setup = eng::prepare_amp(false, 7);
-  const auto runs = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(**old));
+  const auto runs =
+      eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(**old), engine_way());
   const pp::AmpOutcome& run = runs.at(Mode::amp_fp16);
   ASSERT_TRUE(run.ok) << run.error;
   EXPECT_NE(run.method.find("written out per tensor"), std::string::npos);
-  const auto native = eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(*torch));
+  const auto native =
+      eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(*torch), engine_way());
   // The same steps on the same data: the same final loss scale, the same losses within rounding.
   EXPECT_EQ(*run.final_scale, *native.at(Mode::amp_fp16).final_scale);
   EXPECT_NEAR(*run.loss_end, *native.at(Mode::amp_fp16).loss_end, 1e-4);

@@ -123,7 +123,7 @@ TEST(EngineGpu, The2_9PathsRunOnThisGpu) {
         << blockwise.method;
   }
   const eng::AmpSetup setup = eng::prepare_amp(true, 3);
-  const auto runs = eng::run_amp({Mode::amp_fp16}, setup, target);
+  const auto runs = eng::run_amp({Mode::amp_fp16}, setup, target, eng::CpuRuns::at_once);
   const pp::AmpOutcome& run = runs.at(Mode::amp_fp16);
   ASSERT_TRUE(run.ok) << run.error;
   EXPECT_NE(run.method.find("written out per tensor"), std::string::npos);
@@ -187,7 +187,7 @@ TEST(EngineGpu, BothTrainingModesTrainLikeFp32WithTheirMemoryCounted) {
   const eng::AmpSetup setup = eng::prepare_amp(true, 5);
   std::vector<Mode> modes = {Mode::amp_fp16};
   if (at_least(*g, {8, 0})) modes.push_back(Mode::amp_bf16);
-  for (const auto& [mode, o] : eng::run_amp(modes, setup, g->target)) {
+  for (const auto& [mode, o] : eng::run_amp(modes, setup, g->target, eng::CpuRuns::at_once)) {
     ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
     EXPECT_EQ(o.matmul_dtype, mode == Mode::amp_fp16 ? pp::DType::fp16 : pp::DType::bf16);
     ASSERT_TRUE(o.peak_bytes && o.fp32_peak_bytes) << pp::mode_key(mode);

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -106,10 +107,25 @@ TEST(CudaDriver, APrimaryContextWaitsAsItsBindSays) {
   auto started = eng::CudaDriver::open();
   ASSERT_TRUE(started) << started.error();
   using Waiting = eng::CudaDriver::Waiting;
+  // The fake's record of the last event's flags (CU_EVENT_*).
+  void* fake = ::dlopen(PP_FAKE_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  const auto* event_flags = static_cast<const unsigned*>(::dlsym(fake, "last_event_flags"));
+  ASSERT_NE(event_flags, nullptr);
   std::unique_ptr<eng::CudaDriver> blocked = (*started)->another();
+  EXPECT_EQ(blocked->waiting(), std::nullopt) << "not bound yet";
   const auto bound = blocked->bind(0, false, Waiting::blocking);
   ASSERT_TRUE(bound) << bound.error();
   EXPECT_EQ(blocked->waiting(), Waiting::blocking);
+  {
+    const eng::CudaDriver::Event timing(*blocked, true);
+    EXPECT_EQ(*event_flags, 1U) << "a blocking context's events block (CU_EVENT_BLOCKING_SYNC)";
+    const eng::CudaDriver::Event untimed(*blocked, false);
+    EXPECT_EQ(*event_flags, 3U) << "blocking and CU_EVENT_DISABLE_TIMING";
+  }
+  std::unique_ptr<eng::CudaDriver> own = (*started)->another();
+  ASSERT_TRUE(own->bind(0, true, Waiting::yield));
+  EXPECT_EQ(own->waiting(), Waiting::yield) << "a context of its own takes the flags at its making";
   std::unique_ptr<eng::CudaDriver> yielding = (*started)->another();
   ASSERT_TRUE(yielding->bind(0, false, Waiting::yield));
   EXPECT_EQ(yielding->waiting(), Waiting::yield);
@@ -117,6 +133,11 @@ TEST(CudaDriver, APrimaryContextWaitsAsItsBindSays) {
   std::unique_ptr<eng::CudaDriver> chosen = (*started)->another();
   ASSERT_TRUE(chosen->bind(0));
   EXPECT_EQ(chosen->waiting(), Waiting::yield) << "binding as the driver chooses set it again";
+  {
+    const eng::CudaDriver::Event timing(*chosen, true);
+    EXPECT_EQ(*event_flags, 0U) << "a yielding context's events are the default";
+  }
+  ::dlclose(fake);
   ::setenv("FAKE_CTX_FLAGS_RESULT", "3", 1);
   std::unique_ptr<eng::CudaDriver> unset = (*started)->another();
   const auto kept = unset->bind(0, false, Waiting::blocking);

@@ -97,7 +97,7 @@ enum class CpuRuns { at_once, in_turn };
 // once on threads of their own, the CPU's as `cpu_runs` says. The memory of one step is measured
 // after them (GPUs).
 PerMode<AmpOutcome> run_amp(const std::vector<Mode>& modes, const AmpSetup& setup,
-                            const Target& target, CpuRuns cpu_runs = CpuRuns::at_once);
+                            const Target& target, CpuRuns cpu_runs);
 // The operations of the training steps of `modes`, each once (GPUs; nothing on a CPU).
 std::vector<Preload> amp_preloads(const std::vector<Mode>& modes, const AmpSetup& setup,
                                   const Target& target);

@@ -13,7 +13,7 @@
 #include <cuda.h>
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
 static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
-static_assert(CU_EVENT_DEFAULT == 0 && CU_EVENT_DISABLE_TIMING == 2);
+static_assert(CU_EVENT_DEFAULT == 0 && CU_EVENT_BLOCKING_SYNC == 1 && CU_EVENT_DISABLE_TIMING == 2);
 static_assert(sizeof(CUuuid) == 16);
 static_assert(CUDA_SUCCESS == 0);
 static_assert(CU_CTX_SCHED_AUTO == 0 && CU_CTX_SCHED_SPIN == 1 && CU_CTX_SCHED_YIELD == 2 &&
@@ -35,6 +35,7 @@ struct CuUuid {
 constexpr int kAttrCcMajor = 75;
 constexpr int kAttrCcMinor = 76;
 constexpr unsigned kEventDefault = 0;
+constexpr unsigned kEventBlockingSync = 1;
 constexpr unsigned kEventDisableTiming = 2;
 constexpr unsigned kSchedMask = 7;
 
@@ -159,9 +160,17 @@ Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) 
     }
   } else {
     if (waiting != Waiting::automatic) {
-      const CUresult r = api_->cuDevicePrimaryCtxSetFlags == nullptr
-                             ? -1
-                             : api_->cuDevicePrimaryCtxSetFlags(device_, flags);
+      // Only the scheduling bits change: the context's other flags stay as they were.
+      unsigned old = 0;
+      int active = 0;
+      if (api_->cuDevicePrimaryCtxGetState != nullptr &&
+          api_->cuDevicePrimaryCtxGetState(device_, &old, &active) != 0) {
+        old = 0;
+      }
+      const CUresult r =
+          api_->cuDevicePrimaryCtxSetFlags == nullptr
+              ? -1
+              : api_->cuDevicePrimaryCtxSetFlags(device_, (old & ~kSchedMask) | flags);
       if (r != 0) {
         return Unexpected{
             fmt::format("how the primary context of CUDA device {} waits cannot be set: {}",
@@ -176,10 +185,16 @@ Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) 
   ordinal_ = ordinal;
   own_context_ = own_context;
   make_current();
+  waiting_ = waiting_now().value_or(Waiting::automatic);
   return {};
 }
 
 std::optional<CudaDriver::Waiting> CudaDriver::waiting() const {
+  if (ordinal_ < 0) return std::nullopt;
+  return waiting_now();
+}
+
+std::optional<CudaDriver::Waiting> CudaDriver::waiting_now() const {
   unsigned flags = 0;
   if (own_context_) {
     make_current();
@@ -253,9 +268,10 @@ std::string CudaDriver::error_name(int result) const {
 
 CudaDriver::Event::Event(const CudaDriver& driver, bool timing) : driver_(&driver) {
   driver.make_current();
-  cuda_check(driver,
-             driver.api_->cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming),
-             "cuEventCreate");
+  // A blocking event where the context's threads block: an event's wait spins otherwise.
+  const unsigned flags = (timing ? kEventDefault : kEventDisableTiming) |
+                         (driver.waiting_ == Waiting::blocking ? kEventBlockingSync : 0U);
+  cuda_check(driver, driver.api_->cuEventCreate(&event_, flags), "cuEventCreate");
 }
 
 CudaDriver::Event::Event(Event&& other) noexcept : driver_(other.driver_), event_(other.event_) {

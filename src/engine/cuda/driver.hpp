@@ -34,8 +34,9 @@ class CudaDriver {
 
   int device_count() const;
   // How a thread waits for its context's GPU (cuda.h's CU_CTX_SCHED_*): as the driver chooses
-  // (it spins where the process has fewer contexts than the machine has CPUs, whatever a CPU quota
-  // allows), spinning, yielding its CPU between looks, or blocked until the GPU is done.
+  // (it spins where the process has no more contexts than the system has logical CPUs, whatever
+  // a CPU quota allows), spinning, yielding its CPU between looks, or blocked until the GPU is
+  // done (the engine's events are then made blocking too: an event's wait spins otherwise).
   enum class Waiting : unsigned { automatic = 0, spin = 1, yield = 2, blocking = 4 };
 
   // Device `ordinal` (as this process sees them), its primary context retained (the one LibTorch's
@@ -44,7 +45,8 @@ class CudaDriver {
   // than automatic is set on the context first (cuDevicePrimaryCtxSetFlags: every thread of the
   // process that uses the primary context then waits so, LibTorch's too).
   Expected<void> bind(int ordinal, bool own_context = false, Waiting waiting = Waiting::automatic);
-  // How the bound context's threads wait, as the driver says (nullopt where it does not).
+  // How the bound context's threads wait, as the driver says (nullopt where it does not, or
+  // before bind).
   std::optional<Waiting> waiting() const;
   int ordinal() const { return ordinal_; }
   // The bound device's primary context, current on the calling thread.
@@ -85,8 +87,10 @@ class CudaDriver {
   std::unique_ptr<Api> api_;
   int device_ = 0;
   int ordinal_ = -1;
+  std::optional<Waiting> waiting_now() const;
   void* context_ = nullptr;
   bool own_context_ = false;
+  Waiting waiting_ = Waiting::automatic;  // as read back when bound: the events' flag follows it
 };
 
 // Throws std::runtime_error naming `what` and the result when `result` is not CUDA_SUCCESS.

@@ -57,9 +57,11 @@ interval can be missed: the per-process table says in how many runs each was see
 
 The floor is compiled with cc into a temporary directory and run once, untimed, before the rounds
 (a floor that fails stops the bench, its reason said); it loads the torch the probe finds (the
-probe's --quick report, stack.location) unless --torch-lib DIR names one. Prints the per-process
-memory, the targets and the table last; writes bench-startup.json (every run's figures, per
-process). Targets (docs/performance.md): on one CPU the full probe at most 2x the floor and at
+probe's --quick report, stack.location) unless --torch-lib DIR names one. Prints a line per round
+as it ends (each command's wall time; when its GPU's checks were done where traced; its tree's Pss
+where sampled), then the per-process memory, the targets and the table last; writes
+bench-startup.json (every run's figures, per process; after each group the groups done so far,
+marked "partial": true, so that a bench stopped by a time limit leaves what it measured). Targets (docs/performance.md): on one CPU the full probe at most 2x the floor and at
 least 2.5x faster than the Python check, the GPU's checks done no later than without the CPU's; on
 all CPUs no slower than the baseline run for run, --quick within 5 %; the tree's summed Pss at
 most 924 MiB for one GPU, each added device at most 200 MiB and 0.2 s of CPU. Exit status: 0
@@ -767,15 +769,32 @@ class Rounds:
     def alternate(self, specs, memory=True):
         timed = {s["name"]: [] for s in specs}
         sampled = {s["name"]: [] for s in specs}
-        for _ in range(self.runs):
+        for i in range(self.runs):
             for s in specs:
                 timed[s["name"]].append(run_once(dict(s, sample_ms=0)))
-        for _ in range(self.memory_runs if memory and self.sample_ms > 0 else 0):
+            print_round(f"round {i + 1}/{self.runs}", specs, timed)
+        memory_runs = self.memory_runs if memory and self.sample_ms > 0 else 0
+        for i in range(memory_runs):
             for s in specs:
                 sampled[s["name"]].append(run_once(dict(s, sample_ms=self.sample_ms)))
+            print_round(f"memory round {i + 1}/{memory_runs}", specs, sampled)
         self.raw.update(timed)
         self.sampled.update(sampled)
         self.rows.extend(summarise(s, timed[s["name"]], sampled[s["name"]]) for s in specs)
+
+
+def print_round(label, specs, runs):
+    """One line per round as it ends (a bench stopped part way still shows what it measured): each
+    command's wall time, with when its GPU's checks were done where traced, and its tree's Pss where
+    sampled."""
+    def said(run):
+        text = f"{run['wall_s']:.3f} s"
+        if run.get("gpu_done_ms") is not None:
+            text += f", GPU done at {run['gpu_done_ms']:.0f} ms"
+        if tree_pss(run) is not None:
+            text += f", tree Pss {tree_pss(run):.0f} MiB"
+        return text
+    print(f"{label}: " + "; ".join(f"{s['name']} {said(runs[s['name']][-1])}" for s in specs), flush=True)
 
 
 def without_cpu(device):
@@ -993,8 +1012,20 @@ def write_json(path, document):
             json.dump(document, f, indent=2)
         os.replace(temporary, path)
     except OSError as e:
-        os.unlink(temporary)
         sys.exit(f"bench: cannot write {path}: {e.strerror}")
+    finally:
+        if os.path.exists(temporary):  # a failed write, or a SIGTERM in it
+            os.unlink(temporary)
+
+
+def stop_on_term(out):
+    """SIGTERM (a time limit's `timeout`, which signals the whole process group) ends the bench
+    through its clean-ups (the floor's temporary directory), the groups done so far kept in the JSON."""
+    def stop(signum, _frame):
+        sys.stderr.write(f"bench: stopped by {signal.Signals(signum).name}; "
+                         f"{os.path.join(out, 'bench-startup.json')} holds the groups done so far (partial)\n")
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main(argv=None):
@@ -1002,6 +1033,7 @@ def main(argv=None):
     if args.measure is not None:
         print(json.dumps(measure_command(json.loads(args.measure))))
         return 0
+    stop_on_term(args.out)
     cpus = args.cpu_list
     all_cpus = cpus is None or len(cpus) == len(os.sched_getaffinity(0))
     try:
@@ -1018,14 +1050,17 @@ def main(argv=None):
             floor_gemms = [*floor[:-1], "--gemms", floor[-1]]
             check_floor(floor_gemms, cpus)
         rounds = Rounds(args.runs, args.memory_runs, args.sample_ms)
+        setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus,
+                 "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
+                 "device": args.device, "floor": floor, "floor_gemms": floor_gemms}
+        path = os.path.join(args.out, "bench-startup.json")
         for group in plan(args, cpus, floor, floor_gemms):
             rounds.alternate(group, memory=not group[0]["trace"])
+            # The groups done so far, kept should the bench be stopped (a time limit): "partial".
+            write_json(path, {"partial": True, "setup": setup, "rows": rounds.rows})
     summary = summarise_all(args, rounds, cpus, all_cpus)
-    setup = {"cpus": cpus, "cgroup": args.cgroup, "cgroup_cpus": args.cgroup_cpus,
-             "runs": args.runs, "memory_runs": args.memory_runs, "sample_ms": args.sample_ms,
-             "device": args.device, "floor": floor, "floor_gemms": floor_gemms,
-             "subreaper": all(r["subreaper"] for runs in rounds.raw.values() for r in runs)}
-    write_json(os.path.join(args.out, "bench-startup.json"), {"setup": setup, "rows": rounds.rows, "summary": summary})
+    setup["subreaper"] = all(r["subreaper"] for runs in rounds.raw.values() for r in runs)
+    write_json(path, {"setup": setup, "rows": rounds.rows, "summary": summary})
 
     print_processes(rounds.rows, {"python3 torch fp16/bf16 check", "floor (LibTorch + context)", FLOOR_GEMMS,
                                   "precision-probe (full)", "baseline (full)"}

@@ -14,6 +14,7 @@ started is reaped.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -282,6 +283,13 @@ def part_dryrun(s, args):
             doc = json.load(f)
         check("the table is printed last, a line per command", len(lines) - header - 1 == len(doc["rows"])
               and lines[-1].startswith("precision-probe --no-amp"), lines[header:])
+        check("the finished document is not marked partial", "partial" not in doc and "summary" in doc,
+              sorted(doc))
+        rounds = [line for line in lines[:header] if line.startswith(("round 1/1: ", "memory round 1/1: "))]
+        check("a line per round as it ends, each command's wall time; traced and sampled figures said",
+              any("precision-probe (full) " in line and " s" in line for line in rounds)
+              and any("GPU done at " in line for line in rounds)
+              and any("tree Pss " in line for line in rounds), rounds[:4])
         rows = {r["name"]: r for r in doc["rows"]}
         full = rows.get("precision-probe (full)", {})
         check("every group ran", {"precision-probe --quick", "baseline --quick", "python3 torch fp16/bf16 check",
@@ -345,6 +353,49 @@ def part_dryrun(s, args):
         check("all CPUs' target not judged on one", targets["all_cpus_full_no_slower_than_baseline"] is None, targets)
         check("the added devices' target judged only where honoured",
               (targets["each_added_device_at_most_200_mib_and_0_2_cpu_s"] is None) != honoured, targets)
+
+
+def part_partial(_s, args):
+    """A bench stopped part way (`timeout`'s SIGTERM to its process group) leaves the groups it finished
+    in its JSON, marked partial, has said each finished round on its output as it ended, and
+    leaves no temporary file (the floor's directory: the test's temporary directory is checked)."""
+    with tempfile.TemporaryDirectory() as out:
+        python = os.path.join(out, "fake-python3")
+        write(python, "#!/bin/sh\nexec sleep 300\n")  # the full group never ends
+        os.chmod(python, 0o755)
+        path = os.path.join(out, "bench-startup.json")
+        with open(os.path.join(out, "stdout"), "w+") as said, open(os.path.join(out, "stderr"), "w+") as err:
+            bench = subprocess.Popen([sys.executable, args.startup, "--probe", args.probe, "--runs", "1",
+                                      "--memory-runs", "0", "--python", python, "--out", out],
+                                     stdout=said, stderr=err, env=fake_env(args), start_new_session=True)
+            deadline = time.monotonic() + 120
+            while not os.path.exists(path) and bench.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # into the next group, its Python check sleeping
+            os.killpg(bench.pid, signal.SIGTERM)
+            try:
+                bench.wait(timeout=30)
+            finally:
+                try:
+                    os.killpg(bench.pid, signal.SIGKILL)  # whatever did not end on SIGTERM
+                except ProcessLookupError:
+                    pass
+                bench.wait()
+            said.seek(0)
+            lines = said.read().splitlines()
+            err.seek(0)
+            stderr = err.read()
+        check("the bench was stopped while it ran, and said so in one line",
+              bench.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM" in stderr
+              and len(stderr.strip().splitlines()) == 1, (bench.returncode, stderr))
+        check("a finished group's round said as it ended", any(line.startswith("round 1/1: ") for line in lines),
+              lines)
+        doc = json.load(open(path)) if os.path.exists(path) else {}
+        names = [r["name"] for r in doc.get("rows", [])]
+        # Before the full group: the quick group, and nvidia-smi's where the machine has one.
+        check("the JSON holds the finished groups, marked partial, and no summary",
+              doc.get("partial") is True and "summary" not in doc and names
+              and set(names) <= {"nvidia-smi compute_cap", "precision-probe --quick"}, doc)
 
 
 def part_old_build(_s, args):
@@ -427,11 +478,11 @@ def main():
     args = type("Args", (), {})()
     part, args.startup, args.probe, args.driver, args.engine, args.stacks = sys.argv[1:]
     parts = {"proc": part_proc, "wrapper": part_wrapper, "floor": part_floor, "dryrun": part_dryrun,
-             "refusals": part_refusals, "oldbuild": part_old_build}
+             "refusals": part_refusals, "oldbuild": part_old_build, "partial": part_partial}
     if part not in parts:
         print(f"unknown part {part!r}: {' '.join(parts)}")
         return 2
-    if shutil.which("cc") is None and part in ("floor", "dryrun"):
+    if shutil.which("cc") is None and part in ("floor", "dryrun", "partial"):
         print("no C compiler (cc) for the floor")
         return 77
     parts[part](load(args.startup), args)

@@ -14,6 +14,9 @@
 #                                   issue 39's figures (not in the default list: a few minutes
 #                                   each): the floor, one CPU, every process's memory, 1, 2, 4, 8
 #                                   copies of GPU 0; bench-startup.json in $OUT/startup-*-cpu*/
+#   BASELINE=... bench/gpu-verify.sh startup-quota-ways
+#                                   the engine's settings for a CPU quota as variants, under a
+#                                   cgroup of one CPU's quota (made as root) and on all CPUs
 set -uo pipefail
 OUT=${OUT:-gpu-verify}
 mkdir -p "$OUT"
@@ -144,6 +147,37 @@ startup-all-cpus() {
     --out "$OUT/startup-all-cpus" >> "$LOG" 2>&1
 }
 
+# A cgroup of one CPU's quota, made once (as root, cgroup v2: the machine's processes are moved
+# into a child cgroup first, since a cgroup that holds processes cannot hand the cpu controller down).
+one_cpu_cgroup() {
+  local root=/sys/fs/cgroup q=/sys/fs/cgroup/pp-1cpu p
+  [ -f $q/cpu.max ] && grep -q '^100000 100000$' $q/cpu.max && return 0
+  mkdir -p $root/pp-leaf $q || return 1
+  for p in $(cat $root/cgroup.procs); do echo "$p" > $root/pp-leaf/cgroup.procs 2> /dev/null; done
+  echo +cpu > $root/cgroup.subtree_control && echo "100000 100000" > $q/cpu.max
+}
+
+# The engine's settings for a CPU quota (docs/performance.md, "The CPU's checks under a quota"),
+# each a variant against the default: under one CPU's quota, then on all CPUs. Each bench is kept
+# inside a time limit and leaves what it measured if stopped.
+startup-quota-ways() {
+  if ! one_cpu_cgroup; then
+    echo "gpu-verify: no cgroup of one CPU's quota could be made (root and cgroup v2 are needed)" | tee -a "$LOG" >&2
+    return 1
+  fi
+  timeout 300 python3 bench/startup.py --probe $P --cgroup /sys/fs/cgroup/pp-1cpu --runs 3 --memory-runs 2 \
+    ${BASELINE:+--baseline "$BASELINE"} \
+    --variant quota:PRECISION_PROBE_ENGINE_CPUS=quota \
+    --variant after-gpus:PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus \
+    --variant blocking:PRECISION_PROBE_ENGINE_WAIT=blocking \
+    --variant quota-blocking:PRECISION_PROBE_ENGINE_CPUS=quota,PRECISION_PROBE_ENGINE_WAIT=blocking \
+    --out "$OUT/startup-quota-ways" >> "$LOG" 2>&1
+  timeout 150 python3 bench/startup.py --probe $P --runs 3 --memory-runs 2 ${BASELINE:+--baseline "$BASELINE"} \
+    --variant in-turn:PRECISION_PROBE_ENGINE_CPU_TRAINING=in-turn \
+    --variant blocking:PRECISION_PROBE_ENGINE_WAIT=blocking \
+    --out "$OUT/startup-all-cpus-ways" >> "$LOG" 2>&1
+}
+
 throughput() {
   python3 bench/throughput.py --probe $P ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
@@ -153,8 +187,8 @@ parts=("$@")
 for part in "${parts[@]}"; do
   case $part in
     reports | modes | memory | soak | copied | blockscaled | nccl | sanitizer | startup | throughput | \
-      startup-one-cpu | startup-all-cpus) "$part" ;;
+      startup-one-cpu | startup-all-cpus | startup-quota-ways) "$part" ;;
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"
+grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|the default's time|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"

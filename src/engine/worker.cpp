@@ -166,9 +166,9 @@ StartKnobs start_knobs() {
   StartKnobs k;
   k.order = env("PRECISION_PROBE_ENGINE_START").value_or(k.order);
   if (env("PRECISION_PROBE_ENGINE_DLOPEN").value_or("") == "now") k.binding = Torch::Binding::now;
-  k.checks.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), usable_cpus());
-  k.checks.cpu_training =
-      cpu_training_way(env("PRECISION_PROBE_ENGINE_CPU_TRAINING"), usable_cpus());
+  const unsigned cpus = usable_cpus();
+  k.checks.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), cpus);
+  k.checks.cpu_training = cpu_training_way(env("PRECISION_PROBE_ENGINE_CPU_TRAINING"), cpus);
   k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") == "quota";
   k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
   k.waiting = waiting_named(env("PRECISION_PROBE_ENGINE_WAIT").value_or(""));

@@ -161,12 +161,7 @@ Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) 
   } else {
     if (waiting != Waiting::automatic) {
       // Only the scheduling bits change: the context's other flags stay as they were.
-      unsigned old = 0;
-      int active = 0;
-      if (api_->cuDevicePrimaryCtxGetState != nullptr &&
-          api_->cuDevicePrimaryCtxGetState(device_, &old, &active) != 0) {
-        old = 0;
-      }
+      const unsigned old = context_flags(false).value_or(0);
       const CUresult r =
           api_->cuDevicePrimaryCtxSetFlags == nullptr
               ? -1
@@ -185,28 +180,30 @@ Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) 
   ordinal_ = ordinal;
   own_context_ = own_context;
   make_current();
-  waiting_ = waiting_now().value_or(Waiting::automatic);
+  waiting_ = this->waiting().value_or(Waiting::automatic);
   return {};
+}
+
+std::optional<unsigned> CudaDriver::context_flags(bool own) const {
+  unsigned flags = 0;
+  if (own) {
+    make_current();
+    if (api_->cuCtxGetFlags == nullptr || api_->cuCtxGetFlags(&flags) != 0) return std::nullopt;
+    return flags;
+  }
+  int active = 0;
+  if (api_->cuDevicePrimaryCtxGetState == nullptr ||
+      api_->cuDevicePrimaryCtxGetState(device_, &flags, &active) != 0) {
+    return std::nullopt;
+  }
+  return flags;
 }
 
 std::optional<CudaDriver::Waiting> CudaDriver::waiting() const {
   if (ordinal_ < 0) return std::nullopt;
-  return waiting_now();
-}
-
-std::optional<CudaDriver::Waiting> CudaDriver::waiting_now() const {
-  unsigned flags = 0;
-  if (own_context_) {
-    make_current();
-    if (api_->cuCtxGetFlags == nullptr || api_->cuCtxGetFlags(&flags) != 0) return std::nullopt;
-  } else {
-    int active = 0;
-    if (api_->cuDevicePrimaryCtxGetState == nullptr ||
-        api_->cuDevicePrimaryCtxGetState(device_, &flags, &active) != 0) {
-      return std::nullopt;
-    }
-  }
-  switch (flags & kSchedMask) {
+  const std::optional<unsigned> flags = context_flags(own_context_);
+  if (!flags) return std::nullopt;
+  switch (*flags & kSchedMask) {
     case 0: return Waiting::automatic;
     case 1: return Waiting::spin;
     case 2: return Waiting::yield;

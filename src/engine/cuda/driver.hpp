@@ -87,7 +87,9 @@ class CudaDriver {
   std::unique_ptr<Api> api_;
   int device_ = 0;
   int ordinal_ = -1;
-  std::optional<Waiting> waiting_now() const;
+  // The device's primary context's flags (CU_CTX_*; active or not), or with `own` those of the
+  // context of its own, made current; nullopt where the driver does not say.
+  std::optional<unsigned> context_flags(bool own) const;
   void* context_ = nullptr;
   bool own_context_ = false;
   Waiting waiting_ = Waiting::automatic;  // as read back when bound: the events' flag follows it

@@ -129,17 +129,17 @@ constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start,
 // ..._DLOPEN binds LibTorch's calls at their first call ("lazy") or at dlopen ("now"),
 // ..._PRELOAD how each plan loads its checks' kernels and ..._CPU_TRAINING whether the CPU's
-// training runs go in turn or at once (plan_runner.hpp), ..._CPUS=quota keeps a
-// GPU session under a CPU quota to the quota's CPUs while the CPU's checks run,
-// ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs' (two ways to keep the CPU's
-// checks behind the GPUs' under a quota, not yet measured on a GPU: docs/engine.md), ..._WAIT how
-// a thread waits for its GPU (spin, yield or blocking; the driver's own choice spins).
+// training runs go in turn or at once (plan_runner.hpp), ..._CPUS=mask leaves a GPU session
+// under a CPU quota on its whole mask while the CPU's checks run (by default it keeps to the
+// quota's CPUs then: the faster of the ways measured on a GPU, docs/engine.md),
+// ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs', ..._WAIT how a thread waits
+// for its GPU (spin, yield or blocking; the driver's own choice spins).
 struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
   Torch::Binding binding = Torch::Binding::lazy;
   CheckWays checks;             // how the kernels are preloaded, how the CPU's training runs go
-  bool keep_to_quota = false;   // a GPU session keeps to as many CPUs as its quota gives
+  bool keep_to_quota = true;    // a GPU session keeps to as many CPUs as its quota gives
   bool cpu_after_gpus = false;  // the CPU's checks wait for the GPU plans under way
   CudaDriver::Waiting waiting = CudaDriver::Waiting::automatic;
 };
@@ -169,13 +169,13 @@ StartKnobs start_knobs() {
   const unsigned cpus = usable_cpus();
   k.checks.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), cpus);
   k.checks.cpu_training = cpu_training_way(env("PRECISION_PROBE_ENGINE_CPU_TRAINING"), cpus);
-  k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") == "quota";
+  k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") != "mask";
   k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
   k.waiting = waiting_named(env("PRECISION_PROBE_ENGINE_WAIT").value_or(""));
   return k;
 }
 
-// With PRECISION_PROBE_ENGINE_CPUS=quota: while a GPU session runs the CPU's checks under a CPU
+// Unless PRECISION_PROBE_ENGINE_CPUS=mask: while a GPU session runs the CPU's checks under a CPU
 // quota below its mask, every thread of it keeps to as many CPUs as the quota gives, the one it
 // runs on first: on those CPUs' run queues the CPU's checks at nice 19 give way to the GPUs'
 // (docs/engine.md, "Under a CPU quota"). Back on the mask once the CPU's checks are done, and for
@@ -221,7 +221,7 @@ class QuotaCpus {
   }
 
   std::mutex mutex_;
-  std::optional<unsigned> quota_;  // none: not kept (no quota, the knob, or a plan measures)
+  std::optional<unsigned> quota_;  // none: not kept (no quota, `mask`, or a plan measures)
   std::vector<int> mask_;          // the mask before, while kept
 };
 
@@ -438,8 +438,7 @@ class Session {
   void run_plan(const WorkerPlan& plan) {
     // The CPU's checks beside GPUs wait for theirs where CPUs are few: the lowest priority for
     // this thread and the threads it starts (LibTorch's pool inherits it). Nice orders one run
-    // queue: under a CFS quota with every CPU in the mask it does not hold (QuotaCpus, a way not
-    // yet the default).
+    // queue: under a CFS quota with every CPU in the mask it does not hold, hence QuotaCpus.
     const bool cpu_beside_gpus = plan.kind == DeviceKind::cpu && args_.kind == DeviceKind::cuda;
     if (cpu_beside_gpus) {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);

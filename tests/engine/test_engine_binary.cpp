@@ -219,13 +219,12 @@ TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
   EXPECT_TRUE(result.smoke.at(pp::Mode::fp32).ok);
 }
 
-// With PRECISION_PROBE_ENGINE_CPUS=quota, under a quota below its mask, a GPU session keeps every
-// thread to the quota's count of CPUs while it runs the CPU's checks (at nice 19 they then give way
-// to its GPUs' on one run queue), and is back on the mask once they are done; a plan that measures
-// keeps it on the mask for good. Without the setting (`mask`, or unset: the default until it is
-// measured on a GPU) it stays on the mask, and a CPU session, or one without a quota, is left
-// alone. The trace says where it kept to. No GPU and no library are needed: the
-// plans are answered unavailable.
+// Under a quota below its mask a GPU session keeps every thread to the quota's count of CPUs while
+// it runs the CPU's checks (at nice 19 they then give way to its GPUs' on one run queue), and is
+// back on the mask once they are done; a plan that measures keeps it on the mask for good. That is
+// the default (unset, `quota`, or a value it does not know); PRECISION_PROBE_ENGINE_CPUS=mask
+// leaves it on the mask, and a CPU session, or one without a quota, is left alone. The trace says
+// where it kept to. No GPU and no library are needed: the plans are answered unavailable.
 TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
   const std::vector<int> mask = pp::affinity_cpus();
   if (mask.size() < 2) GTEST_SKIP() << "one CPU in this process's mask: a quota is not the limit";
@@ -254,8 +253,12 @@ TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
     EXPECT_NE(out.err.find("plan 0 done"), std::string::npos) << "traced: " << out.err;
     return out.err;
   };
-  const std::string kept =
-      trace_of("gpu", quota, "=quota", cpu_first + pp::encode_plan(gpu) + "\n");
+  const std::string gpu_after_cpu = cpu_first + pp::encode_plan(gpu) + "\n";
+  for (const char* setting : {"=quota", "=Quota"}) {
+    const std::string trace = trace_of("gpu", quota, setting, gpu_after_cpu);
+    EXPECT_NE(trace.find("kept to CPU "), std::string::npos) << setting << ": " << trace;
+  }
+  const std::string kept = trace_of("gpu", quota, "", gpu_after_cpu);
   const std::size_t at = kept.find("kept to CPU ");
   ASSERT_NE(at, std::string::npos) << kept;
   const std::string said = kept.substr(at, kept.find('\n', at) - at);
@@ -269,13 +272,12 @@ TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
   EXPECT_LT(at, back);
   EXPECT_LT(kept.find("plan 0 done"), back) << kept;
   const std::string measured =
-      trace_of("gpu", quota, "=quota", pp::encode_plan(soaks) + "\n" + cpu_first);
+      trace_of("gpu", quota, "", pp::encode_plan(soaks) + "\n" + cpu_first);
   EXPECT_EQ(measured.find("kept to"), std::string::npos) << "a plan measures: " << measured;
   for (const auto& [trace, why] :
        {std::pair(trace_of("gpu", quota, "=mask", cpu_first), "the mask"),
-        std::pair(trace_of("gpu", quota, "", cpu_first), "the default"),
-        std::pair(trace_of("cpu", quota, "=quota", cpu_first), "a CPU session"),
-        std::pair(trace_of("gpu", none, "=quota", cpu_first), "no quota")}) {
+        std::pair(trace_of("cpu", quota, "", cpu_first), "a CPU session"),
+        std::pair(trace_of("gpu", none, "", cpu_first), "no quota")}) {
     EXPECT_EQ(trace.find("kept to"), std::string::npos) << why << ": " << trace;
   }
 }

@@ -167,10 +167,9 @@ startup-quota-ways() {
   fi
   timeout 300 python3 bench/startup.py --probe $P --cgroup /sys/fs/cgroup/pp-1cpu --runs 3 --memory-runs 2 \
     ${BASELINE:+--baseline "$BASELINE"} \
-    --variant quota:PRECISION_PROBE_ENGINE_CPUS=quota \
+    --variant mask:PRECISION_PROBE_ENGINE_CPUS=mask \
     --variant after-gpus:PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus \
     --variant blocking:PRECISION_PROBE_ENGINE_WAIT=blocking \
-    --variant quota-blocking:PRECISION_PROBE_ENGINE_CPUS=quota,PRECISION_PROBE_ENGINE_WAIT=blocking \
     --out "$OUT/startup-quota-ways" >> "$LOG" 2>&1
   timeout 150 python3 bench/startup.py --probe $P --runs 3 --memory-runs 2 ${BASELINE:+--baseline "$BASELINE"} \
     --variant in-turn:PRECISION_PROBE_ENGINE_CPU_TRAINING=in-turn \

@@ -125,13 +125,14 @@ namespace {
 constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 
 // How a session starts (docs/engine.md, "How a session starts"). The defaults are the fastest of
-// those measured on the H200 (docs/performance.md); the variables choose another, for measuring:
+// those measured (on the H200; the quota's CPUs on an H100: docs/performance.md); the variables
+// choose another, for measuring:
 // PRECISION_PROBE_ENGINE_START orders LibTorch's dlopen and the driver's start,
 // ..._DLOPEN binds LibTorch's calls at their first call ("lazy") or at dlopen ("now"),
 // ..._PRELOAD how each plan loads its checks' kernels and ..._CPU_TRAINING whether the CPU's
 // training runs go in turn or at once (plan_runner.hpp), ..._CPUS=mask leaves a GPU session
 // under a CPU quota on its whole mask while the CPU's checks run (by default it keeps to the
-// quota's CPUs then: the faster of the ways measured on a GPU, docs/engine.md),
+// quota's CPUs then: the fastest of three ways measured on an H100, docs/engine.md),
 // ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs', ..._WAIT how a thread waits
 // for its GPU (spin, yield or blocking; the driver's own choice spins).
 struct StartKnobs {

@@ -221,8 +221,8 @@ TEST(EngineBinary, UnderACpuQuotaLibTorchsPoolIsTheQuotas) {
 
 // Under a quota below its mask a GPU session keeps every thread to the quota's count of CPUs while
 // it runs the CPU's checks (at nice 19 they then give way to its GPUs' on one run queue), and is
-// back on the mask once they are done; a plan that measures keeps it on the mask for good. That is
-// the default (unset, `quota`, or a value it does not know); PRECISION_PROBE_ENGINE_CPUS=mask
+// back on the mask once they are done; a plan that measures puts it back on the mask for good. That
+// is the default (unset, `quota`, or a value it does not know); PRECISION_PROBE_ENGINE_CPUS=mask
 // leaves it on the mask, and a CPU session, or one without a quota, is left alone. The trace says
 // where it kept to. No GPU and no library are needed: the plans are answered unavailable.
 TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
@@ -274,6 +274,17 @@ TEST(EngineBinary, AGpuSessionUnderAQuotaKeepsToTheQuotasCpus) {
   const std::string measured =
       trace_of("gpu", quota, "", pp::encode_plan(soaks) + "\n" + cpu_first);
   EXPECT_EQ(measured.find("kept to"), std::string::npos) << "a plan measures: " << measured;
+  // A run's usual order: the CPU's plan first, then the one that measures (--soak, --bench).
+  const std::string released =
+      trace_of("gpu", quota, "", cpu_first + pp::encode_plan(soaks) + "\n");
+  const std::size_t kept_at = released.find("kept to CPU ");
+  const std::size_t back_at = released.find("back on every CPU of the mask: a plan measures");
+  ASSERT_NE(kept_at, std::string::npos) << released;
+  ASSERT_NE(back_at, std::string::npos) << released;
+  EXPECT_LT(kept_at, back_at);
+  EXPECT_EQ(released.find("back on", back_at + 1), std::string::npos)
+      << "back on the mask once, for good: " << released;
+  EXPECT_EQ(released.find("kept to", back_at), std::string::npos) << released;
   for (const auto& [trace, why] :
        {std::pair(trace_of("gpu", quota, "=mask", cpu_first), "the mask"),
         std::pair(trace_of("cpu", quota, "", cpu_first), "a CPU session"),

@@ -41,15 +41,23 @@ precision_probe::CpuLimits cpu_limits() {
                                           : precision_probe::read_cpu_limits();
 }
 
-// LibTorch sizes its OpenMP pool from the affinity mask or the cores and never reads a cgroup's CPU
-// quota: under a pod's CPU limit of 1 on a 16-CPU node its pools of 16 threads, spinning between
-// parallel regions, are throttled (docs/engine.md, "Under a CPU quota"). Set before any thread
-// starts and before LibTorch loads.
-void fit_openmp_to_the_quota(const precision_probe::CpuLimits& limits) {
+#if defined(__aarch64__)
+constexpr bool kOneDnnWritesPerfMap = true;  // ONEDNN_JIT_PROFILE's default there: Linux perf's
+#else
+constexpr bool kOneDnnWritesPerfMap = false;
+#endif
+
+// What LibTorch's libraries read from the environment, set before any thread starts and before
+// LibTorch loads: LibTorch sizes its OpenMP pool from the affinity mask or the cores and never
+// reads a cgroup's CPU quota (under a pod's CPU limit of 1 on a 16-CPU node its pools of 16
+// threads, spinning between parallel regions, are throttled: docs/engine.md, "Under a CPU
+// quota"), and oneDNN on AArch64 writes /tmp/perf-PID.map for its JIT kernels unless told not to.
+void settle_libtorchs_environment(const precision_probe::CpuLimits& limits) {
   // NOLINTBEGIN(concurrency-mt-unsafe): no other thread yet
-  for (const auto& [name, value] :
-       precision_probe::openmp_settings(limits, [](const char* n) { return std::getenv(n); })) {
-    ::setenv(name.c_str(), value.c_str(), 1);
+  const auto get = [](const char* n) { return std::getenv(n); };
+  for (const auto& settings : {precision_probe::openmp_settings(limits, get),
+                               precision_probe::onednn_settings(kOneDnnWritesPerfMap, get)}) {
+    for (const auto& [name, value] : settings) ::setenv(name.c_str(), value.c_str(), 1);
   }
   // NOLINTEND(concurrency-mt-unsafe)
 }
@@ -82,7 +90,7 @@ int main(int argc, char** argv) {
     end_with_the_probe();
     args.cpus = cpu_limits();
     precision_probe::set_usable_cpus(args.cpus);
-    fit_openmp_to_the_quota(args.cpus);
+    settle_libtorchs_environment(args.cpus);
     // A bench's copies of one GPU, each in a context of its own (PRECISION_PROBE_BENCH_GPU_COPIES):
     // LibTorch's caching allocator keeps blocks per device, not per context, so it must not cache.
     // Set before any thread of the session starts.
@@ -104,7 +112,7 @@ int main(int argc, char** argv) {
     if (argc == 5 && std::string(argv[4]) != "--cuda") return usage();
     args.kind = argc == 5 ? precision_probe::DeviceKind::cuda : precision_probe::DeviceKind::cpu;
     end_with_the_probe();
-    fit_openmp_to_the_quota(cpu_limits());  // its stack's cpu_threads as a worker's
+    settle_libtorchs_environment(cpu_limits());  // its stack's cpu_threads as a worker's
     return eng::describe(args);
   }
   return usage();

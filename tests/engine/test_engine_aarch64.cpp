@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -103,6 +105,22 @@ std::string emulation_root() {
   return out ? dir : "";
 }
 
+// The perf maps in /tmp (perf-PID.map: where oneDNN on AArch64 lists its JIT kernels by default,
+// whatever TMPDIR says).
+std::set<std::string> perf_maps() {
+  std::set<std::string> names;
+  DIR* dir = ::opendir("/tmp");
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.rfind("perf-", 0) == 0 && name.size() > 9 && name.substr(name.size() - 4) == ".map") {
+      names.insert(name);
+    }
+  }
+  ::closedir(dir);
+  return names;
+}
+
 // A plan run by the aarch64 engine under qemu, and by the x86_64 engine.
 struct Answers {
   pp::WorkerResult aarch64;
@@ -122,11 +140,18 @@ Answers run_both(const pp::WorkerPlan& plan) {
   const std::string root = emulation_root();
   EXPECT_FALSE(root.empty()) << "could not make the emulation's root";
   if (root.empty()) return a;
+  const std::set<std::string> maps_before = perf_maps();
   const pp::ProcessOutput arm =
       run_engine({kQemu, "-L", root, kEngine, "--worker", "cpu", "--libtorch",
                   std::string(kTorch) + "/torch/lib/libtorch_cpu.so"},
                  plan);
   EXPECT_EQ(arm.exit_code, 0) << "signal " << arm.term_signal << ": " << arm.err;
+  // The engine leaves nothing behind: oneDNN's perf map, its default on AArch64, is off.
+  for (const std::string& name : perf_maps()) {
+    if (maps_before.count(name) != 0) continue;
+    ADD_FAILURE() << "the aarch64 engine left /tmp/" << name;
+    (void)::unlink(("/tmp/" + name).c_str());
+  }
   a.aarch64 = read_lines(arm.out);
   const pp::ProcessOutput x86 = run_engine({PP_REAL_ENGINE, "--worker", "cpu", "--libtorch",
                                             std::string(kX86Torch) + "/torch/lib/libtorch_cpu.so"},

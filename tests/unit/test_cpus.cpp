@@ -233,3 +233,25 @@ TEST(Cpus, LibTorchsPoolFitsTheQuotaOnlyWhereTheQuotaIsTheLimit) {
   EXPECT_EQ(pp::usable_of({6, std::nullopt}), 6U);
   EXPECT_EQ(pp::usable_of({6, 0U}), 1U) << "at least one";
 }
+
+// oneDNN writes /tmp/perf-PID.map for its JIT kernels by default on AArch64: the engine turns that
+// off there, unless the user chose (either of oneDNN's names for the variable), and sets nothing
+// where the default writes no file (x86_64).
+TEST(Cpus, OneDnnLeavesNoPerfMapUnlessTheUserAsks) {
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  const auto env = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  const Settings off{{"ONEDNN_JIT_PROFILE", "0"}};
+  EXPECT_EQ(pp::onednn_settings(true, env({})), off);
+  EXPECT_EQ(pp::onednn_settings(true, env({{"ONEDNN_JIT_PROFILE", ""}})), off) << "empty is unset";
+  EXPECT_EQ(pp::onednn_settings(true, env({{"DNNL_JIT_PROFILE", ""}})), off) << "empty is unset";
+  EXPECT_EQ(pp::onednn_settings(true, env({{"ONEDNN_JIT_PROFILE", "2"}})), Settings{})
+      << "the user's";
+  EXPECT_EQ(pp::onednn_settings(true, env({{"DNNL_JIT_PROFILE", "6"}})), Settings{})
+      << "the user's, by the older name";
+  EXPECT_EQ(pp::onednn_settings(false, env({})), Settings{}) << "no perf map by default";
+}

@@ -161,21 +161,33 @@ unsigned usable_of(const CpuLimits& limits) {
 
 unsigned count_usable_cpus() { return usable_of(read_cpu_limits()); }
 
+namespace {
+// Set in the environment `get` reads: empty is unset.
+bool is_set(const EnvReader& get, const char* name) {
+  const char* value = get(name);
+  return value != nullptr && *value != '\0';
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits& limits,
                                                                  const EnvReader& get) {
   std::vector<std::pair<std::string, std::string>> settings;
   if (usable_of(limits) >= limits.affinity) return settings;
-  const auto is_set = [&get](const char* name) {
-    const char* value = get(name);
-    return value != nullptr && *value != '\0';
-  };
-  if (!is_set("OMP_NUM_THREADS") && !is_set("MKL_NUM_THREADS")) {
+  if (!is_set(get, "OMP_NUM_THREADS") && !is_set(get, "MKL_NUM_THREADS")) {
     settings.emplace_back("OMP_NUM_THREADS", std::to_string(usable_of(limits)));
   }
-  if (!is_set("OMP_WAIT_POLICY") && !is_set("GOMP_SPINCOUNT")) {
+  if (!is_set(get, "OMP_WAIT_POLICY") && !is_set(get, "GOMP_SPINCOUNT")) {
     settings.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
   }
   return settings;
+}
+
+std::vector<std::pair<std::string, std::string>> onednn_settings(bool writes_perf_map,
+                                                                 const EnvReader& get) {
+  if (!writes_perf_map || is_set(get, "ONEDNN_JIT_PROFILE") || is_set(get, "DNNL_JIT_PROFILE")) {
+    return {};
+  }
+  return {{"ONEDNN_JIT_PROFILE", "0"}};
 }
 
 namespace {

@@ -82,4 +82,13 @@ using EnvReader = std::function<const char*(const char* name)>;
 std::vector<std::pair<std::string, std::string>> openmp_settings(const CpuLimits& limits,
                                                                  const EnvReader& get);
 
+// What the engine sets in its environment for LibTorch's oneDNN before LibTorch loads, where
+// oneDNN's default writes a perf map of its JIT kernels (`writes_perf_map`: AArch64, where
+// ONEDNN_JIT_PROFILE defaults to Linux perf's integration): ONEDNN_JIT_PROFILE=0, unless it or
+// DNNL_JIT_PROFILE (its older name) is set, since every engine would otherwise leave a
+// /tmp/perf-PID.map behind. Empty is unset. Nothing on x86_64 (its default, VTune's, writes
+// nothing).
+std::vector<std::pair<std::string, std::string>> onednn_settings(bool writes_perf_map,
+                                                                 const EnvReader& get);
+
 }  // namespace precision_probe

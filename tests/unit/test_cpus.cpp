@@ -31,6 +31,14 @@ pp::FileReader files(std::map<std::string, std::string> tree) {
 
 constexpr const char* kRoot = "/sys/fs/cgroup";
 
+// An environment of these variables alone.
+pp::EnvReader environment(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
 }  // namespace
 
 // A pod's limit sits on the pod's cgroup, above the container's: the smallest quota on the way up
@@ -203,31 +211,29 @@ TEST(Cpus, KeepingToCpusSetsTheMaskItsLaterThreadsInherit) {
 // environment stands.
 TEST(Cpus, LibTorchsPoolFitsTheQuotaOnlyWhereTheQuotaIsTheLimit) {
   using Settings = std::vector<std::pair<std::string, std::string>>;
-  const auto env = [](std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](const char* name) -> const char* {
-      const auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  };
   const pp::CpuLimits pod{16, 1U};  // a pod's `cpu: 1` on a 16-CPU node
   const Settings both{{"OMP_NUM_THREADS", "1"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
-  EXPECT_EQ(pp::openmp_settings(pod, env({})), both);
-  EXPECT_EQ(pp::openmp_settings({16, 3U}, env({})),
+  EXPECT_EQ(pp::openmp_settings(pod, environment({})), both);
+  EXPECT_EQ(pp::openmp_settings({16, 3U}, environment({})),
             (Settings{{"OMP_NUM_THREADS", "3"}, {"OMP_WAIT_POLICY", "PASSIVE"}}));
-  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_NUM_THREADS", ""}, {"OMP_WAIT_POLICY", ""}})), both)
+  EXPECT_EQ(
+      pp::openmp_settings(pod, environment({{"OMP_NUM_THREADS", ""}, {"OMP_WAIT_POLICY", ""}})),
+      both)
       << "empty is unset";
-  EXPECT_EQ(pp::openmp_settings({16, std::nullopt}, env({})), Settings{}) << "no quota";
-  EXPECT_EQ(pp::openmp_settings({16, 16U}, env({})), Settings{}) << "the mask limits";
-  EXPECT_EQ(pp::openmp_settings({4, 8U}, env({})), Settings{}) << "the mask limits";
-  EXPECT_EQ(pp::openmp_settings({1, 1U}, env({})), Settings{}) << "taskset: LibTorch sees it";
+  EXPECT_EQ(pp::openmp_settings({16, std::nullopt}, environment({})), Settings{}) << "no quota";
+  EXPECT_EQ(pp::openmp_settings({16, 16U}, environment({})), Settings{}) << "the mask limits";
+  EXPECT_EQ(pp::openmp_settings({4, 8U}, environment({})), Settings{}) << "the mask limits";
+  EXPECT_EQ(pp::openmp_settings({1, 1U}, environment({})), Settings{})
+      << "taskset: LibTorch sees it";
   const Settings passive{{"OMP_WAIT_POLICY", "PASSIVE"}};
-  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_NUM_THREADS", "8"}})), passive)
+  EXPECT_EQ(pp::openmp_settings(pod, environment({{"OMP_NUM_THREADS", "8"}})), passive)
       << "the user's count";
-  EXPECT_EQ(pp::openmp_settings(pod, env({{"MKL_NUM_THREADS", "2"}})), passive)
+  EXPECT_EQ(pp::openmp_settings(pod, environment({{"MKL_NUM_THREADS", "2"}})), passive)
       << "MKL_NUM_THREADS wins in LibTorch";
   const Settings count{{"OMP_NUM_THREADS", "1"}};
-  EXPECT_EQ(pp::openmp_settings(pod, env({{"OMP_WAIT_POLICY", "active"}})), count) << "the user's";
-  EXPECT_EQ(pp::openmp_settings(pod, env({{"GOMP_SPINCOUNT", "1000"}})), count)
+  EXPECT_EQ(pp::openmp_settings(pod, environment({{"OMP_WAIT_POLICY", "active"}})), count)
+      << "the user's";
+  EXPECT_EQ(pp::openmp_settings(pod, environment({{"GOMP_SPINCOUNT", "1000"}})), count)
       << "the user's spin";
   EXPECT_EQ(pp::usable_of(pod), 1U);
   EXPECT_EQ(pp::usable_of({6, std::nullopt}), 6U);
@@ -239,19 +245,15 @@ TEST(Cpus, LibTorchsPoolFitsTheQuotaOnlyWhereTheQuotaIsTheLimit) {
 // where the default writes no file (x86_64).
 TEST(Cpus, OneDnnLeavesNoPerfMapUnlessTheUserAsks) {
   using Settings = std::vector<std::pair<std::string, std::string>>;
-  const auto env = [](std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](const char* name) -> const char* {
-      const auto it = vars.find(name);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  };
   const Settings off{{"ONEDNN_JIT_PROFILE", "0"}};
-  EXPECT_EQ(pp::onednn_settings(true, env({})), off);
-  EXPECT_EQ(pp::onednn_settings(true, env({{"ONEDNN_JIT_PROFILE", ""}})), off) << "empty is unset";
-  EXPECT_EQ(pp::onednn_settings(true, env({{"DNNL_JIT_PROFILE", ""}})), off) << "empty is unset";
-  EXPECT_EQ(pp::onednn_settings(true, env({{"ONEDNN_JIT_PROFILE", "2"}})), Settings{})
+  EXPECT_EQ(pp::onednn_settings(true, environment({})), off);
+  EXPECT_EQ(pp::onednn_settings(true, environment({{"ONEDNN_JIT_PROFILE", ""}})), off)
+      << "empty is unset";
+  EXPECT_EQ(pp::onednn_settings(true, environment({{"DNNL_JIT_PROFILE", ""}})), off)
+      << "empty is unset";
+  EXPECT_EQ(pp::onednn_settings(true, environment({{"ONEDNN_JIT_PROFILE", "2"}})), Settings{})
       << "the user's";
-  EXPECT_EQ(pp::onednn_settings(true, env({{"DNNL_JIT_PROFILE", "6"}})), Settings{})
+  EXPECT_EQ(pp::onednn_settings(true, environment({{"DNNL_JIT_PROFILE", "6"}})), Settings{})
       << "the user's, by the older name";
-  EXPECT_EQ(pp::onednn_settings(false, env({})), Settings{}) << "no perf map by default";
+  EXPECT_EQ(pp::onednn_settings(false, environment({})), Settings{}) << "no perf map by default";
 }

@@ -61,10 +61,11 @@ probe's --quick report, stack.location) unless --torch-lib DIR names one. Prints
 as it ends (each command's wall time; when its GPU's checks were done where traced; its tree's Pss
 where sampled), then the per-process memory, the targets and the table last; writes
 bench-startup.json (every run's figures, per process; after each group the groups done so far,
-marked "partial": true, so that a bench stopped by a time limit leaves what it measured). Targets (docs/performance.md): on one CPU the full probe at most 2x the floor and at
-least 2.5x faster than the Python check, the GPU's checks done no later than without the CPU's; on
-all CPUs no slower than the baseline run for run, --quick within 5 %; the tree's summed Pss at
-most 924 MiB for one GPU, each added device at most 200 MiB and 0.2 s of CPU. Exit status: 0
+marked "partial": true, so that a bench stopped by a time limit leaves what it measured).
+Targets (docs/performance.md): on one CPU the full probe at most 2x the floor and at least 2.5x
+faster than the Python check, the GPU's checks done no later than without the CPU's; on all CPUs
+no slower than the baseline run for run, --quick within 5 %; the tree's summed Pss at most 924
+MiB for one GPU, each added device at most 200 MiB and 0.2 s of CPU. Exit status: 0
 measured (targets met or not), 1 a bad value or a command that could not be measured (one line
 says which), 2 a bad flag.
 
@@ -791,8 +792,9 @@ def print_round(label, specs, runs):
         text = f"{run['wall_s']:.3f} s"
         if run.get("gpu_done_ms") is not None:
             text += f", GPU done at {run['gpu_done_ms']:.0f} ms"
-        if tree_pss(run) is not None:
-            text += f", tree Pss {tree_pss(run):.0f} MiB"
+        pss = tree_pss(run)
+        if pss is not None:
+            text += f", tree Pss {pss:.0f} MiB"
         return text
     print(f"{label}: " + "; ".join(f"{s['name']} {said(runs[s['name']][-1])}" for s in specs), flush=True)
 

@@ -339,6 +339,12 @@ class Session {
   void load() {
     Loaded loaded;
     load_session(args_, knobs_, loaded, [this](const Loaded& started) {
+      // cuInit's answer first, so that it comes before any plan's line: the probe asks the
+      // driver's agent only where no session sent it.
+      if (started.driver) {
+        emit(encode_cuda_answer((*started.driver)->snapshot()));
+        trace("cuInit's answer sent");
+      }
       const std::lock_guard<std::mutex> lock(mutex_);
       keep_driver(started);
       changed_.notify_all();

@@ -103,6 +103,14 @@ void read_hello(const JsonValue& j, std::optional<StackInfo>& hello) {
   hello = stack;
 }
 
+void read_cuda_answer(const JsonValue& j, std::optional<CudaSnapshot>& cuda) {
+  const auto value = j.find("snapshot");
+  if (!value) json_fields::fail("snapshot", "missing");
+  Expected<CudaSnapshot> snapshot = decode_cuda_snapshot(*value);
+  if (!snapshot) json_fields::fail("snapshot", snapshot.error());
+  cuda = std::move(*snapshot);
+}
+
 void read_device(const JsonValue& j, WorkerResult& result) {
   json_fields::Reader r(j, "", kLineLimits);
   r("name", result.device_name);
@@ -207,6 +215,11 @@ std::string encode_hello(const StackInfo& stack) {
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string encode_cuda_answer(const CudaSnapshot& snapshot) {
+  // The snapshot's own JSON (as the driver's agent prints it), inside the line.
+  return R"({"type":"cuda","snapshot":)" + encode_cuda_snapshot(snapshot) + "}";
+}
+
 std::string encode_device(int slot, const std::string& name, const std::string& uuid) {
   return dump(json{{"type", "device"}, {"slot", slot}, {"name", name}, {"uuid", uuid}});
 }
@@ -274,7 +287,7 @@ LineNote apply_plan_line(const std::string& type, const JsonValue& j,
 
 Expected<LineNote> apply_engine_line(std::string_view text,
                                      const std::function<WorkerResult*(int)>& result_of,
-                                     std::optional<StackInfo>& hello) {
+                                     SessionFacts& session) {
   JsonDocument doc;
   if (!doc.parse(text) || !doc.root().is_object()) {
     return Unexpected{"malformed result line: not a JSON object"};
@@ -285,7 +298,11 @@ Expected<LineNote> apply_engine_line(std::string_view text,
     if (!type_value || !type_value->is_string()) json_fields::fail("type", "missing");
     const std::string type(type_value->string_view());
     if (type == "hello") {
-      read_hello(j, hello);
+      read_hello(j, session.hello);
+      return LineNote{};
+    }
+    if (type == "cuda") {
+      read_cuda_answer(j, session.cuda);
       return LineNote{};
     }
     return apply_plan_line(type, j, result_of);
@@ -295,9 +312,11 @@ Expected<LineNote> apply_engine_line(std::string_view text,
 }
 
 Expected<void> apply_result_line(std::string_view text, WorkerResult& result) {
+  SessionFacts session{result.stack, std::nullopt};
   const Expected<LineNote> note = apply_engine_line(
-      text, [&result](int) { return &result; }, result.stack);
+      text, [&result](int) { return &result; }, session);
   if (!note) return Unexpected{note.error()};
+  result.stack = std::move(session.hello);
   return {};
 }
 

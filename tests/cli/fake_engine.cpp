@@ -31,6 +31,11 @@
 // that plan's (its thread sleeps), a crash the whole session's.
 //   FAKE_ENGINE_HOLD_MS each session waits this long before its hello, as a real one loads
 //                      LibTorch (bench/startup.py's test samples its memory)
+// Like the real engine, a GPU session sends cuInit's answer before its hello (protocol 8), read by
+// the real engine's own code (engine/cuda/driver.hpp) from the driver PRECISION_PROBE_LIBCUDA
+// names (the fake driver): never from the machine's driver (none is named: no answer), and not
+// where FAKE_CUINIT_FAULT is set (the fake's checks never touch the driver, so a driver that hangs
+// or crashes is the driver's agent's to meet). FAKE_ENGINE_PATCH='{"cuda":null}' leaves it out.
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -52,6 +57,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arch/arch.hpp"
+#include "engine/cuda/driver.hpp"
 #include "wire/protocol.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/torch_files.hpp"
@@ -447,6 +453,13 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
   if (behaviour == "linger") sleep_forever();
 }
 
+// cuInit's answer, as a real GPU session sends it once its driver has started (see the top).
+void answer_for_cuinit() {
+  if (env("PRECISION_PROBE_LIBCUDA").empty() || !env("FAKE_CUINIT_FAULT").empty()) return;
+  const auto driver = pp::engine::CudaDriver::open();
+  if (driver) emit(pp::encode_cuda_answer((*driver)->snapshot()));
+}
+
 // A session, as the real engine's: its library "loaded" (the hello), then every plan on a thread
 // of its own as it comes; the end of stdin ends it once its plans are done.
 int run_worker(const std::string& args, const std::string& library) {
@@ -462,6 +475,7 @@ int run_worker(const std::string& args, const std::string& library) {
       on == "any" || on == session_kind ? env("FAKE_ENGINE", "ok") : std::string("ok");
   append(env("FAKE_ENGINE_SESSIONS"), std::to_string(::getpid()) + " " + session_kind + " " + args);
   const long hold_ms = std::strtol(env("FAKE_ENGINE_HOLD_MS", "0").c_str(), nullptr, 10);
+  if (session_kind == "cuda") answer_for_cuinit();
   std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   const pp::StackInfo s = stack(library, behaviour);
   emit(pp::encode_hello(s));

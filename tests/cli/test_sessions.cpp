@@ -90,6 +90,52 @@ TEST(Sessions, EightGpusLoadLibTorchsCudaLibraryOnceAsOneGpuDoes) {
   EXPECT_NE(cpu_sessions[0].find("cpu --worker cpu --libtorch"), std::string::npos);
 }
 
+// The GPU session sends cuInit's answer (protocol 8), so the driver's agent never starts the driver
+// a second time: the report's driver and GPUs are the session's answer, and the same as the
+// agent's, which is asked, once the GPUs' checks are done, where no session answered. An answer
+// that is malformed breaks its session as any malformed line does (the engine is broken: its
+// GPU's checks fail and say why), and the agent answers for the driver.
+TEST(Sessions, TheGpuSessionAnswersForCuInitSoTheDriverStartsOnceARun) {
+  const auto run = [](const std::string& patch) {
+    std::vector<std::string> env = with(fake_driver_env(gpus(8)), {"PRECISION_PROBE_TRACE=1"});
+    if (!patch.empty()) env.push_back("FAKE_ENGINE_PATCH=" + patch);
+    return run_probe_binary({"--format", "json"}, env);
+  };
+  // What the report says of the driver and the GPUs, without the timings.
+  const auto facts = [](const json& j) {
+    json f = {{"driver", j.at("driver")}, {"gpus", json::array()}};
+    for (const json& d : j.at("devices")) {
+      if (d.at("kind") == "cuda") f["gpus"].push_back(d.at("gpu"));
+    }
+    return f;
+  };
+  const auto answered = run("");
+  ASSERT_EQ(answered.exit_code, 0) << answered.err;
+  EXPECT_EQ(count_of(answered.err, "cuInit answered by the engine's GPU session"), 1U)
+      << answered.err;
+  EXPECT_EQ(count_of(answered.err, "the driver's agent"), 0U) << answered.err;
+  const json a = json::parse(answered.out);
+  EXPECT_TRUE(a.at("driver").at("cuda_queried").get<bool>());
+  ASSERT_EQ(facts(a).at("gpus").size(), 8U);
+  for (const json& g : facts(a).at("gpus")) EXPECT_EQ(g.at("source"), "cuda+nvml") << g;
+
+  const auto silent = run(R"({"cuda":null})");
+  ASSERT_EQ(silent.exit_code, 0) << silent.err;
+  EXPECT_EQ(count_of(silent.err, "no engine session answered for cuInit"), 1U) << silent.err;
+  EXPECT_EQ(count_of(silent.err, "cuInit done (the driver's agent)"), 1U) << silent.err;
+  EXPECT_EQ(facts(json::parse(silent.out)), facts(a));
+
+  const auto garbage = run(R"({"cuda":{"snapshot":{"devices":"x"}}})");
+  EXPECT_EQ(garbage.exit_code, 4) << garbage.err;
+  const json g = json::parse(garbage.out);
+  EXPECT_EQ(facts(g).at("driver"), facts(a).at("driver"));
+  const json& gpu0 = g.at("devices").at(0);
+  EXPECT_EQ(gpu0.at("precisions").at("fp32").at("status"), "failed");
+  const std::string why = gpu0.at("precisions").at("fp32").at("reason");
+  EXPECT_NE(why.find("malformed"), std::string::npos) << why;
+  EXPECT_NE(why.find("snapshot"), std::string::npos) << why;
+}
+
 // The run's diagnostics of `code`.
 std::vector<json> diagnostics_of(const json& report, const std::string& code) {
   std::vector<json> found;

@@ -322,6 +322,58 @@ TEST(EngineBinary, AGpusThreadsWaitForItAsTheSettingSays) {
   }
 }
 
+// A GPU session sends cuInit's answer as its first line, before any plan's, and it is the driver
+// agent's answer to the byte: the same function reads both, under the same CUDA_VISIBLE_DEVICES
+// (a shared session's is the probe's). The fake driver's two GPUs stand for the machine's; no
+// LibTorch is needed (none loads, and the hello says so after the answer).
+TEST(EngineBinary, AGpuSessionAnswersForCuInitAsTheDriversAgentDoes) {
+  pp::WorkerPlan gpu = cpu_plan({pp::Mode::fp32}, {});
+  gpu.kind = pp::DeviceKind::cuda;
+  gpu.index = 0;
+  gpu.ordinals = {0};
+  for (const std::string visible : {"CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES=1"}) {
+    const std::vector<std::string> env = pp::environment_with(
+        {"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+         std::string("FAKE_NVIDIA_GPUS=") + pp::testing::kFakeH200 + ";" + pp::testing::kFakeT4,
+         visible});
+    const pp::ProcessOutput session = pp::run_process(
+        {PP_REAL_ENGINE, "--worker", "gpu", "--libtorch", "/nonexistent/libtorch_cuda.so"}, env,
+        pp::encode_plan(gpu) + "\n", std::chrono::seconds(60));
+    const pp::ProcessOutput agent =
+        pp::run_process({PP_BINARY, "--driver-agent", "cuda"}, env, "", std::chrono::seconds(60));
+    ASSERT_EQ(agent.exit_code, 0) << agent.err;
+    const std::vector<std::string> lines = pp::split(session.out, '\n');
+    ASSERT_FALSE(lines.empty()) << session.err;
+    pp::SessionFacts said;
+    const auto applied = pp::apply_engine_line(
+        lines.front(), [](int) -> pp::WorkerResult* { return nullptr; }, said);
+    ASSERT_TRUE(applied) << lines.front() << ": " << applied.error();
+    ASSERT_TRUE(said.cuda.has_value())
+        << "the first line is not cuInit's answer: " << lines.front();
+    const pp::Expected<pp::CudaSnapshot> from_agent = pp::decode_cuda_snapshot(agent.out);
+    ASSERT_TRUE(from_agent) << agent.out;
+    EXPECT_EQ(pp::encode_cuda_snapshot(*said.cuda), pp::encode_cuda_snapshot(*from_agent))
+        << visible;
+    const std::size_t gpus = visible == "CUDA_VISIBLE_DEVICES" ? 2 : 1;
+    ASSERT_EQ(said.cuda->devices.size(), gpus) << lines.front();
+    EXPECT_EQ(said.cuda->devices.front().name, gpus == 2 ? "NVIDIA H200" : "Tesla T4");
+    EXPECT_EQ(said.cuda->devices.back().name, "Tesla T4");
+    EXPECT_EQ(said.cuda->devices.back().sm_count, 40);
+    EXPECT_EQ(said.cuda->peers.size(), gpus * (gpus - 1));
+    EXPECT_NE(said.cuda->library.find("fake_nvidia_driver"), std::string::npos);
+    EXPECT_EQ(said.cuda->driver_cuda_version, pp::Version::from_cuda_number(13000));
+  }
+  // A driver whose cuInit fails sends no answer: the probe asks the agent, which says why.
+  const pp::ProcessOutput failed = pp::run_process(
+      {PP_REAL_ENGINE, "--worker", "gpu", "--libtorch", "/nonexistent/libtorch_cuda.so"},
+      pp::environment_with({"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
+                            std::string("FAKE_NVIDIA_GPUS=") + pp::testing::kFakeH200,
+                            "FAKE_CUINIT_RESULT=100", "CUDA_VISIBLE_DEVICES"}),
+      pp::encode_plan(gpu) + "\n", std::chrono::seconds(60));
+  EXPECT_EQ(failed.out.find(R"("type":"cuda")"), std::string::npos) << failed.out;
+  EXPECT_NE(failed.out.find(R"("type":"hello")"), std::string::npos) << failed.out;
+}
+
 // Where one CPU is usable (here a quota of one), the training's runs go one after another on one
 // thread: beside each other they would only take turns, each with its tensors in a malloc arena
 // of its own. Where more are usable they run at once. The trace says when each started and ended.
@@ -591,7 +643,7 @@ TEST(EngineBinary, ASessionRunsItsPlansAtOnceAndAHangIsItsPlansAlone) {
   engine.write_input(pp::encode_plan(hangs) + "\n" + pp::encode_plan(other) + "\n");
   pp::WorkerResult a;
   pp::WorkerResult b;
-  std::optional<pp::StackInfo> hello;
+  pp::SessionFacts said;
   const auto result_of = [&a, &b](int slot) -> pp::WorkerResult* {
     return slot == 3 ? &a : slot == 8 ? &b : nullptr;
   };
@@ -602,13 +654,14 @@ TEST(EngineBinary, ASessionRunsItsPlansAtOnceAndAHangIsItsPlansAlone) {
     if (!pp::drain_available(engine.stdout_fd(), pending, 1 << 20)) break;
     for (std::size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
       const pp::Expected<pp::LineNote> note =
-          pp::apply_engine_line(pending.substr(0, nl), result_of, hello);
+          pp::apply_engine_line(pending.substr(0, nl), result_of, said);
       EXPECT_TRUE(note) << pending.substr(0, nl) << ": " << note.error();
       pending.erase(0, nl + 1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(hello.has_value());
+  ASSERT_TRUE(said.hello.has_value());
+  EXPECT_FALSE(said.cuda.has_value());  // a CPU session starts no driver
   EXPECT_TRUE(b.finished);
   EXPECT_TRUE(b.smoke.contains(pp::Mode::fp16) && b.smoke.contains(pp::Mode::int8));
   EXPECT_TRUE(a.smoke.contains(pp::Mode::fp32));

@@ -128,6 +128,41 @@ TEST(ProbeGpu, AnIsolatedSessionRunsOnTheGpuItsPlanNames) {
   EXPECT_NE(real.out.find(R"("ok":true)"), std::string::npos) << real.out;
 }
 
+// On the real driver, a GPU session's cuInit answer is the driver agent's to the byte (the same
+// function reads both, under the same CUDA_VISIBLE_DEVICES), and a full run asks no agent for it.
+TEST(ProbeGpu, TheGpuSessionsCuInitAnswerIsTheDriverAgents) {
+  PP_REQUIRE_TEST_TORCH();
+  const std::vector<std::string> env =
+      pp::environment_with({"PRECISION_PROBE_LIBCUDA", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"});
+  const pp::ProcessOutput agent =
+      pp::run_process({PP_BINARY, "--driver-agent", "cuda"}, env, "", std::chrono::seconds(60));
+  ASSERT_EQ(agent.exit_code, 0) << agent.err;
+  const pp::Expected<pp::CudaSnapshot> from_agent = pp::decode_cuda_snapshot(agent.out);
+  ASSERT_TRUE(from_agent) << agent.out;
+  if (from_agent->init_result != 0 || from_agent->devices.empty()) {
+    GTEST_SKIP() << "no GPU: cuInit answered " << from_agent->init_error_name;
+  }
+  // No plan: the session starts its driver, answers, loads LibTorch and ends with its stdin.
+  const pp::ProcessOutput session =
+      pp::run_process({PP_REAL_ENGINE, "--worker", "gpu", "--libtorch",
+                       test_site() + "/torch/lib/libtorch_cuda.so"},
+                      env, "", std::chrono::seconds(120));
+  const std::size_t nl = session.out.find('\n');
+  ASSERT_NE(nl, std::string::npos) << session.out << session.err;
+  pp::SessionFacts said;
+  const auto applied = pp::apply_engine_line(
+      session.out.substr(0, nl), [](int) -> pp::WorkerResult* { return nullptr; }, said);
+  ASSERT_TRUE(applied) << applied.error();
+  ASSERT_TRUE(said.cuda.has_value()) << session.out;
+  EXPECT_EQ(pp::encode_cuda_snapshot(*said.cuda), pp::encode_cuda_snapshot(*from_agent));
+  const auto run = pp::testing::run_probe_binary({"--format", "json"},
+                                                 real_env({"PRECISION_PROBE_TRACE=1"}), 120);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("cuInit answered by the engine's GPU session"), std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.err.find("the driver's agent"), std::string::npos) << run.err;
+}
+
 // Every way a GPU worker may start (docs/engine.md: the order of cuInit and LibTorch's dlopen, the
 // preloading of kernels) gives the same verdicts on GPU 0, every check run and passed.
 TEST(ProbeGpu, EveryStartWayGivesTheSameVerdicts) {

@@ -114,6 +114,15 @@ class FakeEngine : public Engine {
   Limits last_limits;
   bool is_installed = true;
   bool installed() const override { return is_installed; }
+  // A GPU session's cuInit answer (protocol 8): none by default, as an engine that sends none.
+  bool sends_cuda = false;
+  std::optional<CudaSnapshot> cuda;
+  int cuda_answer_calls = 0;
+  bool answers_cuda() const override { return sends_cuda; }
+  std::optional<CudaSnapshot> cuda_answer() override {
+    ++cuda_answer_calls;
+    return cuda;
+  }
   void use_libtorch(const std::string& dir) override { lib_dir = dir; }
 };
 

@@ -173,6 +173,48 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
   EXPECT_EQ(p.driver.cuda_calls, 1);  // cuInit ran (alongside the workers)
 }
 
+// A GPU session sends cuInit's answer (protocol 8): the driver's agent is not asked, and the report
+// is the session's answer. Where the engine would answer but its session did not (it crashed
+// before, its cuInit failed), the agent is asked once the GPUs' workers are done; where no GPU's
+// plan starts a session, alongside them as before.
+TEST(Probe, AGpuSessionsAnswerForCuInitSparesTheDriversAgent) {
+  Probe p;
+  p.driver = pp::testing::driver_with({kH200, kH200});
+  p.options.require = {Mode::bf16};
+  p.engine.sends_cuda = true;
+  p.engine.cuda = p.driver.cuda;
+  p.engine.cuda->devices[1].sm_count = 114;  // the session's answer, told from the agent's
+  const auto r = p.run();
+  EXPECT_EQ(p.driver.cuda_calls, 0);
+  EXPECT_EQ(p.engine.cuda_answer_calls, 1);
+  const auto* gpu1 = device(r, "GPU 1");
+  ASSERT_NE(gpu1, nullptr);
+  ASSERT_TRUE(gpu1->gpu.has_value());
+  EXPECT_EQ(gpu1->gpu->sm_count, 114);
+  EXPECT_EQ(gpu1->gpu->source, "cuda+nvml");
+  EXPECT_EQ(r.exit_code, pp::exit_code::kOk);
+
+  Probe silent;  // the engine answers for cuInit, but no session did
+  silent.driver = pp::testing::driver_with({kH200, kH200});
+  silent.options.require = {Mode::bf16};
+  silent.engine.sends_cuda = true;
+  const auto s = silent.run();
+  EXPECT_EQ(silent.driver.cuda_calls, 1);
+  EXPECT_EQ(silent.engine.cuda_answer_calls, 1);
+  ASSERT_NE(device(s, "GPU 1"), nullptr);
+  EXPECT_EQ(device(s, "GPU 1")->gpu->source, "cuda+nvml");
+  EXPECT_EQ(conclusions(s), conclusions(r));
+
+  Probe cpu_only;  // no GPU's plan: no session to answer
+  cpu_only.driver = pp::testing::driver_with({kH200});
+  cpu_only.options.devices.all_gpus = false;
+  cpu_only.options.devices.cpu = true;
+  cpu_only.engine.sends_cuda = true;
+  cpu_only.engine.cuda = cpu_only.driver.cuda;
+  (void)cpu_only.run();
+  EXPECT_EQ(cpu_only.engine.cuda_answer_calls, 0);
+}
+
 // Where no thread can be started, the CPU's checks and cuInit run on the run's own thread, in their
 // turn: the run concludes the same, and nothing ends it (binary.hpp's child can start none).
 TEST(Probe, WithoutASecondThreadTheRunConcludesTheSame) {

@@ -38,7 +38,7 @@ TEST(Protocol, PlanRoundTrips) {
 // the CPU's none; and its slot is a plan's number.
 TEST(Protocol, APlansOrdinalsNameItsGpus) {
   const auto decoded = [](const std::string& fields) {
-    return pp::decode_plan(R"({"protocol":7,)" + fields + "}");
+    return pp::decode_plan(R"({"protocol":8,)" + fields + "}");
   };
   EXPECT_TRUE(decoded(R"("kind":"cuda","ordinals":[2])"));
   EXPECT_TRUE(decoded(R"("kind":"cpu")"));
@@ -58,12 +58,12 @@ TEST(Protocol, APlansOrdinalsNameItsGpus) {
 TEST(Protocol, ASessionsLinesGoToTheirPlans) {
   pp::WorkerResult a;
   pp::WorkerResult b;
-  std::optional<pp::StackInfo> hello;
+  pp::SessionFacts hello;
   const auto result_of = [&a, &b](int slot) -> pp::WorkerResult* {
     return slot == 4 ? &a : slot == 9 ? &b : nullptr;
   };
   ASSERT_TRUE(pp::apply_engine_line(pp::encode_hello(pp::testing::cuda_stack()), result_of, hello));
-  ASSERT_TRUE(hello.has_value());
+  ASSERT_TRUE(hello.hello.has_value());
   const auto smoke = pp::apply_engine_line(
       pp::encode_smoke(9, Mode::bf16, pp::testing::passed(2e-3)), result_of, hello);
   ASSERT_TRUE(smoke) << smoke.error();
@@ -90,17 +90,17 @@ TEST(Protocol, BadPlansAreRefusedWithAReason) {
   const auto refused = [](const char* text) { return pp::decode_plan(text).error(); };
   EXPECT_NE(refused("{").find("malformed"), std::string::npos);
   EXPECT_NE(refused(R"({"protocol":99,"kind":"cpu"})").find("protocol"), std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"tpu"})").find("plan.kind: unknown value 'tpu'"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"cpu","smoke":["fp7"]})").find("plan.smoke[0]"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","seed":1e30})").find("plan.seed"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"cpu","seed":1e30})").find("plan.seed"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","bench_size":-4})").find("bench_size"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"cpu","bench_size":-4})").find("bench_size"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","soak_seconds":-1})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"cpu","soak_seconds":-1})").find("soak"),
             std::string::npos);
-  EXPECT_NE(refused(R"({"protocol":7,"kind":"cpu","inject_iteration":-2})").find("soak"),
+  EXPECT_NE(refused(R"({"protocol":8,"kind":"cpu","inject_iteration":-2})").find("soak"),
             std::string::npos);
 }
 
@@ -132,6 +132,53 @@ TEST(Protocol, ResultLinesRebuildTheWorkerResult) {
   EXPECT_FALSE(r.finished);
   ASSERT_TRUE(pp::apply_result_line(pp::encode_done(0), r));
   EXPECT_TRUE(r.finished);
+}
+
+// cuInit's answer (protocol 8) is the session's, as its hello is: no slot, read back as sent; a
+// plan's result takes nothing of it. Malformed, it breaks the session as any malformed line does.
+TEST(Protocol, CuInitsAnswerIsTheSessionsAndReadBackAsSent) {
+  pp::CudaSnapshot sent;
+  sent.loaded = true;
+  sent.library = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04";
+  sent.init_result = 0;
+  sent.driver_cuda_version = pp::Version::from_cuda_number(13000);
+  for (int i = 0; i < 2; ++i) {
+    pp::CudaDevice d;
+    d.name = "NVIDIA H200";
+    d.uuid = "GPU-8f3a0c1e-1234-5678-9abc-def01234567" + std::to_string(i);
+    d.pci_bus_id = "00000000:1" + std::to_string(i) + ":00.0";
+    d.cc = pp::ComputeCapability{9, 0};
+    d.sm_count = 132;
+    d.memory_total = 150754820096ULL;
+    d.compute_mode = 0;
+    d.clock_ghz = 1.98;
+    sent.devices.push_back(d);
+  }
+  sent.peers = {{0, 1, true, 0, true}, {1, 0, true, 0, true}};
+  const std::string line = pp::encode_cuda_answer(sent);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  pp::SessionFacts said;
+  const auto note = pp::apply_engine_line(
+      line, [](int) -> pp::WorkerResult* { return nullptr; }, said);
+  ASSERT_TRUE(note) << note.error();
+  EXPECT_FALSE(note->slot.has_value());
+  ASSERT_TRUE(said.cuda.has_value());
+  EXPECT_EQ(pp::encode_cuda_snapshot(*said.cuda), pp::encode_cuda_snapshot(sent));
+  EXPECT_EQ(said.cuda->devices.at(1).uuid, sent.devices.at(1).uuid);
+  pp::WorkerResult r;
+  ASSERT_TRUE(pp::apply_result_line(line, r));  // a session of one plan: nowhere to go
+  EXPECT_FALSE(r.stack.has_value());
+  for (const std::string bad :
+       {R"({"type":"cuda"})", R"({"type":"cuda","snapshot":{"loaded":true}})",
+        R"({"type":"cuda","snapshot":{"loaded":true,"devices":[{"name":7}]}})",
+        R"({"type":"cuda","snapshot":{"loaded":"yes","devices":[]}})"}) {
+    pp::SessionFacts broken;
+    const auto refused = pp::apply_engine_line(
+        bad, [](int) -> pp::WorkerResult* { return nullptr; }, broken);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().find("snapshot"), std::string::npos) << refused.error();
+    EXPECT_FALSE(broken.cuda.has_value()) << bad;
+  }
 }
 
 TEST(Protocol, NaNTravelsAsNullAndIsNeverOk) {

@@ -44,6 +44,8 @@ constexpr unsigned kSchedMask = 7;
 // The entry points, with the versioned names cuda.h maps the plain ones to.
 struct CudaDriver::Api {
   void* library = nullptr;
+  std::string path;     // the file the loader picked, as cuInit's answer names it
+  CudaQueries queries;  // what cuInit's answer reads (wire/cuda_snapshot.hpp)
   CUresult (*cuInit)(unsigned) = nullptr;
   CUresult (*cuDeviceGetCount)(int*) = nullptr;
   CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
@@ -73,6 +75,32 @@ void find(void* library, F& slot, const char* name, const char* fallback = nullp
   void* p = ::dlsym(library, name);
   if (p == nullptr && fallback != nullptr) p = ::dlsym(library, fallback);
   slot = reinterpret_cast<F>(p);
+}
+
+// What cuInit's answer reads, found while the driver loads (dlsym and dladdr wait for the
+// loader's lock, which LibTorch's dlopen holds for half a second once it has begun): the entry
+// points, and the file the loader picked.
+CudaQueries find_queries(void* library) {
+  CudaQueries q;
+  find(library, q.driver_version, "cuDriverGetVersion");
+  find(library, q.device_count, "cuDeviceGetCount");
+  find(library, q.device, "cuDeviceGet");
+  find(library, q.device_name, "cuDeviceGetName");
+  find(library, q.device_uuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
+  find(library, q.device_attribute, "cuDeviceGetAttribute");
+  find(library, q.total_memory, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
+  find(library, q.pci_bus_id, "cuDeviceGetPCIBusId");
+  find(library, q.can_access_peer, "cuDeviceCanAccessPeer");
+  find(library, q.p2p_attribute, "cuDeviceGetP2PAttribute");
+  return q;
+}
+
+std::string file_of(void* symbol) {
+  Dl_info info{};
+  if (symbol != nullptr && ::dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) {
+    return info.dli_fname;
+  }
+  return "";
 }
 
 }  // namespace
@@ -124,6 +152,8 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   find(library, a.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   find(library, a.cuEventDestroy, "cuEventDestroy_v2");
   find(library, a.cuGetErrorName, "cuGetErrorName");
+  a.queries = find_queries(library);
+  a.path = file_of(reinterpret_cast<void*>(a.cuInit));
   if (a.cuInit == nullptr || a.cuDeviceGet == nullptr || a.cuDevicePrimaryCtxRetain == nullptr ||
       a.cuCtxSetCurrent == nullptr || a.cuCtxSynchronize == nullptr || a.cuEventCreate == nullptr ||
       a.cuEventRecord == nullptr || a.cuEventSynchronize == nullptr ||
@@ -131,6 +161,15 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
     return Unexpected{name + " lacks the driver functions the engine needs"};
   }
   return driver;
+}
+
+CudaSnapshot CudaDriver::snapshot() const {
+  CudaSnapshot s;
+  s.loaded = true;
+  s.library = api_->path;
+  s.init_result = 0;
+  read_started_driver(api_->queries, s);
+  return s;
 }
 
 std::unique_ptr<CudaDriver> CudaDriver::another() const {

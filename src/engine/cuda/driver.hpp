@@ -13,6 +13,7 @@
 
 #include "precision_probe/expected.hpp"
 #include "precision_probe/modes.hpp"
+#include "wire/cuda_snapshot.hpp"
 
 namespace precision_probe::engine {
 
@@ -33,6 +34,10 @@ class CudaDriver {
   ~CudaDriver();
 
   int device_count() const;
+  // cuInit's answer, as the driver's agent reads it (wire/cuda_snapshot.hpp): the driver started
+  // (init() answered), its devices and their peer links. No dlsym: it may run beside LibTorch's
+  // dlopen.
+  CudaSnapshot snapshot() const;
   // How a thread waits for its context's GPU (cuda.h's CU_CTX_SCHED_*): as the driver chooses
   // (it spins where the process has no more contexts than the system has logical CPUs, whatever
   // a CPU quota allows), spinning, yielding its CPU between looks, or blocked until the GPU is

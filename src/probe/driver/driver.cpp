@@ -15,16 +15,6 @@ bool driver_faulted(const DriverInfo& driver) {
          driver.status == DriverStatus::out_of_time;
 }
 
-std::string_view to_string(QueryFault fault) {
-  switch (fault) {
-    case QueryFault::none: return "none";
-    case QueryFault::hung: return "hung";
-    case QueryFault::crashed: return "crashed";
-    case QueryFault::out_of_time: return "out_of_time";
-  }
-  return "?";
-}
-
 VisibleDevicesSpec parse_cuda_visible_devices(const std::optional<std::string>& value) {
   VisibleDevicesSpec spec;
   if (!value) return spec;

@@ -3,6 +3,7 @@
 // API (authoritative for what CUDA_VISIBLE_DEVICES leaves visible). Both libraries are loaded at
 // run time, never linked, so the probe starts where no driver is present.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,23 +13,13 @@
 #include "arch/arch.hpp"
 #include "precision_probe/expected.hpp"
 #include "precision_probe/report.hpp"
+#include "wire/cuda_snapshot.hpp"
 
 namespace precision_probe {
 
 class System;
 
 // --- What the two driver libraries report, as raw snapshots -----------------------------------
-
-// A driver query runs in a process of its own (driver_agent.hpp): whether it answered.
-enum class QueryFault {
-  none,
-  hung,         // no answer within the deadline (a GPU fallen off the bus: Xid 79)
-  crashed,      // the query process died (a driver library that segfaults), or answered garbage
-  out_of_time,  // no answer within a limit too short to prove a hang (the run's --timeout,
-                // or a --check-timeout below what the driver may take to start its GPUs):
-                // slow or hung, not known which
-};
-std::string_view to_string(QueryFault fault);
 
 struct NvmlDevice {
   std::string name;
@@ -54,31 +45,6 @@ struct NvmlSnapshot {
   std::vector<NvmlDevice> devices;      // every GPU of the machine, in NVML (PCI) order
 };
 
-struct CudaDevice {
-  std::string name;
-  std::string uuid;  // "GPU-..." or "MIG-..."
-  std::string pci_bus_id;
-  std::optional<ComputeCapability> cc;
-  std::optional<int> sm_count;
-  std::optional<std::uint64_t> memory_total;
-  std::optional<int> compute_mode;
-  std::optional<double> clock_ghz;  // maximum SM clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
-};
-
-struct CudaSnapshot {
-  QueryFault fault = QueryFault::none;
-  std::string fault_message;
-  bool loaded = false;  // libcuda could be opened
-  std::string library;  // the path that was loaded
-  std::string load_error;
-  int init_result = -1;  // cuInit's CUresult (0 success, 100 no device, 35 insufficient driver)
-  std::string init_error_name;                 // "CUDA_ERROR_NO_DEVICE"
-  std::string init_error_string;               // "no CUDA-capable device is detected"
-  std::optional<Version> driver_cuda_version;  // cuDriverGetVersion's 13000: 13.0
-  std::vector<CudaDevice> devices;             // the visible devices, in CUDA's order
-  std::vector<PeerLink> peers;                 // every ordered pair of visible devices
-};
-
 // The driver behind a small interface: the real one loads the libraries, tests use a fake.
 struct TelemetrySample;
 
@@ -94,6 +60,11 @@ class DriverApi {
   virtual ~DriverApi() = default;
   virtual NvmlSnapshot query_nvml() = 0;
   virtual CudaSnapshot query_cuda() = 0;
+  // cuInit asked late in a run, `left` of its time still to go: the query's limit is the shorter
+  // of its own and that (the contained driver's; the others take no time to speak of).
+  virtual CudaSnapshot query_cuda_within(std::chrono::milliseconds /*left*/) {
+    return query_cuda();
+  }
   // NVML sampled every second until stop() (the soak's telemetry); where it is not offered or
   // cannot start, why.
   virtual Expected<std::unique_ptr<TelemetryRecording>> record_telemetry() {
@@ -108,12 +79,11 @@ std::unique_ptr<DriverApi> make_system_driver(const System& system);
 // The NVML library the probe loads: PRECISION_PROBE_LIBNVML, else libnvidia-ml.so.1.
 std::string nvml_library(const System& system);
 
-// The snapshots as the driver agent sends them (one JSON document each).
+// NVML's snapshot as the driver agent sends it (one JSON document), and read back, or why the text
+// is not one (one line). CUDA's is the wire's (wire/cuda_snapshot.hpp): an engine session sends
+// it too.
 std::string encode_nvml_snapshot(const NvmlSnapshot& snapshot);
-std::string encode_cuda_snapshot(const CudaSnapshot& snapshot);
-// The snapshots read back, or why the text is not one (one line).
 Expected<NvmlSnapshot> decode_nvml_snapshot(std::string_view text);
-Expected<CudaSnapshot> decode_cuda_snapshot(std::string_view text);
 
 // --- The merged view the report uses -----------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -112,14 +113,16 @@ class ContainedDriver final : public DriverApi {
     return snapshot;
   }
 
-  CudaSnapshot query_cuda() override {
-    AgentAnswer answer =
-        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit_);
-    CudaSnapshot snapshot = read_snapshot(answer, decode_cuda_snapshot, "CUDA");
-    snapshot.fault = answer.fault;
-    snapshot.fault_message = answer.message;
-    if (snapshot.fault != QueryFault::none) snapshot.loaded = true;  // it was there to hang
-    return snapshot;
+  CudaSnapshot query_cuda() override { return ask_cuda(limit_); }
+
+  // Late in a run: within what is left of it, where that is shorter than the query's own limit.
+  CudaSnapshot query_cuda_within(std::chrono::milliseconds left) override {
+    DriverQueryLimit limit = limit_;
+    if (left < limit.timeout) {
+      limit.timeout = std::max(left, std::chrono::milliseconds(0));
+      limit.by_run_timeout = true;
+    }
+    return ask_cuda(limit);
   }
 
   Expected<std::unique_ptr<TelemetryRecording>> record_telemetry() override {
@@ -131,6 +134,16 @@ class ContainedDriver final : public DriverApi {
   }
 
  private:
+  CudaSnapshot ask_cuda(DriverQueryLimit limit) const {
+    AgentAnswer answer =
+        ask_agent(self_, "cuda", "the CUDA driver (cuInit and the device queries)", limit);
+    CudaSnapshot snapshot = read_snapshot(answer, decode_cuda_snapshot, "CUDA");
+    snapshot.fault = answer.fault;
+    snapshot.fault_message = answer.message;
+    if (snapshot.fault != QueryFault::none) snapshot.loaded = true;  // it was there to hang
+    return snapshot;
+  }
+
   std::string self_;
   DriverQueryLimit limit_;
 };

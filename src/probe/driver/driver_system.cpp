@@ -37,29 +37,19 @@ namespace {
 // --- CUDA driver API -------------------------------------------------------------------------
 using CUresult = int;
 using CUdevice = int;
-struct CuUuid {
-  unsigned char bytes[16];
-};
-constexpr int kAttrMultiprocessorCount = 16;
-constexpr int kAttrComputeMode = 20;
-constexpr int kAttrClockRate = 13;  // kHz
-constexpr int kAttrCcMajor = 75;
-constexpr int kAttrCcMinor = 76;
 
 using cuInit_t = CUresult (*)(unsigned int);
 using cuDriverGetVersion_t = CUresult (*)(int*);
 using cuDeviceGetCount_t = CUresult (*)(int*);
 using cuDeviceGet_t = CUresult (*)(CUdevice*, int);
 using cuDeviceGetName_t = CUresult (*)(char*, int, CUdevice);
-using cuDeviceGetUuid_t = CUresult (*)(CuUuid*, CUdevice);
+using cuDeviceGetUuid_t = CUresult (*)(CudaUuidBytes*, CUdevice);
 using cuDeviceGetAttribute_t = CUresult (*)(int*, int, CUdevice);
 using cuDeviceTotalMem_t = CUresult (*)(std::size_t*, CUdevice);
 using cuDeviceGetPCIBusId_t = CUresult (*)(char*, int, CUdevice);
 using cuGetErrorName_t = CUresult (*)(CUresult, const char**);
 using cuDeviceCanAccessPeer_t = CUresult (*)(int*, CUdevice, CUdevice);
 using cuDeviceGetP2PAttribute_t = CUresult (*)(int*, int, CUdevice, CUdevice);
-constexpr int kP2PPerformanceRank = 1;
-constexpr int kP2PNativeAtomics = 3;
 using cuGetErrorString_t = CUresult (*)(CUresult, const char**);
 
 // --- NVML --------------------------------------------------------------------------------------
@@ -237,76 +227,20 @@ class NvmlDeviceQueries {
   nvmlDeviceGetComputeRunningProcesses_t processes_;
 };
 
-// The CUDA driver's per-device queries, each optional.
-class CudaDeviceQueries {
- public:
-  explicit CudaDeviceQueries(const Library& lib)
-      : get_(lib.get<cuDeviceGet_t>("cuDeviceGet")),
-        name_(lib.get<cuDeviceGetName_t>("cuDeviceGetName")),
-        uuid_(lib.get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"})),
-        attr_(lib.get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute")),
-        total_mem_(lib.get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"})),
-        bus_id_(lib.get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId")) {}
-
-  std::optional<CudaDevice> read(int index) const {
-    CUdevice dev = 0;
-    if (get_ == nullptr || get_(&dev, index) != 0) return std::nullopt;
-    CudaDevice d;
-    char text[256] = {};
-    if (name_ != nullptr && name_(text, sizeof text - 1, dev) == 0) d.name = text;
-    CuUuid uuid{};
-    if (uuid_ != nullptr && uuid_(&uuid, dev) == 0) {
-      d.uuid = format_uuid(uuid.bytes, d.name.find(" MIG ") != std::string::npos);
-    }
-    auto attr = [&](int which) -> std::optional<int> {
-      int value = 0;
-      if (attr_ != nullptr && attr_(&value, which, dev) == 0) return value;
-      return std::nullopt;
-    };
-    const auto major = attr(kAttrCcMajor);
-    const auto minor = attr(kAttrCcMinor);
-    if (major && minor) d.cc = ComputeCapability{*major, *minor};
-    d.sm_count = attr(kAttrMultiprocessorCount);
-    d.compute_mode = attr(kAttrComputeMode);
-    if (const auto khz = attr(kAttrClockRate); khz && *khz > 0) d.clock_ghz = *khz / 1e6;
-    std::size_t bytes = 0;
-    if (total_mem_ != nullptr && total_mem_(&bytes, dev) == 0) d.memory_total = bytes;
-    std::memset(text, 0, sizeof text);
-    if (bus_id_ != nullptr && bus_id_(text, 64, dev) == 0) d.pci_bus_id = text;
-    return d;
-  }
-
- private:
-  cuDeviceGet_t get_;
-  cuDeviceGetName_t name_;
-  cuDeviceGetUuid_t uuid_;
-  cuDeviceGetAttribute_t attr_;
-  cuDeviceTotalMem_t total_mem_;
-  cuDeviceGetPCIBusId_t bus_id_;
-};
-
-// Peer access between every two of `n` devices.
-std::vector<PeerLink> read_peers(const Library& lib, int n) {
-  std::vector<PeerLink> peers;
-  auto can_access = lib.get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
-  auto p2p_attr = lib.get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
-  for (int i = 0; i < n && can_access != nullptr; ++i) {
-    for (int j = 0; j < n; ++j) {
-      if (i == j) continue;
-      PeerLink link;
-      link.from = i;
-      link.to = j;
-      int value = 0;
-      link.access = can_access(&value, i, j) == 0 && value != 0;
-      if (p2p_attr != nullptr && p2p_attr(&value, kP2PPerformanceRank, i, j) == 0) {
-        link.performance_rank = value;
-      }
-      link.native_atomics =
-          p2p_attr != nullptr && p2p_attr(&value, kP2PNativeAtomics, i, j) == 0 && value != 0;
-      peers.push_back(link);
-    }
-  }
-  return peers;
+// The entry points reading a started driver takes (wire/cuda_snapshot.hpp), from `lib`.
+CudaQueries cuda_queries(const Library& lib) {
+  CudaQueries q;
+  q.driver_version = lib.get<cuDriverGetVersion_t>("cuDriverGetVersion");
+  q.device_count = lib.get<cuDeviceGetCount_t>("cuDeviceGetCount");
+  q.device = lib.get<cuDeviceGet_t>("cuDeviceGet");
+  q.device_name = lib.get<cuDeviceGetName_t>("cuDeviceGetName");
+  q.device_uuid = lib.get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
+  q.device_attribute = lib.get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute");
+  q.total_memory = lib.get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
+  q.pci_bus_id = lib.get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId");
+  q.can_access_peer = lib.get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
+  q.p2p_attribute = lib.get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
+  return q;
 }
 
 class SystemDriver final : public DriverApi {
@@ -383,11 +317,8 @@ class SystemDriver final : public DriverApi {
       snap.load_error = cuda_name_ + " has no cuInit";
       return snap;
     }
-    int version = 0;
-    if (auto fn = lib->get<cuDriverGetVersion_t>("cuDriverGetVersion");
-        fn != nullptr && fn(&version) == 0) {
-      snap.driver_cuda_version = Version::from_cuda_number(version);
-    }
+    const CudaQueries queries = cuda_queries(*lib);
+    snap.driver_cuda_version = read_driver_version(queries);
     cuda_->keep_loaded();  // cuInit is about to run: unloading an initialised driver is unsafe
     snap.init_result = init(0);
     if (snap.init_result != 0) {
@@ -402,14 +333,7 @@ class SystemDriver final : public DriverApi {
                                                                                           : "";
       return snap;
     }
-    auto get_count = lib->get<cuDeviceGetCount_t>("cuDeviceGetCount");
-    int count = 0;
-    if (get_count == nullptr || get_count(&count) != 0) return snap;
-    const CudaDeviceQueries queries(*lib);
-    for (int i = 0; i < count && i < 1024; ++i) {
-      if (auto d = queries.read(i)) snap.devices.push_back(std::move(*d));
-    }
-    snap.peers = read_peers(*lib, static_cast<int>(snap.devices.size()));
+    read_started_driver(queries, snap);
     return snap;
   }
 

@@ -1,5 +1,5 @@
-// The driver agent's answers on the wire: NVML's and CUDA's snapshots as one JSON document each
-// (driver_agent.cpp writes them, the probe reads them back), through the field layer
+// The driver agent's NVML answer on the wire: its snapshot as one JSON document (driver_agent.cpp
+// writes it, the probe reads it back; CUDA's is wire/cuda_snapshot.cpp's), through the field layer
 // (report/json_fields.hpp) as the report is: a compute capability is "9.0" here as there.
 // Decoding never trusts the document: anything malformed is an error, which the probe reports as
 // a query that crashed.
@@ -34,31 +34,6 @@ std::enable_if_t<is<S, NvmlSnapshot>> fields(V& v, S& s) {
   v("driver_version", s.driver_version);
   v("cuda_version", s.cuda_version);
   v("devices", s.devices);
-}
-
-template <class V, class S>
-std::enable_if_t<is<S, CudaDevice>> fields(V& v, S& d) {
-  v("name", d.name);
-  v("uuid", d.uuid);
-  v("pci_bus_id", d.pci_bus_id);
-  v("cc", d.cc);
-  v("sm_count", d.sm_count);
-  v("memory_total", d.memory_total);
-  v("compute_mode", d.compute_mode);
-  v("clock_ghz", d.clock_ghz);
-}
-
-template <class V, class S>
-std::enable_if_t<is<S, CudaSnapshot>> fields(V& v, S& s) {
-  v("loaded", s.loaded);
-  v("library", s.library);
-  v("load_error", s.load_error);
-  v("init_result", s.init_result);
-  v("init_error_name", s.init_error_name);
-  v("init_error_string", s.init_error_string);
-  v("driver_cuda_version", s.driver_cuda_version);
-  v("devices", s.devices);
-  v("peers", s.peers);
 }
 
 }  // namespace json_fields
@@ -98,12 +73,6 @@ std::string encode_nvml_snapshot(const NvmlSnapshot& s) { return encode_snapshot
 
 Expected<NvmlSnapshot> decode_nvml_snapshot(std::string_view text) {
   return decode_snapshot<NvmlSnapshot>(text);
-}
-
-std::string encode_cuda_snapshot(const CudaSnapshot& s) { return encode_snapshot(s); }
-
-Expected<CudaSnapshot> decode_cuda_snapshot(std::string_view text) {
-  return decode_snapshot<CudaSnapshot>(text);
 }
 
 }  // namespace precision_probe

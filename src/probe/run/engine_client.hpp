@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "wire/cuda_snapshot.hpp"
 #include "wire/worker.hpp"
 #include "precision_probe/expected.hpp"
 
@@ -50,6 +51,13 @@ class Engine {
   virtual void stop_spares() {}
   // The run has no more plans: every worker still there is ended.
   virtual void finish() {}
+  // Whether a GPU's plan starts a session that sends cuInit's answer (protocol.hpp): the driver's
+  // agent need not be asked where one does.
+  virtual bool answers_cuda() const { return false; }
+  // cuInit's answer as the shared GPU session sent it (the probe's CUDA_VISIBLE_DEVICES), once its
+  // driver had started; nullopt where no such session sent one (none ran, its cuInit failed, hung
+  // or crashed before).
+  virtual std::optional<CudaSnapshot> cuda_answer() { return std::nullopt; }
   // Whether there is an engine to run at all.
   virtual bool installed() const { return true; }
   // Why there is none, with what to do (installed() false): the probe's messages say it.

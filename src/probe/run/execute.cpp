@@ -90,11 +90,19 @@ void Execution::start(const StartPlan& plan) {
   }
 }
 
-void Execution::ask_cuda_alongside() {
-  // Where no thread can be started, cuInit is asked now, before the GPUs' workers run.
+void Execution::ask_cuda_alongside(const GpuPlan& gpus) {
+  const bool gpu_session = std::any_of(gpus.gpus.begin(), gpus.gpus.end(), [](const WorkerPlan& p) {
+    return p.kind == DeviceKind::cuda;
+  });
+  cuda_from_engine_ = gpu_session && engine_.answers_cuda();
+  if (!cuda_from_engine_) ask_agent_for_cuda();
+}
+
+void Execution::ask_agent_for_cuda() {
+  // Where no thread can be started, cuInit is asked now, on this thread.
   cuda_query_.start_or_run([this] {
-    cuda_ = driver_.query_cuda();
-    trace("cuInit done (in the background)");
+    cuda_ = driver_.query_cuda_within(clock_.left());
+    trace("cuInit done (the driver's agent)");
   });
 }
 
@@ -119,6 +127,13 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   for (WorkerRun& w : r.gpus) together.push_back(&w);
   if (r.collective && !gpus.collective_alone) together.push_back(&*r.collective);
   run_workers(together);
+  if (cuda_from_engine_) {
+    // The GPU session's answer came before any of its plans' lines; none: the agent is asked.
+    cuda_ = engine_.cuda_answer();
+    trace(cuda_ ? "cuInit answered by the engine's GPU session"
+                : "no engine session answered for cuInit: the driver's agent is asked");
+    if (!cuda_) ask_agent_for_cuda();
+  }
   if (telemetry) {
     r.telemetry = (*telemetry)->stop();
   } else {

@@ -52,8 +52,10 @@ class Execution {
   // The start: the image's LibTorch named to the engine, the workers started ahead, the CPU's
   // checks begun.
   void start(const StartPlan& plan);
-  // cuInit, in the driver's agent, while the GPUs' workers run.
-  void ask_cuda_alongside();
+  // cuInit's answer while the GPUs' workers run: from the engine's GPU session where `gpus` starts
+  // one that answers (engine_client.hpp), else from the driver's agent, beside the workers. Where
+  // the session did not answer, the agent is asked once the GPUs' workers are done.
+  void ask_cuda_alongside(const GpuPlan& gpus);
   // The rest of the run: the GPUs' workers and the collective, the CPU's checks joined, the
   // measurements that run alone; then what every worker answered.
   RunResults finish(const StartPlan& start, const GpuPlan& gpus);
@@ -78,7 +80,10 @@ class Execution {
   RunClock clock_;
   std::atomic<bool> cancelled_{false};
   std::optional<WorkerRun> cpu_;
+  // cuInit asked of the driver's agent, within what is left of the run.
+  void ask_agent_for_cuda();
   std::optional<CudaSnapshot> cuda_;  // cuInit's answer, once cuda_query_ is done
+  bool cuda_from_engine_ = false;     // the GPU session is to answer for cuInit
   std::mutex cpu_mutex_;
   std::condition_variable cpu_changed_;
   bool cpu_done_ = false;     // the CPU's checks answered (cpu_ holds them)

@@ -40,13 +40,13 @@ Report run_probe(const Options& options, ProbeDeps deps, const RunClock& clock) 
   execution.start(*start);
   DriverAnswers driver = ask_driver(options, deps.driver, deps.system, facts.machine);
   driver.gpu_copies = start->gpu_copies;
-  if (driver.cuda_alongside) execution.ask_cuda_alongside();
   const GpuFacts seen = gpus_to_plan(driver, facts.machine);
   if (const Expected<void> selected = check_selection(options, seen); !selected) {
     execution.cancel();
     return usage_error_report(selected.error(), facts.machine.host);
   }
   const GpuPlan gpus = plan_gpus(options, seen, *start);
+  if (driver.cuda_alongside) execution.ask_cuda_alongside(gpus);
   RunResults results = execution.finish(*start, gpus);
   if (results.cuda) driver.cuda = std::move(results.cuda);
 

@@ -76,7 +76,7 @@ struct Session {
   std::string hung_device;  // the device whose hung check it was ended for
   std::optional<bool> oom_killer;  // killed: whether the cgroup's OOM killer count rose
   std::optional<Clock::time_point> killed_at;
-  std::optional<StackInfo> hello;
+  SessionFacts said;  // its hello, and cuInit's answer in a GPU session
 };
 
 // One plan under way, and the result its caller waits for.
@@ -142,6 +142,17 @@ class ProcessEngine final : public Engine {
   }
 
   bool installed() const override { return static_cast<bool>(engine_); }
+
+  bool answers_cuda() const override { return engine_ && !lib_dir_.empty(); }
+
+  // The shared GPU session's: an isolated one sees its plan's GPUs alone.
+  std::optional<CudaSnapshot> cuda_answer() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& s : sessions_) {
+      if (s->kind.gpu && !s->isolated && s->said.cuda) return s->said.cuda;
+    }
+    return std::nullopt;
+  }
   std::string not_installed_reason() const override { return engine_ ? "" : engine_.error(); }
 
   void use_libtorch(const std::string& lib_dir) override { lib_dir_ = lib_dir; }
@@ -249,7 +260,7 @@ class ProcessEngine final : public Engine {
     slot.plan = plan;
     slot.plan.slot = id;
     slot.result = &result;
-    if ((*session)->hello) result.stack = (*session)->hello;
+    if ((*session)->said.hello) result.stack = (*session)->said.hello;
     send(slot, **session);
     return id;
   }
@@ -501,16 +512,16 @@ class ProcessEngine final : public Engine {
       if (it == slots_.end() || it->second.session != &s || it->second.settled) return nullptr;
       return it->second.result;
     };
-    const Expected<LineNote> note = apply_engine_line(line, result_of, s.hello);
+    const Expected<LineNote> note = apply_engine_line(line, result_of, s.said);
     if (!note) return Unexpected{note.error()};
     if (!note->slot) {
       for (auto& [id, slot] : slots_) {
-        if (slot.session == &s) slot.result->stack = s.hello;
+        if (slot.session == &s) slot.result->stack = s.said.hello;
       }
       return {};
     }
     Slot& slot = slots_.at(*note->slot);
-    if (!slot.result->stack) slot.result->stack = s.hello;
+    if (!slot.result->stack) slot.result->stack = s.said.hello;
     slot.last_line = Clock::now();
     if (note->done) {
       slot.settled = true;

@@ -1,14 +1,12 @@
 // cuInit's answer (cuda_snapshot.hpp): read from a started driver through the entry points the
-// caller found, and sent as JSON through the field layer (report/json_fields.hpp), as the report
-// is: a compute capability is "9.0" here as there.
+// caller found, and sent as one JSON document (answer_json.hpp).
 
 #include "wire/cuda_snapshot.hpp"
 
 #include <cstring>
 
-#include "report/json_document.hpp"
-#include "report/json_fields.hpp"
 #include "strings/strings.hpp"
+#include "wire/answer_json.hpp"
 
 #if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)
 #include <cuda.h>
@@ -151,34 +149,14 @@ std::enable_if_t<is<S, CudaSnapshot>> fields(V& v, S& s) {
 
 }  // namespace json_fields
 
-namespace {
-
-// An answer's limits: a machine's devices and peers, driver texts cut at 16 KiB.
-constexpr json_fields::ReadLimits kAnswerLimits{std::size_t{16} * 1024, 4096};
-
-}  // namespace
-
-std::string encode_cuda_snapshot(const CudaSnapshot& s) {
-  return json_fields::encode(s).dump(-1, ' ', false, json_fields::json::error_handler_t::replace);
-}
+std::string encode_cuda_snapshot(const CudaSnapshot& s) { return answer_json::encode(s); }
 
 Expected<CudaSnapshot> decode_cuda_snapshot(const json_fields::JsonValue& root) {
-  for (const char* key : {"loaded", "devices"}) {
-    if (!root.is_object() || !root.find(key)) return Unexpected{std::string("no \"") + key + "\""};
-  }
-  CudaSnapshot s;
-  try {
-    json_fields::decode(root, s, "", kAnswerLimits);
-  } catch (const json_fields::FieldError& e) {
-    return Unexpected{e.what()};
-  }
-  return s;
+  return answer_json::decode<CudaSnapshot>(root);
 }
 
 Expected<CudaSnapshot> decode_cuda_snapshot(std::string_view text) {
-  json_fields::JsonDocument doc;
-  if (Expected<void> parsed = doc.parse(text); !parsed) return Unexpected{parsed.error()};
-  return decode_cuda_snapshot(doc.root());
+  return answer_json::decode<CudaSnapshot>(text);
 }
 
 }  // namespace precision_probe

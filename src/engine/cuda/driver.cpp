@@ -29,9 +29,6 @@ using CUdevice = int;
 using CUcontext = void*;
 using CUevent = void*;
 using CUstream = void*;
-struct CuUuid {
-  unsigned char bytes[16];
-};
 constexpr int kAttrCcMajor = 75;
 constexpr int kAttrCcMinor = 76;
 constexpr unsigned kEventDefault = 0;
@@ -44,14 +41,11 @@ constexpr unsigned kSchedMask = 7;
 // The entry points, with the versioned names cuda.h maps the plain ones to.
 struct CudaDriver::Api {
   void* library = nullptr;
-  std::string path;     // the file the loader picked, as cuInit's answer names it
-  CudaQueries queries;  // what cuInit's answer reads (wire/cuda_snapshot.hpp)
+  std::string path;  // the file the loader picked, as cuInit's answer names it
+  // The device queries (cuDeviceGet, its name, UUID and attributes, ...): cuInit's answer reads
+  // them too (wire/cuda_snapshot.hpp).
+  CudaQueries queries;
   CUresult (*cuInit)(unsigned) = nullptr;
-  CUresult (*cuDeviceGetCount)(int*) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetUuid)(CuUuid*, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxSetFlags)(CUdevice, unsigned) = nullptr;  // ..._v2
   CUresult (*cuDevicePrimaryCtxGetState)(CUdevice, unsigned*, int*) = nullptr;
@@ -133,11 +127,7 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   Api& a = *driver->api_;
   a.library = library;
   find(library, a.cuInit, "cuInit");
-  find(library, a.cuDeviceGetCount, "cuDeviceGetCount");
-  find(library, a.cuDeviceGet, "cuDeviceGet");
-  find(library, a.cuDeviceGetName, "cuDeviceGetName");
-  find(library, a.cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
-  find(library, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  a.queries = find_queries(library);
   find(library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   find(library, a.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2");
   find(library, a.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
@@ -152,9 +142,8 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   find(library, a.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
   find(library, a.cuEventDestroy, "cuEventDestroy_v2");
   find(library, a.cuGetErrorName, "cuGetErrorName");
-  a.queries = find_queries(library);
   a.path = file_of(reinterpret_cast<void*>(a.cuInit));
-  if (a.cuInit == nullptr || a.cuDeviceGet == nullptr || a.cuDevicePrimaryCtxRetain == nullptr ||
+  if (a.cuInit == nullptr || a.queries.device == nullptr || a.cuDevicePrimaryCtxRetain == nullptr ||
       a.cuCtxSetCurrent == nullptr || a.cuCtxSynchronize == nullptr || a.cuEventCreate == nullptr ||
       a.cuEventRecord == nullptr || a.cuEventSynchronize == nullptr ||
       a.cuEventElapsedTime == nullptr || a.cuEventDestroy == nullptr) {
@@ -182,12 +171,12 @@ CudaDriver::~CudaDriver() = default;  // never dlclose'd: LibTorch's runtime use
 
 int CudaDriver::device_count() const {
   int count = 0;
-  if (api_->cuDeviceGetCount == nullptr || api_->cuDeviceGetCount(&count) != 0) return 0;
+  if (api_->queries.device_count == nullptr || api_->queries.device_count(&count) != 0) return 0;
   return count;
 }
 
 Expected<void> CudaDriver::bind(int ordinal, bool own_context, Waiting waiting) {
-  if (const CUresult r = api_->cuDeviceGet(&device_, ordinal); r != 0) {
+  if (const CUresult r = api_->queries.device(&device_, ordinal); r != 0) {
     return Unexpected{fmt::format("no CUDA device {}: {}", ordinal, error_name(r))};
   }
   const auto flags = static_cast<unsigned>(waiting);
@@ -257,24 +246,27 @@ void CudaDriver::make_current() const {
 
 std::string CudaDriver::name() const {
   char name[256] = {};
-  if (api_->cuDeviceGetName == nullptr || api_->cuDeviceGetName(name, sizeof name, device_) != 0) {
+  if (api_->queries.device_name == nullptr ||
+      api_->queries.device_name(name, sizeof name, device_) != 0) {
     return "CUDA device";
   }
   return name;
 }
 
 std::string CudaDriver::uuid() const {
-  CuUuid id{};
-  if (api_->cuDeviceGetUuid == nullptr || api_->cuDeviceGetUuid(&id, device_) != 0) return "";
+  CudaUuidBytes id{};
+  if (api_->queries.device_uuid == nullptr || api_->queries.device_uuid(&id, device_) != 0) {
+    return "";
+  }
   return format_uuid(id.bytes, false);
 }
 
 std::optional<ComputeCapability> CudaDriver::capability() const {
   int major = 0;
   int minor = 0;
-  if (api_->cuDeviceGetAttribute == nullptr ||
-      api_->cuDeviceGetAttribute(&major, kAttrCcMajor, device_) != 0 ||
-      api_->cuDeviceGetAttribute(&minor, kAttrCcMinor, device_) != 0) {
+  const auto attribute = api_->queries.device_attribute;
+  if (attribute == nullptr || attribute(&major, kAttrCcMajor, device_) != 0 ||
+      attribute(&minor, kAttrCcMinor, device_) != 0) {
     return std::nullopt;
   }
   return ComputeCapability{major, minor};

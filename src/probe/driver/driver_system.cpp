@@ -20,15 +20,8 @@
 
 #if defined(PP_HAVE_CUDA_H) && __has_include(<cuda.h>)
 #include <cuda.h>
-static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == 16);
-static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE == 20);
-static_assert(CU_DEVICE_ATTRIBUTE_CLOCK_RATE == 13);
-static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == 75);
-static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == 76);
 static_assert(CUDA_ERROR_NO_DEVICE == 100);
-static_assert(CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK == 1);
-static_assert(CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED == 3);
-static_assert(sizeof(CUuuid) == 16);
+static_assert(sizeof(CUuuid) == sizeof(precision_probe::CudaUuidBytes));
 #endif
 
 namespace precision_probe {

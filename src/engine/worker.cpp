@@ -339,15 +339,18 @@ class Session {
   void load() {
     Loaded loaded;
     load_session(args_, knobs_, loaded, [this](const Loaded& started) {
-      // cuInit's answer first, so that it comes before any plan's line: the probe asks the
-      // driver's agent only where no session sent it.
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        keep_driver(started);  // the GPU plans bind their GPUs now
+        changed_.notify_all();
+      }
+      // cuInit's answer (about 1 ms of queries a GPU), so that the probe asks the driver's agent
+      // for none: before any plan's line, since every plan's lines wait for the load this
+      // callback is part of (wait_loaded).
       if (started.driver) {
         emit(encode_cuda_answer((*started.driver)->snapshot()));
         trace("cuInit's answer sent");
       }
-      const std::lock_guard<std::mutex> lock(mutex_);
-      keep_driver(started);
-      changed_.notify_all();
     });
     {
       const std::lock_guard<std::mutex> lock(mutex_);

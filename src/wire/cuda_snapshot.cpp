@@ -4,6 +4,7 @@
 #include "wire/cuda_snapshot.hpp"
 
 #include <cstring>
+#include <initializer_list>
 
 #include "strings/strings.hpp"
 #include "wire/answer_json.hpp"
@@ -103,6 +104,36 @@ std::vector<PeerLink> read_peers(const CudaQueries& q, int n) {
 }
 
 }  // namespace
+
+namespace {
+
+template <class F>
+void find(const std::function<void*(const char*)>& symbol, F& slot,
+          std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (void* p = symbol(name)) {
+      slot = reinterpret_cast<F>(p);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+CudaQueries find_cuda_queries(const std::function<void*(const char*)>& symbol) {
+  CudaQueries q;
+  find(symbol, q.driver_version, {"cuDriverGetVersion"});
+  find(symbol, q.device_count, {"cuDeviceGetCount"});
+  find(symbol, q.device, {"cuDeviceGet"});
+  find(symbol, q.device_name, {"cuDeviceGetName"});
+  find(symbol, q.device_uuid, {"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
+  find(symbol, q.device_attribute, {"cuDeviceGetAttribute"});
+  find(symbol, q.total_memory, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
+  find(symbol, q.pci_bus_id, {"cuDeviceGetPCIBusId"});
+  find(symbol, q.can_access_peer, {"cuDeviceCanAccessPeer"});
+  find(symbol, q.p2p_attribute, {"cuDeviceGetP2PAttribute"});
+  return q;
+}
 
 std::optional<Version> read_driver_version(const CudaQueries& q) {
   int version = 0;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +77,10 @@ struct CudaQueries {
   int (*can_access_peer)(int*, int, int) = nullptr;
   int (*p2p_attribute)(int*, int, int, int) = nullptr;
 };
+
+// The table from a loaded libcuda: `symbol` is dlsym on its handle (nullptr for a name it lacks).
+// The versioned names cuda.h maps the plain ones to come first.
+CudaQueries find_cuda_queries(const std::function<void*(const char*)>& symbol);
 
 // The CUDA version the driver supports (cuDriverGetVersion: it answers before cuInit, and where
 // cuInit fails).

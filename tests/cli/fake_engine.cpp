@@ -31,11 +31,14 @@
 // that plan's (its thread sleeps), a crash the whole session's.
 //   FAKE_ENGINE_HOLD_MS each session waits this long before its hello, as a real one loads
 //                      LibTorch (bench/startup.py's test samples its memory)
-// Like the real engine, a GPU session sends cuInit's answer before its hello (protocol 8), read by
-// the real engine's own code (engine/cuda/driver.hpp) from the driver PRECISION_PROBE_LIBCUDA
-// names (the fake driver): never from the machine's driver (none is named: no answer), and not
-// where FAKE_CUINIT_FAULT is set (the fake's checks never touch the driver, so a driver that hangs
-// or crashes is the driver's agent's to meet). FAKE_ENGINE_PATCH='{"cuda":null}' leaves it out.
+// Like the real engine, a GPU session starts the driver at once, where PRECISION_PROBE_LIBCUDA
+// names one (the fake driver; never the machine's: none named, no driver), through the real
+// engine's own code (engine/cuda/driver.hpp), on a thread of its own: once cuInit has answered it
+// sends cuInit's answer (protocol 8), and its GPU plans wait for that start as the real ones bind
+// their GPU after it (a cuInit that hangs, FAKE_CUINIT_FAULT=hang, hangs them; one that crashes
+// the process, the session). FAKE_ENGINE_PATCH='{"cuda":null}' leaves the answer out;
+//   FAKE_ENGINE_CUDA   isolated: only an isolated session (started with its plan's GPU in
+//                      CUDA_VISIBLE_DEVICES) sends it, a session that sees the probe's GPUs none
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -47,6 +50,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -404,6 +409,9 @@ bool first_to_misbehave() {
 }
 
 // One plan of the session, on its thread: as a real engine runs it, but for its behaviour.
+// The GPU session's driver start (see the top): its GPU plans wait for it.
+std::shared_future<void> g_driver_started;
+
 void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::StackInfo& s) {
   t_slot = plan.slot;
   const std::string kind(pp::to_string(plan.kind));
@@ -418,6 +426,7 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
   // (killed: where it kills, once more checks are left.)
   if (behaviour != "ok" && behaviour != "killed" && !first_to_misbehave()) behaviour = "ok";
 
+  if (plan.kind == pp::DeviceKind::cuda && g_driver_started.valid()) g_driver_started.wait();
   if (!s.load_error.empty()) {
     answer_unloaded(plan, s);
     emit(pp::encode_done(slot()));
@@ -453,11 +462,18 @@ void run_plan(const pp::WorkerPlan& plan, const std::string& args, const pp::Sta
   if (behaviour == "linger") sleep_forever();
 }
 
-// cuInit's answer, as a real GPU session sends it once its driver has started (see the top).
-void answer_for_cuinit() {
-  if (env("PRECISION_PROBE_LIBCUDA").empty() || !env("FAKE_CUINIT_FAULT").empty()) return;
-  const auto driver = pp::engine::CudaDriver::open();
-  if (driver) emit(pp::encode_cuda_answer((*driver)->snapshot()));
+void start_driver() {
+  if (env("PRECISION_PROBE_LIBCUDA").empty()) return;
+  auto started = std::make_shared<std::promise<void>>();
+  g_driver_started = started->get_future().share();
+  // Detached: a cuInit that never returns must not keep the session from exiting.
+  std::thread([started] {
+    const auto driver = pp::engine::CudaDriver::open();
+    const bool silent =
+        env("FAKE_ENGINE_CUDA") == "isolated" && std::getenv("CUDA_VISIBLE_DEVICES") == nullptr;
+    if (driver && !silent) emit(pp::encode_cuda_answer((*driver)->snapshot()));
+    started->set_value();
+  }).detach();
 }
 
 // A session, as the real engine's: its library "loaded" (the hello), then every plan on a thread
@@ -475,7 +491,7 @@ int run_worker(const std::string& args, const std::string& library) {
       on == "any" || on == session_kind ? env("FAKE_ENGINE", "ok") : std::string("ok");
   append(env("FAKE_ENGINE_SESSIONS"), std::to_string(::getpid()) + " " + session_kind + " " + args);
   const long hold_ms = std::strtol(env("FAKE_ENGINE_HOLD_MS", "0").c_str(), nullptr, 10);
-  if (session_kind == "cuda") answer_for_cuinit();
+  if (session_kind == "cuda") start_driver();
   std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   const pp::StackInfo s = stack(library, behaviour);
   emit(pp::encode_hello(s));

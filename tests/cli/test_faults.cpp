@@ -77,16 +77,39 @@ TEST(DriverFaults, ASegfaultingDriverLibraryDoesNotKillTheProbe) {
   }
 }
 
-TEST(DriverFaults, AHungCuInitBoundsTheFullRunAndTheWorkersResultsStand) {
-  // NVML answers; cuInit (in the background, beside the workers) never does.
+// NVML answers; cuInit never does, in the engine's GPU session (whose GPU plans wait for it, and
+// are ended as hung) nor in the driver's agent, asked once the session has not answered for
+// kEngineCudaGrace (2 s). The run is bounded, the driver is said to hang (a hang proved by the
+// agent's own limit, not the run's time cut short), NVML's facts stay and the CPU's verdicts stand.
+TEST(DriverFaults, AHungCuInitBoundsTheFullRunAndIsSaidAsAHang) {
+  // With --timeout 8 the agent must be asked long before the GPU's plan is ended as hung (at 5 s):
+  // asked then, it would have less than its 5 s left, and run out of the run's time.
+  for (const std::vector<std::string>& limits :
+       {std::vector<std::string>{"--check-timeout", "3"},
+        std::vector<std::string>{"--check-timeout", "5", "--timeout", "8"}}) {
+    std::vector<std::string> args = {"--format", "json"};
+    args.insert(args.end(), limits.begin(), limits.end());
+    const auto start = std::chrono::steady_clock::now();
+    const auto r =
+        run_probe_binary(args, with(fake_driver_env(kFakeH200), {"FAKE_CUINIT_FAULT=hang"}));
+    EXPECT_LT(seconds_since(start), 12.0) << limits.back();
+    EXPECT_EQ(r.exit_code, 5) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j.at("driver").at("status"), "hung") << j.at("driver").dump();
+    EXPECT_TRUE(has_diagnostic(j, "driver-hung")) << limits.back();
+    EXPECT_FALSE(has_diagnostic(j, "driver-out-of-time")) << limits.back();
+    EXPECT_EQ(j.at("devices").at(0).at("name"), "NVIDIA H200");  // NVML's facts stay
+    EXPECT_EQ(j.at("devices").back().at("precisions").at("fp32").at("status"), "native");
+  }
+  // Where the run's time is shorter than the agent's limit, it is out of time, not hung.
   const auto start = std::chrono::steady_clock::now();
-  const auto r = run_probe_binary({"--format", "json", "--check-timeout", "3"},
-                                  with(fake_driver_env(kFakeH200), {"FAKE_CUINIT_FAULT=hang"}));
-  EXPECT_LT(seconds_since(start), 10.0);
-  EXPECT_EQ(r.exit_code, 5) << r.err;
-  const json j = json::parse(r.out);
-  EXPECT_EQ(j.at("driver").at("status"), "hung");
-  EXPECT_EQ(j.at("devices").at(0).at("name"), "NVIDIA H200");  // NVML's facts stay
+  const auto short_run =
+      run_probe_binary({"--format", "json", "--check-timeout", "3", "--timeout", "3"},
+                       with(fake_driver_env(kFakeH200), {"FAKE_CUINIT_FAULT=hang"}));
+  EXPECT_LT(seconds_since(start), 6.0);
+  const json k = json::parse(short_run.out);
+  EXPECT_EQ(k.at("driver").at("status"), "out_of_time") << k.at("driver").dump();
+  EXPECT_TRUE(has_diagnostic(k, "driver-out-of-time"));
 }
 
 TEST(DriverFaults, OnlyTheCpuSelectedAHungDriverIsSaidButDoesNotFailTheRun) {

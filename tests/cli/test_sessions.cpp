@@ -92,8 +92,8 @@ TEST(Sessions, EightGpusLoadLibTorchsCudaLibraryOnceAsOneGpuDoes) {
 
 // The GPU session sends cuInit's answer (protocol 8), so the driver's agent never starts the driver
 // a second time: the report's driver and GPUs are the session's answer, and the same as the
-// agent's, which is asked, once the GPUs' checks are done, where no session answered. An answer
-// that is malformed breaks its session as any malformed line does (the engine is broken: its
+// agent's, which is asked where no session answered (here once the GPUs' checks are done). An
+// answer that is malformed breaks its session as any malformed line does (the engine is broken: its
 // GPU's checks fail and say why), and the agent answers for the driver.
 TEST(Sessions, TheGpuSessionAnswersForCuInitSoTheDriverStartsOnceARun) {
   const auto run = [](const std::string& patch) {
@@ -121,7 +121,8 @@ TEST(Sessions, TheGpuSessionAnswersForCuInitSoTheDriverStartsOnceARun) {
 
   const auto silent = run(R"({"cuda":null})");
   ASSERT_EQ(silent.exit_code, 0) << silent.err;
-  EXPECT_EQ(count_of(silent.err, "no engine session answered for cuInit"), 1U) << silent.err;
+  EXPECT_EQ(count_of(silent.err, "the engine's GPU session did not answer for cuInit"), 1U)
+      << silent.err;
   EXPECT_EQ(count_of(silent.err, "cuInit done (the driver's agent)"), 1U) << silent.err;
   EXPECT_EQ(facts(json::parse(silent.out)), facts(a));
 
@@ -134,6 +135,30 @@ TEST(Sessions, TheGpuSessionAnswersForCuInitSoTheDriverStartsOnceARun) {
   const std::string why = gpu0.at("precisions").at("fp32").at("reason");
   EXPECT_NE(why.find("malformed"), std::string::npos) << why;
   EXPECT_NE(why.find("snapshot"), std::string::npos) << why;
+}
+
+// Only the shared session's answer is the probe's: an isolated session sees its plan's GPU alone
+// (CUDA_VISIBLE_DEVICES). Here the shared session sends none and crashes with GPU 1's checks,
+// and the isolated sessions that run its plans again each send theirs, of one GPU: the report
+// still has both GPUs from CUDA, from the driver's agent.
+TEST(Sessions, AnIsolatedSessionsCuInitAnswerIsNotTheRuns) {
+  const auto r = run_probe_binary(
+      {"--format", "json"},
+      with(fake_driver_env(gpus(2)),
+           {"FAKE_ENGINE=crash", "FAKE_ENGINE_ON=gpu:1", "FAKE_ENGINE_CUDA=isolated",
+            "CUDA_VISIBLE_DEVICES", "PRECISION_PROBE_TRACE=1"}));
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("engine session started (GPU, isolated)"), std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "cuInit done (the driver's agent)"), 1U) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("message"), "2 GPU(s) visible to CUDA") << j.at("driver");
+  int gpus_seen = 0;
+  for (const json& d : j.at("devices")) {
+    if (d.at("kind") != "cuda") continue;
+    ++gpus_seen;
+    EXPECT_EQ(d.at("gpu").at("source"), "cuda+nvml") << d.at("gpu");
+  }
+  EXPECT_EQ(gpus_seen, 2);
 }
 
 // The run's diagnostics of `code`.

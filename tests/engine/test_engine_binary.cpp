@@ -331,7 +331,7 @@ TEST(EngineBinary, AGpuSessionAnswersForCuInitAsTheDriversAgentDoes) {
   gpu.kind = pp::DeviceKind::cuda;
   gpu.index = 0;
   gpu.ordinals = {0};
-  for (const std::string visible : {"CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES=1"}) {
+  for (const char* visible : {"CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES=1"}) {
     const std::vector<std::string> env = pp::environment_with(
         {"PRECISION_PROBE_LIBCUDA=" PP_FAKE_DRIVER,
          std::string("FAKE_NVIDIA_GPUS=") + pp::testing::kFakeH200 + ";" + pp::testing::kFakeT4,
@@ -354,7 +354,7 @@ TEST(EngineBinary, AGpuSessionAnswersForCuInitAsTheDriversAgentDoes) {
     ASSERT_TRUE(from_agent) << agent.out;
     EXPECT_EQ(pp::encode_cuda_snapshot(*said.cuda), pp::encode_cuda_snapshot(*from_agent))
         << visible;
-    const std::size_t gpus = visible == "CUDA_VISIBLE_DEVICES" ? 2 : 1;
+    const std::size_t gpus = std::string(visible) == "CUDA_VISIBLE_DEVICES" ? 2 : 1;
     ASSERT_EQ(said.cuda->devices.size(), gpus) << lines.front();
     EXPECT_EQ(said.cuda->devices.front().name, gpus == 2 ? "NVIDIA H200" : "Tesla T4");
     EXPECT_EQ(said.cuda->devices.back().name, "Tesla T4");

@@ -1,6 +1,7 @@
 #pragma once
 // Fakes of the hardware and OS interfaces, for unit tests.
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -117,7 +118,7 @@ class FakeEngine : public Engine {
   // A GPU session's cuInit answer (protocol 8): none by default, as an engine that sends none.
   bool sends_cuda = false;
   std::optional<CudaSnapshot> cuda;
-  int cuda_answer_calls = 0;
+  std::atomic<int> cuda_answer_calls{0};  // asked from the run's cuInit thread
   bool answers_cuda() const override { return sends_cuda; }
   std::optional<CudaSnapshot> cuda_answer() override {
     ++cuda_answer_calls;

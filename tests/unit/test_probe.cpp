@@ -175,8 +175,8 @@ TEST(Probe, EveryGpuGetsAWorkerPinnedByUuid) {
 
 // A GPU session sends cuInit's answer (protocol 8): the driver's agent is not asked, and the report
 // is the session's answer. Where the engine would answer but its session did not (it crashed
-// before, its cuInit failed), the agent is asked once the GPUs' workers are done; where no GPU's
-// plan starts a session, alongside them as before.
+// before, its cuInit failed), the agent is asked once the GPUs' plans are done (here at once);
+// where no GPU's plan starts a session, alongside them as before.
 TEST(Probe, AGpuSessionsAnswerForCuInitSparesTheDriversAgent) {
   Probe p;
   p.driver = pp::testing::driver_with({kH200, kH200});
@@ -200,7 +200,7 @@ TEST(Probe, AGpuSessionsAnswerForCuInitSparesTheDriversAgent) {
   silent.engine.sends_cuda = true;
   const auto s = silent.run();
   EXPECT_EQ(silent.driver.cuda_calls, 1);
-  EXPECT_EQ(silent.engine.cuda_answer_calls, 1);
+  EXPECT_GE(silent.engine.cuda_answer_calls, 1);
   ASSERT_NE(device(s, "GPU 1"), nullptr);
   EXPECT_EQ(device(s, "GPU 1")->gpu->source, "cuda+nvml");
   EXPECT_EQ(conclusions(s), conclusions(r));

@@ -168,10 +168,9 @@ TEST(Protocol, CuInitsAnswerIsTheSessionsAndReadBackAsSent) {
   pp::WorkerResult r;
   ASSERT_TRUE(pp::apply_result_line(line, r));  // a session of one plan: nowhere to go
   EXPECT_FALSE(r.stack.has_value());
-  for (const std::string bad :
-       {R"({"type":"cuda"})", R"({"type":"cuda","snapshot":{"loaded":true}})",
-        R"({"type":"cuda","snapshot":{"loaded":true,"devices":[{"name":7}]}})",
-        R"({"type":"cuda","snapshot":{"loaded":"yes","devices":[]}})"}) {
+  for (const char* bad : {R"({"type":"cuda"})", R"({"type":"cuda","snapshot":{"loaded":true}})",
+                          R"({"type":"cuda","snapshot":{"loaded":true,"devices":[{"name":7}]}})",
+                          R"({"type":"cuda","snapshot":{"loaded":"yes","devices":[]}})"}) {
     pp::SessionFacts broken;
     const auto refused = pp::apply_engine_line(
         bad, [](int) -> pp::WorkerResult* { return nullptr; }, broken);

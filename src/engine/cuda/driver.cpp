@@ -71,24 +71,9 @@ void find(void* library, F& slot, const char* name, const char* fallback = nullp
   slot = reinterpret_cast<F>(p);
 }
 
-// What cuInit's answer reads, found while the driver loads (dlsym and dladdr wait for the
-// loader's lock, which LibTorch's dlopen holds for half a second once it has begun): the entry
-// points, and the file the loader picked.
-CudaQueries find_queries(void* library) {
-  CudaQueries q;
-  find(library, q.driver_version, "cuDriverGetVersion");
-  find(library, q.device_count, "cuDeviceGetCount");
-  find(library, q.device, "cuDeviceGet");
-  find(library, q.device_name, "cuDeviceGetName");
-  find(library, q.device_uuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
-  find(library, q.device_attribute, "cuDeviceGetAttribute");
-  find(library, q.total_memory, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
-  find(library, q.pci_bus_id, "cuDeviceGetPCIBusId");
-  find(library, q.can_access_peer, "cuDeviceCanAccessPeer");
-  find(library, q.p2p_attribute, "cuDeviceGetP2PAttribute");
-  return q;
-}
-
+// The file the loader picked for `symbol`'s library (dladdr: found while the driver loads, as the
+// entry points are, since dlsym and dladdr wait for the loader's lock, which LibTorch's dlopen
+// holds for half a second once it has begun).
 std::string file_of(void* symbol) {
   Dl_info info{};
   if (symbol != nullptr && ::dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) {
@@ -127,7 +112,7 @@ Expected<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   Api& a = *driver->api_;
   a.library = library;
   find(library, a.cuInit, "cuInit");
-  a.queries = find_queries(library);
+  a.queries = find_cuda_queries([library](const char* symbol) { return ::dlsym(library, symbol); });
   find(library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   find(library, a.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2");
   find(library, a.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");

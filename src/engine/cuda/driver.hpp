@@ -35,8 +35,8 @@ class CudaDriver {
 
   int device_count() const;
   // cuInit's answer, as the driver's agent reads it (wire/cuda_snapshot.hpp): the driver started
-  // (init() answered), its devices and their peer links. No dlsym: it may run beside LibTorch's
-  // dlopen.
+  // (init() answered), its devices and their peer links, through the entry points load() found
+  // (no dlsym or dladdr here, which would wait for the loader's lock a library's dlopen holds).
   CudaSnapshot snapshot() const;
   // How a thread waits for its context's GPU (cuda.h's CU_CTX_SCHED_*): as the driver chooses
   // (it spins where the process has no more contexts than the system has logical CPUs, whatever

@@ -29,20 +29,9 @@ namespace {
 
 // --- CUDA driver API -------------------------------------------------------------------------
 using CUresult = int;
-using CUdevice = int;
 
 using cuInit_t = CUresult (*)(unsigned int);
-using cuDriverGetVersion_t = CUresult (*)(int*);
-using cuDeviceGetCount_t = CUresult (*)(int*);
-using cuDeviceGet_t = CUresult (*)(CUdevice*, int);
-using cuDeviceGetName_t = CUresult (*)(char*, int, CUdevice);
-using cuDeviceGetUuid_t = CUresult (*)(CudaUuidBytes*, CUdevice);
-using cuDeviceGetAttribute_t = CUresult (*)(int*, int, CUdevice);
-using cuDeviceTotalMem_t = CUresult (*)(std::size_t*, CUdevice);
-using cuDeviceGetPCIBusId_t = CUresult (*)(char*, int, CUdevice);
 using cuGetErrorName_t = CUresult (*)(CUresult, const char**);
-using cuDeviceCanAccessPeer_t = CUresult (*)(int*, CUdevice, CUdevice);
-using cuDeviceGetP2PAttribute_t = CUresult (*)(int*, int, CUdevice, CUdevice);
 using cuGetErrorString_t = CUresult (*)(CUresult, const char**);
 
 // --- NVML --------------------------------------------------------------------------------------
@@ -220,22 +209,6 @@ class NvmlDeviceQueries {
   nvmlDeviceGetComputeRunningProcesses_t processes_;
 };
 
-// The entry points reading a started driver takes (wire/cuda_snapshot.hpp), from `lib`.
-CudaQueries cuda_queries(const Library& lib) {
-  CudaQueries q;
-  q.driver_version = lib.get<cuDriverGetVersion_t>("cuDriverGetVersion");
-  q.device_count = lib.get<cuDeviceGetCount_t>("cuDeviceGetCount");
-  q.device = lib.get<cuDeviceGet_t>("cuDeviceGet");
-  q.device_name = lib.get<cuDeviceGetName_t>("cuDeviceGetName");
-  q.device_uuid = lib.get_any<cuDeviceGetUuid_t>({"cuDeviceGetUuid_v2", "cuDeviceGetUuid"});
-  q.device_attribute = lib.get<cuDeviceGetAttribute_t>("cuDeviceGetAttribute");
-  q.total_memory = lib.get_any<cuDeviceTotalMem_t>({"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
-  q.pci_bus_id = lib.get<cuDeviceGetPCIBusId_t>("cuDeviceGetPCIBusId");
-  q.can_access_peer = lib.get<cuDeviceCanAccessPeer_t>("cuDeviceCanAccessPeer");
-  q.p2p_attribute = lib.get<cuDeviceGetP2PAttribute_t>("cuDeviceGetP2PAttribute");
-  return q;
-}
-
 class SystemDriver final : public DriverApi {
  public:
   SystemDriver(std::string nvml_name, std::string cuda_name)
@@ -310,7 +283,8 @@ class SystemDriver final : public DriverApi {
       snap.load_error = cuda_name_ + " has no cuInit";
       return snap;
     }
-    const CudaQueries queries = cuda_queries(*lib);
+    const CudaQueries queries =
+        find_cuda_queries([lib](const char* name) { return lib->get<void*>(name); });
     snap.driver_cuda_version = read_driver_version(queries);
     cuda_->keep_loaded();  // cuInit is about to run: unloading an initialised driver is unsafe
     snap.init_result = init(0);

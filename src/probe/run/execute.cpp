@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <thread>
 
 #include "trace/trace.hpp"
 #include "process/process.hpp"
@@ -94,16 +95,37 @@ void Execution::ask_cuda_alongside(const GpuPlan& gpus) {
   const bool gpu_session = std::any_of(gpus.gpus.begin(), gpus.gpus.end(), [](const WorkerPlan& p) {
     return p.kind == DeviceKind::cuda;
   });
-  cuda_from_engine_ = gpu_session && engine_.answers_cuda();
-  if (!cuda_from_engine_) ask_agent_for_cuda();
+  const bool from_engine = gpu_session && engine_.answers_cuda();
+  // Where no thread can be started, the agent is asked now, on this thread (nothing reads the
+  // session's lines while this thread waits).
+  const bool on_a_thread = static_cast<bool>(cuda_query_.start([this, from_engine] {
+    if (from_engine) {
+      cuda_ = wait_for_engines_cuda();
+      if (cuda_) {
+        trace("cuInit answered by the engine's GPU session");
+        return;
+      }
+      if (cancelled_) return;
+      trace("the engine's GPU session did not answer for cuInit: the driver's agent is asked");
+    }
+    ask_agent_for_cuda();
+  }));
+  if (!on_a_thread) cuda_query_.run_instead([this] { ask_agent_for_cuda(); });
+}
+
+std::optional<CudaSnapshot> Execution::wait_for_engines_cuda() {
+  const auto until = std::chrono::steady_clock::now() + kEngineCudaGrace;
+  for (;;) {
+    const bool last_look = gpus_done_ || cancelled_ || std::chrono::steady_clock::now() >= until;
+    if (std::optional<CudaSnapshot> answer = engine_.cuda_answer()) return answer;
+    if (last_look) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 void Execution::ask_agent_for_cuda() {
-  // Where no thread can be started, cuInit is asked now, on this thread.
-  cuda_query_.start_or_run([this] {
-    cuda_ = driver_.query_cuda_within(clock_.left());
-    trace("cuInit done (the driver's agent)");
-  });
+  cuda_ = driver_.query_cuda_within(clock_.left());
+  trace("cuInit done (the driver's agent)");
 }
 
 void Execution::cancel() {
@@ -127,13 +149,7 @@ RunResults Execution::finish(const StartPlan& start, const GpuPlan& gpus) {
   for (WorkerRun& w : r.gpus) together.push_back(&w);
   if (r.collective && !gpus.collective_alone) together.push_back(&*r.collective);
   run_workers(together);
-  if (cuda_from_engine_) {
-    // The GPU session's answer came before any of its plans' lines; none: the agent is asked.
-    cuda_ = engine_.cuda_answer();
-    trace(cuda_ ? "cuInit answered by the engine's GPU session"
-                : "no engine session answered for cuInit: the driver's agent is asked");
-    if (!cuda_) ask_agent_for_cuda();
-  }
+  gpus_done_ = true;  // the session's answer, sent before its plans' lines, is in by now
   if (telemetry) {
     r.telemetry = (*telemetry)->stop();
   } else {

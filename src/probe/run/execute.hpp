@@ -8,6 +8,7 @@
 // turn: the run takes longer and reports the same.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,12 @@ struct RunResults {
   std::string interrupted;                 // the signal that interrupted the run ("" when none)
 };
 
+// How long the engine's GPU session may take to send cuInit's answer, from the GPUs' plans,
+// before the driver's agent is asked: its cuInit answered within 0.25 s of the session's start on
+// one CPU's quota (performance.md); a driver starting its GPUs without persistence mode may take
+// 1-3 s a GPU, and is asked twice then, as before the session answered.
+inline constexpr std::chrono::milliseconds kEngineCudaGrace{2000};
+
 class Execution {
  public:
   Execution(Engine& engine, DriverApi& driver, const Options& options, const RunClock& clock);
@@ -54,7 +61,9 @@ class Execution {
   void start(const StartPlan& plan);
   // cuInit's answer while the GPUs' workers run: from the engine's GPU session where `gpus` starts
   // one that answers (engine_client.hpp), else from the driver's agent, beside the workers. Where
-  // the session did not answer, the agent is asked once the GPUs' workers are done.
+  // the session has not answered within kEngineCudaGrace (its cuInit hangs or is slow, it broke
+  // first), or by the end of the GPUs' plans, the agent is asked then, on the same thread: a hung
+  // driver is told by the agent's own limit, as where no session runs.
   void ask_cuda_alongside(const GpuPlan& gpus);
   // The rest of the run: the GPUs' workers and the collective, the CPU's checks joined, the
   // measurements that run alone; then what every worker answered.
@@ -80,10 +89,13 @@ class Execution {
   RunClock clock_;
   std::atomic<bool> cancelled_{false};
   std::optional<WorkerRun> cpu_;
+  // The GPU session's cuInit answer, waited for up to kEngineCudaGrace, and no longer once the
+  // GPUs' plans are done or the run is given up; none where it did not come.
+  std::optional<CudaSnapshot> wait_for_engines_cuda();
   // cuInit asked of the driver's agent, within what is left of the run.
   void ask_agent_for_cuda();
-  std::optional<CudaSnapshot> cuda_;  // cuInit's answer, once cuda_query_ is done
-  bool cuda_from_engine_ = false;     // the GPU session is to answer for cuInit
+  std::optional<CudaSnapshot> cuda_;    // cuInit's answer, once cuda_query_ is done
+  std::atomic<bool> gpus_done_{false};  // the GPUs' plans (and the collective with them) are done
   std::mutex cpu_mutex_;
   std::condition_variable cpu_changed_;
   bool cpu_done_ = false;     // the CPU's checks answered (cpu_ holds them)

@@ -53,8 +53,8 @@ VisibleDevicesSpec visible_devices(const MachineFacts& machine);
 int visible_gpu_nodes(const DeviceNodes& nodes, const VisibleDevicesSpec& visible);
 
 // What the driver answered: NVML first; cuInit now where planning needs it (no NVML, or an order
-// of devices NVML cannot vouch for), else alongside the workers (`cuda_alongside`), or not at all
-// under --quick.
+// of devices NVML cannot vouch for), else alongside the workers (`cuda_alongside`: from the
+// engine's GPU session, or the driver's agent: execute.hpp), or not at all under --quick.
 struct DriverAnswers {
   NvmlSnapshot nvml;
   std::optional<CudaSnapshot> cuda;

@@ -339,18 +339,16 @@ class Session {
   void load() {
     Loaded loaded;
     load_session(args_, knobs_, loaded, [this](const Loaded& started) {
-      {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        keep_driver(started);  // the GPU plans bind their GPUs now
-        changed_.notify_all();
-      }
-      // cuInit's answer (about 1 ms of queries a GPU), so that the probe asks the driver's agent
-      // for none: before any plan's line, since every plan's lines wait for the load this
-      // callback is part of (wait_loaded).
+      // cuInit's answer first (about 1 ms of queries a GPU), so that the probe asks the driver's
+      // agent for none; before the GPU plans bind their GPUs, so that the queries do not wait
+      // behind a context being made.
       if (started.driver) {
         emit(encode_cuda_answer((*started.driver)->snapshot()));
         trace("cuInit's answer sent");
       }
+      const std::lock_guard<std::mutex> lock(mutex_);
+      keep_driver(started);  // the GPU plans bind their GPUs now
+      changed_.notify_all();
     });
     {
       const std::lock_guard<std::mutex> lock(mutex_);

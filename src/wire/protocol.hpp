@@ -64,7 +64,7 @@ struct SessionFacts {
 
 // What a line says of its plan besides the result it carries.
 struct LineNote {
-  std::optional<int> slot;  // the plan it answers; none for the session's hello
+  std::optional<int> slot;  // the plan it answers; none for the session's own (hello, cuda)
   bool done = false;        // the plan is finished
 };
 

@@ -3,11 +3,11 @@
 // struct lists its JSON names and shape, and the same list writes (Writer, through nlohmann/json)
 // and reads (Reader, from a document parsed by json_document.hpp). The report's JSON
 // (report_json.cpp), the worker protocol (wire/protocol.cpp), the driver's answers
-// (wire/answer_json.hpp: the agent's snapshots, a GPU session's cuInit answer), telemetry, the image reader's line and the summary (summary_printers.cpp) all
-// use it, their structs' fields() beside their encoders, so a struct cannot be spelt two ways.
-// The report's field names are part of the documented schema (docs/report.schema.json,
-// docs/report.md): adding one is free, renaming or removing one bumps kSchemaVersion
-// (docs/architecture.md).
+// (wire/answer_json.hpp: the agent's snapshots, a GPU session's cuInit answer), telemetry, the
+// image reader's line and the summary (summary_printers.cpp) all use it, their structs' fields()
+// beside their encoders, so a struct cannot be spelt two ways. The report's field names are part of
+// the documented schema (docs/report.schema.json, docs/report.md): adding one is free, renaming or
+// removing one bumps kSchemaVersion (docs/architecture.md).
 
 #include <cmath>
 #include <cstdint>

@@ -116,8 +116,9 @@ TEST(Sessions, TheGpuSessionAnswersForCuInitSoTheDriverStartsOnceARun) {
   EXPECT_EQ(count_of(answered.err, "the driver's agent"), 0U) << answered.err;
   const json a = json::parse(answered.out);
   EXPECT_TRUE(a.at("driver").at("cuda_queried").get<bool>());
-  ASSERT_EQ(facts(a).at("gpus").size(), 8U);
-  for (const json& g : facts(a).at("gpus")) EXPECT_EQ(g.at("source"), "cuda+nvml") << g;
+  const json seen = facts(a);  // kept: a loop over a temporary's member would outlive it
+  ASSERT_EQ(seen.at("gpus").size(), 8U);
+  for (const json& g : seen.at("gpus")) EXPECT_EQ(g.at("source"), "cuda+nvml") << g;
 
   const auto silent = run(R"({"cuda":null})");
   ASSERT_EQ(silent.exit_code, 0) << silent.err;

@@ -92,10 +92,8 @@ void Execution::start(const StartPlan& plan) {
 }
 
 void Execution::ask_cuda_alongside(const GpuPlan& gpus) {
-  const bool gpu_session = std::any_of(gpus.gpus.begin(), gpus.gpus.end(), [](const WorkerPlan& p) {
-    return p.kind == DeviceKind::cuda;
-  });
-  const bool from_engine = gpu_session && engine_.answers_cuda();
+  // A GPU's plan (GpuPlan::gpus holds nothing else) starts the engine's GPU session.
+  const bool from_engine = !gpus.gpus.empty() && engine_.answers_cuda();
   // Where no thread can be started, the agent is asked now, on this thread (nothing reads the
   // session's lines while this thread waits).
   const bool on_a_thread = static_cast<bool>(cuda_query_.start([this, from_engine] {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "engine/host/ziggurat_tables.hpp"
 #include "threads/threads.hpp"
 
 namespace precision_probe {
@@ -44,6 +46,15 @@ void product_rows(const double* a, const double* b, double* c, std::int64_t r0, 
   }
 }
 
+// x with its sign bit xor'ed by `sign` (0 or the sign bit).
+double with_sign_flipped(double x, std::uint64_t sign) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits ^= sign;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
 }  // namespace
 
 HostRandom::HostRandom(std::uint64_t seed) {
@@ -65,19 +76,36 @@ std::uint64_t HostRandom::next() {
 
 double HostRandom::uniform() { return static_cast<double>(next() >> 11U) * 0x1.0p-53; }
 
+// Marsaglia and Tsang's ziggurat (ziggurat_tables.py): a word's 8 low bits pick one of 256 layers
+// of equal area, one bit the sign and 52 bits the position across the layer. A position under the
+// density's curve at every height of its layer (99 % of words) is the value; the rest are judged
+// by the density (the layer's wedge) or, in the base layer beyond R, drawn from the tail. Every
+// value needs one word but these, where Box-Muller needed a logarithm and a sine.
 double HostRandom::normal() {
-  if (has_spare_) {
-    has_spare_ = false;
-    return spare_;
+  namespace z = ziggurat;
+  constexpr std::uint64_t kPositionMask = (std::uint64_t{1} << 52U) - 1;
+  while (true) {
+    const std::uint64_t word = next();
+    const auto layer = static_cast<std::size_t>(word & 0xFFU);
+    const std::uint64_t sign = (word & 0x100U) << 55U;  // bit 8 moved to the sign bit
+    const std::uint64_t position = (word >> 9U) & kPositionMask;
+    const double x = static_cast<double>(position) * z::kWidth[layer];
+    // The sign by its bit, not a branch: a branch on a random bit is mispredicted half the time.
+    const double value = with_sign_flipped(x, sign);
+    if (position < z::kAccept[layer]) return value;
+    if (layer == 0) {
+      // The tail beyond R (Marsaglia's 1964 method); 1 - u keeps log's argument above zero.
+      while (true) {
+        const double beyond = -std::log1p(-uniform()) * z::kInverseBaseEdge;
+        const double height = -std::log1p(-uniform());
+        if (height + height > beyond * beyond) {
+          return sign != 0 ? -(z::kBaseEdge + beyond) : z::kBaseEdge + beyond;
+        }
+      }
+    }
+    const double y = z::kDensity[layer] + uniform() * (z::kDensity[layer - 1] - z::kDensity[layer]);
+    if (y < std::exp(-0.5 * x * x)) return value;
   }
-  double u = 0.0;
-  while (u <= 0.0) u = uniform();  // log(0) is not a number
-  const double v = uniform();
-  const double r = std::sqrt(-2.0 * std::log(u));
-  constexpr double kTwoPi = 6.283185307179586;
-  spare_ = r * std::sin(kTwoPi * v);
-  has_spare_ = true;
-  return r * std::cos(kTwoPi * v);
 }
 
 std::vector<double> normal_values(std::uint64_t seed, std::size_t count) {

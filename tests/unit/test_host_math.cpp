@@ -184,56 +184,90 @@ TEST(HostMath, AResultThatCannotBeComparedGivesNaN) {
 
 // The training check's labels: each row's class is its largest logit under the teacher, summed in
 // float64 in the order of the inputs, the first class where two logits are equal; one label a row.
-// Classes in blocks of eight and a remainder (27), fewer than eight (5), ties within a block and
-// across one.
+// Classes in blocks of sixteen and a remainder (24, 27), three blocks (48), fewer than a block
+// (5), ties within a block, across two and in the remainder; by every build this CPU runs.
 TEST(HostMath, TheTeachersLabelsAreEachRowsLargestLogit) {
-  for (const auto& [classes, tie_a, tie_b] :
-       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{24, 3, 7},
-        {27, 7, 8},
-        {27, 24, 26},
-        {5, 1, 4}}) {
-    SCOPED_TRACE(::testing::Message() << classes << " classes, " << tie_a << " = " << tie_b);
-    constexpr std::int64_t kRows = 96, kIn = 40;
-    const std::vector<double> x64 = pp::normal_values(11, static_cast<std::size_t>(kRows * kIn));
-    const std::vector<double> t64 = pp::normal_values(12, static_cast<std::size_t>(kIn * classes));
-    std::vector<float> x(x64.begin(), x64.end());
-    std::vector<float> teacher(t64.begin(), t64.end());
-    // Row 0 ties classes tie_a and tie_b at the largest logit: column tie_b is column tie_a, made
-    // the largest by adding to it where row 0 is positive.
-    for (std::int64_t j = 0; j < kIn; ++j) {
-      float& ta = teacher[static_cast<std::size_t>(j * classes + tie_a)];
-      if (x[static_cast<std::size_t>(j)] > 0) ta += 100.0F;
-      teacher[static_cast<std::size_t>(j * classes + tie_b)] = ta;
-    }
-    const std::vector<float> labels = pp::argmax_labels(x, teacher, kRows, kIn, classes);
-    ASSERT_EQ(labels.size(), static_cast<std::size_t>(kRows * classes));
-    std::set<std::int64_t> classes_seen;
-    for (std::int64_t i = 0; i < kRows; ++i) {
-      // The definition, a class at a time.
-      std::int64_t best = 0;
-      double best_logit = -std::numeric_limits<double>::infinity();
-      for (std::int64_t c = 0; c < classes; ++c) {
-        double logit = 0.0;
-        for (std::int64_t j = 0; j < kIn; ++j) {
-          logit += static_cast<double>(x[static_cast<std::size_t>(i * kIn + j)]) *
-                   teacher[static_cast<std::size_t>(j * classes + c)];
-        }
-        if (logit > best_logit) {
-          best_logit = logit;
-          best = c;
-        }
+  const std::tuple<std::int64_t, std::int64_t, std::int64_t> cases[] = {
+      {24, 3, 7}, {27, 15, 16}, {48, 20, 40}, {27, 24, 26}, {5, 1, 4}};
+  for (const auto& [classes, tie_a, tie_b] : cases) {
+    for (const pp::HostSimd build : {pp::HostSimd::generic, pp::host_simd()}) {
+      SCOPED_TRACE(::testing::Message() << classes << " classes, " << tie_a << " = " << tie_b
+                                        << (build == pp::HostSimd::avx2 ? ", AVX2" : ", generic"));
+      constexpr std::int64_t kRows = 96, kIn = 40;
+      const std::vector<double> x64 = pp::normal_values(11, static_cast<std::size_t>(kRows * kIn));
+      const std::vector<double> t64 =
+          pp::normal_values(12, static_cast<std::size_t>(kIn * classes));
+      std::vector<float> x(x64.begin(), x64.end());
+      std::vector<float> teacher(t64.begin(), t64.end());
+      // Row 0 ties classes tie_a and tie_b at the largest logit: column tie_b is column tie_a, made
+      // the largest by adding to it where row 0 is positive.
+      for (std::int64_t j = 0; j < kIn; ++j) {
+        float& ta = teacher[static_cast<std::size_t>(j * classes + tie_a)];
+        if (x[static_cast<std::size_t>(j)] > 0) ta += 100.0F;
+        teacher[static_cast<std::size_t>(j * classes + tie_b)] = ta;
       }
-      const auto row = labels.begin() + i * classes;
-      EXPECT_EQ(std::count(row, row + classes, 1.0F), 1) << "row " << i;
-      EXPECT_EQ(std::count(row, row + classes, 0.0F), classes - 1) << "row " << i;
-      EXPECT_EQ(row[best], 1.0F) << "row " << i << ": class " << best;
-      classes_seen.insert(best);
+      const std::vector<float> labels = pp::argmax_labels(x, teacher, kRows, kIn, classes, build);
+      ASSERT_EQ(labels.size(), static_cast<std::size_t>(kRows * classes));
+      std::set<std::int64_t> classes_seen;
+      for (std::int64_t i = 0; i < kRows; ++i) {
+        // The definition, a class at a time.
+        std::int64_t best = 0;
+        double best_logit = -std::numeric_limits<double>::infinity();
+        for (std::int64_t c = 0; c < classes; ++c) {
+          double logit = 0.0;
+          for (std::int64_t j = 0; j < kIn; ++j) {
+            logit += static_cast<double>(x[static_cast<std::size_t>(i * kIn + j)]) *
+                     teacher[static_cast<std::size_t>(j * classes + c)];
+          }
+          if (logit > best_logit) {
+            best_logit = logit;
+            best = c;
+          }
+        }
+        const auto row = labels.begin() + i * classes;
+        EXPECT_EQ(std::count(row, row + classes, 1.0F), 1) << "row " << i;
+        EXPECT_EQ(std::count(row, row + classes, 0.0F), classes - 1) << "row " << i;
+        EXPECT_EQ(row[best], 1.0F) << "row " << i << ": class " << best;
+        classes_seen.insert(best);
+      }
+      EXPECT_EQ(labels[static_cast<std::size_t>(tie_a)], 1.0F) << "of two equal logits, the first";
+      // tie_b's column is tie_a's: it never wins.
+      EXPECT_GE(classes_seen.size(),
+                std::min<std::size_t>(5, static_cast<std::size_t>(classes - 1)))
+          << "random rows fall into many classes";
+      EXPECT_THROW(pp::argmax_labels(x, teacher, kRows + 1, kIn, classes), std::invalid_argument);
+      EXPECT_THROW(pp::argmax_labels(x, teacher, kRows, kIn, classes + 1), std::invalid_argument);
     }
-    EXPECT_EQ(labels[static_cast<std::size_t>(tie_a)], 1.0F) << "of two equal logits, the first";
-    // tie_b's column is tie_a's: it never wins.
-    EXPECT_GE(classes_seen.size(), std::min<std::size_t>(5, static_cast<std::size_t>(classes - 1)))
-        << "random rows fall into many classes";
-    EXPECT_THROW(pp::argmax_labels(x, teacher, kRows + 1, kIn, classes), std::invalid_argument);
-    EXPECT_THROW(pp::argmax_labels(x, teacher, kRows, kIn, classes + 1), std::invalid_argument);
+  }
+}
+
+// The AVX2 build of the hot loops gives the generic build's numbers bit for bit: the labels at the
+// GPU training's shapes, and a reference's rows and the whole product at a scaled recipe's shapes
+// with a column count that leaves a remainder, on operands of more than 24 significant bits (a
+// fused multiply-add would round them otherwise).
+TEST(HostMath, TheAvx2BuildGivesTheGenericBuildsNumbers) {
+  if (pp::host_simd() != pp::HostSimd::avx2) {
+    GTEST_SKIP() << "this CPU has no AVX2 and FMA: only the generic build runs here";
+  }
+  constexpr std::int64_t kRows = 2048, kIn = 256, kClasses = 256;
+  const std::vector<double> x64 = pp::normal_values(21, static_cast<std::size_t>(kRows * kIn));
+  const std::vector<double> t64 = pp::normal_values(22, static_cast<std::size_t>(kIn * kClasses));
+  const std::vector<float> x(x64.begin(), x64.end());
+  const std::vector<float> teacher(t64.begin(), t64.end());
+  EXPECT_EQ(pp::argmax_labels(x, teacher, kRows, kIn, kClasses, pp::HostSimd::generic),
+            pp::argmax_labels(x, teacher, kRows, kIn, kClasses, pp::HostSimd::avx2));
+  for (const std::int64_t n : {std::int64_t{320}, std::int64_t{131}}) {
+    SCOPED_TRACE(::testing::Message() << "n = " << n);
+    constexpr std::int64_t m = 192, k = 640;
+    // Values of 53 significant bits: their products do not fit a double.
+    const std::vector<double> a = pp::normal_values(23, static_cast<std::size_t>(m * k));
+    const std::vector<double> b = pp::normal_values(24, static_cast<std::size_t>(k * n));
+    const std::vector<std::int64_t> rows = pp::sampled_rows(m, 25);
+    const pp::ProductSample generic =
+        pp::sample_product(a, b, m, k, n, rows, pp::HostSimd::generic);
+    const pp::ProductSample avx2 = pp::sample_product(a, b, m, k, n, rows, pp::HostSimd::avx2);
+    EXPECT_EQ(generic.values, avx2.values);
+    EXPECT_EQ(pp::reference_product(a, b, m, k, n, 1, pp::HostSimd::generic),
+              pp::reference_product(a, b, m, k, n, 2, pp::HostSimd::avx2));
   }
 }

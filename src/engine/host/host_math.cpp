@@ -11,6 +11,50 @@
 #include "engine/host/ziggurat_tables.hpp"
 #include "threads/threads.hpp"
 
+// The hot loops' second build, for CPUs with AVX2: x86-64 with GCC or Clang (a function's target
+// attribute; the CPU's features read once by host_simd()).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PP_HOST_AVX2 1
+#define PP_TARGET_AVX2 __attribute__((target("avx2")))
+#define PP_TARGET_AVX2_FMA __attribute__((target("avx2,fma")))
+#else
+#define PP_HOST_AVX2 0
+#endif
+#define PP_ALWAYS_INLINE __attribute__((always_inline))
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC notes that a function returning a 32-byte vector has another ABI with AVX than without:
+// these are inlined, never called across builds.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace {
+
+// Two or four doubles as one value (GCC's and Clang's vector extensions): the loops below say
+// their vectors themselves rather than hope the optimiser finds them, which -O2 and -O3 did not
+// agree on. Each build takes the widest its target has: four with AVX2, two on SSE2 and NEON.
+struct Lanes2 {
+  using Doubles = double __attribute__((vector_size(16)));
+};
+struct Lanes4 {
+  using Doubles = double __attribute__((vector_size(32)));
+};
+template <typename L>
+constexpr std::int64_t kWidth = sizeof(typename L::Doubles) / sizeof(double);
+
+template <typename L>
+PP_ALWAYS_INLINE inline typename L::Doubles load(const double* p) {
+  typename L::Doubles v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename L>
+PP_ALWAYS_INLINE inline void store(double* p, const typename L::Doubles& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+}  // namespace
+
 namespace precision_probe {
 
 namespace {
@@ -28,9 +72,13 @@ std::uint64_t rotl(std::uint64_t x, int k) {
 
 constexpr std::int64_t kBlock = 64;  // rows of C a task computes; columns of B kept hot
 
-// Rows [r0, r1) of C, in blocks of k so that the B rows a block reads stay in cache.
-void product_rows(const double* a, const double* b, double* c, std::int64_t r0, std::int64_t r1,
-                  std::int64_t k, std::int64_t n) {
+// Rows [r0, r1) of C, in blocks of k so that the B rows a block reads stay in cache. Inlined into
+// each of product_rows' builds; no fused multiply-add in either (the AVX2 build's target has none),
+// since a product of two scaled operands can need more than a double's 53 bits.
+template <typename L>
+PP_ALWAYS_INLINE inline void rows_of_product(const double* a, const double* b, double* c,
+                                             std::int64_t r0, std::int64_t r1, std::int64_t k,
+                                             std::int64_t n) {
   constexpr std::int64_t kDepth = 128;
   for (std::int64_t p0 = 0; p0 < k; p0 += kDepth) {
     const std::int64_t p1 = std::min(k, p0 + kDepth);
@@ -40,10 +88,33 @@ void product_rows(const double* a, const double* b, double* c, std::int64_t r0, 
       for (std::int64_t p = p0; p < p1; ++p) {
         const double x = ai[p];
         const double* bp = b + p * n;
-        for (std::int64_t j = 0; j < n; ++j) ci[j] += x * bp[j];
+        std::int64_t j = 0;
+        for (; j + kWidth<L> <= n; j += kWidth<L>) {
+          store<L>(ci + j, load<L>(ci + j) + x * load<L>(bp + j));
+        }
+        for (; j < n; ++j) ci[j] += x * bp[j];
       }
     }
   }
+}
+
+#if PP_HOST_AVX2
+PP_TARGET_AVX2 void product_rows_avx2(const double* a, const double* b, double* c, std::int64_t r0,
+                                      std::int64_t r1, std::int64_t k, std::int64_t n) {
+  rows_of_product<Lanes4>(a, b, c, r0, r1, k, n);
+}
+#endif
+
+void product_rows(const double* a, const double* b, double* c, std::int64_t r0, std::int64_t r1,
+                  std::int64_t k, std::int64_t n, HostSimd simd) {
+#if PP_HOST_AVX2
+  if (simd == HostSimd::avx2) {
+    product_rows_avx2(a, b, c, r0, r1, k, n);
+    return;
+  }
+#endif
+  (void)simd;
+  rows_of_product<Lanes2>(a, b, c, r0, r1, k, n);
 }
 
 // x with its sign bit xor'ed by `sign` (0 or the sign bit).
@@ -56,6 +127,19 @@ double with_sign_flipped(double x, std::uint64_t sign) {
 }
 
 }  // namespace
+
+HostSimd host_simd() {
+#if PP_HOST_AVX2
+  static const HostSimd simd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? HostSimd::avx2
+                                                                           : HostSimd::generic;
+  }();
+  return simd;
+#else
+  return HostSimd::generic;
+#endif
+}
 
 HostRandom::HostRandom(std::uint64_t seed) {
   std::uint64_t state = seed;
@@ -119,61 +203,53 @@ namespace {
 
 // Classes whose logits are summed at once: independent sums keep the floating-point units busy,
 // where one sum at a time waits for each addition (docs/performance.md: the training's labels).
-constexpr std::size_t kLabelLanes = 8;
+constexpr std::int64_t kLabelLanes = 16;
 
-// The logits of kLabelLanes classes from c0 for the row x_i, each summed in the order of j, in
-// registers.
-void eight_logits(const float* xi, const float* teacher, std::int64_t in, std::int64_t classes,
-                  std::int64_t c0, double* out) {
-  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
+// The logits of kLabelLanes classes from c0 for the row x_i, each summed in the order of j, the
+// teacher widened to double beforehand. Inlined into each of argmax_rows' builds, so that the AVX2
+// one sums 16 classes in four registers. A product of two floats is exact in a double, so a fused
+// multiply-add rounds as the multiplication and the addition do: every build gives the same sums.
+template <typename L>
+PP_ALWAYS_INLINE inline void lane_logits(const float* xi, const double* teacher, std::int64_t in,
+                                         std::int64_t classes, std::int64_t c0, double* out) {
+  constexpr std::int64_t kVectors = kLabelLanes / kWidth<L>;
+  typename L::Doubles sums[kVectors] = {};
   for (std::int64_t j = 0; j < in; ++j) {
     const double xij = xi[j];
-    const float* t = teacher + j * classes + c0;
-    s0 += xij * t[0];
-    s1 += xij * t[1];
-    s2 += xij * t[2];
-    s3 += xij * t[3];
-    s4 += xij * t[4];
-    s5 += xij * t[5];
-    s6 += xij * t[6];
-    s7 += xij * t[7];
+    const double* t = teacher + j * classes + c0;
+    // Unrolled at -O2 too, so that the sums stay in registers.
+#pragma GCC unroll 8
+    for (std::int64_t v = 0; v < kVectors; ++v) sums[v] += xij * load<L>(t + v * kWidth<L>);
   }
-  static_assert(kLabelLanes == 8, "eight_logits sums eight classes");
-  const double sums[kLabelLanes] = {s0, s1, s2, s3, s4, s5, s6, s7};
-  std::copy(sums, sums + kLabelLanes, out);
+#pragma GCC unroll 8
+  for (std::int64_t v = 0; v < kVectors; ++v) store<L>(out + v * kWidth<L>, sums[v]);
 }
 
 // One class's logit, summed in the order of j.
-double logit(const float* xi, const float* teacher, std::int64_t in, std::int64_t classes,
+double logit(const float* xi, const double* teacher, std::int64_t in, std::int64_t classes,
              std::int64_t c) {
   double sum = 0.0;
-  for (std::int64_t j = 0; j < in; ++j) {
+  for (std::int64_t j = 0; j < in; ++j)
     sum += static_cast<double>(xi[j]) * teacher[j * classes + c];
-  }
   return sum;
 }
 
-}  // namespace
-
-std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<float>& teacher,
-                                 std::int64_t rows, std::int64_t in, std::int64_t classes) {
-  if (rows < 0 || in < 1 || classes < 1 || x.size() != static_cast<std::size_t>(rows * in) ||
-      teacher.size() != static_cast<std::size_t>(in * classes)) {
-    throw std::invalid_argument("argmax_labels: sizes that do not match");
-  }
-  std::vector<float> onehot(static_cast<std::size_t>(rows * classes), 0.0F);
+// Each row's label: the class of its largest logit, the first of equals.
+template <typename L>
+PP_ALWAYS_INLINE inline void argmax_rows(const float* x, const double* teacher, std::int64_t rows,
+                                         std::int64_t in, std::int64_t classes, float* onehot) {
   for (std::int64_t i = 0; i < rows; ++i) {
-    const float* xi = x.data() + i * in;
+    const float* xi = x + i * in;
     std::int64_t best = 0;
     double best_logit = -std::numeric_limits<double>::infinity();
-    for (std::int64_t c0 = 0; c0 < classes; c0 += static_cast<std::int64_t>(kLabelLanes)) {
+    for (std::int64_t c0 = 0; c0 < classes; c0 += kLabelLanes) {
       double logits[kLabelLanes];
-      const std::int64_t lanes = std::min<std::int64_t>(kLabelLanes, classes - c0);
-      if (lanes == static_cast<std::int64_t>(kLabelLanes)) {
-        eight_logits(xi, teacher.data(), in, classes, c0, logits);
+      const std::int64_t lanes = std::min(kLabelLanes, classes - c0);
+      if (lanes == kLabelLanes) {
+        lane_logits<L>(xi, teacher, in, classes, c0, logits);
       } else {
         for (std::int64_t l = 0; l < lanes; ++l) {
-          logits[l] = logit(xi, teacher.data(), in, classes, c0 + l);
+          logits[l] = logit(xi, teacher, in, classes, c0 + l);
         }
       }
       for (std::int64_t l = 0; l < lanes; ++l) {
@@ -183,14 +259,47 @@ std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<
         }
       }
     }
-    onehot[static_cast<std::size_t>(i * classes + best)] = 1.0F;
+    onehot[i * classes + best] = 1.0F;
   }
+}
+
+void argmax_rows_generic(const float* x, const double* teacher, std::int64_t rows, std::int64_t in,
+                         std::int64_t classes, float* onehot) {
+  argmax_rows<Lanes2>(x, teacher, rows, in, classes, onehot);
+}
+
+#if PP_HOST_AVX2
+PP_TARGET_AVX2_FMA void argmax_rows_avx2(const float* x, const double* teacher, std::int64_t rows,
+                                         std::int64_t in, std::int64_t classes, float* onehot) {
+  argmax_rows<Lanes4>(x, teacher, rows, in, classes, onehot);
+}
+#endif
+
+}  // namespace
+
+std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<float>& teacher,
+                                 std::int64_t rows, std::int64_t in, std::int64_t classes,
+                                 HostSimd simd) {
+  if (rows < 0 || in < 1 || classes < 1 || x.size() != static_cast<std::size_t>(rows * in) ||
+      teacher.size() != static_cast<std::size_t>(in * classes)) {
+    throw std::invalid_argument("argmax_labels: sizes that do not match");
+  }
+  std::vector<float> onehot(static_cast<std::size_t>(rows * classes), 0.0F);
+  const std::vector<double> wide(teacher.begin(), teacher.end());  // exact: a float is a double
+#if PP_HOST_AVX2
+  if (simd == HostSimd::avx2) {
+    argmax_rows_avx2(x.data(), wide.data(), rows, in, classes, onehot.data());
+    return onehot;
+  }
+#endif
+  (void)simd;
+  argmax_rows_generic(x.data(), wide.data(), rows, in, classes, onehot.data());
   return onehot;
 }
 
 std::vector<double> reference_product(const std::vector<double>& a, const std::vector<double>& b,
                                       std::int64_t m, std::int64_t k, std::int64_t n,
-                                      unsigned threads) {
+                                      unsigned threads, HostSimd simd) {
   std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
   const std::int64_t blocks = (m + kBlock - 1) / kBlock;
   std::int64_t next = 0;
@@ -204,7 +313,7 @@ std::vector<double> reference_product(const std::vector<double>& a, const std::v
         block = next++;
       }
       product_rows(a.data(), b.data(), c.data(), block * kBlock, std::min(m, (block + 1) * kBlock),
-                   k, n);
+                   k, n, simd);
     }
   };
   run_on_threads(std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(blocks))), work);
@@ -272,7 +381,7 @@ std::vector<std::int64_t> sampled_rows(std::int64_t m, std::uint64_t seed, std::
 
 ProductSample sample_product(const std::vector<double>& a, const std::vector<double>& b,
                              std::int64_t m, std::int64_t k, std::int64_t n,
-                             std::vector<std::int64_t> rows) {
+                             std::vector<std::int64_t> rows, HostSimd simd) {
   if (static_cast<std::int64_t>(a.size()) != m * k ||
       static_cast<std::int64_t>(b.size()) != k * n) {
     throw std::invalid_argument("sample_product: the operands are not [m, k] and [k, n]");
@@ -289,7 +398,7 @@ ProductSample sample_product(const std::vector<double>& a, const std::vector<dou
     std::copy_n(a.data() + row * k, k, a_rows.data() + r * k);
   }
   s.values.assign(static_cast<std::size_t>(count * n), 0.0);
-  product_rows(a_rows.data(), b.data(), s.values.data(), 0, count, k, n);
+  product_rows(a_rows.data(), b.data(), s.values.data(), 0, count, k, n, simd);
   bounds(a.data(), b.data(), m, k, n, s);
   return s;
 }

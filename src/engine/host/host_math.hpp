@@ -8,6 +8,13 @@
 
 namespace precision_probe {
 
+// Which build of the host's hot loops (the labels, the reference's rows) this CPU runs: the AVX2
+// one where the CPU has AVX2 and FMA (x86-64), else the generic one. Both give the same numbers
+// bit for bit (HostMath tests hold them to each other): each sum is taken in the same order, and
+// a fused multiply-add is used only where the product is exact.
+enum class HostSimd { generic, avx2 };
+HostSimd host_simd();
+
 // xoshiro256** seeded through splitmix64: the same numbers for the same seed on every machine (the
 // normal values too, but for the 1 % the ziggurat judges by exp or log1p, where a libm that rounds
 // differently could in principle move one by an ulp).
@@ -29,13 +36,14 @@ std::vector<double> normal_values(std::uint64_t seed, std::size_t count);
 // row-major): row i gets the class of its largest logit x_i . teacher_:c, the first of equals. Each
 // logit is summed in float64 in the order of `in`, so every machine draws the same labels.
 std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<float>& teacher,
-                                 std::int64_t rows, std::int64_t in, std::int64_t classes);
+                                 std::int64_t rows, std::int64_t in, std::int64_t classes,
+                                 HostSimd simd = host_simd());
 
 // C = A x B in float64, A [m, k] and B [k, n] row-major, on up to `threads` threads. Products of
 // values of at most 24 significant bits are exact in float64; the sums round at 2^-53.
 std::vector<double> reference_product(const std::vector<double>& a, const std::vector<double>& b,
                                       std::int64_t m, std::int64_t k, std::int64_t n,
-                                      unsigned threads = 1);
+                                      unsigned threads = 1, HostSimd simd = host_simd());
 
 // The relative Frobenius distance |got - ref| / |ref|: NaN where `got` holds a NaN or an
 // infinity, or the sizes differ, or ref is zero.
@@ -72,7 +80,7 @@ struct ProductSample {
 // From A [m, k] and B [k, n] row-major.
 ProductSample sample_product(const std::vector<double>& a, const std::vector<double>& b,
                              std::int64_t m, std::int64_t k, std::int64_t n,
-                             std::vector<std::int64_t> rows);
+                             std::vector<std::int64_t> rows, HostSimd simd = host_simd());
 
 // A result against its sample: the relative Frobenius distance over the sampled rows, and what
 // the scan of every element found.

@@ -71,6 +71,7 @@ struct Inputs {
   Tensor neg_inv_batch;  // [] fp32: -1 / batch
   Tensor onehot;         // [batch, classes] fp32
   Tensor zero;           // [1] fp32
+  Tensor zero_bias;      // [hidden] fp32, zeros: the fp32 runs' weight gradients (weight_gradient)
 };
 
 // What one step's forward pass left for its backward pass and the report.
@@ -100,16 +101,27 @@ Forward forward(const std::vector<Tensor>& p, const Inputs& in, Scalar low) {
   return f;
 }
 
+// A weight's gradient, g^T x. The fp32 runs (the AMP runs' references) take LibTorch's linear with
+// a zero bias: cuBLASLt's fp32 GEMM, whose kernels the forward pass's linear has loaded (on an H100
+// with 2.11 the same losses to the bit as mm). As mm, the transposed product loaded a module of
+// classic cuBLAS kernels that nothing else in the run uses: 14-15 MiB of the host's memory on an
+// H100 (docs/performance.md). The AMP runs' own gradients stay mm, as autograd runs them.
+Tensor weight_gradient(const Tensor& g_t, const Tensor& x, const Inputs& in, Scalar low) {
+  if (low != Scalar::f32) return mm(g_t, x);
+  static_assert(kIn == kHidden, "one zero bias serves both weight gradients");
+  return linear(g_t, x.t(), in.zero_bias);
+}
+
 // The gradients of the fp32 parameters, the loss multiplied by `scale` (or by 1).
 std::vector<Tensor> backward(const Forward& f, const Inputs& in, Scalar low, const Tensor* scale) {
   const Tensor grad_logp = scale != nullptr ? mul(in.grad_logp, *scale) : in.grad_logp.share();
   const Tensor g_logits = converted(log_softmax_backward(grad_logp, f.logp, 1, Scalar::f32), low);
   const Tensor g_logits_t = g_logits.t();
-  const Tensor gw2 = mm(g_logits_t, f.h);
+  const Tensor gw2 = weight_gradient(g_logits_t, f.h, in, low);
   const Tensor gb2 = mv(g_logits_t, in.ones_low);
   const Tensor g_pre = tanh_backward(mm(g_logits, f.w2), f.h);
   const Tensor g_pre_t = g_pre.t();
-  const Tensor gw1 = mm(g_pre_t, in.x_low);
+  const Tensor gw1 = weight_gradient(g_pre_t, in.x_low, in, low);
   const Tensor gb1 = mv(g_pre_t, in.ones_low);
   // Back through autocast's casts: the master weights' gradients in fp32.
   std::vector<Tensor> grads;
@@ -182,6 +194,8 @@ Inputs inputs_for(const AmpSetup& s, const Target& target, Scalar low) {
                             Scalar::f32, target.device);
   in.grad_logp = mul(in.onehot, in.neg_inv_batch);
   in.zero = upload(torch, std::vector<float>{0.0F}, {1}, Scalar::f32, target.device);
+  in.zero_bias = upload(torch, std::vector<float>(static_cast<std::size_t>(kHidden), 0.0F),
+                        {kHidden}, Scalar::f32, target.device);
   in.ones_low = converted(upload(torch, std::vector<float>(static_cast<std::size_t>(s.batch), 1.0F),
                                  {s.batch}, Scalar::f32, target.device),
                           low);

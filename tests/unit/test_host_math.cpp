@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "engine/host/float_formats.hpp"
@@ -270,4 +273,26 @@ TEST(HostMath, TheAvx2BuildGivesTheGenericBuildsNumbers) {
     EXPECT_EQ(pp::reference_product(a, b, m, k, n, 1, pp::HostSimd::generic),
               pp::reference_product(a, b, m, k, n, 2, pp::HostSimd::avx2));
   }
+}
+
+// host_simd() reads the CPU itself (cpuid), as the kernel does for /proc/cpuinfo's flags: AVX2
+// where the kernel lists it on x86-64, the generic build elsewhere. (zig's runtime answers
+// __builtin_cpu_supports with a stub that says no: a release binary must not rely on it.)
+TEST(HostMath, TheHostsBuildIsAvx2ExactlyWhereTheKernelListsAvx2) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool listed = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string flag;
+    while (words >> flag) listed = listed || flag == "avx2";
+    break;
+  }
+#if defined(__x86_64__)
+  EXPECT_EQ(pp::host_simd(), listed ? pp::HostSimd::avx2 : pp::HostSimd::generic);
+#else
+  EXPECT_EQ(pp::host_simd(), pp::HostSimd::generic);
+  (void)listed;
+#endif
 }

@@ -98,30 +98,65 @@ TEST(HostRandom, NormalValuesFollowTheNormalDistributionFunction) {
   EXPECT_LT(gap * std::sqrt(n), 1.95) << "largest gap " << gap;
 }
 
-// Beyond R the values come from the base layer's tail (Marsaglia's method): as many as the
-// normal puts there, and their mean excess over R the normal's, f(R) / Q(R) - R.
+// Every layer's boundary: a word at the last position below the layer's accept limit is a value at
+// once, under the density at the top of its layer (its rectangle lies under the curve; the base
+// layer's up to R), with the sign of bit 8; a word at the limit is not (its wedge or the tail
+// decides).
+TEST(HostRandom, AWordIsAValueAtOnceExactlyWhereItLiesUnderItsLayersTop) {
+  for (std::uint64_t layer = 0; layer < kLayers; ++layer) {
+    SCOPED_TRACE(::testing::Message() << "layer " << layer);
+    auto word = [layer](std::uint64_t position, bool negative) {
+      return (position << 9U) | (static_cast<std::uint64_t>(negative) << 8U) | layer;
+    };
+    const std::uint64_t limit = z::kAccept[layer];
+    const pp::ZigguratDraw at_limit = pp::ziggurat_draw(word(limit, false));
+    EXPECT_EQ(at_limit.layer, layer);
+    EXPECT_FALSE(at_limit.at_once);
+    EXPECT_FALSE(pp::ziggurat_draw(word((std::uint64_t{1} << 52U) - 1, true)).at_once);
+    if (limit == 0) continue;  // the top layer is all wedge
+    const pp::ZigguratDraw last = pp::ziggurat_draw(word(limit - 1, false));
+    ASSERT_TRUE(last.at_once);
+    EXPECT_GT(last.value, 0.0);
+    const double top = layer == 0 ? z::kDensity[kLayers - 1] : z::kDensity[layer - 1];
+    EXPECT_GE(std::exp(-0.5 * last.value * last.value), top * (1 - 1e-12)) << last.value;
+    const pp::ZigguratDraw negative = pp::ziggurat_draw(word(limit - 1, true));
+    EXPECT_TRUE(negative.at_once);
+    EXPECT_EQ(negative.value, -last.value);
+  }
+}
+
+// The tail beyond R, drawn alone: every value beyond R, with the sign asked for, distributed as
+// the normal is beyond R (Kolmogorov-Smirnov against Q(x) / Q(R), Q the upper tail, under the
+// 0.1 % critical value); and in the values of normal() as many beyond R as the normal puts there,
+// on both sides.
 TEST(HostRandom, TheTailBeyondTheBaseLayerIsTheNormals) {
   const double r = z::kBaseEdge;
-  const double n = static_cast<double>(draws().size());
-  std::vector<double> excess;
+  auto upper = [](double x) { return 0.5 * std::erfc(x / std::sqrt(2.0)); };
+  pp::HostRandom random(9);
+  std::vector<double> tail(100000);
+  for (double& v : tail) v = pp::normal_tail(random, false);
+  std::sort(tail.begin(), tail.end());
+  ASSERT_GT(tail.front(), r);
+  const double n = static_cast<double>(tail.size());
+  double gap = 0.0;
+  for (std::size_t i = 0; i < tail.size(); ++i) {
+    const double f = 1.0 - upper(tail[i]) / upper(r);
+    gap = std::max({gap, f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f});
+  }
+  EXPECT_LT(gap * std::sqrt(n), 1.95) << "largest gap " << gap;
+  for (int i = 0; i < 100; ++i) ASSERT_LT(pp::normal_tail(random, true), -r);
+
+  std::size_t beyond = 0, negative = 0;
   for (double v : draws()) {
-    if (std::fabs(v) > r) excess.push_back(std::fabs(v) - r);
+    if (std::fabs(v) > r) {
+      ++beyond;
+      negative += v < 0.0 ? 1 : 0;
+    }
   }
-  const double p = std::erfc(r / std::sqrt(2.0));  // both tails
-  const double expected = n * p;
-  EXPECT_NEAR(static_cast<double>(excess.size()), expected, 5.0 * std::sqrt(expected));
-  ASSERT_GT(excess.size(), 100U);
-  const double tail = p / 2;
-  const double mean_excess = std::exp(-r * r / 2) / std::sqrt(2.0 * std::acos(-1.0)) / tail - r;
-  double sum = 0.0, squares = 0.0;
-  for (double e : excess) {
-    sum += e;
-    squares += e * e;
-  }
-  const double count = static_cast<double>(excess.size());
-  const double mean = sum / count;
-  const double spread = std::sqrt(squares / count - mean * mean);
-  EXPECT_NEAR(mean, mean_excess, 5.0 * spread / std::sqrt(count));
+  const double expected = static_cast<double>(draws().size()) * 2.0 * upper(r);
+  EXPECT_NEAR(static_cast<double>(beyond), expected, 5.0 * std::sqrt(expected));
+  EXPECT_NEAR(static_cast<double>(negative), 0.5 * static_cast<double>(beyond),
+              2.5 * std::sqrt(static_cast<double>(beyond)));
 }
 
 // A seed gives the same values on every machine: the ziggurat's accepted values are integer work

@@ -12,19 +12,22 @@
 #include "threads/threads.hpp"
 
 // The hot loops' second build, for CPUs with AVX2: x86-64 with GCC or Clang (a function's target
-// attribute; the CPU's features read once by host_simd()).
+// attribute; the CPU's features read once by host_simd(), from cpuid: zig's runtime answers
+// __builtin_cpu_supports with a stub that says no).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PP_HOST_AVX2 1
 #define PP_TARGET_AVX2 __attribute__((target("avx2")))
-#define PP_TARGET_AVX2_FMA __attribute__((target("avx2,fma")))
+#include <cpuid.h>
 #else
 #define PP_HOST_AVX2 0
 #endif
 #define PP_ALWAYS_INLINE __attribute__((always_inline))
 
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC notes that a function returning a 32-byte vector has another ABI with AVX than without:
-// these are inlined, never called across builds.
+// GCC and Clang note that a function returning a 32-byte vector has another ABI with AVX than
+// without: these are inlined, never called across builds.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
@@ -73,8 +76,9 @@ std::uint64_t rotl(std::uint64_t x, int k) {
 constexpr std::int64_t kBlock = 64;  // rows of C a task computes; columns of B kept hot
 
 // Rows [r0, r1) of C, in blocks of k so that the B rows a block reads stay in cache. Inlined into
-// each of product_rows' builds; no fused multiply-add in either (the AVX2 build's target has none),
-// since a product of two scaled operands can need more than a double's 53 bits.
+// each of product_rows' builds; no fused multiply-add in either (-ffp-contract=off, and the AVX2
+// build's target has none), since a product of two scaled operands can need more than a double's
+// 53 bits, and a fused one would round it otherwise.
 template <typename L>
 PP_ALWAYS_INLINE inline void rows_of_product(const double* a, const double* b, double* c,
                                              std::int64_t r0, std::int64_t r1, std::int64_t k,
@@ -108,7 +112,7 @@ PP_TARGET_AVX2 void product_rows_avx2(const double* a, const double* b, double* 
 void product_rows(const double* a, const double* b, double* c, std::int64_t r0, std::int64_t r1,
                   std::int64_t k, std::int64_t n, HostSimd simd) {
 #if PP_HOST_AVX2
-  if (simd == HostSimd::avx2) {
+  if (simd == HostSimd::avx2 && host_simd() == HostSimd::avx2) {
     product_rows_avx2(a, b, c, r0, r1, k, n);
     return;
   }
@@ -131,9 +135,15 @@ double with_sign_flipped(double x, std::uint64_t sign) {
 HostSimd host_simd() {
 #if PP_HOST_AVX2
   static const HostSimd simd = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? HostSimd::avx2
-                                                                           : HostSimd::generic;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) == 0) return HostSimd::generic;
+    if ((c & bit_AVX) == 0 || (c & bit_OSXSAVE) == 0) return HostSimd::generic;
+    // The OS saves the vector registers' upper halves: XCR0's SSE and AVX bits.
+    unsigned xcr0 = 0, xcr0_high = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+    if ((xcr0 & 6U) != 6U) return HostSimd::generic;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return HostSimd::generic;
+    return (b & bit_AVX2) != 0 ? HostSimd::avx2 : HostSimd::generic;
   }();
   return simd;
 #else
@@ -160,35 +170,43 @@ std::uint64_t HostRandom::next() {
 
 double HostRandom::uniform() { return static_cast<double>(next() >> 11U) * 0x1.0p-53; }
 
-// Marsaglia and Tsang's ziggurat (ziggurat_tables.py): a word's 8 low bits pick one of 256 layers
-// of equal area, one bit the sign and 52 bits the position across the layer. A position under the
-// density's curve at every height of its layer (99 % of words) is the value; the rest are judged
-// by the density (the layer's wedge) or, in the base layer beyond R, drawn from the tail. Every
-// value needs one word but these, where Box-Muller needed a logarithm and a sine.
-double HostRandom::normal() {
+ZigguratDraw ziggurat_draw(std::uint64_t word) {
   namespace z = ziggurat;
   constexpr std::uint64_t kPositionMask = (std::uint64_t{1} << 52U) - 1;
+  ZigguratDraw d;
+  d.layer = static_cast<std::size_t>(word & 0xFFU);
+  const std::uint64_t sign = (word & 0x100U) << 55U;  // bit 8 moved to the sign bit
+  const std::uint64_t position = (word >> 9U) & kPositionMask;
+  // The sign by its bit, not a branch: a branch on a random bit is mispredicted half the time.
+  d.value = with_sign_flipped(static_cast<double>(position) * z::kWidth[d.layer], sign);
+  d.at_once = position < z::kAccept[d.layer];
+  return d;
+}
+
+double normal_tail(HostRandom& random, bool negative) {
+  namespace z = ziggurat;
+  // Marsaglia's 1964 method; 1 - u keeps log's argument above zero.
   while (true) {
-    const std::uint64_t word = next();
-    const auto layer = static_cast<std::size_t>(word & 0xFFU);
-    const std::uint64_t sign = (word & 0x100U) << 55U;  // bit 8 moved to the sign bit
-    const std::uint64_t position = (word >> 9U) & kPositionMask;
-    const double x = static_cast<double>(position) * z::kWidth[layer];
-    // The sign by its bit, not a branch: a branch on a random bit is mispredicted half the time.
-    const double value = with_sign_flipped(x, sign);
-    if (position < z::kAccept[layer]) return value;
-    if (layer == 0) {
-      // The tail beyond R (Marsaglia's 1964 method); 1 - u keeps log's argument above zero.
-      while (true) {
-        const double beyond = -std::log1p(-uniform()) * z::kInverseBaseEdge;
-        const double height = -std::log1p(-uniform());
-        if (height + height > beyond * beyond) {
-          return sign != 0 ? -(z::kBaseEdge + beyond) : z::kBaseEdge + beyond;
-        }
-      }
+    const double beyond = -std::log1p(-random.uniform()) * z::kInverseBaseEdge;
+    const double height = -std::log1p(-random.uniform());
+    if (height + height > beyond * beyond) {
+      return negative ? -(z::kBaseEdge + beyond) : z::kBaseEdge + beyond;
     }
-    const double y = z::kDensity[layer] + uniform() * (z::kDensity[layer - 1] - z::kDensity[layer]);
-    if (y < std::exp(-0.5 * x * x)) return value;
+  }
+}
+
+// Marsaglia and Tsang's ziggurat (ziggurat_tables.py): every value needs one word but the 1 %
+// judged by the density or drawn from the tail, where Box-Muller needed a logarithm and a sine.
+double HostRandom::normal() {
+  namespace z = ziggurat;
+  while (true) {
+    const ZigguratDraw d = ziggurat_draw(next());
+    if (d.at_once) return d.value;
+    if (d.layer == 0) return normal_tail(*this, std::signbit(d.value));
+    // The layer's wedge: a height drawn across the layer, under the density or not.
+    const double y =
+        z::kDensity[d.layer] + uniform() * (z::kDensity[d.layer - 1] - z::kDensity[d.layer]);
+    if (y < std::exp(-0.5 * d.value * d.value)) return d.value;
   }
 }
 
@@ -207,8 +225,8 @@ constexpr std::int64_t kLabelLanes = 16;
 
 // The logits of kLabelLanes classes from c0 for the row x_i, each summed in the order of j, the
 // teacher widened to double beforehand. Inlined into each of argmax_rows' builds, so that the AVX2
-// one sums 16 classes in four registers. A product of two floats is exact in a double, so a fused
-// multiply-add rounds as the multiplication and the addition do: every build gives the same sums.
+// one sums 16 classes in four registers. Each build multiplies, then adds (no fused multiply-add:
+// the library is built with -ffp-contract=off), so every build gives the same sums.
 template <typename L>
 PP_ALWAYS_INLINE inline void lane_logits(const float* xi, const double* teacher, std::int64_t in,
                                          std::int64_t classes, std::int64_t c0, double* out) {
@@ -269,8 +287,8 @@ void argmax_rows_generic(const float* x, const double* teacher, std::int64_t row
 }
 
 #if PP_HOST_AVX2
-PP_TARGET_AVX2_FMA void argmax_rows_avx2(const float* x, const double* teacher, std::int64_t rows,
-                                         std::int64_t in, std::int64_t classes, float* onehot) {
+PP_TARGET_AVX2 void argmax_rows_avx2(const float* x, const double* teacher, std::int64_t rows,
+                                     std::int64_t in, std::int64_t classes, float* onehot) {
   argmax_rows<Lanes4>(x, teacher, rows, in, classes, onehot);
 }
 #endif
@@ -287,7 +305,7 @@ std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<
   std::vector<float> onehot(static_cast<std::size_t>(rows * classes), 0.0F);
   const std::vector<double> wide(teacher.begin(), teacher.end());  // exact: a float is a double
 #if PP_HOST_AVX2
-  if (simd == HostSimd::avx2) {
+  if (simd == HostSimd::avx2 && host_simd() == HostSimd::avx2) {
     argmax_rows_avx2(x.data(), wide.data(), rows, in, classes, onehot.data());
     return onehot;
   }

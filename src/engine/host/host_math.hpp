@@ -3,15 +3,17 @@
 // loads and is unit-tested without it): seeded random data, the float64 reference product, and
 // how far a result is from it.
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace precision_probe {
 
 // Which build of the host's hot loops (the labels, the reference's rows) this CPU runs: the AVX2
-// one where the CPU has AVX2 and FMA (x86-64), else the generic one. Both give the same numbers
-// bit for bit (HostMath tests hold them to each other): each sum is taken in the same order, and
-// a fused multiply-add is used only where the product is exact.
+// one where the CPU has AVX2 and the OS saves its registers (x86-64, read from cpuid), else the
+// generic one. Both give the same numbers bit for bit (HostMath tests hold them to each other):
+// each sum is taken in the same order, and neither fuses a multiplication into an addition. A
+// function given HostSimd::avx2 on a CPU without it runs the generic build.
 enum class HostSimd { generic, avx2 };
 HostSimd host_simd();
 
@@ -28,6 +30,20 @@ class HostRandom {
  private:
   std::uint64_t s_[4];
 };
+
+// HostRandom::normal()'s ziggurat, a step at a time (its tests hold each): a 64-bit word's 8 low
+// bits pick one of 256 layers of equal area, bit 8 the sign, the next 52 bits the position across
+// the layer. `at_once` where the position lies under the density at every height of its layer (99 %
+// of words): `value` is then the normal value. Otherwise the layer's wedge decides with another
+// draw, or, in the base layer (0) beyond its edge R, the value comes from the tail.
+struct ZigguratDraw {
+  std::size_t layer = 0;
+  double value = 0.0;  // signed
+  bool at_once = false;
+};
+ZigguratDraw ziggurat_draw(std::uint64_t word);
+// A value from the normal's tail beyond R (Marsaglia's method), negative where asked.
+double normal_tail(HostRandom& random, bool negative);
 
 // `count` standard normal values from `seed`.
 std::vector<double> normal_values(std::uint64_t seed, std::size_t count);

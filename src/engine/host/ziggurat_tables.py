@@ -5,11 +5,13 @@ words (8 bits pick the layer, 1 the sign, 52 the position in it).
 
 Computed in 60-digit decimal arithmetic and rounded once to double (hexadecimal literals), so the
 tables, and with them every seed's numbers, are the same on every machine and compiler: libm's
-exp and log are not correctly rounded everywhere. Run by hand after a change to the layout:
+exp and log are not correctly rounded everywhere. Run by hand after a change to the layout, then
+let clang-format wrap it as the repository's lint wants:
 
     python3 src/engine/host/ziggurat_tables.py > src/engine/host/ziggurat_tables.hpp
+    clang-format -i src/engine/host/ziggurat_tables.hpp
 
-tests/unit/test_host_math.cpp recomputes the layers in long double and holds the file to them.
+tests/unit/test_host_random.cpp recomputes the layers in long double and holds the file to them.
 """
 from decimal import Decimal, getcontext
 import math

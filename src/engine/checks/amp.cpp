@@ -103,8 +103,8 @@ Forward forward(const std::vector<Tensor>& p, const Inputs& in, Scalar low) {
 
 // A weight's gradient, g^T x. The fp32 runs (the AMP runs' references) take LibTorch's linear with
 // a zero bias: cuBLASLt's fp32 GEMM, whose kernels the forward pass's linear has loaded (on an H100
-// with 2.11 the same losses to the bit as mm). As mm, the transposed product loaded a module of
-// classic cuBLAS kernels that nothing else in the run uses: 14-15 MiB of the host's memory on an
+// with 2.11 the same losses to the bit as mm). As mm, the transposed product's first call took
+// cuBLAS's classic path, which nothing else in the run uses: the tree held 14-15 MiB more on an
 // H100 (docs/performance.md). The AMP runs' own gradients stay mm, as autograd runs them.
 Tensor weight_gradient(const Tensor& g_t, const Tensor& x, const Inputs& in, Scalar low) {
   if (low != Scalar::f32) return mm(g_t, x);

@@ -195,7 +195,7 @@ double normal_tail(HostRandom& random, bool negative) {
   }
 }
 
-// Marsaglia and Tsang's ziggurat (ziggurat_tables.py): every value needs one word but the 1 %
+// Marsaglia and Tsang's ziggurat (ziggurat_tables.py): every value needs one word but the 1.5 %
 // judged by the density or drawn from the tail, where Box-Muller needed a logarithm and a sine.
 double HostRandom::normal() {
   namespace z = ziggurat;

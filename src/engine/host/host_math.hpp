@@ -17,9 +17,10 @@ namespace precision_probe {
 enum class HostSimd { generic, avx2 };
 HostSimd host_simd();
 
-// xoshiro256** seeded through splitmix64: the same numbers for the same seed on every machine (the
-// normal values too, but for the 1 % the ziggurat judges by exp or log1p, where a libm that rounds
-// differently could in principle move one by an ulp).
+// xoshiro256** seeded through splitmix64: the same numbers for the same seed on every machine. The
+// normal values too, but for the 1.5 % the ziggurat judges by exp or log1p: a libm that rounded one
+// of those differently could flip its accept or reject, and every later value of that seed would
+// then differ (an x86-64 and an aarch64 build, zig's, gave the same values where compared).
 class HostRandom {
  public:
   explicit HostRandom(std::uint64_t seed);
@@ -33,8 +34,8 @@ class HostRandom {
 
 // HostRandom::normal()'s ziggurat, a step at a time (its tests hold each): a 64-bit word's 8 low
 // bits pick one of 256 layers of equal area, bit 8 the sign, the next 52 bits the position across
-// the layer. `at_once` where the position lies under the density at every height of its layer (99 %
-// of words): `value` is then the normal value. Otherwise the layer's wedge decides with another
+// the layer. `at_once` where the position lies under the density at every height of its layer (98.5
+// % of words): `value` is then the normal value. Otherwise the layer's wedge decides with another
 // draw, or, in the base layer (0) beyond its edge R, the value comes from the tail.
 struct ZigguratDraw {
   std::size_t layer = 0;

@@ -71,7 +71,7 @@ struct Inputs {
   Tensor neg_inv_batch;  // [] fp32: -1 / batch
   Tensor onehot;         // [batch, classes] fp32
   Tensor zero;           // [1] fp32
-  Tensor zero_bias;      // [hidden] fp32, zeros: the fp32 runs' weight gradients (weight_gradient)
+  Tensor zero_bias;      // [hidden] fp32 zeros, the fp32 runs' alone (weight_gradient)
 };
 
 // What one step's forward pass left for its backward pass and the report.
@@ -194,8 +194,10 @@ Inputs inputs_for(const AmpSetup& s, const Target& target, Scalar low) {
                             Scalar::f32, target.device);
   in.grad_logp = mul(in.onehot, in.neg_inv_batch);
   in.zero = upload(torch, std::vector<float>{0.0F}, {1}, Scalar::f32, target.device);
-  in.zero_bias = upload(torch, std::vector<float>(static_cast<std::size_t>(kHidden), 0.0F),
-                        {kHidden}, Scalar::f32, target.device);
+  if (low == Scalar::f32) {
+    in.zero_bias = upload(torch, std::vector<float>(static_cast<std::size_t>(kHidden), 0.0F),
+                          {kHidden}, Scalar::f32, target.device);
+  }
   in.ones_low = converted(upload(torch, std::vector<float>(static_cast<std::size_t>(s.batch), 1.0F),
                                  {s.batch}, Scalar::f32, target.device),
                           low);

@@ -103,6 +103,9 @@ PP_ALWAYS_INLINE inline void rows_of_product(const double* a, const double* b, d
 }
 
 #if PP_HOST_AVX2
+// Whether a loop asked to run `simd` runs its AVX2 build: only where this CPU has AVX2.
+bool runs_avx2(HostSimd simd) { return simd == HostSimd::avx2 && host_simd() == HostSimd::avx2; }
+
 PP_TARGET_AVX2 void product_rows_avx2(const double* a, const double* b, double* c, std::int64_t r0,
                                       std::int64_t r1, std::int64_t k, std::int64_t n) {
   rows_of_product<Lanes4>(a, b, c, r0, r1, k, n);
@@ -112,7 +115,7 @@ PP_TARGET_AVX2 void product_rows_avx2(const double* a, const double* b, double* 
 void product_rows(const double* a, const double* b, double* c, std::int64_t r0, std::int64_t r1,
                   std::int64_t k, std::int64_t n, HostSimd simd) {
 #if PP_HOST_AVX2
-  if (simd == HostSimd::avx2 && host_simd() == HostSimd::avx2) {
+  if (runs_avx2(simd)) {
     product_rows_avx2(a, b, c, r0, r1, k, n);
     return;
   }
@@ -247,8 +250,9 @@ PP_ALWAYS_INLINE inline void lane_logits(const float* xi, const double* teacher,
 double logit(const float* xi, const double* teacher, std::int64_t in, std::int64_t classes,
              std::int64_t c) {
   double sum = 0.0;
-  for (std::int64_t j = 0; j < in; ++j)
+  for (std::int64_t j = 0; j < in; ++j) {
     sum += static_cast<double>(xi[j]) * teacher[j * classes + c];
+  }
   return sum;
 }
 
@@ -305,7 +309,7 @@ std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<
   std::vector<float> onehot(static_cast<std::size_t>(rows * classes), 0.0F);
   const std::vector<double> wide(teacher.begin(), teacher.end());  // exact: a float is a double
 #if PP_HOST_AVX2
-  if (simd == HostSimd::avx2 && host_simd() == HostSimd::avx2) {
+  if (runs_avx2(simd)) {
     argmax_rows_avx2(x.data(), wide.data(), rows, in, classes, onehot.data());
     return onehot;
   }

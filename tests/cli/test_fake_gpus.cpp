@@ -592,6 +592,29 @@ TEST(FakeGpus, NcclAllReduceAcrossEveryGpu) {
       << text.out;
 }
 
+// One GPU's all-reduce has one rank: NCCL moves nothing, so no bandwidth is reported, while the
+// exact sums and the time stay (docs/report.md).
+TEST(FakeGpus, AOneRankAllReduceGivesNoBandwidth) {
+  const auto r = run_probe_binary({"--nccl", "--format", "json"}, fake_driver_env(kFakeH200));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json c = json::parse(r.out).at("collectives");
+  EXPECT_EQ(c.at("status"), "native");
+  ASSERT_EQ(c.at("all_reduce").size(), 3U);
+  for (const json& a : c.at("all_reduce")) {
+    EXPECT_EQ(a.at("ranks"), 1);
+    EXPECT_EQ(a.at("ok"), true);
+    EXPECT_GT(a.at("time_ms").get<double>(), 0.0);
+    EXPECT_TRUE(a.at("algbw_gbps").is_null()) << a;
+    EXPECT_TRUE(a.at("busbw_gbps").is_null()) << a;
+  }
+  const auto text = run_probe_binary({"--nccl"}, fake_driver_env(kFakeH200));
+  EXPECT_NE(text.out.find("one GPU: its one-rank all-reduce moves no data"), std::string::npos)
+      << text.out;
+  const auto two =
+      run_probe_binary({"--nccl"}, fake_driver_env(std::string(kFakeH200) + ";" + kFakeH200));
+  EXPECT_EQ(two.out.find("one-rank"), std::string::npos) << two.out;
+}
+
 TEST(FakeGpus, NcclFailuresAndRefusals) {
   const std::string two = std::string(kFakeH200) + ";" + kFakeH200;
   // An inexact sum is a failed check.

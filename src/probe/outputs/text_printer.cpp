@@ -180,6 +180,14 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
                         text::number_cell(a.busbw_gbps, "{:.1f}")),
             a.error);
     }
+    const bool one_rank = std::any_of(c.all_reduce.begin(), c.all_reduce.end(),
+                                      [](const CollectiveOutcome& a) { return a.ranks == 1; });
+    if (one_rank) {
+      w.text("  ",
+             "one GPU: its one-rank all-reduce moves no data, so it gives no bandwidth; it proves "
+             "NCCL's set-up and kernels (two or more GPUs give algbw and busbw)",
+             4);
+    }
   }
   print_peers(c.peers, w);
   w.line("");

@@ -346,6 +346,16 @@ void judge_all_reduce(CollectivesReport& c, const WorkerResult& worker, std::siz
   }
 }
 
+// A one-rank all-reduce moves no data: NCCL returns from it in place in about a microsecond, so
+// its "bandwidth" (bytes over that time) says nothing of a link and is left out; its time stays.
+void drop_one_rank_bandwidths(CollectivesReport& c) {
+  for (CollectiveOutcome& a : c.all_reduce) {
+    if (a.ranks != 1) continue;
+    a.algbw_gbps.reset();
+    a.busbw_gbps.reset();
+  }
+}
+
 // The collectives section: present with --nccl, or whenever two or more GPUs can be asked about
 // peer access.
 std::optional<CollectivesReport> collectives_report(const Options& o, const GpuFacts& facts,
@@ -375,6 +385,7 @@ std::optional<CollectivesReport> collectives_report(const Options& o, const GpuF
   c.nccl_version = worker->result->nccl_version;
   c.all_reduce = worker->result->collectives;
   judge_all_reduce(c, *worker->result, gpus.size());
+  drop_one_rank_bandwidths(c);
   return c;
 }
 

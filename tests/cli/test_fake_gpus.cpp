@@ -613,6 +613,11 @@ TEST(FakeGpus, AOneRankAllReduceGivesNoBandwidth) {
   const auto two =
       run_probe_binary({"--nccl"}, fake_driver_env(std::string(kFakeH200) + ";" + kFakeH200));
   EXPECT_EQ(two.out.find("one-rank"), std::string::npos) << two.out;
+  // An all-reduce that did not run proves nothing: no such line under its refusal.
+  const auto none =
+      run_probe_binary({"--nccl"}, with(fake_driver_env(kFakeH200), {"FAKE_ENGINE=nonccl"}));
+  EXPECT_EQ(none.exit_code, 3) << none.out;
+  EXPECT_EQ(none.out.find("one-rank"), std::string::npos) << none.out;
 }
 
 TEST(FakeGpus, NcclFailuresAndRefusals) {

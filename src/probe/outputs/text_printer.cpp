@@ -180,8 +180,9 @@ void print_collectives(const CollectivesReport& c, Writer& w) {
                         text::number_cell(a.busbw_gbps, "{:.1f}")),
             a.error);
     }
-    const bool one_rank = std::any_of(c.all_reduce.begin(), c.all_reduce.end(),
-                                      [](const CollectiveOutcome& a) { return a.ranks == 1; });
+    const bool one_rank =
+        std::any_of(c.all_reduce.begin(), c.all_reduce.end(),
+                    [](const CollectiveOutcome& a) { return a.ran && a.ranks == 1; });
     if (one_rank) {
       w.text("  ",
              "one GPU: its one-rank all-reduce moves no data, so it gives no bandwidth; it proves "

@@ -25,6 +25,19 @@ long double density(long double x) { return std::exp(-x * x / 2); }
 // The standard normal's distribution function.
 double cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
+// Kolmogorov-Smirnov: the largest gap between the empirical distribution of `sorted` (ascending)
+// and `distribution`, times sqrt(n), to hold under 1.95 (the 0.1 % critical value).
+template <typename F>
+double ks_statistic(const std::vector<double>& sorted, F distribution) {
+  const double n = static_cast<double>(sorted.size());
+  double gap = 0.0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const double f = distribution(sorted[i]);
+    gap = std::max({gap, f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f});
+  }
+  return gap * std::sqrt(n);
+}
+
 // Values of seed 7: enough that the tail beyond R (a value in 3,900) holds hundreds.
 const std::vector<double>& draws() {
   static const std::vector<double> values = pp::normal_values(7, std::size_t{1} << 21U);
@@ -89,13 +102,7 @@ TEST(HostRandom, NormalValuesHaveTheStandardNormalsMomentsAndBothSigns) {
 TEST(HostRandom, NormalValuesFollowTheNormalDistributionFunction) {
   std::vector<double> x = draws();
   std::sort(x.begin(), x.end());
-  const double n = static_cast<double>(x.size());
-  double gap = 0.0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double f = cdf(x[i]);
-    gap = std::max({gap, f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f});
-  }
-  EXPECT_LT(gap * std::sqrt(n), 1.95) << "largest gap " << gap;
+  EXPECT_LT(ks_statistic(x, cdf), 1.95);
 }
 
 // Every layer's boundary: a word at the last position below the layer's accept limit is a value at
@@ -137,13 +144,7 @@ TEST(HostRandom, TheTailBeyondTheBaseLayerIsTheNormals) {
   for (double& v : tail) v = pp::normal_tail(random, false);
   std::sort(tail.begin(), tail.end());
   ASSERT_GT(tail.front(), r);
-  const double n = static_cast<double>(tail.size());
-  double gap = 0.0;
-  for (std::size_t i = 0; i < tail.size(); ++i) {
-    const double f = 1.0 - upper(tail[i]) / upper(r);
-    gap = std::max({gap, f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f});
-  }
-  EXPECT_LT(gap * std::sqrt(n), 1.95) << "largest gap " << gap;
+  EXPECT_LT(ks_statistic(tail, [&](double x) { return 1.0 - upper(x) / upper(r); }), 1.95);
   for (int i = 0; i < 100; ++i) ASSERT_LT(pp::normal_tail(random, true), -r);
 
   std::size_t beyond = 0, negative = 0;

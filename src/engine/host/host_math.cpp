@@ -285,11 +285,6 @@ PP_ALWAYS_INLINE inline void argmax_rows(const float* x, const double* teacher, 
   }
 }
 
-void argmax_rows_generic(const float* x, const double* teacher, std::int64_t rows, std::int64_t in,
-                         std::int64_t classes, float* onehot) {
-  argmax_rows<Lanes2>(x, teacher, rows, in, classes, onehot);
-}
-
 #if PP_HOST_AVX2
 PP_TARGET_AVX2 void argmax_rows_avx2(const float* x, const double* teacher, std::int64_t rows,
                                      std::int64_t in, std::int64_t classes, float* onehot) {
@@ -315,7 +310,7 @@ std::vector<float> argmax_labels(const std::vector<float>& x, const std::vector<
   }
 #endif
   (void)simd;
-  argmax_rows_generic(x.data(), wide.data(), rows, in, classes, onehot.data());
+  argmax_rows<Lanes2>(x.data(), wide.data(), rows, in, classes, onehot.data());
   return onehot;
 }
 

@@ -174,13 +174,19 @@ CpuRuns cpu_training_way(const std::optional<std::string>& setting, unsigned cpu
   return cpus <= 1 ? CpuRuns::in_turn : CpuRuns::at_once;
 }
 
+bool cpu_checks_after_gpus(const std::optional<std::string>& setting, unsigned cpus) {
+  if (setting == "after-gpus") return true;
+  if (setting == "beside") return false;
+  return cpus <= 1;
+}
+
 Prepared prepare_plan(const WorkerPlan& plan) {
   Prepared prepared;
   const bool gpu = plan.kind == DeviceKind::cuda;
   prepared.smoke = prepare_smoke(plan.smoke, gpu, plan.seed, host_threads());
   if (!plan.amp.empty()) {
     trace("smoke inputs and references prepared");
-    prepared.amp = prepare_amp(gpu, plan.seed * 1000003ULL + 1000);
+    prepared.amp = prepare_amp(amp_batch(gpu, usable_cpus()), plan.seed * 1000003ULL + 1000);
   }
   trace("inputs and references prepared");
   give_back_free_memory();

@@ -45,6 +45,12 @@ struct CheckWays {
 // value is as none).
 CpuRuns cpu_training_way(const std::optional<std::string>& setting, unsigned cpus);
 
+// Whether the CPU's checks in a GPU session wait until no GPU plan is under way
+// (PRECISION_PROBE_ENGINE_CPU_CHECKS): "after-gpus" or "beside" where given, else after the GPUs'
+// where one CPU is usable (`cpus`: beside them they only take the GPUs' turns; docs/engine.md,
+// "Under a CPU quota") and beside them where more are (another value is as none).
+bool cpu_checks_after_gpus(const std::optional<std::string>& setting, unsigned cpus);
+
 // Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,
                      const Prepared& prepared, const CheckWays& ways);

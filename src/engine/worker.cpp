@@ -133,8 +133,9 @@ constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 // training runs go in turn or at once (plan_runner.hpp), ..._CPUS=mask leaves a GPU session
 // under a CPU quota on its whole mask while the CPU's checks run (by default it keeps to the
 // quota's CPUs then: the fastest of three ways measured on an H100, docs/engine.md),
-// ..._CPU_CHECKS=after-gpus makes the CPU's checks wait for the GPUs', ..._WAIT how a thread waits
-// for its GPU (spin, yield or blocking; the driver's own choice spins).
+// ..._CPU_CHECKS whether the CPU's checks wait for the GPUs' (after-gpus, by default where one CPU
+// is usable) or run beside them, ..._WAIT how a thread waits for its GPU (spin, yield or blocking;
+// the driver's own choice spins).
 struct StartKnobs {
   // init-first | driver-first | cuinit-beside | overlap | libtorch-first
   std::string order = "init-first";
@@ -171,7 +172,7 @@ StartKnobs start_knobs() {
   k.checks.preload = preload_way(env("PRECISION_PROBE_ENGINE_PRELOAD"), cpus);
   k.checks.cpu_training = cpu_training_way(env("PRECISION_PROBE_ENGINE_CPU_TRAINING"), cpus);
   k.keep_to_quota = env("PRECISION_PROBE_ENGINE_CPUS").value_or("") != "mask";
-  k.cpu_after_gpus = env("PRECISION_PROBE_ENGINE_CPU_CHECKS").value_or("") == "after-gpus";
+  k.cpu_after_gpus = cpu_checks_after_gpus(env("PRECISION_PROBE_ENGINE_CPU_CHECKS"), cpus);
   k.waiting = waiting_named(env("PRECISION_PROBE_ENGINE_WAIT").value_or(""));
   return k;
 }
@@ -413,10 +414,10 @@ class Session {
     changed_.notify_all();
   }
 
-  // With PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus: the CPU's checks wait until no GPU plan is
-  // under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long): those
-  // received by then or arriving meanwhile (the probe sends the CPU's plan first, the GPUs' once
-  // the driver has answered, before LibTorch is loaded as a rule).
+  // Where one CPU is usable (or ..._CPU_CHECKS=after-gpus): the CPU's checks wait until no GPU plan
+  // is under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long):
+  // those received by then or arriving meanwhile (the probe sends the CPU's plan first, the GPUs'
+  // once the driver has answered, before LibTorch is loaded as a rule).
   void wait_for_gpu_plans() {
     std::unique_lock<std::mutex> lock(mutex_);
     const int under_way = gpu_plans_under_way_;
@@ -452,12 +453,18 @@ class Session {
       (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     }
     const bool gpu = plan.kind == DeviceKind::cuda && plan.collective_ranks == 0;
-    auto [prepared, cuda] =
-        gpu ? prepare_and_bind(plan)
-            : std::pair(plan.collective_ranks > 0 ? Prepared{} : prepare_plan(plan),
-                        Expected<std::unique_ptr<CudaDriver>>{nullptr});
+    // Where the CPU's checks wait for the GPUs' (one usable CPU), their inputs wait too: prepared
+    // beside the GPUs' checks they would take some of the one CPU's time from them.
+    const bool after_gpus = cpu_beside_gpus && knobs_.cpu_after_gpus;
+    const bool prepare_now = !gpu && plan.collective_ranks == 0 && !after_gpus;
+    auto [prepared, cuda] = gpu ? prepare_and_bind(plan)
+                                : std::pair(prepare_now ? prepare_plan(plan) : Prepared{},
+                                            Expected<std::unique_ptr<CudaDriver>>{nullptr});
     const Loaded& loaded = wait_loaded();
-    if (cpu_beside_gpus && knobs_.cpu_after_gpus) wait_for_gpu_plans();
+    if (after_gpus) {
+      wait_for_gpu_plans();
+      if (loaded.torch) prepared = prepare_plan(plan);
+    }
     if (!loaded.torch) {
       answer_unavailable(plan, ErrorKind::unavailable, loaded.torch_error);
     } else if (plan.collective_ranks > 0) {

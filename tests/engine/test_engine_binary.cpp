@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -400,6 +401,31 @@ TEST(EngineBinary, OnOneCpuTheTrainingRunsGoOneAfterAnother) {
   // PRECISION_PROBE_ENGINE_CPU_TRAINING says otherwise, either way.
   EXPECT_EQ(overlapped(cgroup_tree(false), "=in-turn"), false) << "in turn on more CPUs";
   EXPECT_EQ(overlapped(cgroup_tree(true), "=at-once"), true) << "at once on one CPU";
+}
+
+// Where one CPU is usable (a quota of one) the training runs a smaller batch than where more are
+// (there the run's time is its CPU time), trains all the same, and its method says the batch.
+TEST(EngineBinary, OnOneCpuTheTrainingRunsASmallerBatch) {
+  PP_REQUIRE_RELEASE();
+  if (pp::affinity_cpus().size() < 2) {
+    GTEST_SKIP() << "one CPU in this process's mask: the batch of more cannot be shown";
+  }
+  const auto batch_of = [](bool one_cpu) -> long {
+    const pp::ProcessOutput out = run_worker(
+        cpu_plan({pp::Mode::fp32}, {pp::Mode::amp_bf16}), pp::testing::release()->cpu_library(),
+        {"PRECISION_PROBE_ENGINE_CGROUP_ROOT=" + cgroup_tree(one_cpu), "OMP_NUM_THREADS"});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    const pp::AmpOutcome& o = read_lines(out.out).amp.at(pp::Mode::amp_bf16);
+    EXPECT_TRUE(o.ok) << o.error;
+    const std::string said = "at a batch of ";
+    const std::size_t at = o.method.find(said);
+    if (at == std::string::npos) return -1;
+    return std::strtol(o.method.c_str() + at + said.size(), nullptr, 10);
+  };
+  const long one = batch_of(true);
+  const long more = batch_of(false);
+  EXPECT_GT(one, 0);
+  EXPECT_LT(one, more);
 }
 
 TEST(EngineBinary, APlanOfAnotherProtocolIsRefused) {

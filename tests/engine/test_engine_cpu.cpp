@@ -3,6 +3,7 @@
 // releases is asserted per release.
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -399,13 +400,12 @@ TEST(EngineCpu, ABlockScaledRecipeBefore2_11IsNotTestedNamingWhatTheReleaseLacks
   }
 }
 
-// The training runs, on every release: bf16 without loss scaling, fp16 with GradScaler's rule,
-// LibTorch's own unscale kernel from 2.10, written out per tensor on 2.9.
-TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
-  PP_REQUIRE_CPU_TORCH(torch);
-  const eng::AmpSetup setup = eng::prepare_amp(false, 7);
-  const auto runs = eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, setup,
-                                 pp::testing::cpu_target(*torch), engine_way());
+namespace {
+
+// Both AMP modes trained like fp32: the loss went down, the final loss within the mode's
+// tolerance of fp32's, fp16 with GradScaler's rule (LibTorch's own unscale from 2.10, written out
+// per tensor on 2.9).
+void expect_both_modes_train(const pp::PerMode<pp::AmpOutcome>& runs) {
   ASSERT_EQ(runs.size(), 2U);
   for (const auto& [mode, o] : runs) {
     ASSERT_TRUE(o.ok) << pp::mode_key(mode) << ": " << o.error;
@@ -428,6 +428,30 @@ TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
   EXPECT_EQ(fp16.method.find("written out per tensor") != std::string::npos, !lists) << fp16.method;
 }
 
+}  // namespace
+
+// The training runs, on every release: bf16 without loss scaling, fp16 with GradScaler's rule,
+// LibTorch's own unscale kernel from 2.10, written out per tensor on 2.9; at the batch of one
+// usable CPU (smaller: there the run's time is its CPU time) as at the batch of more.
+TEST(EngineCpu, BothTrainingModesTrainLikeFp32OnEveryRelease) {
+  PP_REQUIRE_CPU_TORCH(torch);
+  EXPECT_LT(eng::amp_batch(false, 1), eng::amp_batch(false, 2));
+  EXPECT_EQ(eng::amp_batch(false, 2), eng::amp_batch(false, 64));
+  EXPECT_GT(eng::amp_batch(true, 1), eng::amp_batch(false, 2));
+  for (const unsigned cpus : {1U, 2U}) {
+    SCOPED_TRACE(fmt::format("the batch of {} usable CPU(s)", cpus));
+    const eng::AmpSetup setup = eng::prepare_amp(eng::amp_batch(false, cpus), 7);
+    ASSERT_EQ(setup.x.size(), static_cast<std::size_t>(setup.batch) * 256U);
+    const auto runs = eng::run_amp({Mode::amp_fp16, Mode::amp_bf16}, setup,
+                                   pp::testing::cpu_target(*torch), engine_way());
+    expect_both_modes_train(runs);
+    for (const auto& [mode, o] : runs) {  // the report says the batch it ran
+      EXPECT_NE(o.method.find(fmt::format("at a batch of {}", setup.batch)), std::string::npos)
+          << o.method;
+    }
+  }
+}
+
 // A newer release made to behave as 2.9 (PRECISION_PROBE_ENGINE_AS_RELEASE's knob) runs 2.9's
 // paths: the written-out unscale trains as LibTorch's own kernel does.
 TEST(EngineCpu, The2_9PathsRunOnANewerReleaseMadeToBehaveAsIt) {
@@ -438,7 +462,7 @@ TEST(EngineCpu, The2_9PathsRunOnANewerReleaseMadeToBehaveAsIt) {
   ASSERT_TRUE(old) << old.error();
   (*old)->behave_as({2, 9});
   EXPECT_FALSE((*old)->features().lists);
-  const eng::AmpSetup setup = eng::prepare_amp(false, 7);
+  const eng::AmpSetup setup = eng::prepare_amp(eng::amp_batch(false, 2), 7);
   const auto runs =
       eng::run_amp({Mode::amp_fp16}, setup, pp::testing::cpu_target(**old), engine_way());
   const pp::AmpOutcome& run = runs.at(Mode::amp_fp16);
@@ -568,4 +592,16 @@ TEST(EngineCpu, OnOneCpuTheTrainingRunsGoInTurn) {
   EXPECT_EQ(eng::cpu_training_way(std::string("at-once"), 1), R::at_once);
   EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 1), R::in_turn);
   EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 4), R::at_once);
+}
+
+// Whether the CPU's checks in a GPU session wait for the GPUs' plans: where one CPU is usable they
+// do (beside them they would only take the GPUs' turns), where more are they run beside them,
+// unless PRECISION_PROBE_ENGINE_CPU_CHECKS says ("after-gpus", "beside"; another value is unset).
+TEST(EngineCpu, OnOneCpuTheCpusChecksWaitForTheGpus) {
+  EXPECT_TRUE(eng::cpu_checks_after_gpus(std::nullopt, 1));
+  EXPECT_FALSE(eng::cpu_checks_after_gpus(std::nullopt, 2));
+  EXPECT_FALSE(eng::cpu_checks_after_gpus(std::string("beside"), 1));
+  EXPECT_TRUE(eng::cpu_checks_after_gpus(std::string("after-gpus"), 16));
+  EXPECT_TRUE(eng::cpu_checks_after_gpus(std::string("sometimes"), 1));
+  EXPECT_FALSE(eng::cpu_checks_after_gpus(std::string("sometimes"), 8));
 }

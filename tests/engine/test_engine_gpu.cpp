@@ -122,7 +122,7 @@ TEST(EngineGpu, The2_9PathsRunOnThisGpu) {
     EXPECT_NE(blockwise.method.find("aten::_scaled_mm fp8_blockwise"), std::string::npos)
         << blockwise.method;
   }
-  const eng::AmpSetup setup = eng::prepare_amp(true, 3);
+  const eng::AmpSetup setup = eng::prepare_amp(eng::amp_batch(true, 1), 3);
   const auto runs = eng::run_amp({Mode::amp_fp16}, setup, target, eng::CpuRuns::at_once);
   const pp::AmpOutcome& run = runs.at(Mode::amp_fp16);
   ASSERT_TRUE(run.ok) << run.error;
@@ -184,7 +184,7 @@ TEST(EngineGpu, TheBlockScaledCallsReachLibTorch) {
 
 TEST(EngineGpu, BothTrainingModesTrainLikeFp32WithTheirMemoryCounted) {
   PP_REQUIRE_GPU(g);
-  const eng::AmpSetup setup = eng::prepare_amp(true, 5);
+  const eng::AmpSetup setup = eng::prepare_amp(eng::amp_batch(true, 1), 5);
   std::vector<Mode> modes = {Mode::amp_fp16};
   if (at_least(*g, {8, 0})) modes.push_back(Mode::amp_bf16);
   for (const auto& [mode, o] : eng::run_amp(modes, setup, g->target, eng::CpuRuns::at_once)) {

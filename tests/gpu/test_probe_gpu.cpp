@@ -198,6 +198,38 @@ TEST(ProbeGpu, EveryStartWayGivesTheSameVerdicts) {
   }
 }
 
+// The CPU's checks after the GPUs' (the way where one CPU is usable) or beside them: the same
+// verdicts on every device, the GPU's and the CPU's, and the trace says the CPU's checks waited.
+TEST(ProbeGpu, TheCpusChecksAfterTheGpusGiveTheSameVerdicts) {
+  PP_REQUIRE_TEST_TORCH();
+  int code = 0;
+  const json facts = probe_json({"--quick"}, code);
+  if (facts.at("driver").at("status") != "ok") GTEST_SKIP() << "no GPU";
+  json first;
+  for (const std::string way : {"beside", "after-gpus"}) {
+    const auto r = pp::testing::run_probe_binary(
+        {"--format", "json", "--device", "0", "--seed", "3"},
+        real_env({"PRECISION_PROBE_ENGINE_CPU_CHECKS=" + way, "PRECISION_PROBE_TRACE=1"}), 120);
+    ASSERT_EQ(r.exit_code, 0) << way << ": " << r.err;
+    EXPECT_EQ(r.err.find("the CPU's checks waited") != std::string::npos, way == "after-gpus")
+        << way << ": " << r.err;
+    json verdicts;
+    for (const json& device : json::parse(r.out).at("devices")) {
+      const std::string name = device.at("kind").get<std::string>() + device.value("name", "");
+      for (const auto& [mode, p] : device.at("precisions").items()) {
+        verdicts[name][mode] = p.at("status");
+      }
+      for (const auto& [mode, a] : device.at("amp").items()) {
+        verdicts[name][mode] = a.at("status");
+        EXPECT_TRUE(a.at("ok").get<bool>()) << way << " " << name << " " << mode << a.dump();
+      }
+    }
+    ASSERT_EQ(verdicts.size(), 2U) << way << ": the GPU and the CPU";
+    if (first.is_null()) first = verdicts;
+    EXPECT_EQ(verdicts, first) << way;
+  }
+}
+
 // --soak on GPU 0: every mode native there soaked, every result bit-identical to its golden one,
 // except the one a fault was injected into, which is caught at that result (exit 4).
 TEST(ProbeGpu, ASoakOfEveryNativeModeIsBitwiseAndCatchesAnInjectedFault) {

@@ -29,9 +29,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kSteps = 24;
 // The batch: on a GPU large enough that activations, not parameters, dominate the memory
-// measurement; on a CPU small, since there the arithmetic is real time.
+// measurement; on a CPU small, since there the arithmetic is real time, and smaller where one CPU
+// is usable (amp_batch).
 constexpr std::int64_t kGpuBatch = 2048;
 constexpr std::int64_t kCpuBatch = 256;
+constexpr std::int64_t kOneCpuBatch = 64;
 constexpr std::int64_t kIn = 256;
 constexpr std::int64_t kHidden = 256;
 constexpr std::int64_t kClasses = 256;
@@ -341,7 +343,8 @@ AmpOutcome outcome_of(Mode mode, const Attempt& amp, const Attempt& fp32, const 
   AmpOutcome o;
   o.steps = kSteps;
   o.loss_tolerance = amp_loss_tolerance(mode);
-  o.method = amp_method(mode, *target.torch);
+  o.method = fmt::format("{}; {} steps at a batch of {}", amp_method(mode, *target.torch), kSteps,
+                         s.batch);
   if (!amp.run) {
     o.error = amp.error;
     o.error_kind = amp.kind;
@@ -440,9 +443,14 @@ std::string amp_method(Mode mode, const Torch& torch) {
   return method;
 }
 
-AmpSetup prepare_amp(bool gpu, std::uint64_t seed) {
+std::int64_t amp_batch(bool gpu, unsigned cpus) {
+  if (gpu) return kGpuBatch;
+  return cpus <= 1 ? kOneCpuBatch : kCpuBatch;
+}
+
+AmpSetup prepare_amp(std::int64_t batch, std::uint64_t seed) {
   AmpSetup s;
-  s.batch = gpu ? kGpuBatch : kCpuBatch;
+  s.batch = batch;
   HostRandom random(seed);
   auto normals = [&random](std::int64_t count, double scale) {
     std::vector<float> v(static_cast<std::size_t>(count));

@@ -87,7 +87,12 @@ struct AmpSetup {
   std::vector<float> x, onehot;          // [batch, in], [batch, classes]
   std::vector<std::vector<float>> init;  // W1 [hidden, in], b1, W2 [classes, hidden], b2
 };
-AmpSetup prepare_amp(bool gpu, std::uint64_t seed);
+// The training's batch: 2048 on a GPU; on a CPU 256, or 64 where one CPU is usable (`cpus`: a
+// pod's quota of one CPU, where the run's time is its CPU time and the CPU's training runs come
+// after the GPUs' checks; docs/engine.md, "On one CPU").
+std::int64_t amp_batch(bool gpu, unsigned cpus);
+// The data and initial parameters for `batch` rows, drawn from `seed`.
+AmpSetup prepare_amp(std::int64_t batch, std::uint64_t seed);
 // How the CPU's training runs go: at once, each on a thread of its own, or one after another on
 // the calling thread (beside each other on one CPU they only take turns, each with its tensors in
 // a malloc arena of its own). A GPU's go at once always.

@@ -168,7 +168,7 @@ startup-quota-ways() {
   timeout 300 python3 bench/startup.py --probe $P --cgroup /sys/fs/cgroup/pp-1cpu --runs 3 --memory-runs 2 \
     ${BASELINE:+--baseline "$BASELINE"} \
     --variant mask:PRECISION_PROBE_ENGINE_CPUS=mask \
-    --variant after-gpus:PRECISION_PROBE_ENGINE_CPU_CHECKS=after-gpus \
+    --variant beside:PRECISION_PROBE_ENGINE_CPU_CHECKS=beside \
     --variant blocking:PRECISION_PROBE_ENGINE_WAIT=blocking \
     --out "$OUT/startup-quota-ways" >> "$LOG" 2>&1
   timeout 150 python3 bench/startup.py --probe $P --runs 3 --memory-runs 2 ${BASELINE:+--baseline "$BASELINE"} \

@@ -199,7 +199,7 @@ TEST(ProbeGpu, EveryStartWayGivesTheSameVerdicts) {
 }
 
 // The CPU's checks after the GPUs' (the way where one CPU is usable) or beside them: the same
-// verdicts on every device, the GPU's and the CPU's, and the trace says the CPU's checks waited.
+// verdicts on GPU 0 and on the CPU, and the trace says the CPU's checks waited.
 TEST(ProbeGpu, TheCpusChecksAfterTheGpusGiveTheSameVerdicts) {
   PP_REQUIRE_TEST_TORCH();
   int code = 0;

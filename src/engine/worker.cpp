@@ -121,7 +121,8 @@ StackInfo stack_of(const Torch& torch) {
 
 namespace {
 
-// How long the CPU's checks wait for the GPUs' at most (PRECISION_PROBE_ENGINE_CPU_CHECKS).
+// How long after their plan came the CPU's checks wait for the GPUs' at most
+// (PRECISION_PROBE_ENGINE_CPU_CHECKS): the probe's per-check clock runs from there.
 constexpr std::chrono::seconds kCpuChecksWaitAtMost{2};
 
 // How a session starts (docs/engine.md, "How a session starts"). The defaults are the fastest of
@@ -321,20 +322,33 @@ class Session {
   ~Session() { end(); }
 
   void start(const WorkerPlan& plan) {
-    if (plan.bench_size > 0 || plan.soak_seconds > 0.0) {
+    const bool measures = plan.bench_size > 0 || plan.soak_seconds > 0.0;
+    if (measures) {
       quota_cpus_.release("a plan measures", true);
     } else if (plan.kind == DeviceKind::cpu) {
       quota_cpus_.keep();
     }
-    if (plan.kind == DeviceKind::cuda) {
+    {
       const std::lock_guard<std::mutex> lock(mutex_);
-      ++gpu_plans_under_way_;
+      gpu_plans_.measure = gpu_plans_.measure || measures;
+      if (plan.kind == DeviceKind::cuda) {
+        ++gpu_plans_.started;
+        ++gpu_plans_.under_way;
+      }
+      changed_.notify_all();
     }
     threads_.start_or_run([this, plan] { run(plan); });
   }
 
   // No more plans: the plans under way finish.
-  void end() { threads_.join(); }
+  void end() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      no_more_plans_ = true;
+      changed_.notify_all();
+    }
+    threads_.join();
+  }
 
  private:
   void load() {
@@ -410,22 +424,25 @@ class Session {
   // A GPU plan has ended: the CPU's checks may no longer wait for it.
   void gpu_plan_ended() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    --gpu_plans_under_way_;
+    --gpu_plans_.under_way;
     changed_.notify_all();
   }
 
-  // Where one CPU is usable (or ..._CPU_CHECKS=after-gpus): the CPU's checks wait until no GPU plan
-  // is under way, at most kCpuChecksWaitAtMost (a GPU that hangs holds no CPU verdict for long):
-  // those received by then or arriving meanwhile (the probe sends the CPU's plan first, the GPUs'
-  // once the driver has answered, before LibTorch is loaded as a rule).
-  void wait_for_gpu_plans() {
+  // Where one CPU is usable (or ..._CPU_CHECKS=after-gpus): the CPU's checks wait until they may go
+  // (cpu_checks_may_go), until `deadline` at most (a GPU that hangs holds no CPU verdict for long).
+  void wait_for_gpu_plans(std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(mutex_);
-    const int under_way = gpu_plans_under_way_;
-    const bool ended =
-        changed_.wait_for(lock, kCpuChecksWaitAtMost, [this] { return gpu_plans_under_way_ == 0; });
+    const bool done = changed_.wait_until(lock, deadline, [this] {
+      GpuPlansSeen seen = gpu_plans_;
+      seen.none_to_come = no_more_plans_ || (driver_ && !*driver_);
+      return cpu_checks_may_go(seen);
+    });
+    const std::string said =
+        gpu_plans_.measure ? "did not wait: a plan measures"
+                           : fmt::format("{} for {} GPU plan(s)",
+                                         done ? "waited" : "waited their most", gpu_plans_.started);
     lock.unlock();
-    trace(fmt::format("the CPU's checks {} for {} GPU plan(s)",
-                      ended ? "waited" : "waited their most", under_way));
+    trace("the CPU's checks " + said);
   }
 
   void run(const WorkerPlan& plan) {
@@ -455,15 +472,17 @@ class Session {
     const bool gpu = plan.kind == DeviceKind::cuda && plan.collective_ranks == 0;
     // Where the CPU's checks wait for the GPUs' (one usable CPU), their inputs wait too: prepared
     // beside the GPUs' checks they would take some of the one CPU's time from them.
+    const auto received = std::chrono::steady_clock::now();
     const bool after_gpus = cpu_beside_gpus && knobs_.cpu_after_gpus;
     const bool prepare_now = !gpu && plan.collective_ranks == 0 && !after_gpus;
     auto [prepared, cuda] = gpu ? prepare_and_bind(plan)
                                 : std::pair(prepare_now ? prepare_plan(plan) : Prepared{},
                                             Expected<std::unique_ptr<CudaDriver>>{nullptr});
     const Loaded& loaded = wait_loaded();
-    if (after_gpus) {
-      wait_for_gpu_plans();
-      if (loaded.torch) prepared = prepare_plan(plan);
+    if (after_gpus && loaded.torch) {
+      // At most kCpuChecksWaitAtMost after the plan came: the probe's per-check clock runs since.
+      wait_for_gpu_plans(received + kCpuChecksWaitAtMost);
+      prepared = prepare_plan(plan);
     }
     if (!loaded.torch) {
       answer_unavailable(plan, ErrorKind::unavailable, loaded.torch_error);
@@ -487,7 +506,8 @@ class Session {
   // Once the driver's start is over: the started driver (a handle of its own), or why it did not
   // start.
   std::optional<Expected<std::unique_ptr<CudaDriver>>> driver_;
-  int gpu_plans_under_way_ = 0;  // GPU plans started and not yet ended
+  GpuPlansSeen gpu_plans_;      // for the CPU's checks that wait for the GPUs' (none_to_come unset)
+  bool no_more_plans_ = false;  // stdin has ended
   QuotaCpus quota_cpus_;
   Threads threads_;  // last: joined before what the threads use goes
 };

@@ -605,3 +605,19 @@ TEST(EngineCpu, OnOneCpuTheCpusChecksWaitForTheGpus) {
   EXPECT_TRUE(eng::cpu_checks_after_gpus(std::string("sometimes"), 1));
   EXPECT_FALSE(eng::cpu_checks_after_gpus(std::string("sometimes"), 8));
 }
+
+// The CPU's checks that wait for the GPUs' go once a GPU plan has come and none is under way (the
+// CPU's plan comes first: none yet is not none to wait for), or once none can come (stdin ended,
+// the driver did not start), and at once where a plan measures (they would run inside its
+// measurements otherwise).
+TEST(EngineCpu, TheCpusChecksWaitForAGpuPlanToComeAndEnd) {
+  using Seen = eng::GpuPlansSeen;
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{}));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false, false}));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{2, 1, false, false}));
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{2, 0, false, false}));
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, false, true}));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false, true})) << "stdin ended, one under way";
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, true, false})) << "the CPU's own plan measures";
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{1, 1, true, false})) << "a GPU's plan measures";
+}

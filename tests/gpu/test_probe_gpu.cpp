@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,20 @@ json probe_json(const std::vector<std::string>& args, int& exit_code,
 }
 
 int major_of(const std::string& cc) { return std::stoi(cc.substr(0, cc.find('.'))); }
+
+// How many of the engine's "plan N done" trace lines `trace` holds (the probe's own say "(GPU i)").
+int engine_plans_done(const std::string& trace) {
+  int done = 0;
+  std::istringstream lines(trace);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t plan = line.find("  plan ");
+    if (line.find("precision-probe-engine") != std::string::npos && plan != std::string::npos &&
+        line.size() >= 5 && line.compare(line.size() - 5, 5, " done") == 0) {
+      ++done;
+    }
+  }
+  return done;
+}
 
 }  // namespace
 
@@ -211,8 +226,12 @@ TEST(ProbeGpu, TheCpusChecksAfterTheGpusGiveTheSameVerdicts) {
         {"--format", "json", "--device", "0", "--seed", "3"},
         real_env({"PRECISION_PROBE_ENGINE_CPU_CHECKS=" + way, "PRECISION_PROBE_TRACE=1"}), 120);
     ASSERT_EQ(r.exit_code, 0) << way << ": " << r.err;
-    EXPECT_EQ(r.err.find("the CPU's checks waited") != std::string::npos, way == "after-gpus")
-        << way << ": " << r.err;
+    const std::size_t waited = r.err.find("the CPU's checks waited for 1 GPU plan(s)");
+    EXPECT_EQ(waited != std::string::npos, way == "after-gpus") << way << ": " << r.err;
+    if (waited != std::string::npos) {  // after the GPU's plan ended; the CPU's inputs after it
+      EXPECT_GE(engine_plans_done(r.err.substr(0, waited)), 1) << r.err;
+      EXPECT_NE(r.err.find("inputs and references prepared", waited), std::string::npos) << r.err;
+    }
     json verdicts;
     for (const json& device : json::parse(r.out).at("devices")) {
       // Another GPU of the machine is not checked; the CPU is, selected or not.

@@ -438,7 +438,7 @@ class Session {
       return cpu_checks_may_go(seen);
     });
     const std::string said =
-        gpu_plans_.measure ? "did not wait: a plan measures"
+        gpu_plans_.measure ? "go beside the GPUs': a plan measures"
                            : fmt::format("{} for {} GPU plan(s)",
                                          done ? "waited" : "waited their most", gpu_plans_.started);
     lock.unlock();

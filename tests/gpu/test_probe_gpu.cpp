@@ -226,11 +226,15 @@ TEST(ProbeGpu, TheCpusChecksAfterTheGpusGiveTheSameVerdicts) {
         {"--format", "json", "--device", "0", "--seed", "3"},
         real_env({"PRECISION_PROBE_ENGINE_CPU_CHECKS=" + way, "PRECISION_PROBE_TRACE=1"}), 120);
     ASSERT_EQ(r.exit_code, 0) << way << ": " << r.err;
-    const std::size_t waited = r.err.find("the CPU's checks waited for 1 GPU plan(s)");
+    const std::size_t waited = r.err.find("the CPU's checks waited");
     EXPECT_EQ(waited != std::string::npos, way == "after-gpus") << way << ": " << r.err;
-    if (waited != std::string::npos) {  // after the GPU's plan ended; the CPU's inputs after it
-      EXPECT_GE(engine_plans_done(r.err.substr(0, waited)), 1) << r.err;
+    if (waited != std::string::npos) {  // the CPU's inputs after the wait
       EXPECT_NE(r.err.find("inputs and references prepared", waited), std::string::npos) << r.err;
+    }
+    // Where GPU 0's plan ended within the wait's 2 s (on a GPU machine's CPUs it does, unless the
+    // machine is busy or cold: then "waited their most"), the wait came after its end.
+    if (r.err.find("the CPU's checks waited for 1 GPU plan(s)") != std::string::npos) {
+      EXPECT_GE(engine_plans_done(r.err.substr(0, waited)), 1) << r.err;
     }
     json verdicts;
     for (const json& device : json::parse(r.out).at("devices")) {

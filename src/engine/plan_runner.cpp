@@ -180,9 +180,9 @@ bool cpu_checks_after_gpus(const std::optional<std::string>& setting, unsigned c
   return cpus <= 1;
 }
 
-bool cpu_checks_may_go(const GpuPlansSeen& seen) {
+bool cpu_checks_may_go(const GpuPlansSeen& seen, bool none_to_come) {
   if (seen.measure) return true;
-  return seen.under_way == 0 && (seen.started > 0 || seen.none_to_come);
+  return seen.under_way == 0 && (seen.started > 0 || none_to_come);
 }
 
 Prepared prepare_plan(const WorkerPlan& plan) {

@@ -51,18 +51,18 @@ CpuRuns cpu_training_way(const std::optional<std::string>& setting, unsigned cpu
 // "Under a CPU quota") and beside them where more are (another value is as none).
 bool cpu_checks_after_gpus(const std::optional<std::string>& setting, unsigned cpus);
 
-// What a GPU session knows of its GPU plans while its CPU's checks wait for them.
+// What a GPU session has seen of its plans while its CPU's checks wait for the GPUs'.
 struct GpuPlansSeen {
-  int started = 0;            // GPU plans started, ended or not
-  int under_way = 0;          // started and not yet ended
-  bool measure = false;       // a plan of the session measures (--bench, --soak)
-  bool none_to_come = false;  // stdin has ended, or the session's driver did not start
+  int started = 0;       // GPU plans started, ended or not
+  int under_way = 0;     // started and not yet ended
+  bool measure = false;  // a plan of the session measures (--bench, --soak)
 };
 // Whether the CPU's checks that wait for the GPUs' may go: where a GPU plan has come and none is
-// under way, or none can come; at once where a plan measures (waiting, they would run inside the
-// GPUs' measurements: they go beside the GPUs' checks instead). The probe sends the CPU's plan
-// first and the GPUs' once the driver has answered, so none started is not yet none to wait for.
-bool cpu_checks_may_go(const GpuPlansSeen& seen);
+// under way, or none can come (`none_to_come`: stdin has ended, or the session's driver did not
+// start); at once where a plan measures (waiting, they would run inside the GPUs' measurements:
+// they go beside the GPUs' checks instead). The probe sends the CPU's plan first and the GPUs' once
+// the driver has answered, so none started is not yet none to wait for.
+bool cpu_checks_may_go(const GpuPlansSeen& seen, bool none_to_come);
 
 // Runs a device's plan: its GPU is bound first (`cuda` null for the CPU's).
 void run_device_plan(const WorkerPlan& plan, const Torch& torch, const CudaDriver* cuda,

@@ -433,9 +433,7 @@ class Session {
   void wait_for_gpu_plans(std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(mutex_);
     const bool done = changed_.wait_until(lock, deadline, [this] {
-      GpuPlansSeen seen = gpu_plans_;
-      seen.none_to_come = no_more_plans_ || (driver_ && !*driver_);
-      return cpu_checks_may_go(seen);
+      return cpu_checks_may_go(gpu_plans_, no_more_plans_ || (driver_ && !*driver_));
     });
     const std::string said =
         gpu_plans_.measure ? "go beside the GPUs': a plan measures"
@@ -506,7 +504,7 @@ class Session {
   // Once the driver's start is over: the started driver (a handle of its own), or why it did not
   // start.
   std::optional<Expected<std::unique_ptr<CudaDriver>>> driver_;
-  GpuPlansSeen gpu_plans_;      // for the CPU's checks that wait for the GPUs' (none_to_come unset)
+  GpuPlansSeen gpu_plans_;      // for the CPU's checks that wait for the GPUs'
   bool no_more_plans_ = false;  // stdin has ended
   QuotaCpus quota_cpus_;
   Threads threads_;  // last: joined before what the threads use goes

@@ -612,12 +612,12 @@ TEST(EngineCpu, OnOneCpuTheCpusChecksWaitForTheGpus) {
 // measurements otherwise).
 TEST(EngineCpu, TheCpusChecksWaitForAGpuPlanToComeAndEnd) {
   using Seen = eng::GpuPlansSeen;
-  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{}));
-  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false, false}));
-  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{2, 1, false, false}));
-  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{2, 0, false, false}));
-  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, false, true}));
-  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false, true})) << "stdin ended, one under way";
-  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, true, false})) << "the CPU's own plan measures";
-  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{1, 1, true, false})) << "a GPU's plan measures";
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{}, false));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false}, false));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{2, 1, false}, false));
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{2, 0, false}, false));
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, false}, true));
+  EXPECT_FALSE(eng::cpu_checks_may_go(Seen{1, 1, false}, true)) << "stdin ended, one under way";
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{0, 0, true}, false)) << "the CPU's own plan measures";
+  EXPECT_TRUE(eng::cpu_checks_may_go(Seen{1, 1, true}, false)) << "a GPU's plan measures";
 }

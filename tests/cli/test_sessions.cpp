@@ -16,6 +16,7 @@
 
 #include "binary.hpp"
 #include "strings/strings.hpp"
+#include "wire/engine_settings.hpp"
 
 namespace pp = precision_probe;
 using nlohmann::json;
@@ -377,4 +378,31 @@ TEST(Sessions, TheBenchCanLeaveTheCpusChecksOut) {
     EXPECT_EQ(bad.exit_code, 2) << value << ' ' << pp::join(args, " ");
     EXPECT_NE(bad.err.find("PRECISION_PROBE_BENCH_SKIP_CPU"), std::string::npos) << bad.err;
   }
+}
+
+// The engine's settings for measuring (wire/engine_settings.hpp): every value the table lists runs;
+// a value it does not list (a typo the engine would read as its default) is a usage error, exit 2,
+// naming the variable and its values, and still one JSON document with --format json.
+TEST(Sessions, TheEnginesSettingsTakeOnlyTheirValues) {
+  for (const pp::EngineSetting& setting : pp::kEngineSettings) {
+    const std::string name(setting.variable);
+    for (const std::string& value : pp::split(setting.values, ' ')) {
+      const auto r =
+          run_probe_binary({"-q"}, with(fake_driver_env(kFakeH200), {name + "=" + value}));
+      EXPECT_EQ(r.exit_code, 0) << name << '=' << value << ": " << r.err;
+    }
+    const auto bad = run_probe_binary(
+        {"--format", "json"}, with(fake_driver_env(kFakeH200),
+                                   {name + "=" + pp::split(setting.values, ' ').at(0) + "x"}));
+    EXPECT_EQ(bad.exit_code, 2) << name;
+    const json j = json::parse(bad.out);
+    const std::string message = j.at("error").at("message").get<std::string>();
+    EXPECT_NE(message.find(name + "='"), std::string::npos) << message;
+    EXPECT_NE(message.find(pp::join(pp::split(setting.values, ' '), ", ")), std::string::npos)
+        << message;
+  }
+  // Empty is unset, as the engine reads it.
+  const auto empty =
+      run_probe_binary({"-q"}, with(fake_driver_env(kFakeH200), {"PRECISION_PROBE_ENGINE_WAIT="}));
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "arch/arch.hpp"
+#include "wire/engine_settings.hpp"
 #include "wire/injection.hpp"
 #include "strings/strings.hpp"
 #include "probe/facts/cpu.hpp"
@@ -212,6 +213,16 @@ std::string bad_bench_switch(const Options& options, const StartFacts& facts) {
   return "";
 }
 
+// The engine's settings as set: the first whose value the engine does not take ("" when none).
+std::string bad_engine_settings(const StartFacts& facts) {
+  for (const EngineSetting& setting : kEngineSettings) {
+    const auto set = facts.engine_settings.find(std::string(setting.variable));
+    if (set == facts.engine_settings.end()) continue;
+    if (std::string bad = bad_engine_setting(setting, set->second); !bad.empty()) return bad;
+  }
+  return "";
+}
+
 }  // namespace
 
 Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) {
@@ -222,6 +233,7 @@ Expected<StartPlan> plan_start(const Options& options, const StartFacts& facts) 
   if (const std::string bad = bad_bench_switch(options, facts); !bad.empty()) {
     return Unexpected{bad};
   }
+  if (const std::string bad = bad_engine_settings(facts); !bad.empty()) return Unexpected{bad};
   // The engine reads PRECISION_PROBE_INJECT_HANG itself: a value it could not read is refused here.
   if (facts.inject_hang) {
     if (Expected<HangInjection> hang = parse_hang_injection(*facts.inject_hang); !hang) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "wire/engine_settings.hpp"
 #include "wire/injection.hpp"
 #include "trace/trace.hpp"
 
@@ -40,6 +41,10 @@ StartFacts read_start_facts(const System& system, const Engine& engine,
   if (f.gpu_copies && f.gpu_copies->empty()) f.gpu_copies.reset();
   f.skip_cpu = system.getenv("PRECISION_PROBE_BENCH_SKIP_CPU");
   if (f.skip_cpu && f.skip_cpu->empty()) f.skip_cpu.reset();
+  for (const EngineSetting& setting : kEngineSettings) {
+    std::optional<std::string> value = system.getenv(std::string(setting.variable));
+    if (value && !value->empty()) f.engine_settings[std::string(setting.variable)] = *value;
+  }
   f.image = find_torch(system);
   trace("image stack read");
   f.engine_installed = engine.installed();

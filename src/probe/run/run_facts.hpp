@@ -37,6 +37,8 @@ struct StartFacts {
   std::optional<std::string> inject_hang;   // PRECISION_PROBE_INJECT_HANG as set
   std::optional<std::string> gpu_copies;    // PRECISION_PROBE_BENCH_GPU_COPIES as set
   std::optional<std::string> skip_cpu;      // PRECISION_PROBE_BENCH_SKIP_CPU as set
+  // The engine's settings (wire/engine_settings.hpp) set to a value, by variable.
+  std::map<std::string, std::string> engine_settings;
   bool engine_installed = false;
   std::string engine_missing;  // why there is no engine (engine_installed false)
 };

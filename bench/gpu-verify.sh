@@ -17,6 +17,13 @@
 #   BASELINE=... bench/gpu-verify.sh startup-quota-ways
 #                                   the engine's settings for a CPU quota as variants, under a
 #                                   cgroup of one CPU's quota (made as root) and on all CPUs
+#   BASELINE=build-baseline/bin/precision-probe bench/gpu-verify.sh startup-quota quota-verdicts quota-measure
+#                                   issue 39's confirmation under one CPU's quota, against the
+#                                   baseline ./dev gpu-baseline built (./dev stage-baseline COMMIT
+#                                   where git is): the start-up (RUNS rounds, default 6, with the
+#                                   floor, the Python check, the traced GPU's checks with and without
+#                                   the CPU's, 1, 2, 4, 8 copies of GPU 0); seeds 1 and 2 of both
+#                                   builds and a hung GPU check; --bench and --soak of both builds
 set -uo pipefail
 OUT=${OUT:-gpu-verify}
 mkdir -p "$OUT"
@@ -149,8 +156,9 @@ startup-all-cpus() {
 
 # A cgroup of one CPU's quota, made once (as root, cgroup v2: the machine's processes are moved
 # into a child cgroup first, since a cgroup that holds processes cannot hand the cpu controller down).
+QUOTA=${QUOTA:-/sys/fs/cgroup/pp-1cpu}  # a cgroup of one CPU's quota (one_cpu_cgroup makes it)
 one_cpu_cgroup() {
-  local root=/sys/fs/cgroup q=/sys/fs/cgroup/pp-1cpu p
+  local root=/sys/fs/cgroup q=$QUOTA p
   [ -f $q/cpu.max ] && grep -q '^100000 100000$' $q/cpu.max && return 0
   mkdir -p $root/pp-leaf $q || return 1
   for p in $(cat $root/cgroup.procs); do echo "$p" > $root/pp-leaf/cgroup.procs 2> /dev/null; done
@@ -177,6 +185,61 @@ startup-quota-ways() {
     --out "$OUT/startup-all-cpus-ways" >> "$LOG" 2>&1
 }
 
+# Issue 39's figures under one CPU's quota, against BASELINE (docs/performance.md).
+startup-quota() {
+  one_cpu_cgroup || { echo "gpu-verify: no cgroup of one CPU's quota could be made" | tee -a "$LOG" >&2; return 1; }
+  timeout "${STARTUP_TIMEOUT:-540}" python3 bench/startup.py --probe $P --cgroup $QUOTA --runs "${RUNS:-6}" --memory-runs 2 \
+    --copies 1,2,4,8 ${BASELINE:+--baseline "$BASELINE"} --out "$OUT/startup-quota" >> "$LOG" 2>&1
+}
+
+# Under the quota: seeds 1 and 2 of this build and BASELINE, every mode side by side; then GPU 0's
+# bf16 made to hang (--check-timeout 5): only GPU 0's later checks fail, the CPU's verdicts arrive,
+# no engine is left.
+quota-verdicts() {
+  one_cpu_cgroup || return 1
+  local seed build reports=()
+  for seed in 1 2; do
+    for build in $P ${BASELINE:-}; do
+      in_quota "$build" --seed $seed --format json -o "$OUT/seed$seed-$(basename "$(dirname "$(dirname "$build")")").json"
+      reports+=("$OUT/seed$seed-$(basename "$(dirname "$(dirname "$build")")").json")
+    done
+  done
+  section quota-seeds python3 bench/compare_reports.py verdicts "${reports[@]}"
+  section quota-hung-check env PRECISION_PROBE_TRACE=1 PRECISION_PROBE_INJECT_HANG=bf16:0 \
+    bash -c "time (echo \$BASHPID > $QUOTA/cgroup.procs && exec $P --check-timeout 5 --format json -o $OUT/hung.json)"
+  section quota-hung-check-verdicts python3 bench/compare_reports.py verdicts "$OUT/hung.json"
+  section quota-hung-check-left bash -c "sleep 1; echo engine processes left: \$(pgrep -c -f '[p]recision-probe-engine')"
+}
+
+# --bench and --soak under the quota, this build and BASELINE alternating (BENCH_ROUNDS, default 2):
+# each mode's figure A/B; then --soak with an injected fault, caught.
+quota-measure() {
+  one_cpu_cgroup || return 1
+  local round build name benches=() soaks=()
+  for round in $(seq "${BENCH_ROUNDS:-2}"); do
+    for build in $P ${BASELINE:-}; do
+      name=$(basename "$(dirname "$(dirname "$build")")")
+      in_quota "$build" --bench --device 0 --no-amp --format json -o "$OUT/bench$round-$name.json"
+      benches+=("$OUT/bench$round-$name.json")
+    done
+  done
+  for build in $P ${BASELINE:-}; do
+    name=$(basename "$(dirname "$(dirname "$build")")")
+    in_quota "$build" --soak 10 --no-amp --format json -o "$OUT/soak-quota-$name.json"
+    soaks+=("$OUT/soak-quota-$name.json")
+  done
+  [ -n "${BASELINE:-}" ] && section quota-bench python3 bench/compare_reports.py bench "${benches[@]}"
+  section quota-soak python3 bench/compare_reports.py soak "${soaks[@]}"
+  section quota-soak-injected env PRECISION_PROBE_INJECT_FAULT=bf16:200:0 \
+    bash -c "echo \$\$ > $QUOTA/cgroup.procs && exec $P --soak 10 --no-amp --format json -o $OUT/soak-quota-injected.json"
+  section quota-soak-injected-figures python3 bench/compare_reports.py soak "$OUT/soak-quota-injected.json"
+}
+
+# A command in the cgroup of one CPU's quota, its exit said in the log.
+in_quota() {
+  section "quota: $*" sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$QUOTA" "$@"
+}
+
 throughput() {
   python3 bench/throughput.py --probe $P ${BASELINE:+--baseline "$BASELINE"} --out "$OUT" >> "$LOG" 2>&1
 }
@@ -186,8 +249,8 @@ parts=("$@")
 for part in "${parts[@]}"; do
   case $part in
     reports | modes | memory | soak | copied | blockscaled | nccl | sanitizer | startup | throughput | \
-      startup-one-cpu | startup-all-cpus | startup-quota-ways) "$part" ;;
+      startup-one-cpu | startup-all-cpus | startup-quota-ways | startup-quota | quota-verdicts | quota-measure) "$part" ;;
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|the default's time|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives" "$LOG"
+grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|the default's time|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives|by round|statuses the same|statuses differ|A/B|mismatches,|engine processes left|^real" "$LOG"

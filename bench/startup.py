@@ -999,10 +999,20 @@ def print_summary(args, s):
         print(f"against the baseline, run for run: full {fmt(s['full_change'])}x (no slower on all CPUs: "
               f"{met(t['all_cpus_full_no_slower_than_baseline'])}), --quick {fmt(s['quick_change'])}x "
               f"({met(t['quick_within_5_percent_of_baseline'])} <= {QUICK_BASELINE_RATIO})")
+    print_by_round(s)
     if "copies" in s:
         print_copies(s["copies"])
         print(f"  each added device <= {ADDED_DEVICE_PSS_MIB:.0f} MiB and {ADDED_DEVICE_CPU_S} s of CPU: "
               f"{met(t['each_added_device_at_most_200_mib_and_0_2_cpu_s'])}")
+
+
+def print_by_round(s):
+    """The per-round ratios behind the medians above, in the order the rounds ran."""
+    for key, said in (("full_vs_floor_ratios", "full / floor"), ("speedup_vs_python_ratios", "Python / full"),
+                      ("full_ratios", "full / baseline (full)"),
+                      ("gpu_done_ratios", "GPU's checks done, with / without the CPU's")):
+        if s.get(key):
+            print(f"  by round, {said}: " + ", ".join(f"{r:.2f}" for r in s[key]))
 
 
 def write_json(path, document):

@@ -47,15 +47,27 @@ def verdicts(report):
 
 
 def figures(report, kind):
-    """mode -> its --bench or --soak figures, of the report's GPUs (the first that has them)."""
+    """(GPU, mode) -> its --bench or --soak figures, of every GPU of the report."""
+    out = {}
     for d in report["devices"]:
         if d["kind"] == "cpu" or not d.get(kind):
             continue
-        section = d[kind]["modes"] if kind == "soak" else d[kind]
         if kind == "soak":
-            return {m: (s.get("iterations"), s.get("mismatches"), s.get("tflops")) for m, s in section.items()}
-        return {m: (b.get("tflops"), b.get("sustained_tflops")) for m, b in section.items()}
-    return {}
+            for m, f in d[kind]["modes"].items():
+                out[(device_name(d), m)] = (f.get("iterations"), f.get("mismatches"), f.get("tflops"))
+        else:
+            for m, f in d[kind].items():
+                out[(device_name(d), m)] = (f.get("tflops"), f.get("sustained_tflops"))
+    return out
+
+
+def all_figures(paths, reports, kind):
+    """Each report's figures; a report without any is an error (its run did not measure)."""
+    figs = [figures(r, kind) for r in reports]
+    for p, f in zip(paths, figs):
+        if not f:
+            sys.exit(f"compare_reports: {p} has no --{kind} figures of a GPU")
+    return figs
 
 
 def head(path, report):
@@ -86,15 +98,16 @@ def compare_bench(paths):
     reports = [load(p) for p in paths]
     for p, r in zip(paths, reports):
         print(head(p, r))
-    pairs = [(figures(reports[i], "bench"), figures(reports[i + 1], "bench")) for i in range(0, len(reports), 2)]
-    for mode in pairs[0][0]:
-        line = f"{mode:14}"
-        for label, key in (("first", 0), ("sustained", 1)):
-            rs = [ratio(a.get(mode, (None, None))[key], b.get(mode, (None, None))[key]) for a, b in pairs]
+    figs = all_figures(paths, reports, "bench")
+    pairs = list(zip(figs[0::2], figs[1::2]))
+    for key in sorted(set().union(*figs)):
+        line = f"{key[1]:14} {key[0]:6}"
+        for label, i in (("first", 0), ("sustained", 1)):
+            rs = [ratio(a.get(key, (None, None))[i], b.get(key, (None, None))[i]) for a, b in pairs]
             rs = [r for r in rs if r is not None]
             by_pair = ", ".join(f"{r:.3f}" for r in rs)
             line += f"  {label} A/B {statistics.median(rs):.3f} ({by_pair})" if rs else f"  {label} -"
-        print(line + "   A " + " ".join(str(a.get(mode, ('-',))[0]) for a, _ in pairs))
+        print(line + "   A " + " ".join(str(a.get(key, ("-",))[0]) for a, _ in pairs))
     return 0
 
 
@@ -102,15 +115,15 @@ def compare_soak(paths):
     reports = [load(p) for p in paths]
     for p, r in zip(paths, reports):
         print(head(p, r))
-    figs = [figures(r, "soak") for r in reports]
-    for mode in figs[0]:
-        cells = " | ".join(f"{f[mode][0]} iterations, {f[mode][1]} mismatches, {f[mode][2]} TFLOP/s"
-                           if mode in f else "absent" for f in figs)
+    figs = all_figures(paths, reports, "soak")
+    for key in sorted(set().union(*figs)):
+        cells = " | ".join(f"{f[key][0]} iterations, {f[key][1]} mismatches, {f[key][2]} TFLOP/s"
+                           if key in f else "absent" for f in figs)
         change = ""
-        if len(figs) == 2 and mode in figs[1]:
-            r = ratio(figs[0][mode][2], figs[1][mode][2])
+        if len(figs) == 2 and key in figs[0] and key in figs[1]:
+            r = ratio(figs[0][key][2], figs[1][key][2])
             change = f"   tflops A/B {r:.3f}" if r else ""
-        print(f"{mode:14} {cells}{change}")
+        print(f"{key[1]:14} {key[0]:6} {cells}{change}")
     return 0
 
 

@@ -173,7 +173,7 @@ startup-quota-ways() {
     echo "gpu-verify: no cgroup of one CPU's quota could be made (root and cgroup v2 are needed)" | tee -a "$LOG" >&2
     return 1
   fi
-  timeout 300 python3 bench/startup.py --probe $P --cgroup /sys/fs/cgroup/pp-1cpu --runs 3 --memory-runs 2 \
+  timeout 300 python3 bench/startup.py --probe $P --cgroup "$QUOTA" --runs 3 --memory-runs 2 \
     ${BASELINE:+--baseline "$BASELINE"} \
     --variant mask:PRECISION_PROBE_ENGINE_CPUS=mask \
     --variant beside:PRECISION_PROBE_ENGINE_CPU_CHECKS=beside \
@@ -192,52 +192,57 @@ startup-quota() {
     --copies 1,2,4,8 ${BASELINE:+--baseline "$BASELINE"} --out "$OUT/startup-quota" >> "$LOG" 2>&1
 }
 
-# Under the quota: seeds 1 and 2 of this build and BASELINE, every mode side by side; then GPU 0's
-# bf16 made to hang (--check-timeout 5): only GPU 0's later checks fail, the CPU's verdicts arrive,
-# no engine is left.
+# Under the quota: seeds 1 and 2 of this build ("new") and BASELINE ("baseline"), every mode side by
+# side; then GPU 0's bf16 made to hang (--check-timeout 5): only GPU 0's later checks fail, the CPU's
+# verdicts arrive, no engine is left.
 quota-verdicts() {
   one_cpu_cgroup || return 1
-  local seed build reports=()
+  local seed role reports=()
   for seed in 1 2; do
-    for build in $P ${BASELINE:-}; do
-      in_quota "$build" --seed $seed --format json -o "$OUT/seed$seed-$(basename "$(dirname "$(dirname "$build")")").json"
-      reports+=("$OUT/seed$seed-$(basename "$(dirname "$(dirname "$build")")").json")
+    for role in new ${BASELINE:+baseline}; do
+      in_quota "$(build_of $role)" --seed $seed --format json -o "$OUT/seed$seed-$role.json"
+      reports+=("$OUT/seed$seed-$role.json")
     done
   done
   section quota-seeds python3 bench/compare_reports.py verdicts "${reports[@]}"
+  rm -f "$OUT/hung.json"
   section quota-hung-check env PRECISION_PROBE_TRACE=1 PRECISION_PROBE_INJECT_HANG=bf16:0 \
-    bash -c "time (echo \$BASHPID > $QUOTA/cgroup.procs && exec $P --check-timeout 5 --format json -o $OUT/hung.json)"
+    bash -c 'time (echo $BASHPID > "$1/cgroup.procs" && exec "$2" --check-timeout 5 --format json -o "$3")' \
+    sh "$QUOTA" "$P" "$OUT/hung.json"
   section quota-hung-check-verdicts python3 bench/compare_reports.py verdicts "$OUT/hung.json"
   section quota-hung-check-left bash -c "sleep 1; echo engine processes left: \$(pgrep -c -f '[p]recision-probe-engine')"
 }
 
-# --bench and --soak under the quota, this build and BASELINE alternating (BENCH_ROUNDS, default 2):
-# each mode's figure A/B; then --soak with an injected fault, caught.
+# --bench and --soak 10 under the quota, this build and BASELINE alternating (BENCH_ROUNDS, default
+# 2): each mode's figure A/B; then a soak of GPU 0 with bf16's 20th result's bit flipped: caught,
+# exit 4.
 quota-measure() {
   one_cpu_cgroup || return 1
-  local round build name benches=() soaks=()
+  local round role benches=() soaks=()
   for round in $(seq "${BENCH_ROUNDS:-2}"); do
-    for build in $P ${BASELINE:-}; do
-      name=$(basename "$(dirname "$(dirname "$build")")")
-      in_quota "$build" --bench --device 0 --no-amp --format json -o "$OUT/bench$round-$name.json"
-      benches+=("$OUT/bench$round-$name.json")
+    for role in new ${BASELINE:+baseline}; do
+      in_quota "$(build_of $role)" --bench --device 0 --no-amp --format json -o "$OUT/bench$round-$role.json"
+      benches+=("$OUT/bench$round-$role.json")
     done
   done
-  for build in $P ${BASELINE:-}; do
-    name=$(basename "$(dirname "$(dirname "$build")")")
-    in_quota "$build" --soak 10 --no-amp --format json -o "$OUT/soak-quota-$name.json"
-    soaks+=("$OUT/soak-quota-$name.json")
+  for role in new ${BASELINE:+baseline}; do
+    in_quota "$(build_of $role)" --soak 10 --no-amp --format json -o "$OUT/soak-quota-$role.json"
+    soaks+=("$OUT/soak-quota-$role.json")
   done
   [ -n "${BASELINE:-}" ] && section quota-bench python3 bench/compare_reports.py bench "${benches[@]}"
   section quota-soak python3 bench/compare_reports.py soak "${soaks[@]}"
-  section quota-soak-injected env PRECISION_PROBE_INJECT_FAULT=bf16:200:0 \
-    bash -c "echo \$\$ > $QUOTA/cgroup.procs && exec $P --soak 10 --no-amp --format json -o $OUT/soak-quota-injected.json"
+  in_quota env PRECISION_PROBE_INJECT_FAULT=bf16:20:0 "$P" --soak 10 --device 0 --no-amp --format json \
+    -o "$OUT/soak-quota-injected.json"
   section quota-soak-injected-figures python3 bench/compare_reports.py soak "$OUT/soak-quota-injected.json"
 }
 
-# A command in the cgroup of one CPU's quota, its exit said in the log.
+build_of() { if [ "$1" = baseline ]; then echo "$BASELINE"; else echo "$P"; fi; }
+
+# A command in the cgroup of one CPU's quota, its exit said in the log (125: the move failed). The
+# report it is to write (-o FILE, last) is removed first: a run that writes none leaves none to read.
 in_quota() {
-  section "quota: $*" sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$QUOTA" "$@"
+  rm -f "${!#}"
+  section "quota: $*" sh -c 'echo $$ > "$0/cgroup.procs" || exit 125; exec "$@"' "$QUOTA" "$@"
 }
 
 throughput() {

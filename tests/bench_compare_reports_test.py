@@ -56,6 +56,15 @@ def main(script):
         check("bench: an odd number of reports is refused", rc != 0 and "pairs" in out, out)
         rc, out = run(script, tmp, report(soak={"bf16": (1, 50.0)}), report(soak={"bf16": (0, 100.0)}), way="soak")
         check("soak: the mismatches and tflops A/B", rc == 0 and "1 mismatches" in out and "tflops A/B 0.500" in out, out)
+        rc, out = run(script, tmp, report(bench={"bf16": 1.0}), report(), way="bench")
+        check("bench: a report without figures is refused, named", rc != 0 and "r1.json has no --bench" in out, out)
+        two = report(soak={"bf16": (0, 100.0)})
+        two["devices"].insert(1, json.loads(json.dumps(two["devices"][0])))
+        two["devices"][1]["index"] = 1
+        two["devices"][1]["soak"]["modes"]["bf16"]["mismatches"] = 3
+        rc, out = run(script, tmp, two, way="soak")
+        check("soak: every GPU's figures, the second's mismatches too",
+              "cuda1  100 iterations, 3 mismatches" in out and "cuda0  100 iterations, 0 mismatches" in out, out)
         rc, out = run(script, tmp, "{not json", report())
         check("a file that is not a report is refused, named", rc != 0 and "is not a report" in out, out)
     return finish()

@@ -23,6 +23,8 @@
 #include "engine/plan_runner.hpp"
 #include "engine/torch/cublas.hpp"
 #include "release.hpp"
+#include "strings/strings.hpp"
+#include "wire/engine_settings.hpp"
 
 namespace pp = precision_probe;
 namespace eng = precision_probe::engine;
@@ -592,6 +594,37 @@ TEST(EngineCpu, OnOneCpuTheTrainingRunsGoInTurn) {
   EXPECT_EQ(eng::cpu_training_way(std::string("at-once"), 1), R::at_once);
   EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 1), R::in_turn);
   EXPECT_EQ(eng::cpu_training_way(std::string("sometimes"), 4), R::at_once);
+}
+
+// The probe accepts each value of wire/engine_settings.hpp's table and refuses the rest: each of
+// those the engine reads where its default depends on the CPUs must be one it tells apart, the same
+// on one CPU and on 64 (a value the engine does not know falls to that default, which differs).
+TEST(EngineCpu, EveryValueTheProbeAcceptsIsOneTheEngineReads) {
+  const auto values_of = [](std::string_view variable) {
+    for (const pp::EngineSetting& setting : pp::kEngineSettings) {
+      if (setting.variable == variable) return pp::split(setting.values, ' ');
+    }
+    return std::vector<std::string>{};
+  };
+  const auto check = [&](std::string_view variable, const auto& read) {
+    const std::vector<std::string> values = values_of(variable);
+    ASSERT_GE(values.size(), 2U) << variable;
+    std::vector<int> seen;
+    for (const std::string& v : values) {
+      EXPECT_EQ(static_cast<int>(read(v, 1)), static_cast<int>(read(v, 64)))
+          << variable << '=' << v;
+      seen.push_back(static_cast<int>(read(v, 1)));
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end())
+        << variable << ": two values read alike";
+  };
+  check("PRECISION_PROBE_ENGINE_PRELOAD",
+        [](const std::string& v, unsigned cpus) { return eng::preload_way(v, cpus); });
+  check("PRECISION_PROBE_ENGINE_CPU_TRAINING",
+        [](const std::string& v, unsigned cpus) { return eng::cpu_training_way(v, cpus); });
+  check("PRECISION_PROBE_ENGINE_CPU_CHECKS",
+        [](const std::string& v, unsigned cpus) { return eng::cpu_checks_after_gpus(v, cpus); });
 }
 
 // Whether the CPU's checks in a GPU session wait for the GPUs' plans: where one CPU is usable they

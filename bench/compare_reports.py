@@ -13,7 +13,7 @@ against another's (bench/gpu-verify.sh quota-verdicts, quota-measure).
                                                       mismatches, tflops; A/B of tflops)
 
 Exit 0 where every report could be read (and, for verdicts, every status is the same in all), 1
-where statuses differ, 2 for a file that is not a report.
+where statuses differ or a file is refused (not a report, no figures: its message says which).
 """
 
 import json

@@ -1,7 +1,8 @@
 #pragma once
 // The engine's settings for measuring (PRECISION_PROBE_ENGINE_*, docs/engine.md): one table of the
 // variables and the values each takes. The engine reads them; the probe refuses a value that is not
-// one before a run starts (a usage error), where the engine would take its default and say nothing.
+// one before a run starts (a usage error), where the engine would read it as a default (PRELOAD as
+// overlap) and say nothing.
 
 #include <array>
 #include <string>

@@ -598,7 +598,8 @@ TEST(EngineCpu, OnOneCpuTheTrainingRunsGoInTurn) {
 
 // The probe accepts each value of wire/engine_settings.hpp's table and refuses the rest: each of
 // those the engine reads where its default depends on the CPUs must be one it tells apart, the same
-// on one CPU and on 64 (a value the engine does not know falls to that default, which differs).
+// on one CPU and on 64 (a value the engine does not know falls to a default that differs by the
+// CPUs, or to one another value gives).
 TEST(EngineCpu, EveryValueTheProbeAcceptsIsOneTheEngineReads) {
   const auto values_of = [](std::string_view variable) {
     for (const pp::EngineSetting& setting : pp::kEngineSettings) {

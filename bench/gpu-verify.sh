@@ -160,19 +160,19 @@ QUOTA=${QUOTA:-/sys/fs/cgroup/pp-1cpu}  # a cgroup of one CPU's quota (one_cpu_c
 one_cpu_cgroup() {
   local root=/sys/fs/cgroup q=$QUOTA p
   [ -f $q/cpu.max ] && grep -q '^100000 100000$' $q/cpu.max && return 0
-  mkdir -p $root/pp-leaf $q || return 1
-  for p in $(cat $root/cgroup.procs); do echo "$p" > $root/pp-leaf/cgroup.procs 2> /dev/null; done
-  echo +cpu > $root/cgroup.subtree_control && echo "100000 100000" > $q/cpu.max
+  if mkdir -p $root/pp-leaf $q; then
+    for p in $(cat $root/cgroup.procs); do echo "$p" > $root/pp-leaf/cgroup.procs 2> /dev/null; done
+    echo +cpu > $root/cgroup.subtree_control && echo "100000 100000" > $q/cpu.max && return 0
+  fi
+  echo "gpu-verify: no cgroup of one CPU's quota could be made (root and cgroup v2 are needed)" | tee -a "$LOG" >&2
+  return 1
 }
 
 # The engine's settings for a CPU quota (docs/performance.md, "The CPU's checks under a quota"),
 # each a variant against the default: under one CPU's quota, then on all CPUs. Each bench is kept
 # inside a time limit and leaves what it measured if stopped.
 startup-quota-ways() {
-  if ! one_cpu_cgroup; then
-    echo "gpu-verify: no cgroup of one CPU's quota could be made (root and cgroup v2 are needed)" | tee -a "$LOG" >&2
-    return 1
-  fi
+  one_cpu_cgroup || return 1
   timeout 300 python3 bench/startup.py --probe $P --cgroup "$QUOTA" --runs 3 --memory-runs 2 \
     ${BASELINE:+--baseline "$BASELINE"} \
     --variant mask:PRECISION_PROBE_ENGINE_CPUS=mask \
@@ -187,7 +187,7 @@ startup-quota-ways() {
 
 # Issue 39's figures under one CPU's quota, against BASELINE (docs/performance.md).
 startup-quota() {
-  one_cpu_cgroup || { echo "gpu-verify: no cgroup of one CPU's quota could be made" | tee -a "$LOG" >&2; return 1; }
+  one_cpu_cgroup || return 1
   timeout "${STARTUP_TIMEOUT:-540}" python3 bench/startup.py --probe $P --cgroup $QUOTA --runs "${RUNS:-6}" --memory-runs 2 \
     --copies 1,2,4,8 ${BASELINE:+--baseline "$BASELINE"} --out "$OUT/startup-quota" >> "$LOG" 2>&1
 }
@@ -205,10 +205,8 @@ quota-verdicts() {
     done
   done
   section quota-seeds python3 bench/compare_reports.py verdicts "${reports[@]}"
-  rm -f "$OUT/hung.json"
-  section quota-hung-check env PRECISION_PROBE_TRACE=1 PRECISION_PROBE_INJECT_HANG=bf16:0 \
-    bash -c 'time (echo $BASHPID > "$1/cgroup.procs" && exec "$2" --check-timeout 5 --format json -o "$3")' \
-    sh "$QUOTA" "$P" "$OUT/hung.json"
+  in_quota env PRECISION_PROBE_TRACE=1 PRECISION_PROBE_INJECT_HANG=bf16:0 "$P" --check-timeout 5 --format json \
+    -o "$OUT/hung.json"
   section quota-hung-check-verdicts python3 bench/compare_reports.py verdicts "$OUT/hung.json"
   section quota-hung-check-left bash -c "sleep 1; echo engine processes left: \$(pgrep -c -f '[p]recision-probe-engine')"
 }
@@ -258,4 +256,4 @@ for part in "${parts[@]}"; do
     *) echo "gpu-verify: unknown part '$part'" >&2; exit 2 ;;
   esac
 done
-grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|the default's time|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives|by round|statuses the same|statuses differ|A/B|mismatches,|engine processes left|^real" "$LOG"
+grep -E "^===== .*: exit|TF/s|TFLOP/s|full probe|one CPU:|GPU's checks done|each device added|each added device|NOTE:|AMP section|--quick|baseline|the default's time|at least PyTorch|engine start|^(cuda|cpu)[0-9 ]|^(fp32|tf32|fp16|bf16|fp8|int8|mx|nvfp)|LibTorch said|libtorch_c|^exit [0-9]|gpu-memory-busy|sized to|collectives|by round|statuses the same|statuses differ|A/B|mismatches,|engine processes left" "$LOG"

@@ -237,14 +237,17 @@ TEST(ProbeGpu, TheCpusChecksAfterTheGpusGiveTheSameVerdicts) {
       EXPECT_GE(engine_plans_done(r.err.substr(0, waited)), 1) << r.err;
     }
     json verdicts;
-    for (const json& device : json::parse(r.out).at("devices")) {
+    // Named: a range-for over a member of a temporary dangles (before C++23).
+    const json report = json::parse(r.out);
+    for (const json& device : report.at("devices")) {
       // Another GPU of the machine is not checked; the CPU is, selected or not.
       if (device.at("kind") == "cuda" && !device.value("selected", true)) continue;
       const std::string name = device.at("kind").get<std::string>() + device.value("name", "");
       for (const auto& [mode, p] : device.at("precisions").items()) {
         verdicts[name][mode] = p.at("status");
       }
-      for (const auto& [mode, a] : device.value("amp", json::object()).items()) {
+      const json amp = device.value("amp", json::object());  // named, as the report above
+      for (const auto& [mode, a] : amp.items()) {
         verdicts[name][mode] = a.at("status");
         EXPECT_TRUE(a.at("ok").get<bool>()) << way << " " << name << " " << mode << a.dump();
       }
